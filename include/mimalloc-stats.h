@@ -1,0 +1,121 @@
+/* ----------------------------------------------------------------------------
+  mimalloc-stats.h -- machine-readable statistics.
+
+  Usage:
+      mi_stats_t_decl(stats);            // zeroed, size and version filled in
+      if (mi_stats_get(&stats)) { ... stats.committed.current ... }
+
+  The layout is versioned by MI_STAT_VERSION; mi_stats_get refuses a struct
+  whose `size` or `version` does not match the library.
+---------------------------------------------------------------------------- */
+#pragma once
+#ifndef MIMALLOC_STATS_H
+#define MIMALLOC_STATS_H
+
+#include "mimalloc.h"
+#include <stdint.h>
+
+/* Bumped whenever the layout of mi_stats_t changes incompatibly. */
+#define MI_STAT_VERSION   4
+
+/* An amount that goes up and down over time (bytes or objects). */
+typedef struct mi_stat_count_s {
+  int64_t total;      /* sum of all increases */
+  int64_t peak;       /* highest value of `current` seen */
+  int64_t current;    /* value now */
+} mi_stat_count_t;
+
+/* A counter that only increases. */
+typedef struct mi_stat_counter_s {
+  int64_t total;
+} mi_stat_counter_t;
+
+/* All named statistics in layout order, as an X-macro: the user defines
+   MI_STAT_COUNT(name) for mi_stat_count_t fields and MI_STAT_COUNTER(name)
+   for mi_stat_counter_t fields, then expands MI_STAT_FIELDS(). */
+#define MI_STAT_FIELDS() \
+  MI_STAT_COUNT(pages)                      /* pages in use */ \
+  MI_STAT_COUNT(reserved)                   /* bytes of address space reserved */ \
+  MI_STAT_COUNT(committed)                  /* bytes committed */ \
+  MI_STAT_COUNTER(reset)                    /* bytes reset */ \
+  MI_STAT_COUNTER(purged)                   /* bytes purged */ \
+  MI_STAT_COUNT(page_committed)             /* bytes of committed page memory ("touched") */ \
+  MI_STAT_COUNT(pages_abandoned)            /* abandoned pages */ \
+  MI_STAT_COUNT(threads)                    /* threads */ \
+  MI_STAT_COUNT(malloc_normal)              /* bytes in binned (non-huge) blocks */ \
+  MI_STAT_COUNT(malloc_huge)                /* bytes in huge blocks */ \
+  MI_STAT_COUNT(malloc_requested)           /* bytes requested by the program */ \
+  \
+  MI_STAT_COUNTER(mmap_calls)               /* OS memory mappings */ \
+  MI_STAT_COUNTER(commit_calls)             /* OS commit calls */ \
+  MI_STAT_COUNTER(reset_calls)              /* OS reset calls */ \
+  MI_STAT_COUNTER(purge_calls)              /* OS purge calls */ \
+  MI_STAT_COUNTER(arena_count)              /* arenas created */ \
+  MI_STAT_COUNTER(malloc_normal_count)      /* normal allocations */ \
+  MI_STAT_COUNTER(malloc_huge_count)        /* huge allocations */ \
+  MI_STAT_COUNTER(malloc_guarded_count)     /* allocations given a guard page */ \
+  MI_STAT_COUNTER(arena_rollback_count)     /* arena reservations rolled back */ \
+  MI_STAT_COUNTER(arena_purges)             /* arena purge passes */ \
+  MI_STAT_COUNTER(pages_extended)           /* page free-list extensions */ \
+  MI_STAT_COUNTER(pages_retire)             /* pages retired */ \
+  MI_STAT_COUNTER(page_searches)            /* pages visited while searching */ \
+  MI_STAT_COUNTER(page_searches_count)      /* page searches */ \
+  \
+  MI_STAT_COUNT(segments)                   /* segments */ \
+  MI_STAT_COUNT(segments_abandoned)         /* abandoned segments */ \
+  MI_STAT_COUNT(segments_cache)             /* cached segments */ \
+  MI_STAT_COUNT(_segments_reserved)         /* reserved, unused */ \
+  \
+  MI_STAT_COUNTER(pages_reclaim_on_alloc)   /* v3 only: stays 0 */ \
+  MI_STAT_COUNTER(pages_reclaim_on_free)    /* v3 only: stays 0 */ \
+  MI_STAT_COUNTER(pages_reabandon_full)     /* v3 only: stays 0 */ \
+  MI_STAT_COUNTER(pages_unabandon_busy_wait) /* v3 only: stays 0 */
+
+/* Index of the huge-size bin; the bin arrays have MI_BIN_HUGE+1 entries. */
+#define MI_BIN_HUGE  (73U)
+
+#define MI_STAT_COUNT(stat)    mi_stat_count_t   stat;
+#define MI_STAT_COUNTER(stat)  mi_stat_counter_t stat;
+
+typedef struct mi_stats_s {
+  size_t size;          /* must be sizeof(mi_stats_t) */
+  size_t version;       /* must be MI_STAT_VERSION */
+
+  MI_STAT_FIELDS()
+
+  mi_stat_count_t   _stat_reserved[4];          /* room for growth */
+  mi_stat_counter_t _stat_counter_reserved[4];  /* room for growth */
+
+  mi_stat_count_t   malloc_bins[MI_BIN_HUGE+1]; /* live blocks per size bin */
+  mi_stat_count_t   page_bins[MI_BIN_HUGE+1];   /* pages per size bin */
+} mi_stats_t;
+
+#undef MI_STAT_COUNT
+#undef MI_STAT_COUNTER
+
+/* Declare a zeroed `mi_stats_t name` with `size` and `version` set, ready
+   for mi_stats_get. Expands to statements (block scope only). */
+#if defined(__cplusplus)
+  #define mi_stats_t_decl(name)  mi_stats_t name = mi_stats_t(); name.size = sizeof(mi_stats_t); name.version = MI_STAT_VERSION;
+#else
+  #define mi_stats_t_decl(name)  mi_stats_t name = { 0 }; name.size = sizeof(mi_stats_t); name.version = MI_STAT_VERSION;
+#endif
+
+#if defined(__cplusplus)
+extern "C" {
+#endif
+
+/* Copy the process-wide statistics into *stats (which must be set up with
+   mi_stats_t_decl); false if stats is NULL or its size/version mismatch. */
+mi_decl_export bool mi_stats_get(mi_stats_t* stats) mi_attr_noexcept;
+
+/* Render all statistics as a JSON object into buf (or, when buf is NULL or
+   buf_size is 0, into a new block to be released with mi_free). Returns NULL
+   if the caller's buffer is too small. */
+mi_decl_export char* mi_stats_get_json(size_t buf_size, char* buf) mi_attr_noexcept;
+
+#if defined(__cplusplus)
+}
+#endif
+
+#endif /* MIMALLOC_STATS_H */

@@ -1,0 +1,176 @@
+/* Aligned allocation. Small alignments are natural (every block >= 16 bytes is 16-byte
+   aligned and power-of-two blocks are aligned to their size); moderate ones over-allocate in
+   a normal page and hand out an interior pointer (the page is flagged has_aligned so free and
+   usable_size find the block start); alignments above MI_ALIGN_OVERALLOC_MAX get a huge
+   segment whose block is placed exactly. */
+#include "internal/internal.h"
+
+static void* mi_heap_malloc_zero_aligned_at_overalloc(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero) {
+  size_t oversize;
+  if (mi_unlikely(__builtin_add_overflow(size, alignment - 1, &oversize))) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  void* p = _mi_heap_malloc_zero(heap, oversize, zero);
+  if (p == NULL) return NULL;
+  const uintptr_t mask = alignment - 1;
+  const uintptr_t adjust = (alignment - (((uintptr_t)p + offset) & mask)) & mask;
+  if (adjust > 0) {
+    mi_page_set_has_aligned(_mi_ptr_page(p), true);
+  }
+  return (uint8_t*)p + adjust;
+}
+
+void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero) {
+  if (mi_unlikely(alignment == 0 || !mi_is_power_of_two(alignment))) {
+    _mi_error_message(EINVAL, "aligned allocation requires a power-of-two alignment (size %zu, alignment %zu)\n", size, alignment);
+    errno = EINVAL;
+    return NULL;
+  }
+  if (mi_unlikely(size > MI_MAX_ALLOC_SIZE)) {
+    _mi_error_message(EOVERFLOW, "aligned allocation request is too large (size %zu, alignment %zu)\n", size, alignment);
+    errno = ENOMEM;
+    return NULL;
+  }
+  const uintptr_t mask = alignment - 1;
+  if (offset == 0 && alignment <= MI_MAX_ALIGN_SIZE) {
+    /* blocks of at least `alignment` bytes are naturally aligned */
+    return _mi_heap_malloc_zero(heap, (size < alignment ? alignment : size), zero);
+  }
+  /* try the next free block of the direct page */
+  if (size <= MI_SMALL_SIZE_MAX) {
+    mi_page_t* page = heap->pages_free_direct[_mi_wsize_from_size(size)];
+    if (page->free != NULL && (((uintptr_t)page->free + offset) & mask) == 0) {
+      return _mi_page_malloc(heap, page, size, zero);
+    }
+  }
+  if (alignment > MI_ALIGN_OVERALLOC_MAX) {
+    if (!_mi_segment_huge_align_ok(alignment, offset)) {
+      _mi_error_message(EINVAL, "cannot place %zu bytes at alignment %zu with offset %zu (the offset lies just below a multiple of %zu bytes)\n",
+                        size, alignment, offset, MI_SEGMENT_SIZE);
+      errno = EINVAL;
+      return NULL;
+    }
+    return _mi_malloc_generic(heap, (size == 0 ? 1 : size), zero, alignment, offset);
+  }
+  return mi_heap_malloc_zero_aligned_at_overalloc(heap, size, alignment, offset, zero);
+}
+
+/* ---------------------------------------------------------------------------------------
+   Public aligned allocation
+--------------------------------------------------------------------------------------- */
+void* mi_heap_malloc_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset) mi_attr_noexcept {
+  return _mi_heap_malloc_zero_aligned_at(heap, size, alignment, offset, false);
+}
+void* mi_heap_malloc_aligned(mi_heap_t* heap, size_t size, size_t alignment) mi_attr_noexcept {
+  return _mi_heap_malloc_zero_aligned_at(heap, size, alignment, 0, false);
+}
+void* mi_heap_zalloc_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset) mi_attr_noexcept {
+  return _mi_heap_malloc_zero_aligned_at(heap, size, alignment, offset, true);
+}
+void* mi_heap_zalloc_aligned(mi_heap_t* heap, size_t size, size_t alignment) mi_attr_noexcept {
+  return _mi_heap_malloc_zero_aligned_at(heap, size, alignment, 0, true);
+}
+void* mi_heap_calloc_aligned_at(mi_heap_t* heap, size_t count, size_t size, size_t alignment, size_t offset) mi_attr_noexcept {
+  size_t total;
+  if (mi_count_size_overflow(count, size, &total)) return NULL;
+  return _mi_heap_malloc_zero_aligned_at(heap, total, alignment, offset, true);
+}
+void* mi_heap_calloc_aligned(mi_heap_t* heap, size_t count, size_t size, size_t alignment) mi_attr_noexcept {
+  return mi_heap_calloc_aligned_at(heap, count, size, alignment, 0);
+}
+
+void* mi_malloc_aligned_at(size_t size, size_t alignment, size_t offset) mi_attr_noexcept {
+  return mi_heap_malloc_aligned_at(mi_prim_get_default_heap(), size, alignment, offset);
+}
+void* mi_malloc_aligned(size_t size, size_t alignment) mi_attr_noexcept {
+  return mi_heap_malloc_aligned(mi_prim_get_default_heap(), size, alignment);
+}
+void* mi_umalloc_aligned(size_t size, size_t alignment, size_t* block_size) mi_attr_noexcept {
+  void* p = mi_malloc_aligned(size, alignment);
+  if (p != NULL && block_size != NULL) *block_size = _mi_usable_size(p);
+  return p;
+}
+void* mi_zalloc_aligned_at(size_t size, size_t alignment, size_t offset) mi_attr_noexcept {
+  return mi_heap_zalloc_aligned_at(mi_prim_get_default_heap(), size, alignment, offset);
+}
+void* mi_zalloc_aligned(size_t size, size_t alignment) mi_attr_noexcept {
+  return mi_heap_zalloc_aligned(mi_prim_get_default_heap(), size, alignment);
+}
+void* mi_uzalloc_aligned(size_t size, size_t alignment, size_t* block_size) mi_attr_noexcept {
+  void* p = mi_zalloc_aligned(size, alignment);
+  if (p != NULL && block_size != NULL) *block_size = _mi_usable_size(p);
+  return p;
+}
+void* mi_calloc_aligned_at(size_t count, size_t size, size_t alignment, size_t offset) mi_attr_noexcept {
+  return mi_heap_calloc_aligned_at(mi_prim_get_default_heap(), count, size, alignment, offset);
+}
+void* mi_calloc_aligned(size_t count, size_t size, size_t alignment) mi_attr_noexcept {
+  return mi_heap_calloc_aligned(mi_prim_get_default_heap(), count, size, alignment);
+}
+
+/* ---------------------------------------------------------------------------------------
+   Aligned reallocation
+--------------------------------------------------------------------------------------- */
+static void* mi_heap_realloc_zero_aligned_at(mi_heap_t* heap, void* p, size_t newsize, size_t alignment, size_t offset, bool zero) {
+  if (alignment <= sizeof(uintptr_t) && offset == 0) {
+    return _mi_heap_realloc_zero(heap, p, newsize, zero, NULL, NULL);
+  }
+  if (p == NULL) {
+    return _mi_heap_malloc_zero_aligned_at(heap, newsize, alignment, offset, zero);
+  }
+  const size_t size = _mi_usable_size(p);
+  if (alignment != 0 && mi_is_power_of_two(alignment) && newsize <= size && newsize >= (size - (size / 2)) &&
+      (((uintptr_t)p + offset) & (alignment - 1)) == 0) {
+    return p;   /* still fits and is still aligned */
+  }
+  void* newp = _mi_heap_malloc_zero_aligned_at(heap, newsize, alignment, offset, false);
+  if (newp == NULL) return NULL;
+  const size_t newusable = _mi_usable_size(newp);
+  memcpy(newp, p, (size < newsize ? size : newsize));
+  if (zero && newusable > size) {
+    memset((uint8_t*)newp + size, 0, newusable - size);
+  }
+  mi_free(p);
+  return newp;
+}
+
+void* mi_heap_realloc_aligned_at(mi_heap_t* heap, void* p, size_t newsize, size_t alignment, size_t offset) mi_attr_noexcept {
+  return mi_heap_realloc_zero_aligned_at(heap, p, newsize, alignment, offset, false);
+}
+void* mi_heap_realloc_aligned(mi_heap_t* heap, void* p, size_t newsize, size_t alignment) mi_attr_noexcept {
+  return mi_heap_realloc_zero_aligned_at(heap, p, newsize, alignment, 0, false);
+}
+void* mi_heap_rezalloc_aligned_at(mi_heap_t* heap, void* p, size_t newsize, size_t alignment, size_t offset) mi_attr_noexcept {
+  return mi_heap_realloc_zero_aligned_at(heap, p, newsize, alignment, offset, true);
+}
+void* mi_heap_rezalloc_aligned(mi_heap_t* heap, void* p, size_t newsize, size_t alignment) mi_attr_noexcept {
+  return mi_heap_realloc_zero_aligned_at(heap, p, newsize, alignment, 0, true);
+}
+void* mi_heap_recalloc_aligned_at(mi_heap_t* heap, void* p, size_t newcount, size_t size, size_t alignment, size_t offset) mi_attr_noexcept {
+  size_t total;
+  if (mi_count_size_overflow(newcount, size, &total)) return NULL;
+  return mi_heap_rezalloc_aligned_at(heap, p, total, alignment, offset);
+}
+void* mi_heap_recalloc_aligned(mi_heap_t* heap, void* p, size_t newcount, size_t size, size_t alignment) mi_attr_noexcept {
+  return mi_heap_recalloc_aligned_at(heap, p, newcount, size, alignment, 0);
+}
+
+void* mi_realloc_aligned_at(void* p, size_t newsize, size_t alignment, size_t offset) mi_attr_noexcept {
+  return mi_heap_realloc_aligned_at(mi_prim_get_default_heap(), p, newsize, alignment, offset);
+}
+void* mi_realloc_aligned(void* p, size_t newsize, size_t alignment) mi_attr_noexcept {
+  return mi_heap_realloc_aligned(mi_prim_get_default_heap(), p, newsize, alignment);
+}
+void* mi_rezalloc_aligned_at(void* p, size_t newsize, size_t alignment, size_t offset) mi_attr_noexcept {
+  return mi_heap_rezalloc_aligned_at(mi_prim_get_default_heap(), p, newsize, alignment, offset);
+}
+void* mi_rezalloc_aligned(void* p, size_t newsize, size_t alignment) mi_attr_noexcept {
+  return mi_heap_rezalloc_aligned(mi_prim_get_default_heap(), p, newsize, alignment);
+}
+void* mi_recalloc_aligned_at(void* p, size_t newcount, size_t size, size_t alignment, size_t offset) mi_attr_noexcept {
+  return mi_heap_recalloc_aligned_at(mi_prim_get_default_heap(), p, newcount, size, alignment, offset);
+}
+void* mi_recalloc_aligned(void* p, size_t newcount, size_t size, size_t alignment) mi_attr_noexcept {
+  return mi_heap_recalloc_aligned(mi_prim_get_default_heap(), p, newcount, size, alignment);
+}

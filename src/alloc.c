@@ -1,0 +1,229 @@
+/* Allocation entry points: malloc and friends, zeroed, counted, reallocation, strings. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* realpath */
+#endif
+#include "internal/internal.h"
+#include <stdlib.h>
+#include <limits.h>
+
+/* Zero a block just handed out: fresh (zero) memory only needs its free-list link cleared.
+   The whole usable block is zeroed so in-place growth of zeroed blocks stays zero. */
+void _mi_block_zero_init(const mi_page_t* page, void* p, size_t size) {
+  (void)size;
+  if (page->free_is_zero) {
+    ((mi_block_t*)p)->next = NULL;
+  }
+  else {
+    memset(p, 0, page->block_size);
+  }
+}
+
+void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
+  if (mi_likely(size <= MI_SMALL_SIZE_MAX)) {
+    return mi_heap_malloc_small_zero(heap, size, zero);
+  }
+  return _mi_malloc_generic(heap, size, zero, 0, 0);
+}
+
+/* ---------------------------------------------------------------------------------------
+   Basic allocation
+--------------------------------------------------------------------------------------- */
+void* mi_heap_malloc_small(mi_heap_t* heap, size_t size) mi_attr_noexcept {
+  return mi_heap_malloc_small_zero(heap, size, false);
+}
+void* mi_heap_zalloc_small(mi_heap_t* heap, size_t size) mi_attr_noexcept {
+  return mi_heap_malloc_small_zero(heap, size, true);
+}
+void* mi_malloc_small(size_t size) mi_attr_noexcept {
+  return mi_heap_malloc_small_zero(mi_prim_get_default_heap(), size, false);
+}
+void* mi_zalloc_small(size_t size) mi_attr_noexcept {
+  return mi_heap_malloc_small_zero(mi_prim_get_default_heap(), size, true);
+}
+void* mi_umalloc_small(size_t size, size_t* block_size) mi_attr_noexcept {
+  void* p = mi_malloc_small(size);
+  if (p != NULL && block_size != NULL) *block_size = _mi_usable_size(p);
+  return p;
+}
+void* mi_uzalloc_small(size_t size, size_t* block_size) mi_attr_noexcept {
+  void* p = mi_zalloc_small(size);
+  if (p != NULL && block_size != NULL) *block_size = _mi_usable_size(p);
+  return p;
+}
+
+void* mi_heap_malloc(mi_heap_t* heap, size_t size) mi_attr_noexcept {
+  return _mi_heap_malloc_zero(heap, size, false);
+}
+void* mi_malloc(size_t size) mi_attr_noexcept {
+  return _mi_heap_malloc_zero(mi_prim_get_default_heap(), size, false);
+}
+void* mi_heap_zalloc(mi_heap_t* heap, size_t size) mi_attr_noexcept {
+  return _mi_heap_malloc_zero(heap, size, true);
+}
+void* mi_zalloc(size_t size) mi_attr_noexcept {
+  return _mi_heap_malloc_zero(mi_prim_get_default_heap(), size, true);
+}
+void* mi_umalloc(size_t size, size_t* block_size) mi_attr_noexcept {
+  void* p = mi_malloc(size);
+  if (p != NULL && block_size != NULL) *block_size = _mi_usable_size(p);
+  return p;
+}
+
+void* mi_heap_calloc(mi_heap_t* heap, size_t count, size_t size) mi_attr_noexcept {
+  size_t total;
+  if (mi_count_size_overflow(count, size, &total)) return NULL;
+  return _mi_heap_malloc_zero(heap, total, true);
+}
+void* mi_calloc(size_t count, size_t size) mi_attr_noexcept {
+  return mi_heap_calloc(mi_prim_get_default_heap(), count, size);
+}
+void* mi_ucalloc(size_t count, size_t size, size_t* block_size) mi_attr_noexcept {
+  void* p = mi_calloc(count, size);
+  if (p != NULL && block_size != NULL) *block_size = _mi_usable_size(p);
+  return p;
+}
+
+void* mi_heap_mallocn(mi_heap_t* heap, size_t count, size_t size) mi_attr_noexcept {
+  size_t total;
+  if (mi_count_size_overflow(count, size, &total)) return NULL;
+  return _mi_heap_malloc_zero(heap, total, false);
+}
+void* mi_mallocn(size_t count, size_t size) mi_attr_noexcept {
+  return mi_heap_mallocn(mi_prim_get_default_heap(), count, size);
+}
+
+/* ---------------------------------------------------------------------------------------
+   Reallocation
+--------------------------------------------------------------------------------------- */
+void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post) {
+  const size_t size = _mi_usable_size(p);   /* 0 for NULL */
+  if (usable_pre != NULL) *usable_pre = size;
+  /* keep the block when it fits and does not waste more than half */
+  if (mi_likely(newsize <= size && newsize >= (size / 2) && newsize > 0)) {
+    if (usable_post != NULL) *usable_post = size;
+    return p;
+  }
+  void* newp = _mi_heap_malloc_zero(heap, newsize, false);
+  if (mi_unlikely(newp == NULL)) return NULL;   /* p stays valid; errno is ENOMEM */
+  const size_t newusable = _mi_usable_size(newp);
+  if (p != NULL) {
+    memcpy(newp, p, (size < newsize ? size : newsize));
+  }
+  if (zero && newusable > size) {
+    memset((uint8_t*)newp + size, 0, newusable - size);
+  }
+  else if (newsize == 0) {
+    ((uint8_t*)newp)[0] = 0;
+  }
+  if (p != NULL) mi_free(p);
+  if (usable_post != NULL) *usable_post = newusable;
+  return newp;
+}
+
+void* mi_heap_realloc(mi_heap_t* heap, void* p, size_t newsize) mi_attr_noexcept {
+  return _mi_heap_realloc_zero(heap, p, newsize, false, NULL, NULL);
+}
+void* mi_realloc(void* p, size_t newsize) mi_attr_noexcept {
+  return mi_heap_realloc(mi_prim_get_default_heap(), p, newsize);
+}
+void* mi_urealloc(void* p, size_t newsize, size_t* block_size_pre, size_t* block_size_post) mi_attr_noexcept {
+  return _mi_heap_realloc_zero(mi_prim_get_default_heap(), p, newsize, false, block_size_pre, block_size_post);
+}
+
+void* mi_heap_reallocn(mi_heap_t* heap, void* p, size_t count, size_t size) mi_attr_noexcept {
+  size_t total;
+  if (mi_count_size_overflow(count, size, &total)) return NULL;
+  return mi_heap_realloc(heap, p, total);
+}
+void* mi_reallocn(void* p, size_t count, size_t size) mi_attr_noexcept {
+  return mi_heap_reallocn(mi_prim_get_default_heap(), p, count, size);
+}
+
+/* BSD reallocf: frees p when the reallocation fails. */
+void* mi_heap_reallocf(mi_heap_t* heap, void* p, size_t newsize) mi_attr_noexcept {
+  void* newp = mi_heap_realloc(heap, p, newsize);
+  if (newp == NULL && p != NULL) {
+    const int err = errno;
+    mi_free(p);
+    errno = err;
+  }
+  return newp;
+}
+void* mi_reallocf(void* p, size_t newsize) mi_attr_noexcept {
+  return mi_heap_reallocf(mi_prim_get_default_heap(), p, newsize);
+}
+
+void* mi_heap_rezalloc(mi_heap_t* heap, void* p, size_t newsize) mi_attr_noexcept {
+  return _mi_heap_realloc_zero(heap, p, newsize, true, NULL, NULL);
+}
+void* mi_rezalloc(void* p, size_t newsize) mi_attr_noexcept {
+  return mi_heap_rezalloc(mi_prim_get_default_heap(), p, newsize);
+}
+void* mi_heap_recalloc(mi_heap_t* heap, void* p, size_t count, size_t size) mi_attr_noexcept {
+  size_t total;
+  if (mi_count_size_overflow(count, size, &total)) return NULL;
+  return mi_heap_rezalloc(heap, p, total);
+}
+void* mi_recalloc(void* p, size_t count, size_t size) mi_attr_noexcept {
+  return mi_heap_recalloc(mi_prim_get_default_heap(), p, count, size);
+}
+
+/* Resize in place only. */
+void* mi_expand(void* p, size_t newsize) mi_attr_noexcept {
+  if (p == NULL) return NULL;
+  if (newsize > _mi_usable_size(p)) return NULL;
+  return p;
+}
+
+/* ---------------------------------------------------------------------------------------
+   Sizes
+--------------------------------------------------------------------------------------- */
+size_t mi_good_size(size_t size) mi_attr_noexcept {
+  if (size <= MI_LARGE_OBJ_SIZE_MAX) return _mi_bin_size(_mi_bin(size));
+  if (size > MI_MAX_ALLOC_SIZE) return size;
+  return _mi_os_good_alloc_size(size);
+}
+
+/* ---------------------------------------------------------------------------------------
+   Strings
+--------------------------------------------------------------------------------------- */
+char* mi_heap_strdup(mi_heap_t* heap, const char* s) mi_attr_noexcept {
+  if (s == NULL) return NULL;
+  const size_t len = strlen(s);
+  char* t = (char*)mi_heap_malloc(heap, len + 1);
+  if (t == NULL) return NULL;
+  memcpy(t, s, len + 1);
+  return t;
+}
+char* mi_strdup(const char* s) mi_attr_noexcept {
+  return mi_heap_strdup(mi_prim_get_default_heap(), s);
+}
+
+char* mi_heap_strndup(mi_heap_t* heap, const char* s, size_t n) mi_attr_noexcept {
+  if (s == NULL) return NULL;
+  const size_t len = strnlen(s, n);
+  char* t = (char*)mi_heap_malloc(heap, len + 1);
+  if (t == NULL) return NULL;
+  memcpy(t, s, len);
+  t[len] = 0;
+  return t;
+}
+char* mi_strndup(const char* s, size_t n) mi_attr_noexcept {
+  return mi_heap_strndup(mi_prim_get_default_heap(), s, n);
+}
+
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+char* mi_heap_realpath(mi_heap_t* heap, const char* fname, char* resolved_name) mi_attr_noexcept {
+  if (resolved_name != NULL) {
+    return realpath(fname, resolved_name);
+  }
+  char buf[PATH_MAX + 1];
+  char* rname = realpath(fname, buf);
+  if (rname == NULL) return NULL;   /* errno from realpath */
+  return mi_heap_strdup(heap, rname);
+}
+char* mi_realpath(const char* fname, char* resolved_name) mi_attr_noexcept {
+  return mi_heap_realpath(mi_prim_get_default_heap(), fname, resolved_name);
+}

@@ -1,0 +1,132 @@
+/* Freeing: the owner-thread fast path, the cross-thread single-CAS push with the delayed-free
+   handshake, and the slow cases (aligned interior pointers, full pages, empty pages). */
+#include "internal/internal.h"
+
+/* Checked builds validate that a pointer belongs to one of our segments before touching it. */
+#define MI_CHECK_FREE  (MI_DEBUG > 0 || MI_SECURE > 0)
+
+mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p) {
+  const size_t diff   = (size_t)((const uint8_t*)p - page->page_start);
+  const size_t adjust = diff % page->block_size;
+  return (mi_block_t*)((uintptr_t)p - adjust);
+}
+
+/* Free by the owning thread into a page that needs attention (full, or empty afterwards). */
+static void mi_free_block_local(mi_page_t* page, mi_block_t* block) {
+  mi_block_set_next(page, block, page->local_free);
+  page->local_free = block;
+  if (mi_unlikely(--page->used == 0)) {
+    _mi_page_retire(page);
+  }
+  else if (mi_unlikely(mi_page_is_in_full(page))) {
+    _mi_page_unfull(page);
+  }
+}
+
+/* Free by another thread: one CAS on the page's thread_free list, or, the first time a block
+   is freed into a full page, a push on the owning heap's delayed list so the owner learns the
+   page has space again (see mi_delayed_t). */
+static void mi_free_block_mt(mi_page_t* page, mi_segment_t* segment, mi_block_t* block) {
+  if (segment->page_kind == MI_PAGE_HUGE && page->block_size > MI_HUGE_RESET_MIN) {
+    /* the owner releases the segment later; give the memory back now */
+    _mi_os_reset((uint8_t*)block + _mi_os_page_size(), page->block_size - _mi_os_page_size());
+  }
+  uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
+  uintptr_t tfreex;
+  bool use_delayed;
+  do {
+    use_delayed = (mi_tf_delayed(tfree) == MI_USE_DELAYED_FREE);
+    if (mi_unlikely(use_delayed)) {
+      tfreex = mi_tf_set_delayed(tfree, MI_DELAYED_FREEING);
+    }
+    else {
+      mi_block_set_next(page, block, mi_tf_block(tfree));
+      tfreex = mi_tf_set_block(tfree, block);
+    }
+  } while (!mi_atomic_cas_weak_release(&page->xthread_free, &tfree, tfreex));
+
+  if (mi_unlikely(use_delayed)) {
+    /* the owner cannot change xheap while we are MI_DELAYED_FREEING */
+    mi_heap_t* heap = mi_atomic_load_acquire(&page->xheap);
+    if (heap != NULL) {
+      mi_block_t* dfree = mi_atomic_load_relaxed(&heap->thread_delayed_free);
+      do {
+        mi_block_set_next(page, block, dfree);
+      } while (!mi_atomic_cas_weak_release(&heap->thread_delayed_free, &dfree, block));
+    }
+    tfree = mi_atomic_load_relaxed(&page->xthread_free);
+    do {
+      tfreex = tfree;
+      if (heap == NULL) {   /* cannot happen by the protocol; keep the block anyway */
+        mi_block_set_next(page, block, mi_tf_block(tfree));
+        tfreex = mi_tf_set_block(tfree, block);
+      }
+      tfreex = mi_tf_set_delayed(tfreex, MI_NO_DELAYED_FREE);
+    } while (!mi_atomic_cas_weak_release(&page->xthread_free, &tfree, tfreex));
+  }
+}
+
+void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, bool is_local, void* p) {
+  mi_block_t* block = (mi_page_has_aligned(page) ? _mi_page_ptr_unalign(page, p) : (mi_block_t*)p);
+  if (is_local) mi_free_block_local(page, block);
+  else mi_free_block_mt(page, segment, block);
+}
+
+/* A block that another thread queued on our heap's delayed list. */
+void _mi_free_delayed_block(mi_block_t* block) {
+  mi_page_t* page = _mi_ptr_page(block);
+  _mi_page_free_collect(page, false);
+  mi_free_block_local(page, block);
+}
+
+static bool mi_check_is_ours(const mi_segment_t* segment, const void* p) {
+  if (!_mi_segment_map_contains(segment) || segment->cookie != _mi_segment_cookie(segment)) {
+    _mi_error_message(EINVAL, "mi_free: invalid pointer %p (not allocated by this allocator)\n", p);
+    return false;
+  }
+  return true;
+}
+
+/* The free fast path (DESIGN.md idea 5): owner thread and a page without flags pushes on
+   local_free; everything else is one branch to the noinline _mi_free_generic. */
+void mi_free(void* p) mi_attr_noexcept {
+  mi_segment_t* const segment = _mi_ptr_segment(p);
+  if (mi_unlikely(segment == NULL)) return;
+  if (MI_CHECK_FREE && mi_unlikely(!mi_check_is_ours(segment, p))) return;
+  const bool is_local = (_mi_thread_id() == mi_atomic_load_relaxed(&segment->thread_id));
+  mi_page_t* const page = _mi_segment_page_of(segment, p);
+  if (mi_likely(is_local && page->flags.full_aligned == 0)) {
+    mi_block_t* const block = (mi_block_t*)p;
+    mi_block_set_next(page, block, page->local_free);
+    page->local_free = block;
+    if (mi_unlikely(--page->used == 0)) {
+      _mi_page_retire(page);
+    }
+  }
+  else {
+    _mi_free_generic(segment, page, is_local, p);
+  }
+}
+
+size_t _mi_usable_size(const void* p) {
+  const mi_segment_t* const segment = _mi_ptr_segment(p);
+  if (segment == NULL) return 0;
+  if (MI_CHECK_FREE && !_mi_segment_map_contains(segment)) return 0;
+  const mi_page_t* const page = _mi_segment_page_of(segment, p);
+  if (mi_likely(!mi_page_has_aligned(page))) return page->block_size;
+  const mi_block_t* block = _mi_page_ptr_unalign(page, p);
+  return page->block_size - (size_t)((const uint8_t*)p - (const uint8_t*)block);
+}
+
+size_t mi_usable_size(const void* p) mi_attr_noexcept {
+  return _mi_usable_size(p);
+}
+
+void mi_ufree(void* p, size_t* block_size) mi_attr_noexcept {
+  if (p != NULL && block_size != NULL) *block_size = _mi_usable_size(p);
+  mi_free(p);
+}
+
+void mi_free_small(void* p) mi_attr_noexcept {
+  mi_free(p);
+}

@@ -1,0 +1,372 @@
+/* First-class heaps: creation, deletion (live blocks move to the backing heap), destruction
+   (all blocks freed at once), collection, thread-exit abandonment, and introspection. */
+#include "internal/internal.h"
+
+/* ---------------------------------------------------------------------------------------
+   Page iteration
+--------------------------------------------------------------------------------------- */
+typedef bool (heap_page_visitor_fun)(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg);
+
+/* Visit every page of every queue; the visitor may remove the page from its queue. */
+static bool mi_heap_visit_pages(mi_heap_t* heap, heap_page_visitor_fun* fn, void* arg) {
+  if (heap == NULL || heap->page_count == 0) return true;
+  for (size_t i = 0; i <= MI_BIN_FULL; i++) {
+    mi_page_queue_t* pq = &heap->pages[i];
+    mi_page_t* page = pq->first;
+    while (page != NULL) {
+      mi_page_t* next = page->next;
+      if (!fn(heap, pq, page, arg)) return false;
+      page = next;
+    }
+  }
+  return true;
+}
+
+/* ---------------------------------------------------------------------------------------
+   Delayed frees (blocks other threads freed into our full pages)
+--------------------------------------------------------------------------------------- */
+bool _mi_heap_delayed_free_partial(mi_heap_t* heap) {
+  if (mi_atomic_load_relaxed(&heap->thread_delayed_free) == NULL) return true;
+  mi_block_t* block = mi_atomic_exchange_acq_rel(&heap->thread_delayed_free, NULL);
+  while (block != NULL) {
+    mi_block_t* next = block->next;
+    _mi_free_delayed_block(block);
+    block = next;
+  }
+  return true;
+}
+
+void _mi_heap_delayed_free_all(mi_heap_t* heap) {
+  while (mi_atomic_load_acquire(&heap->thread_delayed_free) != NULL) {
+    _mi_heap_delayed_free_partial(heap);
+  }
+}
+
+/* ---------------------------------------------------------------------------------------
+   Collection
+--------------------------------------------------------------------------------------- */
+typedef enum mi_collect_e { MI_NORMAL, MI_FORCE, MI_ABANDON } mi_collect_t;
+
+static bool mi_heap_page_never_delayed(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
+  (void)heap; (void)pq; (void)arg;
+  _mi_page_use_delayed_free(page, MI_NEVER_DELAYED_FREE, false);
+  return true;
+}
+
+static bool mi_heap_page_collect(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
+  (void)heap;
+  const mi_collect_t collect = *(const mi_collect_t*)arg;
+  _mi_page_free_collect(page, collect >= MI_FORCE);
+  if (mi_page_all_free(page)) {
+    _mi_page_free(page, pq);
+  }
+  else if (collect == MI_ABANDON) {
+    _mi_page_abandon(page, pq);
+  }
+  else if (mi_page_is_in_full(page) && mi_page_immediate_available(page)) {
+    _mi_page_unfull(page);
+  }
+  return true;
+}
+
+static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
+  if (!mi_heap_is_initialized(heap)) return;
+  const bool force = (collect >= MI_FORCE);
+  _mi_deferred_free(heap, force);
+  if (collect == MI_ABANDON) {
+    /* no thread may push on our delayed list any more */
+    mi_heap_visit_pages(heap, &mi_heap_page_never_delayed, NULL);
+  }
+  _mi_heap_delayed_free_all(heap);
+  if (collect == MI_FORCE && mi_heap_is_backing(heap) && !heap->allow_destroy) {
+    _mi_segment_try_reclaim_abandoned(heap, true);   /* memory of ended threads */
+  }
+  _mi_heap_collect_retired(heap, force);
+  mi_heap_visit_pages(heap, &mi_heap_page_collect, &collect);
+  if (force) {
+    _mi_segment_cache_collect();
+  }
+}
+
+void _mi_heap_collect_abandon(mi_heap_t* heap) {
+  mi_heap_collect_ex(heap, MI_ABANDON);
+}
+
+void mi_heap_collect(mi_heap_t* heap, bool force) mi_attr_noexcept {
+  mi_heap_collect_ex(heap, force ? MI_FORCE : MI_NORMAL);
+}
+
+void mi_collect(bool force) mi_attr_noexcept {
+  mi_heap_collect(mi_prim_get_default_heap(), force);
+}
+
+/* ---------------------------------------------------------------------------------------
+   Creation
+--------------------------------------------------------------------------------------- */
+void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool allow_destroy, uint8_t tag) {
+  memcpy(heap, &_mi_heap_empty, sizeof(*heap));
+  heap->tld = tld;
+  heap->thread_id = _mi_thread_id();
+  heap->arena_id = arena_id;
+  heap->allow_destroy = allow_destroy;
+  heap->tag = tag;
+  heap->cookie = _mi_random_next() | 1;
+  for (size_t i = 0; i < MI_BIN_HUGE_INTERNAL; i++) {
+    heap->pages[i].block_size = _mi_bin_size(i);
+  }
+  heap->pages[MI_BIN_HUGE_INTERNAL].block_size = MI_LARGE_OBJ_SIZE_MAX + 1;
+  heap->pages[MI_BIN_FULL].block_size = MI_LARGE_OBJ_SIZE_MAX + 2;
+  heap->page_retired_min = MI_BIN_FULL;
+  heap->page_retired_max = 0;
+  /* link into the thread's heaps */
+  if (tld->heaps != heap) {
+    heap->next = tld->heaps;
+    tld->heaps = heap;
+  }
+}
+
+mi_heap_t* mi_heap_new_ex(int heap_tag, bool allow_destroy, mi_arena_id_t arena_id) {
+  if (arena_id != 0) {
+    _mi_error_message(EINVAL, "unknown arena id %d (arenas are not available in this version)\n", arena_id);
+    return NULL;
+  }
+  mi_heap_t* bheap = mi_heap_get_backing();
+  if (!mi_heap_is_initialized(bheap)) return NULL;
+  mi_heap_t* heap = (mi_heap_t*)mi_heap_malloc(bheap, sizeof(mi_heap_t));
+  if (heap == NULL) return NULL;
+  _mi_heap_init(heap, bheap->tld, arena_id, allow_destroy, (uint8_t)heap_tag);
+  return heap;
+}
+
+mi_heap_t* mi_heap_new(void) {
+  return mi_heap_new_ex(0, true, 0);
+}
+
+mi_heap_t* mi_heap_new_in_arena(mi_arena_id_t arena_id) {
+  return mi_heap_new_ex(0, false, arena_id);
+}
+
+mi_heap_t* _mi_heap_by_tag(mi_heap_t* heap, uint8_t tag) {
+  if (heap->tag == tag) return heap;
+  for (mi_heap_t* h = heap->tld->heaps; h != NULL; h = h->next) {
+    if (h->tag == tag && !h->allow_destroy) return h;
+  }
+  return heap;
+}
+
+/* ---------------------------------------------------------------------------------------
+   Deletion and destruction
+--------------------------------------------------------------------------------------- */
+static void mi_heap_reset_pages(mi_heap_t* heap) {
+  for (size_t i = 0; i < MI_PAGES_DIRECT; i++) heap->pages_free_direct[i] = (mi_page_t*)&_mi_page_empty;
+  for (size_t i = 0; i <= MI_BIN_FULL; i++) {
+    heap->pages[i].first = NULL;
+    heap->pages[i].last = NULL;
+  }
+  heap->page_count = 0;
+  heap->page_retired_min = MI_BIN_FULL;
+  heap->page_retired_max = 0;
+}
+
+/* Release the heap structure (not its pages). */
+static void mi_heap_free(mi_heap_t* heap) {
+  if (mi_heap_is_backing(heap)) return;   /* never freed */
+  if (heap == mi_prim_get_default_heap()) {
+    _mi_heap_set_default_direct(heap->tld->heap_backing);
+  }
+  mi_heap_t* prev = NULL;
+  mi_heap_t* cur = heap->tld->heaps;
+  while (cur != heap && cur != NULL) { prev = cur; cur = cur->next; }
+  if (cur == heap) {
+    if (prev != NULL) prev->next = heap->next;
+    else heap->tld->heaps = heap->next;
+  }
+  mi_free(heap);
+}
+
+/* Move all pages of `from` into `heap` (same thread). */
+static void mi_heap_absorb(mi_heap_t* heap, mi_heap_t* from) {
+  if (from == NULL || from->page_count == 0) return;
+  _mi_heap_delayed_free_partial(from);
+  for (size_t i = 0; i <= MI_BIN_FULL; i++) {
+    _mi_page_queue_append(heap, &heap->pages[i], &from->pages[i]);
+  }
+  /* no thread pushes on from's delayed list any more (append waited for them) */
+  _mi_heap_delayed_free_all(from);
+  mi_heap_reset_pages(from);
+}
+
+void mi_heap_delete(mi_heap_t* heap) {
+  if (!mi_heap_is_initialized(heap)) return;
+  if (mi_heap_is_backing(heap)) {
+    mi_heap_collect(heap, false);   /* the backing heap lives until thread exit */
+    return;
+  }
+  mi_heap_absorb(heap->tld->heap_backing, heap);
+  mi_heap_free(heap);
+}
+
+static bool mi_heap_page_destroy(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
+  (void)heap; (void)arg;
+  _mi_page_use_delayed_free(page, MI_NEVER_DELAYED_FREE, false);
+  page->used = 0;
+  page->free = NULL;
+  page->local_free = NULL;
+  _mi_page_free(page, pq);
+  return true;
+}
+
+void mi_heap_destroy(mi_heap_t* heap) {
+  if (!mi_heap_is_initialized(heap)) return;
+  if (!heap->allow_destroy) {
+    _mi_warning_message("mi_heap_destroy: heap %p does not allow destruction (use mi_heap_new); deleting it instead\n", (void*)heap);
+    mi_heap_delete(heap);
+    return;
+  }
+  mi_heap_visit_pages(heap, &mi_heap_page_never_delayed, NULL);
+  mi_atomic_store_release(&heap->thread_delayed_free, NULL);   /* those blocks die with the heap */
+  mi_heap_visit_pages(heap, &mi_heap_page_destroy, NULL);
+  mi_heap_reset_pages(heap);
+  mi_heap_free(heap);
+}
+
+/* ---------------------------------------------------------------------------------------
+   Default heap
+--------------------------------------------------------------------------------------- */
+mi_heap_t* mi_heap_set_default(mi_heap_t* heap) {
+  if (!mi_heap_is_initialized(heap)) return NULL;
+  mi_heap_t* old = mi_prim_get_default_heap();
+  _mi_heap_set_default_direct(heap);
+  return old;
+}
+
+mi_heap_t* mi_heap_get_default(void) {
+  mi_thread_init();
+  return mi_prim_get_default_heap();
+}
+
+mi_heap_t* mi_heap_get_backing(void) {
+  mi_heap_t* heap = mi_heap_get_default();
+  if (!mi_heap_is_initialized(heap)) return heap;
+  return heap->tld->heap_backing;
+}
+
+/* ---------------------------------------------------------------------------------------
+   Introspection
+--------------------------------------------------------------------------------------- */
+bool mi_heap_contains_block(mi_heap_t* heap, const void* p) {
+  if (!mi_heap_is_initialized(heap) || p == NULL) return false;
+  mi_segment_t* segment = _mi_ptr_segment(p);
+  if (segment == NULL || !_mi_segment_map_contains(segment)) return false;
+  return (mi_page_heap(_mi_segment_page_of(segment, p)) == heap);
+}
+
+typedef struct mi_check_owned_s { const void* p; bool found; } mi_check_owned_t;
+
+static bool mi_heap_page_check_owned(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
+  (void)heap; (void)pq;
+  mi_check_owned_t* info = (mi_check_owned_t*)arg;
+  const uint8_t* start = page->page_start;
+  const uint8_t* end = start + (size_t)page->reserved * page->block_size;
+  if ((const uint8_t*)info->p >= start && (const uint8_t*)info->p < end) {
+    info->found = true;
+    return false;
+  }
+  return true;
+}
+
+bool mi_heap_check_owned(mi_heap_t* heap, const void* p) {
+  if (!mi_heap_is_initialized(heap) || p == NULL) return false;
+  if (((uintptr_t)p & (sizeof(uintptr_t) - 1)) != 0) return false;
+  mi_check_owned_t info = { p, false };
+  mi_heap_visit_pages(heap, &mi_heap_page_check_owned, &info);
+  return info.found;
+}
+
+bool mi_check_owned(const void* p) {
+  return mi_heap_check_owned(mi_prim_get_default_heap(), p);
+}
+
+bool mi_is_in_heap_region(const void* p) mi_attr_noexcept {
+  return (p != NULL && _mi_segment_map_contains(p));
+}
+
+/* Visit a page as an area and, optionally, each of its live blocks. The page's free lists
+   must be collected (no local_free) and stable: owned by the caller or abandoned under lock. */
+#define MI_MAX_BLOCKS_PER_PAGE  (MI_SMALL_PAGE_SIZE / sizeof(uintptr_t))
+
+bool _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+  const size_t bsize = page->block_size;
+  mi_heap_area_t area;
+  area.blocks = page->page_start;
+  area.reserved = (size_t)page->reserved * bsize;
+  area.committed = (size_t)page->capacity * bsize;
+  area.used = page->used;
+  area.block_size = bsize;
+  area.full_block_size = bsize;
+  area.heap_tag = page->heap_tag;
+  if (!visitor(heap, &area, NULL, bsize, arg)) return false;
+  if (!visit_blocks || page->used == 0) return true;
+  if (page->capacity == 1) {
+    return visitor(heap, &area, page->page_start, bsize, arg);
+  }
+  /* mark the free blocks, then visit the others */
+  uintptr_t free_map[MI_MAX_BLOCKS_PER_PAGE / (8*sizeof(uintptr_t))];
+  const size_t capacity = page->capacity;
+  if (capacity > MI_MAX_BLOCKS_PER_PAGE) return false;
+  memset(free_map, 0, _mi_divide_up(capacity, 8*sizeof(uintptr_t)) * sizeof(uintptr_t));
+  for (int list = 0; list < 2; list++) {
+    for (mi_block_t* block = (list == 0 ? page->free : page->local_free); block != NULL; block = mi_block_next(page, block)) {
+      const size_t idx = (size_t)((uint8_t*)block - page->page_start) / bsize;
+      if (idx < capacity) free_map[idx / (8*sizeof(uintptr_t))] |= ((uintptr_t)1 << (idx % (8*sizeof(uintptr_t))));
+    }
+  }
+  for (size_t i = 0; i < capacity; i++) {
+    if ((free_map[i / (8*sizeof(uintptr_t))] >> (i % (8*sizeof(uintptr_t)))) & 1) continue;
+    if (!visitor(heap, &area, page->page_start + i*bsize, bsize, arg)) return false;
+  }
+  return true;
+}
+
+typedef struct mi_visit_blocks_args_s {
+  bool visit_blocks;
+  mi_block_visit_fun* visitor;
+  void* arg;
+} mi_visit_blocks_args_t;
+
+static bool mi_heap_page_visit(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* vargs) {
+  (void)pq;
+  mi_visit_blocks_args_t* args = (mi_visit_blocks_args_t*)vargs;
+  _mi_page_free_collect(page, true);
+  return _mi_heap_area_visit_blocks(heap, page, args->visit_blocks, args->visitor, args->arg);
+}
+
+bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+  if (visitor == NULL || !mi_heap_is_initialized(heap)) return false;
+  mi_visit_blocks_args_t args = { visit_blocks, visitor, arg };
+  return mi_heap_visit_pages((mi_heap_t*)heap, &mi_heap_page_visit, &args);
+}
+
+bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+  if (visitor == NULL) return false;
+  if (!mi_option_is_enabled(mi_option_visit_abandoned)) {
+    _mi_error_message(EFAULT, "mi_abandoned_visit_blocks requires the option 'visit_abandoned' to be enabled\n");
+    return false;
+  }
+  mi_subproc_t* subproc = (subproc_id == NULL ? &_mi_subproc_main : (mi_subproc_t*)subproc_id);
+  return _mi_abandoned_visit(subproc, heap_tag, visit_blocks, visitor, arg);
+}
+
+bool mi_unsafe_heap_page_is_under_utilized(mi_heap_t* heap, void* p, size_t perc_threshold) mi_attr_noexcept {
+  if (p == NULL) return false;
+  mi_segment_t* segment = _mi_ptr_segment(p);
+  if (segment == NULL || !_mi_segment_map_contains(segment)) return false;
+  mi_page_t* page = _mi_segment_page_of(segment, p);
+  mi_heap_t* pheap = mi_page_heap(page);
+  if (pheap == NULL || (heap != NULL && pheap != heap)) return false;
+  if (perc_threshold >= 100) return true;
+  if (segment->page_kind == MI_PAGE_HUGE) return false;
+  if (pheap->pages[_mi_bin(page->block_size)].first == page) return false;   /* current allocation page */
+  if (page->capacity < page->reserved) return false;                          /* not fully extended */
+  return ((size_t)page->used * 100 <= perc_threshold * (size_t)page->reserved);
+}

@@ -1,0 +1,234 @@
+/* Process and thread life cycle: the static empty and main heaps, lazy reentrancy-safe
+   process initialisation, thread initialisation on the first slow-path allocation, and
+   thread-exit abandonment (DESIGN.md ideas 1, 7 and 11). */
+#include "internal/internal.h"
+#include "prim/prim.h"
+
+/* The empty page: free == NULL, so the fast path falls through to the slow path. */
+const mi_page_t _mi_page_empty;
+
+#define MI_PAGE_EMPTY_PTR  ((mi_page_t*)&_mi_page_empty)
+
+/* The heap of threads that have not allocated yet: its direct pages are all empty, so the
+   first allocation initialises the thread in _mi_malloc_generic; tld == NULL marks it. */
+const mi_heap_t _mi_heap_empty = {
+  .tld = NULL,
+  .pages_free_direct = { [0 ... MI_PAGES_DIRECT-1] = MI_PAGE_EMPTY_PTR },
+  .page_retired_min = MI_BIN_FULL,
+};
+
+mi_decl_thread mi_heap_t* _mi_heap_default = (mi_heap_t*)&_mi_heap_empty;
+
+mi_subproc_t     _mi_subproc_main = { .abandoned_lock = MI_LOCK_INIT };
+mi_heap_t        _mi_heap_main;
+static mi_tld_t  mi_tld_main;
+bool             _mi_process_is_initialized = false;
+
+static uintptr_t   mi_main_thread_id;
+static mi_msecs_t  mi_process_start;
+
+bool _mi_is_main_thread(void) {
+  return (mi_main_thread_id == 0 || mi_main_thread_id == _mi_thread_id());
+}
+
+mi_msecs_t _mi_process_elapsed(void) {
+  return _mi_prim_clock_now() - mi_process_start;
+}
+
+void _mi_heap_set_default_direct(mi_heap_t* heap) {
+  _mi_heap_default = heap;
+}
+
+/* ---------------------------------------------------------------------------------------
+   Thread data: a backing heap and its tld, from the OS, with a small cache so that thread
+   churn does not map and unmap memory for every thread.
+--------------------------------------------------------------------------------------- */
+#define MI_THREAD_DATA_CACHE  (32)
+static _Atomic(mi_thread_data_t*) mi_thread_data_cache[MI_THREAD_DATA_CACHE];
+
+static mi_thread_data_t* mi_thread_data_alloc(void) {
+  for (size_t i = 0; i < MI_THREAD_DATA_CACHE; i++) {
+    if (mi_atomic_load_relaxed(&mi_thread_data_cache[i]) != NULL) {
+      mi_thread_data_t* td = mi_atomic_exchange_acq_rel(&mi_thread_data_cache[i], NULL);
+      if (td != NULL) return td;
+    }
+  }
+  return (mi_thread_data_t*)_mi_os_alloc(sizeof(mi_thread_data_t), NULL);
+}
+
+static void mi_thread_data_free(mi_thread_data_t* td) {
+  for (size_t i = 0; i < MI_THREAD_DATA_CACHE; i++) {
+    mi_thread_data_t* expected = NULL;
+    if (mi_atomic_load_relaxed(&mi_thread_data_cache[i]) == NULL &&
+        mi_atomic_cas_strong_acq_rel(&mi_thread_data_cache[i], &expected, td)) {
+      return;
+    }
+  }
+  _mi_os_free(td, sizeof(mi_thread_data_t));
+}
+
+static void mi_tld_init(mi_tld_t* tld, mi_heap_t* backing) {
+  memset(tld, 0, sizeof(*tld));
+  tld->heap_backing = backing;
+  tld->heaps = backing;
+  tld->subproc = &_mi_subproc_main;
+}
+
+/* ---------------------------------------------------------------------------------------
+   Process initialisation: on first use or from the library constructor, whichever comes
+   first; never allocates, so malloc may be called from anywhere before it.
+--------------------------------------------------------------------------------------- */
+static _Atomic(int) mi_process_init_state;   /* 0: not started, 1: running, 2: done */
+static _Atomic(uintptr_t) mi_process_init_thread;
+
+void mi_process_init(void) mi_attr_noexcept {
+  if (mi_atomic_load_acquire(&mi_process_init_state) == 2) return;
+  int expected = 0;
+  if (!mi_atomic_cas_strong_acq_rel(&mi_process_init_state, &expected, 1)) {
+    /* another thread is initialising (or we recursed into ourselves) */
+    if (mi_atomic_load_relaxed(&mi_process_init_thread) == _mi_thread_id()) return;
+    while (mi_atomic_load_acquire(&mi_process_init_state) != 2) mi_atomic_yield();
+    return;
+  }
+  mi_atomic_store_release(&mi_process_init_thread, _mi_thread_id());
+  mi_process_start = _mi_prim_clock_now();
+  _mi_os_init();
+  _mi_options_init();
+  mi_main_thread_id = _mi_thread_id();
+  mi_tld_init(&mi_tld_main, &_mi_heap_main);
+  _mi_heap_init(&_mi_heap_main, &mi_tld_main, 0, false, 0);
+  _mi_prim_thread_init_auto_done();
+  _mi_process_is_initialized = true;
+  mi_atomic_store_release(&mi_process_init_state, 2);
+  if (!mi_heap_is_initialized(mi_prim_get_default_heap())) {
+    _mi_heap_set_default_direct(&_mi_heap_main);
+    _mi_prim_thread_associate_default_heap(&_mi_heap_main);
+  }
+  _mi_verbose_message("process init: version %d.%d.%d (independent implementation of the mimalloc v2 API)\n",
+                      MI_MALLOC_VERSION / 10000, (MI_MALLOC_VERSION / 100) % 100, MI_MALLOC_VERSION % 100);
+}
+
+void _mi_process_init_once(void) {
+  mi_process_init();
+}
+
+static _Atomic(int) mi_process_done_state;
+
+void mi_process_done(void) mi_attr_noexcept {
+  if (!_mi_process_is_initialized) return;
+  int expected = 0;
+  if (!mi_atomic_cas_strong_acq_rel(&mi_process_done_state, &expected, 1)) return;
+  if (mi_option_is_enabled(mi_option_destroy_on_exit)) {
+    mi_collect(true);
+  }
+  if (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose)) {
+    mi_stats_print(NULL);
+  }
+  _mi_verbose_message("process done: elapsed %lld ms\n", (long long)_mi_process_elapsed());
+}
+
+#if defined(__GNUC__)
+__attribute__((constructor)) static void mi_process_load(void) {
+  mi_process_init();
+}
+__attribute__((destructor)) static void mi_process_unload(void) {
+  mi_process_done();
+}
+#endif
+
+/* ---------------------------------------------------------------------------------------
+   Threads
+--------------------------------------------------------------------------------------- */
+void mi_thread_init(void) mi_attr_noexcept {
+  mi_process_init();
+  if (mi_heap_is_initialized(mi_prim_get_default_heap())) return;
+  mi_thread_data_t* td = mi_thread_data_alloc();
+  if (td == NULL) {
+    _mi_error_message(ENOMEM, "unable to allocate thread-local heap metadata\n");
+    return;
+  }
+  mi_tld_init(&td->tld, &td->heap);
+  _mi_heap_init(&td->heap, &td->tld, 0, false, 0);
+  _mi_heap_set_default_direct(&td->heap);
+  _mi_prim_thread_associate_default_heap(&td->heap);
+}
+
+/* Thread exit (or mi_thread_done): delete the thread's other heaps into the backing heap,
+   free what is empty, abandon the rest for other threads to reclaim, release the metadata. */
+void _mi_thread_done(mi_heap_t* heap) {
+  if (!mi_heap_is_initialized(heap)) return;
+  mi_tld_t* tld = heap->tld;
+  mi_heap_t* backing = tld->heap_backing;
+  if (backing->thread_id != _mi_thread_id()) return;   /* not ours */
+  _mi_heap_set_default_direct(backing);
+  mi_heap_t* h = tld->heaps;
+  while (h != NULL) {
+    mi_heap_t* next = h->next;
+    if (h != backing) mi_heap_delete(h);
+    h = next;
+  }
+  _mi_heap_collect_abandon(backing);
+  _mi_segments_thread_done(tld);
+  _mi_heap_set_default_direct((mi_heap_t*)&_mi_heap_empty);
+  if (backing == &_mi_heap_main) {
+    /* the static main heap stays valid and empty; the thread may come back to it */
+    mi_tld_init(&mi_tld_main, &_mi_heap_main);
+    _mi_heap_init(&_mi_heap_main, &mi_tld_main, 0, false, 0);
+  }
+  else {
+    mi_thread_data_free((mi_thread_data_t*)backing);
+  }
+}
+
+void mi_thread_done(void) mi_attr_noexcept {
+  mi_heap_t* heap = mi_prim_get_default_heap();
+  if (!mi_heap_is_initialized(heap)) return;
+  _mi_prim_thread_associate_default_heap(NULL);
+  _mi_thread_done(heap);
+}
+
+void mi_thread_set_in_threadpool(void) mi_attr_noexcept {
+  /* a hint only; thread pools need nothing special in this design */
+}
+
+int mi_version(void) mi_attr_noexcept {
+  return MI_MALLOC_VERSION;
+}
+
+bool mi_is_redirected(void) mi_attr_noexcept {
+  return false;
+}
+
+/* ---------------------------------------------------------------------------------------
+   Subprocesses: each owns its own abandoned-segment list.
+--------------------------------------------------------------------------------------- */
+mi_subproc_id_t mi_subproc_main(void) {
+  return NULL;
+}
+
+mi_subproc_id_t mi_subproc_new(void) {
+  mi_subproc_t* subproc = (mi_subproc_t*)_mi_os_alloc(sizeof(mi_subproc_t), NULL);
+  if (subproc == NULL) return NULL;
+  memset(subproc, 0, sizeof(*subproc));
+  mi_lock_init(&subproc->abandoned_lock);
+  return subproc;
+}
+
+void mi_subproc_delete(mi_subproc_id_t subproc_id) {
+  if (subproc_id == NULL) return;
+  mi_subproc_t* subproc = (mi_subproc_t*)subproc_id;
+  mi_lock_acquire(&subproc->abandoned_lock);
+  const bool in_use = (subproc->abandoned != NULL);
+  mi_lock_release(&subproc->abandoned_lock);
+  if (in_use) return;   /* abandoned memory still refers to it */
+  mi_lock_done(&subproc->abandoned_lock);
+  _mi_os_free(subproc, sizeof(mi_subproc_t));
+}
+
+void mi_subproc_add_current_thread(mi_subproc_id_t subproc_id) {
+  if (subproc_id == NULL) return;
+  mi_heap_t* heap = mi_heap_get_default();
+  if (!mi_heap_is_initialized(heap)) return;
+  if (heap->tld->subproc != &_mi_subproc_main) return;
+  heap->tld->subproc = (mi_subproc_t*)subproc_id;
+}

@@ -1,0 +1,38 @@
+/* Atomic operations (C11 <stdatomic.h>) and the one internal lock type.
+   Memory orders are explicit at every use so each site documents what it synchronises. */
+#pragma once
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <pthread.h>
+#include <sched.h>
+
+#define mi_atomic_load_relaxed(p)        atomic_load_explicit(p, memory_order_relaxed)
+#define mi_atomic_load_acquire(p)        atomic_load_explicit(p, memory_order_acquire)
+#define mi_atomic_store_relaxed(p, x)    atomic_store_explicit(p, x, memory_order_relaxed)
+#define mi_atomic_store_release(p, x)    atomic_store_explicit(p, x, memory_order_release)
+#define mi_atomic_exchange_acq_rel(p, x) atomic_exchange_explicit(p, x, memory_order_acq_rel)
+#define mi_atomic_add_relaxed(p, x)      atomic_fetch_add_explicit(p, x, memory_order_relaxed)
+#define mi_atomic_sub_relaxed(p, x)      atomic_fetch_sub_explicit(p, x, memory_order_relaxed)
+#define mi_atomic_or_acq_rel(p, x)       atomic_fetch_or_explicit(p, x, memory_order_acq_rel)
+#define mi_atomic_and_acq_rel(p, x)      atomic_fetch_and_explicit(p, x, memory_order_acq_rel)
+/* On failure `*expected` receives the current value. */
+#define mi_atomic_cas_weak_release(p, expected, desired) \
+  atomic_compare_exchange_weak_explicit(p, expected, desired, memory_order_release, memory_order_relaxed)
+#define mi_atomic_cas_weak_acq_rel(p, expected, desired) \
+  atomic_compare_exchange_weak_explicit(p, expected, desired, memory_order_acq_rel, memory_order_acquire)
+#define mi_atomic_cas_strong_acq_rel(p, expected, desired) \
+  atomic_compare_exchange_strong_explicit(p, expected, desired, memory_order_acq_rel, memory_order_acquire)
+
+static inline void mi_atomic_yield(void) {
+  sched_yield();
+}
+
+/* The internal lock: only taken on slow paths (abandoned segment lists, subprocesses).
+   A pthread mutex never allocates and is safe before constructors run (static initialiser). */
+typedef pthread_mutex_t mi_lock_t;
+#define MI_LOCK_INIT  PTHREAD_MUTEX_INITIALIZER
+static inline void mi_lock_init(mi_lock_t* l)    { pthread_mutex_init(l, NULL); }
+static inline void mi_lock_done(mi_lock_t* l)    { pthread_mutex_destroy(l); }
+static inline void mi_lock_acquire(mi_lock_t* l) { pthread_mutex_lock(l); }
+static inline void mi_lock_release(mi_lock_t* l) { pthread_mutex_unlock(l); }

@@ -1,0 +1,303 @@
+/* Internal functions, grouped by the file that owns them, and the inline helpers of the fast
+   paths. Public names are mi_, internal ones _mi_, everything else is static. */
+#pragma once
+#include "types.h"
+#include <string.h>
+#include <stdarg.h>
+
+#if defined(__GNUC__)
+#define mi_likely(x)      __builtin_expect(!!(x), 1)
+#define mi_unlikely(x)    __builtin_expect(!!(x), 0)
+#define mi_decl_noinline  __attribute__((noinline))
+#define mi_decl_cold      __attribute__((cold))
+#define mi_decl_thread    __thread __attribute__((tls_model("initial-exec")))
+#define mi_decl_hidden    __attribute__((visibility("hidden")))
+#define mi_decl_weak      __attribute__((weak))
+#else
+#define mi_likely(x)      (x)
+#define mi_unlikely(x)    (x)
+#define mi_decl_noinline
+#define mi_decl_cold
+#define mi_decl_thread    _Thread_local
+#define mi_decl_hidden
+#define mi_decl_weak
+#endif
+
+#if MI_DEBUG > 0
+void _mi_assert_fail(const char* assertion, const char* fname, unsigned line, const char* func);
+#define mi_assert(expr)   ((expr) ? (void)0 : _mi_assert_fail(#expr, __FILE__, __LINE__, __func__))
+#else
+#define mi_assert(x)      ((void)0)
+#endif
+#if MI_DEBUG > 1
+#define mi_assert_internal  mi_assert
+#else
+#define mi_assert_internal(x) ((void)0)
+#endif
+#if MI_DEBUG > 2
+#define mi_assert_expensive mi_assert
+#else
+#define mi_assert_expensive(x) ((void)0)
+#endif
+
+/* ------------------------------------------------------------------------------------------
+   init.c: process and thread life cycle
+------------------------------------------------------------------------------------------ */
+extern const mi_page_t  _mi_page_empty;           /* free == NULL: always takes the slow path */
+extern const mi_heap_t  _mi_heap_empty;           /* default heap of uninitialised threads */
+extern mi_heap_t        _mi_heap_main;            /* backing heap of the first thread */
+extern mi_subproc_t     _mi_subproc_main;
+extern mi_decl_thread mi_heap_t* _mi_heap_default;  /* the one TLS pointer of the fast path */
+extern bool             _mi_process_is_initialized;
+
+void       _mi_process_init_once(void);
+void       _mi_heap_set_default_direct(mi_heap_t* heap);
+bool       _mi_is_main_thread(void);
+void       _mi_thread_done(mi_heap_t* heap);       /* called at thread exit with the backing heap */
+void*      _mi_thread_data_os_alloc(size_t size);  /* small OS-backed metadata with a cache */
+
+/* ------------------------------------------------------------------------------------------
+   options.c: options, output, errors
+------------------------------------------------------------------------------------------ */
+void       _mi_options_init(void);
+void       _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* message);
+void       _mi_message(const char* fmt, ...);
+void       _mi_verbose_message(const char* fmt, ...);
+void       _mi_warning_message(const char* fmt, ...);
+void       _mi_error_message(int err, const char* fmt, ...);
+int        _mi_vsnprintf(char* buf, size_t bufsize, const char* fmt, va_list args);
+int        _mi_snprintf(char* buf, size_t bufsize, const char* fmt, ...);
+void       _mi_deferred_free(mi_heap_t* heap, bool force);
+bool       _mi_getenv(const char* name, char* result, size_t result_size);
+
+/* ------------------------------------------------------------------------------------------
+   os.c: memory from the OS
+------------------------------------------------------------------------------------------ */
+void       _mi_os_init(void);
+size_t     _mi_os_page_size(void);
+void*      _mi_os_alloc(size_t size, bool* is_zero);
+/* Memory q with (q + align_offset) % alignment == 0; alignment a power of two >= page size. */
+void*      _mi_os_alloc_aligned_at(size_t size, size_t alignment, size_t align_offset, bool* is_zero);
+void       _mi_os_free(void* p, size_t size);
+bool       _mi_os_reset(void* p, size_t size);   /* contents lost, memory stays usable (zero) */
+size_t     _mi_os_good_alloc_size(size_t size);
+
+/* ------------------------------------------------------------------------------------------
+   segment.c: segments, the segment map, abandonment
+------------------------------------------------------------------------------------------ */
+mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t page_alignment, size_t align_offset);
+void       _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld);
+void       _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld);
+bool       _mi_segment_try_reclaim_abandoned(mi_heap_t* heap, bool all);
+void       _mi_segment_cache_collect(void);
+bool       _mi_segment_huge_align_ok(size_t alignment, size_t align_offset);
+bool       _mi_segment_map_contains(const void* p);
+uint8_t*   _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* page, size_t* page_size);
+uintptr_t  _mi_segment_cookie(const mi_segment_t* segment);
+void       _mi_segments_thread_done(mi_tld_t* tld);
+bool       _mi_abandoned_visit(mi_subproc_t* subproc, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
+
+/* ------------------------------------------------------------------------------------------
+   page.c: pages and page queues
+------------------------------------------------------------------------------------------ */
+void*      _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero, size_t huge_alignment, size_t align_offset) mi_decl_noinline;
+void       _mi_page_free_collect(mi_page_t* page, bool force);
+void       _mi_page_retire(mi_page_t* page);
+void       _mi_page_unfull(mi_page_t* page);
+void       _mi_page_free(mi_page_t* page, mi_page_queue_t* pq);
+void       _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq);
+void       _mi_page_use_delayed_free(mi_page_t* page, mi_delayed_t delay, bool override_never);
+bool       _mi_page_try_use_delayed_free(mi_page_t* page, mi_delayed_t delay, bool override_never);
+void       _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size);
+void       _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page);
+void       _mi_page_queue_remove(mi_page_queue_t* pq, mi_page_t* page);
+size_t     _mi_page_queue_append(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_queue_t* append);
+mi_page_queue_t* _mi_page_queue_of(const mi_page_t* page);
+void       _mi_heap_collect_retired(mi_heap_t* heap, bool force);
+size_t     _mi_bin_size(size_t bin);
+
+/* ------------------------------------------------------------------------------------------
+   heap.c
+------------------------------------------------------------------------------------------ */
+void       _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool allow_destroy, uint8_t tag);
+void       _mi_heap_collect_abandon(mi_heap_t* heap);
+bool       _mi_heap_delayed_free_partial(mi_heap_t* heap);
+void       _mi_heap_delayed_free_all(mi_heap_t* heap);
+mi_heap_t* _mi_heap_by_tag(mi_heap_t* heap, uint8_t tag);
+bool       _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
+
+/* ------------------------------------------------------------------------------------------
+   alloc.c / free.c / aligned.c
+------------------------------------------------------------------------------------------ */
+void*      _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero);
+void*      _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post);
+void*      _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero);
+void       _mi_free_delayed_block(mi_block_t* block);
+void       _mi_free_generic(mi_segment_t* segment, mi_page_t* page, bool is_local, void* p) mi_decl_noinline;
+mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p);
+size_t     _mi_usable_size(const void* p);
+void       _mi_block_zero_init(const mi_page_t* page, void* p, size_t size);
+
+/* ------------------------------------------------------------------------------------------
+   random.c
+------------------------------------------------------------------------------------------ */
+uintptr_t  _mi_random_next(void);     /* process-wide, thread-safe, not for cryptography */
+uintptr_t  _mi_random_shuffle(uintptr_t x);
+
+/* ------------------------------------------------------------------------------------------
+   Inline helpers
+------------------------------------------------------------------------------------------ */
+static inline bool mi_is_power_of_two(uintptr_t x) { return (x & (x - 1)) == 0; }
+
+static inline uintptr_t _mi_align_up(uintptr_t sz, size_t alignment) {
+  mi_assert_internal(alignment != 0);
+  uintptr_t mask = alignment - 1;
+  if ((alignment & mask) == 0) return ((sz + mask) & ~mask);
+  return ((sz + mask) / alignment) * alignment;
+}
+static inline uintptr_t _mi_align_down(uintptr_t sz, size_t alignment) {
+  uintptr_t mask = alignment - 1;
+  if ((alignment & mask) == 0) return (sz & ~mask);
+  return ((sz / alignment) * alignment);
+}
+static inline size_t _mi_divide_up(size_t size, size_t divider) {
+  return (divider == 0 ? size : ((size + divider - 1) / divider));
+}
+
+/* count*size with overflow detection; true when it overflowed */
+static inline bool mi_mul_overflow(size_t count, size_t size, size_t* total) {
+  return __builtin_mul_overflow(count, size, total);
+}
+/* true (and errno = ENOMEM) when count*size overflows */
+static inline bool mi_count_size_overflow(size_t count, size_t size, size_t* total) {
+  if (count == 1) { *total = size; return false; }
+  if (mi_unlikely(mi_mul_overflow(count, size, total))) {
+    errno = ENOMEM;
+    return true;
+  }
+  return false;
+}
+
+static inline size_t _mi_wsize_from_size(size_t size) {
+  return (size + sizeof(uintptr_t) - 1) / sizeof(uintptr_t);
+}
+
+static inline size_t mi_bsr(uintptr_t x) {  /* index of the highest set bit; x != 0 */
+  return (sizeof(uintptr_t)*8 - 1) - (size_t)__builtin_clzl(x);
+}
+
+/* Size to bin, table free (see the bin layout in types.h). */
+static inline size_t _mi_bin(size_t size) {
+  size_t wsize = _mi_wsize_from_size(size);
+  if (wsize <= 1) return 1;
+  if (wsize <= MI_BIN_SMALL_WORDS) return ((wsize + 1) >> 1) + 1;
+  if (size > MI_LARGE_OBJ_SIZE_MAX) return MI_BIN_HUGE_INTERNAL;
+  wsize--;
+  size_t b = mi_bsr(wsize);                                         /* b >= 4 */
+  return ((b - 4) << 3) + ((wsize >> (b - 3)) & 7) + MI_BIN_FIRST_SPACED;
+}
+
+/* ------------------------------------------------------------------------------------------
+   Thread id and the default heap
+------------------------------------------------------------------------------------------ */
+/* A unique id of the calling thread that costs one instruction: the thread control block. */
+static inline uintptr_t _mi_thread_id(void) {
+#if defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__)
+  uintptr_t tid;
+  __asm__("movq %%fs:0, %0" : "=r"(tid));
+  return tid;
+#elif defined(__aarch64__) || (defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__))
+  return (uintptr_t)__builtin_thread_pointer();
+#else
+  return (uintptr_t)&_mi_heap_default;
+#endif
+}
+
+static inline mi_heap_t* mi_prim_get_default_heap(void) {
+  return _mi_heap_default;
+}
+
+static inline bool mi_heap_is_initialized(const mi_heap_t* heap) {
+  return (heap != NULL && heap->tld != NULL);
+}
+static inline bool mi_heap_is_backing(const mi_heap_t* heap) {
+  return (heap->tld->heap_backing == heap);
+}
+
+/* ------------------------------------------------------------------------------------------
+   Segments and pages from pointers
+------------------------------------------------------------------------------------------ */
+static inline mi_segment_t* _mi_ptr_segment(const void* p) {
+  mi_segment_t* segment = (mi_segment_t*)(((uintptr_t)p - 1) & ~MI_SEGMENT_MASK);
+  return ((intptr_t)segment <= 0 ? NULL : segment);
+}
+static inline mi_segment_t* _mi_page_segment(const mi_page_t* page) {
+  return (mi_segment_t*)((uintptr_t)page & ~MI_SEGMENT_MASK);
+}
+static inline mi_page_t* _mi_segment_page_of(const mi_segment_t* segment, const void* p) {
+  size_t idx = ((uintptr_t)p - (uintptr_t)segment) >> segment->page_shift;
+  mi_assert_internal(idx < segment->capacity);
+  return (mi_page_t*)&segment->pages[idx];
+}
+static inline mi_page_t* _mi_ptr_page(const void* p) {
+  return _mi_segment_page_of(_mi_ptr_segment(p), p);
+}
+
+static inline mi_heap_t* mi_page_heap(const mi_page_t* page) {
+  return mi_atomic_load_relaxed(&((mi_page_t*)page)->xheap);
+}
+static inline void mi_page_set_heap(mi_page_t* page, mi_heap_t* heap) {
+  mi_atomic_store_release(&page->xheap, heap);
+}
+
+static inline bool mi_page_is_in_full(const mi_page_t* page) { return page->flags.x.in_full; }
+static inline void mi_page_set_in_full(mi_page_t* page, bool in_full) { page->flags.x.in_full = in_full; }
+static inline bool mi_page_has_aligned(const mi_page_t* page) { return page->flags.x.has_aligned; }
+static inline void mi_page_set_has_aligned(mi_page_t* page, bool has) { page->flags.x.has_aligned = has; }
+
+static inline bool mi_page_all_free(const mi_page_t* page) { return page->used == 0; }
+static inline bool mi_page_immediate_available(const mi_page_t* page) { return page->free != NULL; }
+
+/* thread_free word: a block pointer (blocks are 8-aligned) with the delayed state in 2 bits */
+static inline mi_block_t* mi_tf_block(uintptr_t tf) { return (mi_block_t*)(tf & ~(uintptr_t)3); }
+static inline mi_delayed_t mi_tf_delayed(uintptr_t tf) { return (mi_delayed_t)(tf & 3); }
+static inline uintptr_t mi_tf_make(mi_block_t* block, mi_delayed_t delayed) { return ((uintptr_t)block | (uintptr_t)delayed); }
+static inline uintptr_t mi_tf_set_delayed(uintptr_t tf, mi_delayed_t delayed) { return mi_tf_make(mi_tf_block(tf), delayed); }
+static inline uintptr_t mi_tf_set_block(uintptr_t tf, mi_block_t* block) { return mi_tf_make(block, mi_tf_delayed(tf)); }
+static inline mi_block_t* mi_page_thread_free(const mi_page_t* page) {
+  return mi_tf_block(mi_atomic_load_relaxed(&((mi_page_t*)page)->xthread_free));
+}
+
+/* Free-list links. The indirection is the seam for encoded links in secure builds. */
+static inline mi_block_t* mi_block_next(const mi_page_t* page, const mi_block_t* block) {
+  (void)page;
+  return block->next;
+}
+static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, mi_block_t* next) {
+  (void)page;
+  block->next = next;
+}
+
+/* ------------------------------------------------------------------------------------------
+   The allocation fast path (DESIGN.md idea 5): pop the page's free list, bump `used`.
+   Anything else (empty free list, uninitialised thread, zeroing of fresh pages) goes to the
+   noinline _mi_malloc_generic.
+------------------------------------------------------------------------------------------ */
+static inline void* _mi_page_malloc(mi_heap_t* heap, mi_page_t* page, size_t size, bool zero) {
+  mi_block_t* const block = page->free;
+  if (mi_unlikely(block == NULL)) {
+    return _mi_malloc_generic(heap, size, zero, 0, 0);
+  }
+  page->free = mi_block_next(page, block);
+  page->used++;
+  if (mi_unlikely(zero)) {
+    _mi_block_zero_init(page, block, size);
+  }
+  return block;
+}
+
+static inline void* mi_heap_malloc_small_zero(mi_heap_t* heap, size_t size, bool zero) {
+  mi_assert(size <= MI_SMALL_SIZE_MAX);
+  mi_page_t* page = heap->pages_free_direct[_mi_wsize_from_size(size)];
+  return _mi_page_malloc(heap, page, size, zero);
+}

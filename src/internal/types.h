@@ -1,0 +1,274 @@
+/* Internal data types of the allocator and the invariants that tie them together.
+
+   Types, in order:
+     mi_block_t          a free block: just a link to the next free block
+     mi_delayed_t        the 2-bit delayed-free state stored in a page's thread_free word
+     mi_page_flags_t     the flags the free fast path tests with one compare
+     mi_page_t           a page: blocks of one size, three free lists
+     mi_page_kind_t      small / medium / large / huge segment layouts
+     mi_segment_t        a 4 MiB-aligned region holding the page descriptors and the pages
+     mi_page_queue_t     a heap's doubly linked list of pages of one size class
+     mi_segment_queue_t  a thread's segments that still have free pages
+     mi_subproc_t        owner of a list of abandoned segments
+     mi_segments_tld_t   per-thread segment bookkeeping
+     mi_tld_t            thread-local data shared by all heaps of a thread
+     mi_heap_t           a heap (struct mi_heap_s), owned by one thread
+
+   Pointer to page, header-free, in O(1) (DESIGN.md idea 4): every segment starts at a multiple of
+   MI_SEGMENT_SIZE and holds its descriptors at its start, so for any block pointer p handed out:
+       segment = (p - 1) & ~MI_SEGMENT_MASK
+       page    = &segment->pages[(p - segment) >> segment->page_shift]
+   The "- 1" lets a huge block with an alignment >= MI_SEGMENT_SIZE start exactly MI_SEGMENT_SIZE
+   past its segment; no block ever starts at offset 0 of a segment (the header lives there).
+   p == NULL maps to an address with the top bit set, which _mi_ptr_segment turns into NULL.
+   A global bitmap (segment map) records every MI_SEGMENT_SIZE chunk we own, for
+   mi_is_in_heap_region and for validating pointers in checked builds.
+*/
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <errno.h>
+#include "mimalloc.h"
+#include "atomic.h"
+
+/* ------------------------------------------------------------------------------------------
+   Build configuration. Every feature is a constant tested with a plain `if` where possible.
+------------------------------------------------------------------------------------------ */
+#ifndef MI_DEBUG
+#define MI_DEBUG 0            /* 0: release, 1: basic assertions, 2: internal, 3: expensive */
+#endif
+#ifndef MI_SECURE
+#define MI_SECURE 0
+#endif
+
+#define MI_INTPTR_SIZE        ((size_t)sizeof(void*))
+#define MI_INTPTR_SHIFT       (3)
+#define MI_MAX_ALIGN_SIZE     (16)   /* every block of >= 16 bytes is 16-byte aligned */
+
+#define MI_KiB                ((size_t)1024)
+#define MI_MiB                (MI_KiB*MI_KiB)
+#define MI_GiB                (MI_MiB*MI_KiB)
+
+/* Segment and page geometry. */
+#define MI_SEGMENT_SHIFT      (22)                               /* 4 MiB */
+#define MI_SEGMENT_SIZE       ((size_t)1 << MI_SEGMENT_SHIFT)
+#define MI_SEGMENT_MASK       (MI_SEGMENT_SIZE - 1)
+#define MI_SMALL_PAGE_SHIFT   (16)                               /* 64 KiB */
+#define MI_MEDIUM_PAGE_SHIFT  (19)                               /* 512 KiB */
+#define MI_SMALL_PAGE_SIZE    ((size_t)1 << MI_SMALL_PAGE_SHIFT)
+#define MI_MEDIUM_PAGE_SIZE   ((size_t)1 << MI_MEDIUM_PAGE_SHIFT)
+#define MI_SMALL_PAGES_PER_SEGMENT  (MI_SEGMENT_SIZE / MI_SMALL_PAGE_SIZE)   /* 64 */
+#define MI_MEDIUM_PAGES_PER_SEGMENT (MI_SEGMENT_SIZE / MI_MEDIUM_PAGE_SIZE)  /* 8 */
+#define MI_HUGE_PAGE_SHIFT    (63)   /* (p - segment) >> 63 == 0: large/huge segments have one page */
+
+/* Object size limits per page kind: at least 4 blocks fit in a small or medium page. */
+#define MI_SMALL_OBJ_SIZE_MAX   (MI_SMALL_PAGE_SIZE/4)     /* 16 KiB */
+#define MI_MEDIUM_OBJ_SIZE_MAX  (MI_MEDIUM_PAGE_SIZE/4)    /* 128 KiB */
+#define MI_LARGE_OBJ_SIZE_MAX   (MI_SEGMENT_SIZE/2)        /* 2 MiB; larger is huge */
+#define MI_MAX_ALLOC_SIZE       ((size_t)1 << 47)           /* user address space on x86-64 */
+
+/* Aligned allocation: alignments up to this are served by over-allocating in a normal page;
+   larger ones get a huge segment placed so the block is exactly aligned. */
+#define MI_ALIGN_OVERALLOC_MAX  (64*MI_KiB)
+
+/* Size classes ("bins"), table-free:
+     bin 1        :   8 bytes
+     bins 2..9    :  16..128 bytes in steps of 16 (keeps 16-byte alignment for sizes >= 16)
+     bins 10..121 :  eight classes per power of two up to MI_LARGE_OBJ_SIZE_MAX,
+                     so a block wastes less than 1/8 of the requested size.
+   MI_BIN_HUGE holds huge pages (one block each), MI_BIN_FULL the pages with no free block. */
+#define MI_BIN_SMALL_WORDS    (16)
+#define MI_BIN_FIRST_SPACED   (10)
+#define MI_BIN_HUGE_INTERNAL  (122)
+#define MI_BIN_FULL           (MI_BIN_HUGE_INTERNAL + 1)
+
+/* The heap's direct table covers every word size up to MI_SMALL_SIZE_MAX. */
+#define MI_PAGES_DIRECT       (MI_SMALL_WSIZE_MAX + 2)
+
+/* Blocks a page makes available at a time (lazy free-list construction keeps RSS low). */
+#define MI_MAX_EXTEND_SIZE    (4*MI_KiB)
+#define MI_MIN_EXTEND         (4)
+
+/* Huge blocks freed by another thread are reset beyond this prefix so RSS drops at once. */
+#define MI_HUGE_RESET_MIN     (64*MI_KiB)
+
+/* Number of cached empty standard segments (purged, address space kept). */
+#define MI_SEGMENT_CACHE_MAX  (8)
+
+/* ------------------------------------------------------------------------------------------
+   Blocks and pages
+------------------------------------------------------------------------------------------ */
+typedef struct mi_block_s {
+  struct mi_block_s* next;
+} mi_block_t;
+
+/* State of the delayed-free handshake, in the low 2 bits of page->xthread_free.
+   A non-owner thread freeing into a page whose state is MI_USE_DELAYED_FREE sets
+   MI_DELAYED_FREEING, pushes the block on the owning heap's thread_delayed_free list and then
+   sets MI_NO_DELAYED_FREE; in every other state it pushes on the page's thread_free list with a
+   single CAS. Invariants:
+   - a page in its heap's full queue is in MI_USE_DELAYED_FREE, or a delayed block for it is
+     queued on (or being pushed to) its heap, so the owner learns it has space again;
+   - the owner never changes page->xheap or frees the heap while a page is MI_DELAYED_FREEING
+     (it spins until the state changes), so the pushing thread always sees a live heap;
+   - MI_NEVER_DELAYED_FREE is sticky (abandoned pages, heaps being deleted) and is only
+     overridden explicitly when a page is adopted by a heap again. */
+typedef enum mi_delayed_e {
+  MI_USE_DELAYED_FREE   = 0,
+  MI_DELAYED_FREEING    = 1,
+  MI_NO_DELAYED_FREE    = 2,
+  MI_NEVER_DELAYED_FREE = 3
+} mi_delayed_t;
+
+/* The free fast path tests `flags.full_aligned == 0` once for both flags. */
+typedef union mi_page_flags_u {
+  uint8_t full_aligned;
+  struct {
+    uint8_t in_full : 1;      /* page is in the heap's MI_BIN_FULL queue */
+    uint8_t has_aligned : 1;  /* some block was handed out at an interior (aligned) pointer */
+  } x;
+} mi_page_flags_t;
+
+/* A page holds blocks of a single size in [page_start, page_start + reserved*block_size).
+   Invariants (owner thread view, `|l|` = length of list l):
+     capacity <= reserved;  blocks with index >= capacity were never handed out;
+     used - |thread_free| == capacity - |free| - |local_free|      (used counts blocks not in
+                                                                    free or local_free lists)
+     used == 0 and segment_in_use  =>  the page can be returned to its segment;
+     free_is_zero                  =>  every block in `free` is zero except its first word;
+     xheap == NULL                 <=> page is abandoned (or not in use);
+     flags.x.in_full               <=> page is in its heap's full queue.
+   Only the owner thread touches free, local_free, used, capacity and the queue links;
+   other threads only push on xthread_free. */
+typedef struct mi_page_s {
+  /* fast-path fields first */
+  mi_block_t*        free;            /* blocks available for allocation */
+  uint32_t           used;            /* blocks in use (including not yet collected thread frees) */
+  mi_page_flags_t    flags;
+  uint8_t            free_is_zero;    /* see invariant above */
+  uint8_t            retire_expire;   /* heartbeats left before a retired empty page is freed */
+  uint8_t            segment_in_use;  /* the segment has handed out this page */
+  size_t             block_size;      /* size of each block (a bin size, or exact for huge) */
+  uint8_t*           page_start;      /* first block */
+  mi_block_t*        local_free;      /* blocks freed by the owner thread */
+  uint32_t           capacity;        /* blocks whose memory has been made available */
+  uint32_t           reserved;        /* blocks that fit in the page */
+  uint8_t            segment_idx;     /* index in segment->pages */
+  uint8_t            is_zero_init;    /* page memory was fresh (zero) when the page was set up */
+  uint8_t            heap_tag;        /* tag of the heap that allocated the page */
+  _Atomic(uintptr_t) xthread_free;    /* mi_block_t* | mi_delayed_t in the low 2 bits */
+  _Atomic(mi_heap_t*) xheap;          /* owning heap, NULL when abandoned */
+  struct mi_page_s*  next;            /* heap page queue links */
+  struct mi_page_s*  prev;
+} mi_page_t;
+
+typedef enum mi_page_kind_e {
+  MI_PAGE_SMALL,    /* 64 pages of 64 KiB, blocks <= MI_SMALL_OBJ_SIZE_MAX */
+  MI_PAGE_MEDIUM,   /* 8 pages of 512 KiB, blocks <= MI_MEDIUM_OBJ_SIZE_MAX */
+  MI_PAGE_LARGE,    /* one page spanning the segment, blocks <= MI_LARGE_OBJ_SIZE_MAX */
+  MI_PAGE_HUGE      /* one page with one block, segment sized (and aligned) to fit */
+} mi_page_kind_t;
+
+struct mi_subproc_s;
+
+/* A segment. Invariants:
+     (uintptr_t)segment % MI_SEGMENT_SIZE == 0;  segment->cookie == _mi_segment_cookie(segment);
+     used == number of pages with segment_in_use;  abandoned <= used;
+     thread_id == 0  <=> the segment is abandoned (on its subprocess' abandoned list) or cached;
+     a small/medium segment of a thread with used < capacity is in that thread's free queue;
+     the segment maps [segment, segment + segment_size), all of it ours (segment map bits set). */
+typedef struct mi_segment_s {
+  size_t               segment_size;    /* bytes mapped from the segment start */
+  size_t               info_size;       /* bytes used by this header and the page descriptors */
+  uintptr_t            cookie;          /* validates segment pointers in checked builds */
+  struct mi_segment_s* next;            /* thread free-page queue, or abandoned/cache list */
+  struct mi_segment_s* prev;
+  struct mi_subproc_s* subproc;
+  size_t               used;            /* pages in use */
+  size_t               abandoned;       /* pages in use whose heap is gone */
+  size_t               capacity;        /* number of pages */
+  size_t               page_shift;      /* page index = (p - segment) >> page_shift */
+  mi_page_kind_t       page_kind;
+  bool                 in_free_queue;
+  _Atomic(uintptr_t)   thread_id;       /* owning thread, 0 when abandoned */
+  mi_page_t            pages[1];        /* `capacity` page descriptors */
+} mi_segment_t;
+
+/* ------------------------------------------------------------------------------------------
+   Heaps and thread-local data
+------------------------------------------------------------------------------------------ */
+typedef struct mi_page_queue_s {
+  mi_page_t* first;
+  mi_page_t* last;
+  size_t     block_size;   /* the bin size; MI_LARGE_OBJ_SIZE_MAX+1.. for huge/full queues */
+} mi_page_queue_t;
+
+typedef struct mi_segment_queue_s {
+  mi_segment_t* first;
+  mi_segment_t* last;
+} mi_segment_queue_t;
+
+/* A subprocess owns the abandoned segments of its threads (mi_subproc_new); the main
+   subprocess is static. abandoned is a singly linked list through segment->next under lock. */
+typedef struct mi_subproc_s {
+  mi_lock_t     abandoned_lock;
+  mi_segment_t* abandoned;
+  size_t        abandoned_count;
+} mi_subproc_t;
+
+typedef struct mi_segments_tld_s {
+  mi_segment_queue_t small_free;   /* small segments with free pages */
+  mi_segment_queue_t medium_free;  /* medium segments with free pages */
+  size_t             count;        /* segments owned by this thread */
+} mi_segments_tld_t;
+
+typedef struct mi_tld_s {
+  unsigned long long  heartbeat;      /* incremented on every generic (slow-path) allocation */
+  bool                recurse;        /* guards the deferred-free callback against recursion */
+  mi_heap_t*          heap_backing;   /* the thread's first heap; lives until thread exit */
+  mi_heap_t*          heaps;          /* all heaps of this thread, linked through heap->next */
+  mi_subproc_t*       subproc;
+  mi_segments_tld_t   segments;
+} mi_tld_t;
+
+/* A heap. Owned by the thread that created it; only that thread allocates from it.
+   Invariants:
+     pages_free_direct[w] == pages[bin(w*8)].first, or &_mi_page_empty if that queue is empty;
+     every page in pages[b] (b < MI_BIN_HUGE_INTERNAL) has block_size == _mi_bin_size(b);
+     page_count == total number of pages in all queues;
+     tld == NULL  <=> the heap is the static empty heap of an uninitialised thread. */
+struct mi_heap_s {
+  mi_tld_t*             tld;
+  mi_page_t*            pages_free_direct[MI_PAGES_DIRECT];
+  mi_page_queue_t       pages[MI_BIN_FULL + 1];
+  _Atomic(mi_block_t*)  thread_delayed_free;
+  uintptr_t             thread_id;
+  uintptr_t             cookie;
+  size_t                page_count;
+  size_t                page_retired_min;  /* range of bins that may hold a retired page */
+  size_t                page_retired_max;
+  mi_heap_t*            next;
+  bool                  allow_destroy;     /* may be destroyed; never reclaims abandoned memory */
+  uint8_t               tag;
+  mi_arena_id_t         arena_id;
+};
+
+/* Per-thread memory: the backing heap and its tld are allocated together from the OS. */
+typedef struct mi_thread_data_s {
+  mi_heap_t heap;
+  mi_tld_t  tld;
+} mi_thread_data_t;
+
+/* Process information from the OS layer. */
+typedef int64_t mi_msecs_t;
+typedef struct mi_process_info_s {
+  mi_msecs_t elapsed;
+  mi_msecs_t utime;
+  mi_msecs_t stime;
+  size_t     current_rss;
+  size_t     peak_rss;
+  size_t     current_commit;
+  size_t     peak_commit;
+  size_t     page_faults;
+} mi_process_info_t;

@@ -1,0 +1,464 @@
+/* Options (read lazily from MIMALLOC_<NAME> environment variables), message output through
+   one small allocation-free formatter, error reporting and the deferred-free hook. */
+#include "internal/internal.h"
+#include "prim/prim.h"
+#include <stdarg.h>
+#include <stdlib.h>
+
+/* ---------------------------------------------------------------------------------------
+   The option table, written once: value, default, state, name, legacy name.
+--------------------------------------------------------------------------------------- */
+typedef enum mi_init_e { MI_UNINIT, MI_DEFAULTED, MI_INITIALIZED } mi_init_t;
+
+typedef struct mi_option_desc_s {
+  long        value;
+  mi_init_t   init;
+  mi_option_t option;
+  const char* name;
+  const char* legacy_name;
+  bool        is_kib;      /* size option stored in KiB */
+} mi_option_desc_t;
+
+#if MI_DEBUG > 0
+#define MI_DEFAULT_SHOW_ERRORS 1
+#else
+#define MI_DEFAULT_SHOW_ERRORS 0
+#endif
+
+static mi_option_desc_t mi_options[_mi_option_last] = {
+  { MI_DEFAULT_SHOW_ERRORS, MI_UNINIT, mi_option_show_errors, "show_errors", NULL, false },
+  { 0,    MI_UNINIT, mi_option_show_stats, "show_stats", NULL, false },
+  { 0,    MI_UNINIT, mi_option_verbose, "verbose", NULL, false },
+  { 1,    MI_UNINIT, mi_option_eager_commit, "eager_commit", NULL, false },
+  { 2,    MI_UNINIT, mi_option_arena_eager_commit, "arena_eager_commit", "eager_region_commit", false },
+  { 1,    MI_UNINIT, mi_option_purge_decommits, "purge_decommits", "reset_decommits", false },
+  { 0,    MI_UNINIT, mi_option_allow_large_os_pages, "allow_large_os_pages", "large_os_pages", false },
+  { 0,    MI_UNINIT, mi_option_reserve_huge_os_pages, "reserve_huge_os_pages", NULL, false },
+  { -1,   MI_UNINIT, mi_option_reserve_huge_os_pages_at, "reserve_huge_os_pages_at", NULL, false },
+  { 0,    MI_UNINIT, mi_option_reserve_os_memory, "reserve_os_memory", NULL, true },
+  { 0,    MI_UNINIT, mi_option_deprecated_segment_cache, "deprecated_segment_cache", NULL, false },
+  { 0,    MI_UNINIT, mi_option_deprecated_page_reset, "deprecated_page_reset", NULL, false },
+  { 0,    MI_UNINIT, mi_option_abandoned_page_purge, "abandoned_page_purge", "abandoned_page_reset", false },
+  { 0,    MI_UNINIT, mi_option_deprecated_segment_reset, "deprecated_segment_reset", NULL, false },
+  { 1,    MI_UNINIT, mi_option_eager_commit_delay, "eager_commit_delay", NULL, false },
+  { 10,   MI_UNINIT, mi_option_purge_delay, "purge_delay", "reset_delay", false },
+  { 0,    MI_UNINIT, mi_option_use_numa_nodes, "use_numa_nodes", NULL, false },
+  { 0,    MI_UNINIT, mi_option_disallow_os_alloc, "disallow_os_alloc", "limit_os_alloc", false },
+  { 100,  MI_UNINIT, mi_option_os_tag, "os_tag", NULL, false },
+  { 32,   MI_UNINIT, mi_option_max_errors, "max_errors", NULL, false },
+  { 32,   MI_UNINIT, mi_option_max_warnings, "max_warnings", NULL, false },
+  { 10,   MI_UNINIT, mi_option_max_segment_reclaim, "max_segment_reclaim", NULL, false },
+  { 0,    MI_UNINIT, mi_option_destroy_on_exit, "destroy_on_exit", NULL, false },
+  { 1024L*1024L, MI_UNINIT, mi_option_arena_reserve, "arena_reserve", NULL, true },
+  { 10,   MI_UNINIT, mi_option_arena_purge_mult, "arena_purge_mult", NULL, false },
+  { 1,    MI_UNINIT, mi_option_purge_extend_delay, "purge_extend_delay", "decommit_extend_delay", false },
+  { 0,    MI_UNINIT, mi_option_abandoned_reclaim_on_free, "abandoned_reclaim_on_free", NULL, false },
+  { 0,    MI_UNINIT, mi_option_disallow_arena_alloc, "disallow_arena_alloc", NULL, false },
+  { 400,  MI_UNINIT, mi_option_retry_on_oom, "retry_on_oom", NULL, false },
+  { 0,    MI_UNINIT, mi_option_visit_abandoned, "visit_abandoned", NULL, false },
+  { 0,    MI_UNINIT, mi_option_guarded_min, "guarded_min", NULL, false },
+  { 1024L*1024L*1024L, MI_UNINIT, mi_option_guarded_max, "guarded_max", NULL, false },
+  { 0,    MI_UNINIT, mi_option_guarded_precise, "guarded_precise", NULL, false },
+  { 0,    MI_UNINIT, mi_option_guarded_sample_rate, "guarded_sample_rate", NULL, false },
+  { 0,    MI_UNINIT, mi_option_guarded_sample_seed, "guarded_sample_seed", NULL, false },
+  { 0,    MI_UNINIT, mi_option_target_segments_per_thread, "target_segments_per_thread", NULL, false },
+  { 10000, MI_UNINIT, mi_option_generic_collect, "generic_collect", NULL, false },
+  { 1,    MI_UNINIT, mi_option_allow_thp, "allow_thp", NULL, false },
+};
+
+static void mi_option_init(mi_option_desc_t* desc);
+
+void _mi_options_init(void) {
+  for (int i = 0; i < _mi_option_last; i++) {
+    long value = mi_option_get((mi_option_t)i);   /* reads the environment */
+    (void)value;
+  }
+}
+
+long mi_option_get(mi_option_t option) {
+  if ((int)option < 0 || option >= _mi_option_last) return 0;
+  mi_option_desc_t* desc = &mi_options[option];
+  if (mi_unlikely(desc->init == MI_UNINIT)) mi_option_init(desc);
+  return desc->value;
+}
+
+long mi_option_get_clamp(mi_option_t option, long min, long max) {
+  long x = mi_option_get(option);
+  return (x < min ? min : (x > max ? max : x));
+}
+
+size_t mi_option_get_size(mi_option_t option) {
+  long x = mi_option_get(option);
+  if (x < 0) return 0;
+  size_t size = (size_t)x;
+  if ((int)option >= 0 && option < _mi_option_last && mi_options[option].is_kib) {
+    if (size > MI_MAX_ALLOC_SIZE / MI_KiB) return MI_MAX_ALLOC_SIZE;
+    size *= MI_KiB;
+  }
+  return size;
+}
+
+void mi_option_set(mi_option_t option, long value) {
+  if ((int)option < 0 || option >= _mi_option_last) return;
+  mi_option_desc_t* desc = &mi_options[option];
+  desc->value = value;
+  desc->init = MI_INITIALIZED;
+  if (option == mi_option_guarded_min && mi_option_get(mi_option_guarded_max) < value) {
+    mi_option_set(mi_option_guarded_max, value);
+  }
+  else if (option == mi_option_guarded_max && mi_option_get(mi_option_guarded_min) > value) {
+    mi_option_set(mi_option_guarded_min, value);
+  }
+}
+
+void mi_option_set_default(mi_option_t option, long value) {
+  if ((int)option < 0 || option >= _mi_option_last) return;
+  mi_option_desc_t* desc = &mi_options[option];
+  if (desc->init != MI_INITIALIZED) {
+    desc->value = value;
+    desc->init = MI_DEFAULTED;   /* the environment may still override it */
+  }
+}
+
+bool mi_option_is_enabled(mi_option_t option)                 { return (mi_option_get(option) != 0); }
+void mi_option_set_enabled(mi_option_t option, bool enable)   { mi_option_set(option, enable ? 1 : 0); }
+void mi_option_set_enabled_default(mi_option_t option, bool enable) { mi_option_set_default(option, enable ? 1 : 0); }
+void mi_option_enable(mi_option_t option)                     { mi_option_set_enabled(option, true); }
+void mi_option_disable(mi_option_t option)                    { mi_option_set_enabled(option, false); }
+
+void mi_options_print(void) mi_attr_noexcept {
+  _mi_message("v%d.%d.%d (independent implementation of the mimalloc v2 API)%s\n",
+              MI_MALLOC_VERSION / 10000, (MI_MALLOC_VERSION / 100) % 100, MI_MALLOC_VERSION % 100,
+              (MI_DEBUG > 0 ? ", debug build" : ""));
+  for (int i = 0; i < _mi_option_last; i++) {
+    const mi_option_desc_t* desc = &mi_options[i];
+    _mi_message("option '%s': %ld%s\n", desc->name, mi_option_get((mi_option_t)i), (desc->is_kib ? " KiB" : ""));
+  }
+  _mi_message("debug level : %d\n", MI_DEBUG);
+  _mi_message("secure level: %d\n", MI_SECURE);
+}
+
+/* Parse an environment value (see API.md section 15). */
+static bool mi_option_parse(const char* s, bool is_kib, long* result) {
+  char buf[65];
+  size_t len = 0;
+  while (s[len] != 0 && len < sizeof(buf) - 1) {
+    char c = s[len];
+    buf[len] = (c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c);
+    len++;
+  }
+  buf[len] = 0;
+  if (len == 0 || strcmp(buf, "1") == 0 || strcmp(buf, "TRUE") == 0 || strcmp(buf, "YES") == 0 || strcmp(buf, "ON") == 0) {
+    *result = 1;
+    return true;
+  }
+  if (strcmp(buf, "0") == 0 || strcmp(buf, "FALSE") == 0 || strcmp(buf, "NO") == 0 || strcmp(buf, "OFF") == 0) {
+    *result = 0;
+    return true;
+  }
+  char* end = buf;
+  long value = strtol(buf, &end, 10);
+  if (end == buf) return false;
+  if (is_kib) {
+    long mult = 0;   /* in KiB; 0 means bytes */
+    if (*end == 'K') { mult = 1; end++; }
+    else if (*end == 'M') { mult = 1024; end++; }
+    else if (*end == 'G') { mult = 1024L*1024; end++; }
+    else if (*end == 'T') { mult = 1024L*1024*1024; end++; }
+    if (*end == 'I' && *(end+1) == 'B') end += 2;
+    else if (*end == 'B') end++;
+    if (value < 0) value = 0;
+    if (mult == 0) value = (long)_mi_divide_up((size_t)value, 1024);
+    else if (value > (long)(MI_MAX_ALLOC_SIZE / MI_KiB) / mult) value = (long)(MI_MAX_ALLOC_SIZE / MI_KiB);
+    else value *= mult;
+  }
+  if (*end != 0) return false;
+  *result = value;
+  return true;
+}
+
+static void mi_option_init(mi_option_desc_t* desc) {
+  char name[64];
+  char value[65];
+  _mi_snprintf(name, sizeof(name), "MIMALLOC_%s", desc->name);
+  bool found = _mi_prim_getenv(name, value, sizeof(value));
+  if (!found && desc->legacy_name != NULL) {
+    _mi_snprintf(name, sizeof(name), "MIMALLOC_%s", desc->legacy_name);
+    found = _mi_prim_getenv(name, value, sizeof(value));
+    if (found) {
+      _mi_warning_message("environment option \"mimalloc_%s\" is deprecated -- use \"mimalloc_%s\" instead.\n", desc->legacy_name, desc->name);
+    }
+  }
+  if (found) {
+    long result;
+    if (mi_option_parse(value, desc->is_kib, &result)) {
+      desc->value = result;
+      desc->init = MI_INITIALIZED;
+    }
+    else {
+      desc->init = MI_DEFAULTED;
+      if (desc->option == mi_option_verbose) {
+        desc->value = 1;   /* force this one warning out */
+        _mi_warning_message("environment option mimalloc_%s has an invalid value.\n", desc->name);
+        desc->value = 0;
+      }
+      else {
+        _mi_warning_message("environment option mimalloc_%s has an invalid value.\n", desc->name);
+      }
+    }
+  }
+  else if (_mi_process_is_initialized) {
+    desc->init = MI_DEFAULTED;   /* the environment was accessible: it is absent */
+  }
+}
+
+bool _mi_getenv(const char* name, char* result, size_t result_size) {
+  return _mi_prim_getenv(name, result, result_size);
+}
+
+/* ---------------------------------------------------------------------------------------
+   Output: a registered function or stderr. Until a function is registered, output is also
+   kept in a 16 KiB buffer that is replayed to the first function registered.
+--------------------------------------------------------------------------------------- */
+#define MI_OUT_BUF_SIZE  (16*1024)
+static char               mi_out_buf[MI_OUT_BUF_SIZE + 1];
+static _Atomic(size_t)    mi_out_len;
+static mi_output_fun* _Atomic mi_out_fun;
+static void* _Atomic      mi_out_arg;
+
+static void mi_out_buf_append(const char* msg) {
+  size_t n = strlen(msg);
+  size_t start = mi_atomic_add_relaxed(&mi_out_len, n);
+  if (start >= MI_OUT_BUF_SIZE) return;
+  if (start + n > MI_OUT_BUF_SIZE) n = MI_OUT_BUF_SIZE - start;
+  memcpy(&mi_out_buf[start], msg, n);
+}
+
+static void mi_out_default(const char* msg, void* arg) {
+  (void)arg;
+  mi_out_buf_append(msg);
+  _mi_prim_out_stderr(msg);
+}
+
+void mi_register_output(mi_output_fun* out, void* arg) mi_attr_noexcept {
+  mi_atomic_store_release(&mi_out_arg, arg);
+  mi_atomic_store_release(&mi_out_fun, out);
+  if (out != NULL) {
+    size_t len = mi_atomic_exchange_acq_rel(&mi_out_len, MI_OUT_BUF_SIZE);   /* stop buffering */
+    if (len > MI_OUT_BUF_SIZE) len = MI_OUT_BUF_SIZE;
+    if (len > 0) {
+      mi_out_buf[len] = 0;
+      out(mi_out_buf, arg);
+    }
+  }
+}
+
+void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* message) {
+  if (out == NULL) {
+    out = mi_atomic_load_acquire(&mi_out_fun);
+    arg = mi_atomic_load_acquire(&mi_out_arg);
+    if (out == NULL) out = &mi_out_default;
+  }
+  if (prefix != NULL && prefix[0] != 0) {
+    char buf[512];
+    _mi_snprintf(buf, sizeof(buf), "%s%s", prefix, message);
+    out(buf, arg);
+  }
+  else {
+    out(message, arg);
+  }
+}
+
+static void mi_vfprintf(const char* prefix, const char* fmt, va_list args) {
+  char buf[512];
+  _mi_vsnprintf(buf, sizeof(buf), fmt, args);
+  _mi_fputs(NULL, NULL, prefix, buf);
+}
+
+void _mi_message(const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  mi_vfprintf("mimalloc: ", fmt, args);
+  va_end(args);
+}
+
+void _mi_verbose_message(const char* fmt, ...) {
+  if (!mi_option_is_enabled(mi_option_verbose)) return;
+  va_list args;
+  va_start(args, fmt);
+  mi_vfprintf("mimalloc: ", fmt, args);
+  va_end(args);
+}
+
+static _Atomic(size_t) mi_error_count;
+static _Atomic(size_t) mi_warning_count;
+
+static bool mi_should_show(_Atomic(size_t)* count, mi_option_t max_option) {
+  if (mi_option_is_enabled(mi_option_verbose)) return true;
+  if (!mi_option_is_enabled(mi_option_show_errors)) return false;
+  long max = mi_option_get(max_option);
+  if (max < 0) return true;
+  return (mi_atomic_add_relaxed(count, 1) < (size_t)max);
+}
+
+void _mi_warning_message(const char* fmt, ...) {
+  if (!mi_should_show(&mi_warning_count, mi_option_max_warnings)) return;
+  va_list args;
+  va_start(args, fmt);
+  mi_vfprintf("mimalloc: warning: ", fmt, args);
+  va_end(args);
+}
+
+static mi_error_fun* _Atomic mi_error_handler;
+static void* _Atomic         mi_error_arg;
+
+void mi_register_error(mi_error_fun* fun, void* arg) {
+  mi_atomic_store_release(&mi_error_arg, arg);
+  mi_atomic_store_release(&mi_error_handler, fun);
+}
+
+void _mi_error_message(int err, const char* fmt, ...) {
+  if (mi_should_show(&mi_error_count, mi_option_max_errors)) {
+    va_list args;
+    va_start(args, fmt);
+    mi_vfprintf("mimalloc: error: ", fmt, args);
+    va_end(args);
+  }
+  mi_error_fun* handler = mi_atomic_load_acquire(&mi_error_handler);
+  if (handler != NULL) {
+    handler(err, mi_atomic_load_acquire(&mi_error_arg));
+  }
+  else if ((MI_DEBUG > 0 || MI_SECURE > 0) && err == EFAULT) {
+    abort();   /* corrupted metadata: do not continue in checked builds */
+  }
+}
+
+#if MI_DEBUG > 0
+void _mi_assert_fail(const char* assertion, const char* fname, unsigned line, const char* func) {
+  _mi_fputs(NULL, NULL, NULL, "");
+  _mi_message("assertion failed: at \"%s\":%u, %s\n  assertion: \"%s\"\n", fname, line, (func == NULL ? "" : func), assertion);
+  abort();
+}
+#endif
+
+/* ---------------------------------------------------------------------------------------
+   The deferred-free hook: called about every 100 slow-path allocations, and on collect.
+--------------------------------------------------------------------------------------- */
+static mi_deferred_free_fun* _Atomic mi_deferred_free_fn;
+static void* _Atomic                 mi_deferred_free_arg;
+
+void mi_register_deferred_free(mi_deferred_free_fun* fn, void* arg) mi_attr_noexcept {
+  mi_atomic_store_release(&mi_deferred_free_arg, arg);
+  mi_atomic_store_release(&mi_deferred_free_fn, fn);
+}
+
+void _mi_deferred_free(mi_heap_t* heap, bool force) {
+  mi_tld_t* tld = heap->tld;
+  tld->heartbeat++;
+  mi_deferred_free_fun* fn = mi_atomic_load_relaxed(&mi_deferred_free_fn);
+  if (mi_likely(fn == NULL)) return;
+  if (!force && (tld->heartbeat % 100) != 0) return;
+  if (tld->recurse) return;
+  tld->recurse = true;
+  static _Atomic(unsigned long long) calls;
+  fn(force, mi_atomic_add_relaxed(&calls, 1) + 1, mi_atomic_load_acquire(&mi_deferred_free_arg));
+  tld->recurse = false;
+}
+
+/* ---------------------------------------------------------------------------------------
+   A small vsnprintf: %s %c %d %i %u %x %X %p %%, with l/ll/z length, width and '0'/'-'
+   flags. Never allocates; always NUL-terminates; returns the number of characters written.
+--------------------------------------------------------------------------------------- */
+static void mi_out_char(char** out, char* end, char c) {
+  if (*out < end) { **out = c; (*out)++; }
+}
+
+static void mi_out_str(char** out, char* end, const char* s, size_t width, bool left, char fill) {
+  size_t len = strlen(s);
+  if (!left) for (size_t i = len; i < width; i++) mi_out_char(out, end, fill);
+  while (*s != 0) mi_out_char(out, end, *s++);
+  if (left) for (size_t i = len; i < width; i++) mi_out_char(out, end, ' ');
+}
+
+static void mi_out_num(char** out, char* end, uintptr_t x, unsigned base, bool upper, bool neg, size_t width, bool left, char fill) {
+  char digits[24];
+  size_t n = 0;
+  const char* set = (upper ? "0123456789ABCDEF" : "0123456789abcdef");
+  do { digits[n++] = set[x % base]; x /= base; } while (x != 0 && n < sizeof(digits) - 1);
+  char buf[28];
+  size_t k = 0;
+  if (neg) buf[k++] = '-';
+  while (n > 0) buf[k++] = digits[--n];
+  buf[k] = 0;
+  mi_out_str(out, end, buf, width, left, fill);
+}
+
+int _mi_vsnprintf(char* buf, size_t bufsize, const char* fmt, va_list args) {
+  if (buf == NULL || bufsize == 0) return 0;
+  char* out = buf;
+  char* end = buf + bufsize - 1;
+  for (const char* f = fmt; *f != 0; f++) {
+    if (*f != '%') { mi_out_char(&out, end, *f); continue; }
+    f++;
+    bool left = false;
+    char fill = ' ';
+    if (*f == '-') { left = true; f++; }
+    if (*f == '0') { fill = '0'; f++; }
+    size_t width = 0;
+    while (*f >= '0' && *f <= '9') { width = width*10 + (size_t)(*f - '0'); f++; }
+    int lng = 0;
+    bool zsize = false;
+    while (*f == 'l') { lng++; f++; }
+    if (*f == 'z') { zsize = true; f++; }
+    const char c = *f;
+    if (c == 0) break;
+    switch (c) {
+      case '%': mi_out_char(&out, end, '%'); break;
+      case 'c': mi_out_char(&out, end, (char)va_arg(args, int)); break;
+      case 's': {
+        const char* s = va_arg(args, const char*);
+        mi_out_str(&out, end, (s == NULL ? "(null)" : s), width, left, ' ');
+        break;
+      }
+      case 'p': {
+        uintptr_t x = (uintptr_t)va_arg(args, void*);
+        mi_out_str(&out, end, "0x", 0, false, ' ');
+        mi_out_num(&out, end, x, 16, false, false, width, left, fill);
+        break;
+      }
+      case 'd': case 'i': {
+        intptr_t x;
+        if (zsize) x = (intptr_t)va_arg(args, ptrdiff_t);
+        else if (lng >= 2) x = (intptr_t)va_arg(args, long long);
+        else if (lng == 1) x = (intptr_t)va_arg(args, long);
+        else x = (intptr_t)va_arg(args, int);
+        const bool neg = (x < 0);
+        mi_out_num(&out, end, (neg ? (uintptr_t)(-(x + 1)) + 1 : (uintptr_t)x), 10, false, neg, width, left, fill);
+        break;
+      }
+      case 'u': case 'x': case 'X': {
+        uintptr_t x;
+        if (zsize) x = (uintptr_t)va_arg(args, size_t);
+        else if (lng >= 2) x = (uintptr_t)va_arg(args, unsigned long long);
+        else if (lng == 1) x = (uintptr_t)va_arg(args, unsigned long);
+        else x = (uintptr_t)va_arg(args, unsigned int);
+        mi_out_num(&out, end, x, (c == 'u' ? 10 : 16), (c == 'X'), false, width, left, fill);
+        break;
+      }
+      default:
+        mi_out_char(&out, end, '%');
+        mi_out_char(&out, end, c);
+        break;
+    }
+  }
+  *out = 0;
+  return (int)(out - buf);
+}
+
+int _mi_snprintf(char* buf, size_t bufsize, const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  int n = _mi_vsnprintf(buf, bufsize, fmt, args);
+  va_end(args);
+  return n;
+}

@@ -1,0 +1,443 @@
+/* Pages and page queues: free-list construction, collecting the local and thread free lists,
+   moving pages between a heap's bin queues and its full queue, retiring empty pages, and the
+   generic (slow-path) allocation that finds or makes a page with a free block. */
+#include "internal/internal.h"
+
+/* ------------------------------------------------------------------------------------------
+   Bins
+------------------------------------------------------------------------------------------ */
+size_t _mi_bin_size(size_t bin) {
+  if (bin <= 1) return sizeof(uintptr_t);
+  if (bin < MI_BIN_FIRST_SPACED) return (bin - 1) * 2 * sizeof(uintptr_t);
+  if (bin >= MI_BIN_HUGE_INTERNAL) return MI_LARGE_OBJ_SIZE_MAX + 1;
+  const size_t k = bin - MI_BIN_FIRST_SPACED;
+  const size_t b = 4 + k/8;
+  return ((9 + (k % 8)) << (b - 3)) * sizeof(uintptr_t);
+}
+
+/* ------------------------------------------------------------------------------------------
+   Page queues
+------------------------------------------------------------------------------------------ */
+static bool mi_page_queue_is_huge(const mi_page_queue_t* pq) { return (pq->block_size == MI_LARGE_OBJ_SIZE_MAX + 1); }
+static bool mi_page_queue_is_full(const mi_page_queue_t* pq) { return (pq->block_size == MI_LARGE_OBJ_SIZE_MAX + 2); }
+
+mi_page_queue_t* _mi_page_queue_of(const mi_page_t* page) {
+  mi_heap_t* heap = mi_page_heap(page);
+  mi_assert_internal(heap != NULL);
+  if (mi_page_is_in_full(page)) return &heap->pages[MI_BIN_FULL];
+  if (_mi_page_segment(page)->page_kind == MI_PAGE_HUGE) return &heap->pages[MI_BIN_HUGE_INTERNAL];
+  return &heap->pages[_mi_bin(page->block_size)];
+}
+
+/* Keep pages_free_direct in sync with the first page of a small bin queue. */
+static void mi_heap_queue_first_update(mi_heap_t* heap, const mi_page_queue_t* pq) {
+  const size_t size = pq->block_size;
+  if (size > MI_SMALL_SIZE_MAX) return;
+  mi_page_t* page = (pq->first == NULL ? (mi_page_t*)&_mi_page_empty : pq->first);
+  size_t idx = _mi_wsize_from_size(size);
+  mi_page_t** direct = heap->pages_free_direct;
+  if (direct[idx] == page) return;
+  /* the word sizes served by this bin: from just above the previous bin's size up to idx */
+  /* the word sizes served by this bin: just above the previous bin's size up to idx */
+  size_t start = 0;
+  if (idx > 1) {
+    start = 1 + _mi_wsize_from_size((pq - 1)->block_size);
+    if (start > idx) start = idx;
+  }
+  for (size_t sz = start; sz <= idx; sz++) direct[sz] = page;
+}
+
+void _mi_page_queue_remove(mi_page_queue_t* pq, mi_page_t* page) {
+  mi_heap_t* heap = mi_page_heap(page);
+  if (page->prev != NULL) page->prev->next = page->next;
+  if (page->next != NULL) page->next->prev = page->prev;
+  if (page == pq->last) pq->last = page->prev;
+  if (page == pq->first) {
+    pq->first = page->next;
+    mi_heap_queue_first_update(heap, pq);
+  }
+  heap->page_count--;
+  page->next = NULL;
+  page->prev = NULL;
+  mi_page_set_in_full(page, false);
+}
+
+/* Push at the front: the most recently used page is found first. */
+void _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
+  mi_assert_internal(mi_page_heap(page) == heap);
+  mi_page_set_in_full(page, mi_page_queue_is_full(pq));
+  page->next = pq->first;
+  page->prev = NULL;
+  if (pq->first != NULL) pq->first->prev = page;
+  else pq->last = page;
+  pq->first = page;
+  mi_heap_queue_first_update(heap, pq);
+  heap->page_count++;
+}
+
+static void mi_page_queue_enqueue_from(mi_page_queue_t* to, mi_page_queue_t* from, mi_page_t* page) {
+  mi_heap_t* heap = mi_page_heap(page);
+  _mi_page_queue_remove(from, page);
+  /* append at the end so full or unfull pages don't hide the current allocation page */
+  mi_page_set_in_full(page, mi_page_queue_is_full(to));
+  page->prev = to->last;
+  page->next = NULL;
+  if (to->last != NULL) to->last->next = page;
+  else { to->first = page; }
+  to->last = page;
+  if (to->first == page) mi_heap_queue_first_update(heap, to);
+  heap->page_count++;
+}
+
+static void mi_page_queue_move_to_front(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
+  if (pq->first == page) return;
+  _mi_page_queue_remove(pq, page);
+  _mi_page_queue_push(heap, pq, page);
+}
+
+/* Move all pages of `append` (of another heap of this thread) to the end of `pq`; the pages
+   get the new heap and the delayed-free state of their queue. Returns the number moved. */
+size_t _mi_page_queue_append(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_queue_t* append) {
+  size_t count = 0;
+  const bool full = mi_page_queue_is_full(pq);
+  const bool huge = mi_page_queue_is_huge(pq);
+  for (mi_page_t* page = append->first; page != NULL; page = page->next) {
+    mi_page_set_heap(page, heap);
+    /* waits for any thread still pushing on the old heap's delayed list */
+    _mi_page_use_delayed_free(page, (full || huge) ? MI_USE_DELAYED_FREE : MI_NO_DELAYED_FREE, true);
+    mi_page_set_in_full(page, full);
+    count++;
+  }
+  if (append->first == NULL) return 0;
+  if (pq->last == NULL) {
+    pq->first = append->first;
+    pq->last = append->last;
+    mi_heap_queue_first_update(heap, pq);
+  }
+  else {
+    pq->last->next = append->first;
+    append->first->prev = pq->last;
+    pq->last = append->last;
+  }
+  heap->page_count += count;
+  return count;
+}
+
+/* ------------------------------------------------------------------------------------------
+   The delayed-free state (see mi_delayed_t in types.h)
+------------------------------------------------------------------------------------------ */
+bool _mi_page_try_use_delayed_free(mi_page_t* page, mi_delayed_t delay, bool override_never) {
+  uintptr_t tfree = mi_atomic_load_acquire(&page->xthread_free);
+  for (;;) {
+    const mi_delayed_t old = mi_tf_delayed(tfree);
+    if (mi_unlikely(old == MI_DELAYED_FREEING)) return false;   /* another thread is pushing */
+    if (old == delay) return true;
+    if (old == MI_NEVER_DELAYED_FREE && !override_never) return true;
+    const uintptr_t tfreex = mi_tf_set_delayed(tfree, delay);
+    if (mi_atomic_cas_weak_acq_rel(&page->xthread_free, &tfree, tfreex)) return true;
+  }
+}
+
+void _mi_page_use_delayed_free(mi_page_t* page, mi_delayed_t delay, bool override_never) {
+  size_t spins = 0;
+  while (!_mi_page_try_use_delayed_free(page, delay, override_never)) {
+    if (++spins >= 4) mi_atomic_yield();   /* the pushing thread finishes in a few instructions */
+  }
+}
+
+/* ------------------------------------------------------------------------------------------
+   Collecting free lists
+------------------------------------------------------------------------------------------ */
+/* Take the whole thread_free list with one CAS (keeping the delayed state) and add it to
+   local_free, adjusting `used`. */
+static void mi_page_thread_free_collect(mi_page_t* page) {
+  uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
+  uintptr_t tfreex;
+  do {
+    if (mi_tf_block(tfree) == NULL) return;
+    tfreex = mi_tf_set_block(tfree, NULL);
+  } while (!mi_atomic_cas_weak_acq_rel(&page->xthread_free, &tfree, tfreex));
+
+  mi_block_t* head = mi_tf_block(tfree);
+  mi_block_t* tail = head;
+  uint32_t count = 1;
+  const uint32_t max_count = page->capacity;
+  mi_block_t* next;
+  while ((next = mi_block_next(page, tail)) != NULL && count <= max_count) {
+    count++;
+    tail = next;
+  }
+  if (mi_unlikely(count > max_count)) {
+    _mi_error_message(EFAULT, "corrupted thread-free list in page %p (block size %zu)\n", (void*)page, page->block_size);
+    return;   /* leak the list rather than corrupt the page */
+  }
+  mi_block_set_next(page, tail, page->local_free);
+  page->local_free = head;
+  page->used -= count;
+}
+
+void _mi_page_free_collect(mi_page_t* page, bool force) {
+  if (force || mi_page_thread_free(page) != NULL) {
+    mi_page_thread_free_collect(page);
+  }
+  if (page->local_free != NULL) {
+    if (mi_likely(page->free == NULL)) {
+      page->free = page->local_free;
+      page->local_free = NULL;
+      page->free_is_zero = false;
+    }
+    else if (force) {
+      mi_block_t* tail = page->local_free;
+      mi_block_t* next;
+      while ((next = mi_block_next(page, tail)) != NULL) tail = next;
+      mi_block_set_next(page, tail, page->free);
+      page->free = page->local_free;
+      page->local_free = NULL;
+      page->free_is_zero = false;
+    }
+  }
+}
+
+/* ------------------------------------------------------------------------------------------
+   Page initialisation and lazy free-list extension
+------------------------------------------------------------------------------------------ */
+/* Make up to MI_MAX_EXTEND_SIZE bytes of further blocks available, in address order. */
+static void mi_page_extend_free(mi_page_t* page) {
+  mi_assert_internal(page->free == NULL && page->local_free == NULL);
+  if (page->capacity >= page->reserved) return;
+  const size_t bsize = page->block_size;
+  size_t extend = page->reserved - page->capacity;
+  size_t max_extend = (bsize >= MI_MAX_EXTEND_SIZE ? MI_MIN_EXTEND : MI_MAX_EXTEND_SIZE / bsize);
+  if (max_extend < MI_MIN_EXTEND) max_extend = MI_MIN_EXTEND;
+  if (extend > max_extend) extend = max_extend;
+
+  uint8_t* start = page->page_start + (size_t)page->capacity * bsize;
+  mi_block_t* const first = (mi_block_t*)start;
+  mi_block_t* block = first;
+  for (size_t i = 1; i < extend; i++) {
+    mi_block_t* next = (mi_block_t*)((uint8_t*)block + bsize);
+    mi_block_set_next(page, block, next);
+    block = next;
+  }
+  mi_block_set_next(page, block, NULL);
+  page->free = first;
+  page->capacity += (uint32_t)extend;
+  page->free_is_zero = page->is_zero_init;
+}
+
+/* Set up a page fresh from its segment for blocks of `block_size` in `heap`. */
+void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
+  mi_segment_t* segment = _mi_page_segment(page);
+  mi_page_set_heap(page, heap);
+  page->heap_tag = heap->tag;
+  if (segment->page_kind == MI_PAGE_HUGE) {
+    /* start and block size were set by the segment; one block */
+    page->reserved = 1;
+    page->capacity = 1;
+    page->free = (mi_block_t*)page->page_start;
+    mi_block_set_next(page, page->free, NULL);
+    page->free_is_zero = page->is_zero_init;
+    mi_atomic_store_release(&page->xthread_free, mi_tf_make(NULL, MI_USE_DELAYED_FREE));
+    return;
+  }
+  page->block_size = block_size;
+  size_t page_size;
+  page->page_start = _mi_segment_page_start(segment, page, &page_size);
+  page->reserved = (uint32_t)(page_size / block_size);
+  page->capacity = 0;
+  page->used = 0;
+  page->free = NULL;
+  page->local_free = NULL;
+  page->flags.full_aligned = 0;
+  page->retire_expire = 0;
+  mi_atomic_store_release(&page->xthread_free, mi_tf_make(NULL, MI_NO_DELAYED_FREE));
+  mi_page_extend_free(page);
+}
+
+/* ------------------------------------------------------------------------------------------
+   Full pages, retiring and freeing pages
+------------------------------------------------------------------------------------------ */
+static void mi_page_to_full(mi_page_t* page, mi_page_queue_t* pq) {
+  mi_heap_t* heap = mi_page_heap(page);
+  _mi_page_use_delayed_free(page, MI_USE_DELAYED_FREE, false);
+  mi_page_queue_enqueue_from(&heap->pages[MI_BIN_FULL], pq, page);
+  /* a thread may have freed just before the state changed: look once more */
+  _mi_page_free_collect(page, false);
+}
+
+void _mi_page_unfull(mi_page_t* page) {
+  if (!mi_page_is_in_full(page)) return;
+  mi_heap_t* heap = mi_page_heap(page);
+  mi_page_queue_t* pqfull = &heap->pages[MI_BIN_FULL];
+  _mi_page_use_delayed_free(page, MI_NO_DELAYED_FREE, false);
+  mi_page_set_in_full(page, false);       /* so _mi_page_queue_of finds the bin queue */
+  mi_page_queue_t* pq = _mi_page_queue_of(page);
+  mi_page_set_in_full(page, true);
+  mi_page_queue_enqueue_from(pq, pqfull, page);
+}
+
+/* Return an empty page to its segment. */
+void _mi_page_free(mi_page_t* page, mi_page_queue_t* pq) {
+  mi_assert_internal(page->used == 0);
+  mi_heap_t* heap = mi_page_heap(page);
+  _mi_page_use_delayed_free(page, MI_NEVER_DELAYED_FREE, false);
+  _mi_page_queue_remove(pq, page);
+  mi_page_set_heap(page, NULL);
+  _mi_segment_page_free(page, heap->tld);
+}
+
+/* Detach a page with live blocks from its heap at thread exit. */
+void _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq) {
+  mi_heap_t* heap = mi_page_heap(page);
+  mi_tld_t* tld = heap->tld;
+  _mi_page_use_delayed_free(page, MI_NEVER_DELAYED_FREE, false);
+  _mi_page_queue_remove(pq, page);
+  mi_page_set_heap(page, NULL);
+  _mi_segment_page_abandon(page, tld);
+}
+
+/* A page became empty. If it is the only page of its size class, keep it for a few heartbeats
+   (allocation patterns often free and re-allocate right away); otherwise free it now. */
+void _mi_page_retire(mi_page_t* page) {
+  mi_heap_t* heap = mi_page_heap(page);
+  mi_page_set_has_aligned(page, false);
+  mi_page_queue_t* pq = _mi_page_queue_of(page);
+  if (mi_likely(page->block_size <= MI_MEDIUM_OBJ_SIZE_MAX && !mi_page_queue_is_full(pq) &&
+                pq->last == page && pq->first == page)) {
+    page->retire_expire = (page->block_size <= MI_SMALL_OBJ_SIZE_MAX ? 16 : 4);
+    const size_t index = (size_t)(pq - heap->pages);
+    if (index < heap->page_retired_min) heap->page_retired_min = index;
+    if (index > heap->page_retired_max) heap->page_retired_max = index;
+    return;
+  }
+  _mi_page_free(page, pq);
+}
+
+/* Free retired pages whose time is up (or all of them when forced). */
+void _mi_heap_collect_retired(mi_heap_t* heap, bool force) {
+  size_t min = MI_BIN_FULL;
+  size_t max = 0;
+  for (size_t bin = heap->page_retired_min; bin <= heap->page_retired_max && bin < MI_BIN_FULL; bin++) {
+    mi_page_queue_t* pq = &heap->pages[bin];
+    mi_page_t* page = pq->first;
+    if (page != NULL && page->retire_expire != 0) {
+      if (mi_page_all_free(page)) {
+        page->retire_expire--;
+        if (force || page->retire_expire == 0) {
+          _mi_page_free(page, pq);
+        }
+        else {
+          if (bin < min) min = bin;
+          if (bin > max) max = bin;
+        }
+      }
+      else {
+        page->retire_expire = 0;
+      }
+    }
+  }
+  heap->page_retired_min = min;
+  heap->page_retired_max = max;
+}
+
+/* ------------------------------------------------------------------------------------------
+   Finding a page with a free block
+------------------------------------------------------------------------------------------ */
+static mi_page_t* mi_page_fresh(mi_heap_t* heap, mi_page_queue_t* pq) {
+  mi_page_t* page = _mi_segment_page_alloc(heap, pq->block_size, 0, 0);
+  if (page == NULL) return NULL;
+  _mi_page_init_fresh(heap, page, pq->block_size);
+  _mi_page_queue_push(heap, pq, page);
+  return page;
+}
+
+/* Walk the queue: collect each page's free lists, extend pages with unused capacity, move pages
+   without free blocks to the full queue; allocate a fresh page when none has space. */
+static mi_page_t* mi_page_queue_find_free(mi_heap_t* heap, mi_page_queue_t* pq, bool first_try) {
+  mi_page_t* page = pq->first;
+  while (page != NULL) {
+    mi_page_t* next = page->next;
+    _mi_page_free_collect(page, false);
+    if (mi_page_immediate_available(page)) break;
+    if (page->capacity < page->reserved) {
+      mi_page_extend_free(page);
+      break;
+    }
+    mi_page_to_full(page, pq);
+    if (mi_page_immediate_available(page)) {   /* a late cross-thread free arrived */
+      _mi_page_unfull(page);
+      break;
+    }
+    page = next;
+  }
+  if (page == NULL) {
+    _mi_heap_collect_retired(heap, false);
+    page = mi_page_fresh(heap, pq);
+    if (page == NULL && first_try) {
+      return mi_page_queue_find_free(heap, pq, false);
+    }
+  }
+  else {
+    mi_page_queue_move_to_front(heap, pq, page);
+    page->retire_expire = 0;
+  }
+  return page;
+}
+
+static mi_page_t* mi_find_free_page(mi_heap_t* heap, size_t size) {
+  mi_page_queue_t* pq = &heap->pages[_mi_bin(size)];
+  mi_page_t* page = pq->first;
+  if (page != NULL) {
+    _mi_page_free_collect(page, false);
+    if (mi_page_immediate_available(page)) {
+      page->retire_expire = 0;
+      return page;
+    }
+  }
+  return mi_page_queue_find_free(heap, pq, true);
+}
+
+static mi_page_t* mi_huge_page_alloc(mi_heap_t* heap, size_t size, size_t alignment, size_t align_offset) {
+  mi_page_t* page = _mi_segment_page_alloc(heap, size, alignment, align_offset);
+  if (page == NULL) return NULL;
+  _mi_page_init_fresh(heap, page, page->block_size);
+  _mi_page_queue_push(heap, &heap->pages[MI_BIN_HUGE_INTERNAL], page);
+  return page;
+}
+
+static mi_page_t* mi_find_page(mi_heap_t* heap, size_t size, size_t huge_alignment, size_t align_offset) {
+  if (mi_unlikely(size > MI_LARGE_OBJ_SIZE_MAX || huge_alignment > 0)) {
+    if (mi_unlikely(size > MI_MAX_ALLOC_SIZE)) {
+      _mi_error_message(EOVERFLOW, "allocation request is too large (%zu bytes)\n", size);
+      return NULL;
+    }
+    return mi_huge_page_alloc(heap, size, huge_alignment, align_offset);
+  }
+  return mi_find_free_page(heap, size);
+}
+
+/* The slow path of every allocation: initialises the thread on its first call, runs the
+   periodic work (deferred-free hook, delayed frees, retired pages), and finds a page.
+   On failure returns NULL with errno = ENOMEM. */
+void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero, size_t huge_alignment, size_t align_offset) {
+  if (mi_unlikely(!mi_heap_is_initialized(heap))) {
+    mi_thread_init();
+    heap = mi_prim_get_default_heap();
+    if (mi_unlikely(!mi_heap_is_initialized(heap))) { errno = ENOMEM; return NULL; }
+  }
+  _mi_deferred_free(heap, false);
+  _mi_heap_delayed_free_partial(heap);
+
+  mi_page_t* page = mi_find_page(heap, size, huge_alignment, align_offset);
+  if (mi_unlikely(page == NULL) && size <= MI_MAX_ALLOC_SIZE) {
+    mi_heap_collect(heap, true);   /* release what we can and try once more */
+    page = mi_find_page(heap, size, huge_alignment, align_offset);
+  }
+  if (mi_unlikely(page == NULL)) {
+    _mi_error_message(ENOMEM, "unable to allocate memory (%zu bytes)\n", size);
+    errno = ENOMEM;
+    return NULL;
+  }
+  mi_assert_internal(mi_page_immediate_available(page));
+  return _mi_page_malloc(heap, page, size, zero);
+}
