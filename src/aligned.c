@@ -24,7 +24,7 @@ static void* mi_heap_malloc_zero_aligned_at_overalloc(mi_heap_t* heap, size_t si
 void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero) {
   if (mi_unlikely(alignment == 0 || !mi_is_power_of_two(alignment))) {
     _mi_error_message(EINVAL, "aligned allocation requires a power-of-two alignment (size %zu, alignment %zu)\n", size, alignment);
-    errno = EINVAL;
+    errno = ENOMEM;   /* every failing allocation sets ENOMEM (API.md difference 1) */
     return NULL;
   }
   if (mi_unlikely(size > MI_MAX_ALLOC_SIZE)) {
@@ -48,7 +48,7 @@ void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t align
     if (!_mi_segment_huge_align_ok(alignment, offset)) {
       _mi_error_message(EINVAL, "cannot place %zu bytes at alignment %zu with offset %zu (the offset lies just below a multiple of %zu bytes)\n",
                         size, alignment, offset, MI_SEGMENT_SIZE);
-      errno = EINVAL;
+      errno = ENOMEM;   /* every failing allocation sets ENOMEM (API.md difference 1) */
       return NULL;
     }
     return _mi_malloc_generic(heap, (size == 0 ? 1 : size), zero, alignment, offset);
@@ -122,6 +122,7 @@ static void* mi_heap_realloc_zero_aligned_at(mi_heap_t* heap, void* p, size_t ne
   const size_t size = _mi_usable_size(p);
   if (alignment != 0 && mi_is_power_of_two(alignment) && newsize <= size && newsize >= (size - (size / 2)) &&
       (((uintptr_t)p + offset) & (alignment - 1)) == 0) {
+    if (zero) memset((uint8_t*)p + newsize, 0, size - newsize);   /* see _mi_heap_realloc_zero */
     return p;   /* still fits and is still aligned */
   }
   void* newp = _mi_heap_malloc_zero_aligned_at(heap, newsize, alignment, offset, false);

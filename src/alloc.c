@@ -100,6 +100,11 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero,
   if (usable_pre != NULL) *usable_pre = size;
   /* keep the block when it fits and does not waste more than half */
   if (mi_likely(newsize <= size && newsize >= (size / 2) && newsize > 0)) {
+    if (zero) {
+      /* keep "everything beyond the requested size is zero" so a later in-place growth
+         (we do not know the previous size then) hands out zeros */
+      memset((uint8_t*)p + newsize, 0, size - newsize);
+    }
     if (usable_post != NULL) *usable_post = size;
     return p;
   }

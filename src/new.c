@@ -16,6 +16,8 @@ extern char  _ZTISt9bad_alloc[] mi_decl_weak;                                   
 extern void* _ZTVSt9bad_alloc[] mi_decl_weak;                                            /* vtable for std::bad_alloc */
 extern void  _ZNSt9bad_allocD1Ev(void* self) mi_decl_weak;                               /* std::bad_alloc::~bad_alloc() */
 
+bool _mi_cxx_call_new_handler_nothrow(mi_std_new_handler_t handler);   /* new-handler.cpp */
+
 static void mi_throw_bad_alloc(void) {
   if (__cxa_allocate_exception != NULL && __cxa_throw != NULL && _ZTISt9bad_alloc != NULL &&
       _ZTVSt9bad_alloc != NULL && _ZNSt9bad_allocD1Ev != NULL) {
@@ -35,6 +37,9 @@ static bool mi_try_new_handler(bool nothrow) {
     _mi_error_message(ENOMEM, "out of memory in 'new'\n");
     if (!nothrow) mi_throw_bad_alloc();
     return false;
+  }
+  if (nothrow) {
+    return _mi_cxx_call_new_handler_nothrow(h);   /* a std::bad_alloc from h means: give up */
   }
   h();   /* may free memory, install another handler, or throw */
   return true;
@@ -80,12 +85,12 @@ void* mi_new_aligned_nothrow(size_t size, size_t alignment) mi_attr_noexcept {
   return mi_try_new_aligned(size, alignment, true);
 }
 
-/* count*size overflow: run the failure path once (throws without a handler; with one,
-   the handler is called once and NULL returned, as the reference does). */
+/* count*size overflow can never succeed: run the new-handler loop until the handler gives up
+   (uninstalls itself or throws), then throw std::bad_alloc like any failed operator new. */
 static void* mi_new_overflow(void) {
   errno = ENOMEM;
-  mi_try_new_handler(false);
-  return NULL;
+  while (mi_try_new_handler(false)) { }
+  return NULL;   /* not reached: mi_try_new_handler(false) throws when there is no handler */
 }
 
 void* mi_heap_alloc_new_n(mi_heap_t* heap, size_t count, size_t size) {

@@ -56,13 +56,8 @@ void* mi_aligned_alloc(size_t alignment, size_t size) mi_attr_noexcept {
 
 void* mi_reallocarray(void* p, size_t count, size_t size) mi_attr_noexcept {
   size_t total;
-  if (mi_mul_overflow(count, size, &total)) {
-    errno = EOVERFLOW;
-    return NULL;
-  }
-  void* newp = mi_realloc(p, total);
-  if (newp == NULL) errno = ENOMEM;
-  return newp;
+  if (mi_count_size_overflow(count, size, &total)) return NULL;   /* errno = ENOMEM */
+  return mi_realloc(p, total);
 }
 
 int mi_reallocarr(void* ptrp, size_t count, size_t size) mi_attr_noexcept {
