@@ -95,7 +95,7 @@ void mi_free(void* p) mi_attr_noexcept {
   if (MI_CHECK_FREE && mi_unlikely(!mi_check_is_ours(segment, p))) return;
   const bool is_local = (_mi_thread_id() == mi_atomic_load_relaxed(&segment->thread_id));
   mi_page_t* const page = _mi_segment_page_of(segment, p);
-  if (mi_likely(is_local && page->flags.full_aligned == 0)) {
+  if (mi_likely(is_local && mi_page_flags(page) == 0)) {
     mi_block_t* const block = (mi_block_t*)p;
     mi_block_set_next(page, block, page->local_free);
     page->local_free = block;

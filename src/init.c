@@ -218,7 +218,7 @@ void mi_subproc_delete(mi_subproc_id_t subproc_id) {
   if (subproc_id == NULL) return;
   mi_subproc_t* subproc = (mi_subproc_t*)subproc_id;
   mi_lock_acquire(&subproc->abandoned_lock);
-  const bool in_use = (subproc->abandoned != NULL);
+  const bool in_use = (mi_atomic_load_relaxed(&subproc->abandoned) != NULL);
   mi_lock_release(&subproc->abandoned_lock);
   if (in_use) return;   /* abandoned memory still refers to it */
   mi_lock_done(&subproc->abandoned_lock);

@@ -248,7 +248,7 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
   page->used = 0;
   page->free = NULL;
   page->local_free = NULL;
-  page->flags.full_aligned = 0;
+  mi_atomic_store_relaxed(&page->flags, 0);
   page->retire_expire = 0;
   mi_atomic_store_release(&page->xthread_free, mi_tf_make(NULL, MI_NO_DELAYED_FREE));
   mi_page_extend_free(page);

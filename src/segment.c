@@ -31,11 +31,16 @@ bool _mi_segment_map_contains(const void* p) {
   return ((word >> (chunk % (8*sizeof(uintptr_t)))) & 1) != 0;
 }
 
-static uintptr_t mi_segment_cookie_key;
+static _Atomic(uintptr_t) mi_segment_cookie_key;
 
 uintptr_t _mi_segment_cookie(const mi_segment_t* segment) {
-  if (mi_segment_cookie_key == 0) mi_segment_cookie_key = _mi_random_next() | 1;
-  return ((uintptr_t)segment ^ mi_segment_cookie_key);
+  uintptr_t key = mi_atomic_load_relaxed(&mi_segment_cookie_key);
+  if (mi_unlikely(key == 0)) {
+    uintptr_t expected = 0;
+    key = _mi_random_next() | 1;
+    if (!mi_atomic_cas_strong_acq_rel(&mi_segment_cookie_key, &expected, key)) key = expected;
+  }
+  return ((uintptr_t)segment ^ key);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -331,8 +336,8 @@ static void mi_segment_abandon(mi_segment_t* segment, mi_tld_t* tld) {
   mi_atomic_store_release(&segment->thread_id, 0);
   mi_lock_acquire(&subproc->abandoned_lock);
   segment->prev = NULL;
-  segment->next = subproc->abandoned;
-  subproc->abandoned = segment;
+  segment->next = mi_atomic_load_relaxed(&subproc->abandoned);
+  mi_atomic_store_relaxed(&subproc->abandoned, segment);
   subproc->abandoned_count++;
   mi_lock_release(&subproc->abandoned_lock);
 }
@@ -384,11 +389,11 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
 }
 
 static mi_segment_t* mi_abandoned_pop(mi_subproc_t* subproc) {
-  if (subproc->abandoned == NULL) return NULL;   /* racy peek is fine: we retry later */
+  if (mi_atomic_load_relaxed(&subproc->abandoned) == NULL) return NULL;   /* a stale peek only delays reclaim */
   mi_lock_acquire(&subproc->abandoned_lock);
-  mi_segment_t* segment = subproc->abandoned;
+  mi_segment_t* segment = mi_atomic_load_relaxed(&subproc->abandoned);
   if (segment != NULL) {
-    subproc->abandoned = segment->next;
+    mi_atomic_store_relaxed(&subproc->abandoned, segment->next);
     subproc->abandoned_count--;
     segment->next = NULL;
   }
@@ -417,7 +422,7 @@ bool _mi_segment_try_reclaim_abandoned(mi_heap_t* heap, bool all) {
 bool _mi_abandoned_visit(mi_subproc_t* subproc, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   bool ok = true;
   mi_lock_acquire(&subproc->abandoned_lock);
-  for (mi_segment_t* segment = subproc->abandoned; segment != NULL && ok; segment = segment->next) {
+  for (mi_segment_t* segment = mi_atomic_load_relaxed(&subproc->abandoned); segment != NULL && ok; segment = segment->next) {
     for (size_t i = 0; i < segment->capacity && ok; i++) {
       mi_page_t* page = &segment->pages[i];
       if (!page->segment_in_use) continue;

@@ -250,10 +250,17 @@ static inline void mi_page_set_heap(mi_page_t* page, mi_heap_t* heap) {
   mi_atomic_store_release(&page->xheap, heap);
 }
 
-static inline bool mi_page_is_in_full(const mi_page_t* page) { return page->flags.x.in_full; }
-static inline void mi_page_set_in_full(mi_page_t* page, bool in_full) { page->flags.x.in_full = in_full; }
-static inline bool mi_page_has_aligned(const mi_page_t* page) { return page->flags.x.has_aligned; }
-static inline void mi_page_set_has_aligned(mi_page_t* page, bool has) { page->flags.x.has_aligned = has; }
+static inline uint8_t mi_page_flags(const mi_page_t* page) {
+  return mi_atomic_load_relaxed(&((mi_page_t*)page)->flags);
+}
+static inline void mi_page_flag_set(mi_page_t* page, uint8_t flag, bool on) {   /* owner only */
+  const uint8_t flags = mi_atomic_load_relaxed(&page->flags);
+  mi_atomic_store_relaxed(&page->flags, (uint8_t)(on ? (flags | flag) : (flags & ~flag)));
+}
+static inline bool mi_page_is_in_full(const mi_page_t* page) { return (mi_page_flags(page) & MI_PAGE_IN_FULL) != 0; }
+static inline void mi_page_set_in_full(mi_page_t* page, bool in_full) { mi_page_flag_set(page, MI_PAGE_IN_FULL, in_full); }
+static inline bool mi_page_has_aligned(const mi_page_t* page) { return (mi_page_flags(page) & MI_PAGE_HAS_ALIGNED) != 0; }
+static inline void mi_page_set_has_aligned(mi_page_t* page, bool has) { mi_page_flag_set(page, MI_PAGE_HAS_ALIGNED, has); }
 
 static inline bool mi_page_all_free(const mi_page_t* page) { return page->used == 0; }
 static inline bool mi_page_immediate_available(const mi_page_t* page) { return page->free != NULL; }

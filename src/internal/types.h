@@ -121,14 +121,12 @@ typedef enum mi_delayed_e {
   MI_NEVER_DELAYED_FREE = 3
 } mi_delayed_t;
 
-/* The free fast path tests `flags.full_aligned == 0` once for both flags. */
-typedef union mi_page_flags_u {
-  uint8_t full_aligned;
-  struct {
-    uint8_t in_full : 1;      /* page is in the heap's MI_BIN_FULL queue */
-    uint8_t has_aligned : 1;  /* some block was handed out at an interior (aligned) pointer */
-  } x;
-} mi_page_flags_t;
+/* Page flags, one byte: the free fast path tests `flags == 0` once for both. Only the owner
+   writes them; other threads read has_aligned (usable_size of a block they hold), so the byte
+   is atomic and accessed with relaxed operations (plain moves on x86-64). */
+#define MI_PAGE_IN_FULL      ((uint8_t)0x01)   /* page is in the heap's MI_BIN_FULL queue */
+#define MI_PAGE_HAS_ALIGNED  ((uint8_t)0x02)   /* a block was handed out at an interior pointer */
+typedef _Atomic(uint8_t) mi_page_flags_t;
 
 /* A page holds blocks of a single size in [page_start, page_start + reserved*block_size).
    Invariants (owner thread view, `|l|` = length of list l):
@@ -138,7 +136,7 @@ typedef union mi_page_flags_u {
      used == 0 and segment_in_use  =>  the page can be returned to its segment;
      free_is_zero                  =>  every block in `free` is zero except its first word;
      xheap == NULL                 <=> page is abandoned (or not in use);
-     flags.x.in_full               <=> page is in its heap's full queue.
+     flags & MI_PAGE_IN_FULL       <=> page is in its heap's full queue.
    Only the owner thread touches free, local_free, used, capacity and the queue links;
    other threads only push on xthread_free. */
 typedef struct mi_page_s {
@@ -213,7 +211,7 @@ typedef struct mi_segment_queue_s {
    subprocess is static. abandoned is a singly linked list through segment->next under lock. */
 typedef struct mi_subproc_s {
   mi_lock_t     abandoned_lock;
-  mi_segment_t* abandoned;
+  _Atomic(mi_segment_t*) abandoned;   /* modified under the lock; peeked without it */
   size_t        abandoned_count;
 } mi_subproc_t;
 
