@@ -5,13 +5,9 @@
    segment whose block is placed exactly. */
 #include "internal/internal.h"
 
-static void* mi_heap_malloc_zero_aligned_at_overalloc(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero) {
-  size_t oversize;
-  if (mi_unlikely(__builtin_add_overflow(size, alignment - 1, &oversize))) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  void* p = _mi_heap_malloc_zero(heap, oversize, zero);
+/* The first pointer at or after block p with (result + offset) % alignment == 0; an interior
+   pointer flags its page so free and usable_size find the block start. */
+static void* mi_block_align(void* p, size_t alignment, size_t offset) {
   if (p == NULL) return NULL;
   const uintptr_t mask = alignment - 1;
   const uintptr_t adjust = (alignment - (((uintptr_t)p + offset) & mask)) & mask;
@@ -19,6 +15,15 @@ static void* mi_heap_malloc_zero_aligned_at_overalloc(mi_heap_t* heap, size_t si
     mi_page_set_has_aligned(_mi_ptr_page(p), true);
   }
   return (uint8_t*)p + adjust;
+}
+
+static void* mi_heap_malloc_zero_aligned_at_overalloc(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero) {
+  size_t oversize;
+  if (mi_unlikely(__builtin_add_overflow(size, alignment - 1, &oversize))) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return mi_block_align(_mi_heap_malloc_zero(heap, oversize, zero), alignment, offset);
 }
 
 void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero) {
@@ -51,7 +56,7 @@ void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t align
       errno = ENOMEM;   /* every failing allocation sets ENOMEM (API.md difference 1) */
       return NULL;
     }
-    return _mi_malloc_generic(heap, (size == 0 ? 1 : size), zero, alignment, offset);
+    return mi_block_align(_mi_malloc_generic(heap, (size == 0 ? 1 : size), zero, alignment, offset), alignment, offset);
   }
   return mi_heap_malloc_zero_aligned_at_overalloc(heap, size, alignment, offset, zero);
 }

@@ -272,9 +272,9 @@ static mi_page_t* mi_segment_large_page_alloc(mi_heap_t* heap) {
 }
 
 /* A huge page: one block of at least `size` bytes in its own segment, with the block start p
-   satisfying (p + align_offset) % alignment == 0 (alignment 0 or a power of two). The block
-   starts at distance d from the segment start with info_size <= d <= MI_SEGMENT_SIZE, so
-   (p - 1) & ~MI_SEGMENT_MASK still finds the segment. */
+   such that the first p >= block with (p + align_offset) % alignment == 0 (alignment 0 or a
+   power of two) lies at distance d from the segment start with info_size <= d <= MI_SEGMENT_SIZE,
+   so (p - 1) & ~MI_SEGMENT_MASK still finds the segment, and p + size fits. */
 static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_t alignment, size_t align_offset) {
   const size_t info_size = mi_segment_info_size(1);
   size_t d;
@@ -297,8 +297,10 @@ static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_
   if (segment == NULL) return NULL;
   mi_segment_init_header(segment, segment_size, info_size, MI_PAGE_HUGE, 1, MI_HUGE_PAGE_SHIFT, heap->tld);
   mi_page_t* page = mi_segment_page_claim(segment, &segment->pages[0], heap->tld);
-  page->page_start = (uint8_t*)segment + d;
-  page->block_size = segment_size - d;
+  /* the block starts right after the header (keeps it word aligned); the caller hands out
+     the aligned interior pointer segment + d */
+  page->page_start = (uint8_t*)segment + info_size;
+  page->block_size = segment_size - info_size;
   return page;
 }
 
