@@ -111,11 +111,13 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero,
   void* newp = _mi_heap_malloc_zero(heap, newsize, false);
   if (mi_unlikely(newp == NULL)) return NULL;   /* p stays valid; errno is ENOMEM */
   const size_t newusable = _mi_usable_size(newp);
+  const size_t copied = (size < newsize ? size : newsize);
   if (p != NULL) {
-    memcpy(newp, p, (size < newsize ? size : newsize));
+    memcpy(newp, p, copied);
   }
-  if (zero && newusable > size) {
-    memset((uint8_t*)newp + size, 0, newusable - size);
+  if (zero && newusable > copied) {
+    /* everything beyond the copied bytes is zero, so later in-place growth stays zero */
+    memset((uint8_t*)newp + copied, 0, newusable - copied);
   }
   else if (newsize == 0) {
     ((uint8_t*)newp)[0] = 0;

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The whole test suite: a Release build with every ctest test, the same suite under
+# AddressSanitizer+UBSan, and the multi-threaded stress tests under ThreadSanitizer.
+# Usage: test/run.sh [--quick]   (--quick: the Release build only)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+jobs=$(nproc 2>/dev/null || echo 2)
+gen=()
+command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
+
+run_suite() {   # name, extra cmake args..., then ctest args after --
+  local name=$1; shift
+  local cmake_args=() ctest_args=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do cmake_args+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  ctest_args=("$@")
+  local dir="$root/build-test-$name"
+  echo "=== $name: configure and build ($dir)"
+  cmake -S "$root" -B "$dir" "${gen[@]}" "${cmake_args[@]}" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+  echo "=== $name: ctest ${ctest_args[*]:-}"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" "${ctest_args[@]}"
+}
+
+run_suite release -DCMAKE_BUILD_TYPE=Release
+if [ "${1:-}" = "--quick" ]; then exit 0; fi
+run_suite asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=address
+TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=thread -- -L stress
+echo "=== all test suites passed"
