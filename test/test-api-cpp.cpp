@@ -499,7 +499,10 @@ static void test_v2_program() {
   CHECK_EQ(mi_version(), MI_MALLOC_VERSION);
 }
 
+int include_only_check();  // test-api-cpp-include.cpp
+
 int main() {
+  CHECK_EQ(include_only_check(), 3);
   test_new_success();
   test_stl_default();
   test_stl_heap();

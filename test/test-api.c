@@ -453,8 +453,8 @@ static void test_realloc(void) {
   /* realloc(p, 0): a fresh minimal block, p released */
   p = (uint8_t*)mi_malloc(50);
   memset(p, 0xee, 50);
-  uint8_t* z = (uint8_t*)OK(mi_realloc(p, 0));
-  if (z) { CHECK_EQ(z[0], 0); mi_free(z); }
+  uint8_t* z = (uint8_t*)OK(mi_realloc(p, opaque(0)));   /* opaque: alloc_size would say 0 bytes */
+  if (z) { CHECK_EQ(((volatile uint8_t*)z)[0], 0); mi_free(z); }
 
   /* reallocn */
   p = (uint8_t*)OK(mi_reallocn(NULL, 10, 10));
@@ -1362,6 +1362,35 @@ static void* thread_init_done(void* arg) {
 }
 
 static void test_misc(void) {
+  /* life-cycle calls that must be harmless at any time */
+  ERRNO_KEPT(mi_process_init()); /* idempotent */
+  ERRNO_KEPT(mi_thread_set_in_threadpool());
+  CHECK(!mi_is_redirected()); /* only true on Windows with the redirection DLL */
+
+  /* mi_heap_new_ex: a destroyable heap and a tagged non-destroyable one (destroy degrades to
+     delete there, so its blocks stay valid) */
+  mi_heap_t* hx = mi_heap_new_ex(0, true, 0);
+  CHECK(hx != NULL);
+  void* bx = mi_heap_malloc(hx, 100);
+  CHECK(bx != NULL && mi_heap_contains_block(hx, bx));
+  mi_heap_destroy(hx);
+  mi_heap_t* ht = mi_heap_new_ex(7, false, 0);
+  CHECK(ht != NULL);
+  uint8_t* bt = (uint8_t*)mi_heap_malloc(ht, 100);
+  CHECK(bt != NULL && mi_heap_contains_block(ht, bt));
+  fill(bt, 100, 3);
+  mi_heap_destroy(ht);
+  CHECK_PATTERN(bt, 100, 3);
+  mi_free(bt);
+  /* guarded-object settings are no-ops outside guarded builds */
+  mi_heap_t* hg = mi_heap_new();
+  mi_heap_guarded_set_sample_rate(hg, 1, 0);
+  mi_heap_guarded_set_size_bound(hg, 0, 1024);
+  void* bg = mi_heap_malloc(hg, 64);
+  CHECK(bg != NULL && mi_heap_contains_block(hg, bg));
+  mi_free(bg);
+  mi_heap_delete(hg);
+
   mi_collect(false);
   mi_collect(true);
   ERRNO_KEPT(mi_collect(true));
