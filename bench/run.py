@@ -160,6 +160,7 @@ def setup(args):
     cc = os.environ.get("CC", "cc")
     out_dir = args.out or tempfile.mkdtemp(prefix="mi-bench-")
     os.makedirs(out_dir, exist_ok=True)
+    args.made_dir = out_dir
     note("building benchmarks in %s with %s %s" % (out_dir, cc, " ".join(CFLAGS)))
     if not build(cc, out_dir, "plain"):
         sys.exit("cannot build the benchmarks")
@@ -441,10 +442,14 @@ def main():
     args.argv = sys.argv[1:]
     if args.reps is not None and args.reps < 1:
         p.error("--reps must be at least 1")
+    args.made_dir = None
     try:
         (callgrind if args.callgrind else throughput)(args)
     except RuntimeError as e:
         sys.exit("error: %s" % e)
+    finally:
+        if args.made_dir:
+            cleanup(args, args.made_dir)
 
 
 if __name__ == "__main__":
