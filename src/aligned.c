@@ -132,12 +132,7 @@ static void* mi_heap_realloc_zero_aligned_at(mi_heap_t* heap, void* p, size_t ne
   }
   void* newp = _mi_heap_malloc_zero_aligned_at(heap, newsize, alignment, offset, false);
   if (newp == NULL) return NULL;
-  const size_t newusable = _mi_usable_size(newp);
-  const size_t copied = (size < newsize ? size : newsize);
-  memcpy(newp, p, copied);
-  if (zero && newusable > copied) {
-    memset((uint8_t*)newp + copied, 0, newusable - copied);   /* see _mi_heap_realloc_zero */
-  }
+  _mi_realloc_copy(newp, p, size, newsize, zero);
   mi_free(p);
   return newp;
 }

@@ -8,8 +8,7 @@
 
 /* Zero a block just handed out: fresh (zero) memory only needs its free-list link cleared.
    The whole usable block is zeroed so in-place growth of zeroed blocks stays zero. */
-void _mi_block_zero_init(const mi_page_t* page, void* p, size_t size) {
-  (void)size;
+void _mi_block_zero_init(const mi_page_t* page, void* p) {
   if (page->free_is_zero) {
     ((mi_block_t*)p)->next = NULL;
   }
@@ -110,21 +109,21 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero,
   }
   void* newp = _mi_heap_malloc_zero(heap, newsize, false);
   if (mi_unlikely(newp == NULL)) return NULL;   /* p stays valid; errno is ENOMEM */
-  const size_t newusable = _mi_usable_size(newp);
-  const size_t copied = (size < newsize ? size : newsize);
-  if (p != NULL) {
-    memcpy(newp, p, copied);
-  }
-  if (zero && newusable > copied) {
-    /* everything beyond the copied bytes is zero, so later in-place growth stays zero */
-    memset((uint8_t*)newp + copied, 0, newusable - copied);
-  }
-  else if (newsize == 0) {
-    ((uint8_t*)newp)[0] = 0;
-  }
+  _mi_realloc_copy(newp, p, size, newsize, zero);
+  if (newsize == 0) ((uint8_t*)newp)[0] = 0;
   if (p != NULL) mi_free(p);
-  if (usable_post != NULL) *usable_post = newusable;
+  if (usable_post != NULL) *usable_post = _mi_usable_size(newp);
   return newp;
+}
+
+void _mi_realloc_copy(void* newp, const void* p, size_t size, size_t newsize, bool zero) {
+  const size_t copied = (size < newsize ? size : newsize);
+  if (p != NULL) memcpy(newp, p, copied);
+  if (zero) {
+    /* everything beyond the copied bytes is zero, so later in-place growth stays zero */
+    const size_t newusable = _mi_usable_size(newp);
+    if (newusable > copied) memset((uint8_t*)newp + copied, 0, newusable - copied);
+  }
 }
 
 void* mi_heap_realloc(mi_heap_t* heap, void* p, size_t newsize) mi_attr_noexcept {

@@ -24,12 +24,7 @@ mi_heap_t        _mi_heap_main;
 static mi_tld_t  mi_tld_main;
 bool             _mi_process_is_initialized = false;
 
-static uintptr_t   mi_main_thread_id;
 static mi_msecs_t  mi_process_start;
-
-bool _mi_is_main_thread(void) {
-  return (mi_main_thread_id == 0 || mi_main_thread_id == _mi_thread_id());
-}
 
 mi_msecs_t _mi_process_elapsed(void) {
   return _mi_prim_clock_now() - mi_process_start;
@@ -94,7 +89,6 @@ void mi_process_init(void) mi_attr_noexcept {
   mi_process_start = _mi_prim_clock_now();
   _mi_os_init();
   _mi_options_init();
-  mi_main_thread_id = _mi_thread_id();
   mi_tld_init(&mi_tld_main, &_mi_heap_main);
   _mi_heap_init(&_mi_heap_main, &mi_tld_main, 0, false, 0);
   _mi_prim_thread_init_auto_done();
@@ -106,10 +100,6 @@ void mi_process_init(void) mi_attr_noexcept {
   }
   _mi_verbose_message("process init: version %d.%d.%d (independent implementation of the mimalloc v2 API)\n",
                       MI_MALLOC_VERSION / 10000, (MI_MALLOC_VERSION / 100) % 100, MI_MALLOC_VERSION % 100);
-}
-
-void _mi_process_init_once(void) {
-  mi_process_init();
 }
 
 static _Atomic(int) mi_process_done_state;
@@ -168,7 +158,6 @@ void _mi_thread_done(mi_heap_t* heap) {
     h = next;
   }
   _mi_heap_collect_abandon(backing);
-  _mi_segments_thread_done(tld);
   _mi_heap_set_default_direct((mi_heap_t*)&_mi_heap_empty);
   if (backing == &_mi_heap_main) {
     /* the static main heap stays valid and empty; the thread may come back to it */

@@ -212,10 +212,6 @@ static void mi_option_init(mi_option_desc_t* desc) {
   }
 }
 
-bool _mi_getenv(const char* name, char* result, size_t result_size) {
-  return _mi_prim_getenv(name, result, result_size);
-}
-
 /* ---------------------------------------------------------------------------------------
    Output: a registered function or stderr. Until a function is registered, output is also
    kept in a 16 KiB buffer that is replayed to the first function registered.

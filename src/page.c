@@ -126,7 +126,7 @@ size_t _mi_page_queue_append(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_queue
 /* ------------------------------------------------------------------------------------------
    The delayed-free state (see mi_delayed_t in types.h)
 ------------------------------------------------------------------------------------------ */
-bool _mi_page_try_use_delayed_free(mi_page_t* page, mi_delayed_t delay, bool override_never) {
+static bool mi_page_try_use_delayed_free(mi_page_t* page, mi_delayed_t delay, bool override_never) {
   uintptr_t tfree = mi_atomic_load_acquire(&page->xthread_free);
   for (;;) {
     const mi_delayed_t old = mi_tf_delayed(tfree);
@@ -140,7 +140,7 @@ bool _mi_page_try_use_delayed_free(mi_page_t* page, mi_delayed_t delay, bool ove
 
 void _mi_page_use_delayed_free(mi_page_t* page, mi_delayed_t delay, bool override_never) {
   size_t spins = 0;
-  while (!_mi_page_try_use_delayed_free(page, delay, override_never)) {
+  while (!mi_page_try_use_delayed_free(page, delay, override_never)) {
     if (++spins >= 4) mi_atomic_yield();   /* the pushing thread finishes in a few instructions */
   }
 }

@@ -436,8 +436,3 @@ bool _mi_abandoned_visit(mi_subproc_t* subproc, int heap_tag, bool visit_blocks,
   mi_lock_release(&subproc->abandoned_lock);
   return ok;
 }
-
-void _mi_segments_thread_done(mi_tld_t* tld) {
-  (void)tld;  /* all segments were freed or abandoned through their pages */
-  mi_assert_internal(tld->segments.small_free.first == NULL && tld->segments.medium_free.first == NULL);
-}

@@ -50,11 +50,8 @@ extern mi_subproc_t     _mi_subproc_main;
 extern mi_decl_thread mi_heap_t* _mi_heap_default;  /* the one TLS pointer of the fast path */
 extern bool             _mi_process_is_initialized;
 
-void       _mi_process_init_once(void);
 void       _mi_heap_set_default_direct(mi_heap_t* heap);
-bool       _mi_is_main_thread(void);
 void       _mi_thread_done(mi_heap_t* heap);       /* called at thread exit with the backing heap */
-void*      _mi_thread_data_os_alloc(size_t size);  /* small OS-backed metadata with a cache */
 
 /* ------------------------------------------------------------------------------------------
    options.c: options, output, errors
@@ -68,7 +65,6 @@ void       _mi_error_message(int err, const char* fmt, ...);
 int        _mi_vsnprintf(char* buf, size_t bufsize, const char* fmt, va_list args);
 int        _mi_snprintf(char* buf, size_t bufsize, const char* fmt, ...);
 void       _mi_deferred_free(mi_heap_t* heap, bool force);
-bool       _mi_getenv(const char* name, char* result, size_t result_size);
 
 /* ------------------------------------------------------------------------------------------
    os.c: memory from the OS
@@ -94,7 +90,6 @@ bool       _mi_segment_huge_align_ok(size_t alignment, size_t align_offset);
 bool       _mi_segment_map_contains(const void* p);
 uint8_t*   _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* page, size_t* page_size);
 uintptr_t  _mi_segment_cookie(const mi_segment_t* segment);
-void       _mi_segments_thread_done(mi_tld_t* tld);
 bool       _mi_abandoned_visit(mi_subproc_t* subproc, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
 
 /* ------------------------------------------------------------------------------------------
@@ -107,7 +102,6 @@ void       _mi_page_unfull(mi_page_t* page);
 void       _mi_page_free(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_use_delayed_free(mi_page_t* page, mi_delayed_t delay, bool override_never);
-bool       _mi_page_try_use_delayed_free(mi_page_t* page, mi_delayed_t delay, bool override_never);
 void       _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size);
 void       _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page);
 void       _mi_page_queue_remove(mi_page_queue_t* pq, mi_page_t* page);
@@ -136,7 +130,9 @@ void       _mi_free_delayed_block(mi_block_t* block);
 void       _mi_free_generic(mi_segment_t* segment, mi_page_t* page, bool is_local, void* p) mi_decl_noinline;
 mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p);
 size_t     _mi_usable_size(const void* p);
-void       _mi_block_zero_init(const mi_page_t* page, void* p, size_t size);
+void       _mi_block_zero_init(const mi_page_t* page, void* p);
+/* Move a block's contents to newp after a reallocation; with `zero`, newp's tail is zeroed. */
+void       _mi_realloc_copy(void* newp, const void* p, size_t size, size_t newsize, bool zero);
 
 /* ------------------------------------------------------------------------------------------
    random.c
@@ -298,7 +294,7 @@ static inline void* _mi_page_malloc(mi_heap_t* heap, mi_page_t* page, size_t siz
   page->free = mi_block_next(page, block);
   page->used++;
   if (mi_unlikely(zero)) {
-    _mi_block_zero_init(page, block, size);
+    _mi_block_zero_init(page, block);
   }
   return block;
 }
