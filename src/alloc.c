@@ -53,7 +53,7 @@ void* mi_uzalloc_small(size_t size, size_t* block_size) mi_attr_noexcept {
 void* mi_heap_malloc(mi_heap_t* heap, size_t size) mi_attr_noexcept {
   return _mi_heap_malloc_zero(heap, size, false);
 }
-void* mi_malloc(size_t size) mi_attr_noexcept {
+mi_decl_cache_align void* mi_malloc(size_t size) mi_attr_noexcept {
   return _mi_heap_malloc_zero(mi_prim_get_default_heap(), size, false);
 }
 void* mi_heap_zalloc(mi_heap_t* heap, size_t size) mi_attr_noexcept {
@@ -95,7 +95,13 @@ void* mi_mallocn(size_t count, size_t size) mi_attr_noexcept {
    Reallocation
 --------------------------------------------------------------------------------------- */
 void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post) {
-  const size_t size = _mi_usable_size(p);   /* 0 for NULL */
+  const size_t size = _mi_usable_size(p);   /* 0 for NULL and for pointers that are not ours */
+  if (mi_unlikely(size == 0 && p != NULL)) {
+    /* not ours: its size is unknown, so nothing can be copied; fail and leave it untouched */
+    _mi_error_message(EINVAL, "mi_realloc: invalid pointer %p (not allocated by this allocator)\n", p);
+    errno = EINVAL;
+    return NULL;
+  }
   if (usable_pre != NULL) *usable_pre = size;
   /* keep the block when it fits and does not waste more than half */
   if (mi_likely(newsize <= size && newsize >= (size / 2) && newsize > 0)) {

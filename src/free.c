@@ -2,7 +2,8 @@
    handshake, and the slow cases (aligned interior pointers, full pages, empty pages). */
 #include "internal/internal.h"
 
-/* Checked builds validate that a pointer belongs to one of our segments before touching it. */
+/* Every build checks that a pointer is in one of our segments before touching it (the segment
+   map); checked builds also validate the segment's cookie. */
 #define MI_CHECK_FREE  (MI_DEBUG > 0 || MI_SECURE > 0)
 
 mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p) {
@@ -79,9 +80,19 @@ void _mi_free_delayed_block(mi_block_t* block) {
   mi_free_block_local(page, block);
 }
 
-static bool mi_check_is_ours(const mi_segment_t* segment, const void* p) {
-  if (!_mi_segment_map_contains(segment) || segment->cookie != _mi_segment_cookie(segment)) {
-    _mi_error_message(EINVAL, "mi_free: invalid pointer %p (not allocated by this allocator)\n", p);
+/* A pointer that is not the start of one of our segments' blocks: NULL, memory from another
+   allocator (the loader's, or libc's before we were preloaded), the stack, a global. It is
+   left alone: never a crash; an error message (EINVAL) when errors are shown. */
+static mi_decl_noinline void mi_free_not_ours(void* p) {
+  if (p == NULL) return;
+  _mi_error_message(EINVAL, "mi_free: invalid pointer %p (not allocated by this allocator; ignored)\n", p);
+}
+
+/* Checked builds also check the cookie: catches interior pointers into huge blocks and
+   pointers into a segment that was freed. */
+static bool mi_check_cookie(const mi_segment_t* segment, const void* p) {
+  if (segment->cookie != _mi_segment_cookie(segment)) {
+    _mi_error_message(EINVAL, "mi_free: invalid pointer %p (no segment of this allocator at %p)\n", p, (const void*)segment);
     return false;
   }
   return true;
@@ -89,12 +100,13 @@ static bool mi_check_is_ours(const mi_segment_t* segment, const void* p) {
 
 /* The free fast path (DESIGN.md idea 5): owner thread and a page without flags pushes on
    local_free; everything else is one branch to the noinline _mi_free_generic. */
-void mi_free(void* p) mi_attr_noexcept {
-  mi_segment_t* const segment = _mi_ptr_segment(p);
-  if (mi_unlikely(segment == NULL)) return;
-  if (MI_CHECK_FREE && mi_unlikely(!mi_check_is_ours(segment, p))) return;
+mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
+  const size_t page_shift = _mi_ptr_page_shift(p);
+  if (mi_unlikely(page_shift == 0)) { mi_free_not_ours(p); return; }
+  mi_segment_t* const segment = _mi_ptr_segment_unchecked(p);
+  if (MI_CHECK_FREE && mi_unlikely(!mi_check_cookie(segment, p))) return;
   const bool is_local = (_mi_thread_id() == mi_atomic_load_relaxed(&segment->thread_id));
-  mi_page_t* const page = _mi_segment_page_of(segment, p);
+  mi_page_t* const page = &segment->pages[((uintptr_t)p - (uintptr_t)segment) >> page_shift];
   if (mi_likely(is_local && mi_page_flags(page) == 0)) {
     mi_block_t* const block = (mi_block_t*)p;
     mi_block_set_next(page, block, page->local_free);
@@ -109,9 +121,8 @@ void mi_free(void* p) mi_attr_noexcept {
 }
 
 size_t _mi_usable_size(const void* p) {
-  const mi_segment_t* const segment = _mi_ptr_segment(p);
-  if (segment == NULL) return 0;
-  if (MI_CHECK_FREE && !_mi_segment_map_contains(segment)) return 0;
+  const mi_segment_t* const segment = _mi_ptr_segment_checked(p);
+  if (segment == NULL) return 0;   /* NULL or not ours */
   const mi_page_t* const page = _mi_segment_page_of(segment, p);
   if (mi_likely(!mi_page_has_aligned(page))) return page->block_size;
   const mi_block_t* block = _mi_page_ptr_unalign(page, p);

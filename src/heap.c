@@ -256,8 +256,8 @@ mi_heap_t* mi_heap_get_backing(void) {
 --------------------------------------------------------------------------------------- */
 bool mi_heap_contains_block(mi_heap_t* heap, const void* p) {
   if (!mi_heap_is_initialized(heap) || p == NULL) return false;
-  mi_segment_t* segment = _mi_ptr_segment(p);
-  if (segment == NULL || !_mi_segment_map_contains(segment)) return false;
+  mi_segment_t* segment = _mi_ptr_segment_checked(p);
+  if (segment == NULL) return false;
   return (mi_page_heap(_mi_segment_page_of(segment, p)) == heap);
 }
 
@@ -288,7 +288,7 @@ bool mi_check_owned(const void* p) {
 }
 
 bool mi_is_in_heap_region(const void* p) mi_attr_noexcept {
-  return (p != NULL && _mi_segment_map_contains(p));
+  return (p != NULL && _mi_segment_map_covers(p));
 }
 
 /* Visit a page as an area and, optionally, each of its live blocks. The page's free lists
@@ -359,8 +359,8 @@ bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool vi
 
 bool mi_unsafe_heap_page_is_under_utilized(mi_heap_t* heap, void* p, size_t perc_threshold) mi_attr_noexcept {
   if (p == NULL) return false;
-  mi_segment_t* segment = _mi_ptr_segment(p);
-  if (segment == NULL || !_mi_segment_map_contains(segment)) return false;
+  mi_segment_t* segment = _mi_ptr_segment_checked(p);
+  if (segment == NULL) return false;
   mi_page_t* page = _mi_segment_page_of(segment, p);
   mi_heap_t* pheap = mi_page_heap(page);
   if (pheap == NULL || (heap != NULL && pheap != heap)) return false;

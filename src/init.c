@@ -73,6 +73,10 @@ static void mi_tld_init(mi_tld_t* tld, mi_heap_t* backing) {
    Process initialisation: on first use or from the library constructor, whichever comes
    first; never allocates, so malloc may be called from anywhere before it.
 --------------------------------------------------------------------------------------- */
+static void mi_fork_prepare(void);
+static void mi_fork_parent(void);
+static void mi_fork_child(void);
+
 static _Atomic(int) mi_process_init_state;   /* 0: not started, 1: running, 2: done */
 static _Atomic(uintptr_t) mi_process_init_thread;
 
@@ -98,8 +102,14 @@ void mi_process_init(void) mi_attr_noexcept {
     _mi_heap_set_default_direct(&_mi_heap_main);
     _mi_prim_thread_associate_default_heap(&_mi_heap_main);
   }
-  _mi_verbose_message("process init: version %d.%d.%d (independent implementation of the mimalloc v2 API)\n",
-                      MI_MALLOC_VERSION / 10000, (MI_MALLOC_VERSION / 100) % 100, MI_MALLOC_VERSION % 100);
+  /* after init is complete: pthread_atfork may allocate (beyond its static slots) */
+  if (!_mi_prim_atfork(&mi_fork_prepare, &mi_fork_parent, &mi_fork_child)) {
+    _mi_warning_message("unable to register the fork handlers\n");
+  }
+  _mi_verbose_message("allocator active: version %d.%d.%d (independent implementation of the mimalloc v2 API; %s build%s)\n",
+                      MI_MALLOC_VERSION / 10000, (MI_MALLOC_VERSION / 100) % 100, MI_MALLOC_VERSION % 100,
+                      (MI_DEBUG > 0 ? "debug" : "release"),
+                      (MI_MALLOC_OVERRIDE ? ", overrides malloc and new/delete" : ""));
 }
 
 static _Atomic(int) mi_process_done_state;
@@ -195,23 +205,63 @@ mi_subproc_id_t mi_subproc_main(void) {
   return NULL;
 }
 
+/* The list of subprocesses starts at _mi_subproc_main; the fork handlers walk it. Lock order:
+   mi_subprocs_lock, then any abandoned_lock. */
+static mi_lock_t mi_subprocs_lock = MI_LOCK_INIT;
+
 mi_subproc_id_t mi_subproc_new(void) {
   mi_subproc_t* subproc = (mi_subproc_t*)_mi_os_alloc(sizeof(mi_subproc_t), NULL);
   if (subproc == NULL) return NULL;
   memset(subproc, 0, sizeof(*subproc));
   mi_lock_init(&subproc->abandoned_lock);
+  mi_lock_acquire(&mi_subprocs_lock);
+  subproc->next = _mi_subproc_main.next;
+  _mi_subproc_main.next = subproc;
+  mi_lock_release(&mi_subprocs_lock);
   return subproc;
 }
 
 void mi_subproc_delete(mi_subproc_id_t subproc_id) {
   if (subproc_id == NULL) return;
   mi_subproc_t* subproc = (mi_subproc_t*)subproc_id;
+  mi_lock_acquire(&mi_subprocs_lock);
   mi_lock_acquire(&subproc->abandoned_lock);
   const bool in_use = (mi_atomic_load_relaxed(&subproc->abandoned) != NULL);
   mi_lock_release(&subproc->abandoned_lock);
+  if (!in_use) {
+    mi_subproc_t* prev = &_mi_subproc_main;
+    while (prev->next != NULL && prev->next != subproc) prev = prev->next;
+    if (prev->next == subproc) prev->next = subproc->next;
+  }
+  mi_lock_release(&mi_subprocs_lock);
   if (in_use) return;   /* abandoned memory still refers to it */
   mi_lock_done(&subproc->abandoned_lock);
   _mi_os_free(subproc, sizeof(mi_subproc_t));
+}
+
+/* fork() in a multi-threaded process: take every internal lock first, so the child never
+   inherits one held by a thread that does not exist there. (A block visitor that forks while
+   mi_abandoned_visit_blocks holds a lock would deadlock; visitors must not fork.) */
+static void mi_fork_prepare(void) {
+  mi_lock_acquire(&mi_subprocs_lock);
+  for (mi_subproc_t* sp = &_mi_subproc_main; sp != NULL; sp = sp->next) {
+    mi_lock_acquire(&sp->abandoned_lock);
+  }
+}
+
+static void mi_fork_parent(void) {
+  for (mi_subproc_t* sp = &_mi_subproc_main; sp != NULL; sp = sp->next) {
+    mi_lock_release(&sp->abandoned_lock);
+  }
+  mi_lock_release(&mi_subprocs_lock);
+}
+
+/* In the child only the forking thread exists; it held every lock, and new locks are free. */
+static void mi_fork_child(void) {
+  for (mi_subproc_t* sp = &_mi_subproc_main; sp != NULL; sp = sp->next) {
+    mi_lock_init(&sp->abandoned_lock);
+  }
+  mi_lock_init(&mi_subprocs_lock);
 }
 
 void mi_subproc_add_current_thread(mi_subproc_id_t subproc_id) {

@@ -34,7 +34,16 @@ int mi_posix_memalign(void** p, size_t alignment, size_t size) {
   return 0;
 }
 
+/* memalign and aligned_alloc fail with EINVAL for an alignment that is not a power of two,
+   as POSIX asks of aligned_alloc (mi_malloc_aligned itself reports ENOMEM). */
+static bool mi_posix_alignment_ok(size_t alignment) {
+  if (alignment != 0 && mi_is_power_of_two(alignment)) return true;
+  errno = EINVAL;
+  return false;
+}
+
 void* mi_memalign(size_t alignment, size_t size) mi_attr_noexcept {
+  if (!mi_posix_alignment_ok(alignment)) return NULL;
   return mi_malloc_aligned(size, alignment);
 }
 
@@ -51,6 +60,7 @@ void* mi_pvalloc(size_t size) mi_attr_noexcept {
 
 void* mi_aligned_alloc(size_t alignment, size_t size) mi_attr_noexcept {
   /* C11 asks size to be a multiple of alignment; like glibc we do not require it */
+  if (!mi_posix_alignment_ok(alignment)) return NULL;
   return mi_malloc_aligned(size, alignment);
 }
 

@@ -5,30 +5,51 @@
 #include "internal/internal.h"
 
 /* ------------------------------------------------------------------------------------------
-   Segment map: one bit per MI_SEGMENT_SIZE chunk of the 48-bit address space (8 MiB of
-   zero-initialised data, only touched where we have segments).
+   Segment maps, zero-initialised data only touched where we have segments:
+   - _mi_segment_map_start (internal.h): a byte per chunk where one of our segments starts,
+     holding its page_shift; free and usable_size check it, so pointers that are not ours,
+     including the inside of a huge block beyond its first chunk, are never dereferenced;
+   - mi_segment_map_covered: a bit per chunk covered by one of our segments
+     (mi_is_in_heap_region).
+   Entries are set before a segment hands out blocks and cleared before it is released.
 ------------------------------------------------------------------------------------------ */
-#define MI_SEGMENT_MAP_BITS   ((size_t)1 << (48 - MI_SEGMENT_SHIFT))
-#define MI_SEGMENT_MAP_WORDS  (MI_SEGMENT_MAP_BITS / (8*sizeof(uintptr_t)))
+_Atomic(uint8_t) _mi_segment_map_start[MI_SEGMENT_MAP_CHUNKS];
+static _Atomic(uintptr_t) mi_segment_map_covered[MI_SEGMENT_MAP_CHUNKS / MI_INTPTR_BITS];
 
-static _Atomic(uintptr_t) mi_segment_map[MI_SEGMENT_MAP_WORDS];
+static bool mi_segment_map_can_hold(const void* start, size_t size) {
+  return ((uintptr_t)start + size - 1) >> MI_SEGMENT_SHIFT < MI_SEGMENT_MAP_CHUNKS;
+}
 
 static void mi_segment_map_set(const mi_segment_t* segment, bool on) {
-  uintptr_t start = (uintptr_t)segment >> MI_SEGMENT_SHIFT;
-  uintptr_t end   = ((uintptr_t)segment + segment->segment_size - 1) >> MI_SEGMENT_SHIFT;
-  for (uintptr_t chunk = start; chunk <= end && chunk < MI_SEGMENT_MAP_BITS; chunk++) {
-    const uintptr_t bit = (uintptr_t)1 << (chunk % (8*sizeof(uintptr_t)));
-    _Atomic(uintptr_t)* word = &mi_segment_map[chunk / (8*sizeof(uintptr_t))];
+  mi_assert_internal(mi_segment_map_can_hold(segment, segment->segment_size));
+  const uintptr_t start = (uintptr_t)segment >> MI_SEGMENT_SHIFT;
+  const uintptr_t end   = ((uintptr_t)segment + segment->segment_size - 1) >> MI_SEGMENT_SHIFT;
+  mi_atomic_store_release(&_mi_segment_map_start[start], (uint8_t)(on ? segment->page_shift : 0));
+  for (uintptr_t chunk = start; chunk <= end; chunk++) {
+    const uintptr_t bit = (uintptr_t)1 << (chunk % MI_INTPTR_BITS);
+    _Atomic(uintptr_t)* word = &mi_segment_map_covered[chunk / MI_INTPTR_BITS];
     if (on) mi_atomic_or_acq_rel(word, bit);
     else    mi_atomic_and_acq_rel(word, ~bit);
   }
 }
 
-bool _mi_segment_map_contains(const void* p) {
-  uintptr_t chunk = (uintptr_t)p >> MI_SEGMENT_SHIFT;
-  if (chunk >= MI_SEGMENT_MAP_BITS) return false;
-  uintptr_t word = mi_atomic_load_relaxed(&mi_segment_map[chunk / (8*sizeof(uintptr_t))]);
-  return ((word >> (chunk % (8*sizeof(uintptr_t)))) & 1) != 0;
+/* Fresh segment memory from the OS, refused (so the allocation fails) in the unlikely case
+   that the OS places it beyond the address range of the maps. */
+static mi_segment_t* mi_segment_os_alloc(size_t size, size_t alignment, size_t align_offset) {
+  void* p = _mi_os_alloc_aligned_at(size, alignment, align_offset, NULL);
+  if (p != NULL && !mi_segment_map_can_hold(p, size)) {
+    _mi_warning_message("the OS returned memory at %p, beyond the %d-bit range this allocator maps\n", p, MI_SEGMENT_MAP_ADDR_BITS);
+    _mi_os_free(p, size);
+    return NULL;
+  }
+  return (mi_segment_t*)p;
+}
+
+bool _mi_segment_map_covers(const void* p) {
+  const uintptr_t chunk = (uintptr_t)p >> MI_SEGMENT_SHIFT;
+  if (chunk >= MI_SEGMENT_MAP_CHUNKS) return false;
+  const uintptr_t word = mi_atomic_load_relaxed(&mi_segment_map_covered[chunk / MI_INTPTR_BITS]);
+  return ((word >> (chunk % MI_INTPTR_BITS)) & 1) != 0;
 }
 
 static _Atomic(uintptr_t) mi_segment_cookie_key;
@@ -177,7 +198,7 @@ static void mi_segment_init_header(mi_segment_t* segment, size_t segment_size, s
 static mi_segment_t* mi_segment_alloc_standard(mi_page_kind_t kind, mi_tld_t* tld) {
   mi_segment_t* segment = mi_segment_cache_pop();
   if (segment == NULL) {
-    segment = (mi_segment_t*)_mi_os_alloc_aligned_at(MI_SEGMENT_SIZE, MI_SEGMENT_SIZE, 0, NULL);
+    segment = mi_segment_os_alloc(MI_SEGMENT_SIZE, MI_SEGMENT_SIZE, 0);
     if (segment == NULL) return NULL;
   }
   const size_t capacity = mi_segment_capacity(kind);
@@ -293,7 +314,7 @@ static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_
   }
   if (size > MI_MAX_ALLOC_SIZE - d) return NULL;
   const size_t segment_size = _mi_os_good_alloc_size(d + size);
-  mi_segment_t* segment = (mi_segment_t*)_mi_os_alloc_aligned_at(segment_size, os_alignment, os_offset, NULL);
+  mi_segment_t* segment = mi_segment_os_alloc(segment_size, os_alignment, os_offset);
   if (segment == NULL) return NULL;
   mi_segment_init_header(segment, segment_size, info_size, MI_PAGE_HUGE, 1, MI_HUGE_PAGE_SHIFT, heap->tld);
   mi_page_t* page = mi_segment_page_claim(segment, &segment->pages[0], heap->tld);

