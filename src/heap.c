@@ -69,6 +69,25 @@ static bool mi_heap_page_collect(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t
   return true;
 }
 
+/* In a fork child: a thread of the parent that was between the two CASes of the delayed-free
+   handshake (free.c) left the page in MI_DELAYED_FREEING; it does not exist in the child, so
+   finish for it (its block is lost, a leak) or the owner would wait for it forever. */
+static bool mi_heap_page_fork_repair(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
+  (void)heap; (void)pq; (void)arg;
+  const uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
+  if (mi_tf_delayed(tfree) == MI_DELAYED_FREEING) {
+    mi_atomic_store_relaxed(&page->xthread_free, mi_tf_set_delayed(tfree, MI_NO_DELAYED_FREE));
+  }
+  return true;
+}
+
+void _mi_heap_after_fork_child(mi_heap_t* heap) {
+  if (!mi_heap_is_initialized(heap)) return;
+  for (mi_heap_t* h = heap->tld->heaps; h != NULL; h = h->next) {
+    mi_heap_visit_pages(h, &mi_heap_page_fork_repair, NULL);
+  }
+}
+
 static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
   if (!mi_heap_is_initialized(heap)) return;
   const bool force = (collect >= MI_FORCE);

@@ -262,6 +262,7 @@ static void mi_fork_child(void) {
     mi_lock_init(&sp->abandoned_lock);
   }
   mi_lock_init(&mi_subprocs_lock);
+  _mi_heap_after_fork_child(mi_prim_get_default_heap());
 }
 
 void mi_subproc_add_current_thread(mi_subproc_id_t subproc_id) {
