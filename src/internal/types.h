@@ -17,12 +17,15 @@
    Pointer to page, header-free, in O(1) (DESIGN.md idea 4): every segment starts at a multiple of
    MI_SEGMENT_SIZE and holds its descriptors at its start, so for any block pointer p handed out:
        segment = (p - 1) & ~MI_SEGMENT_MASK
-       page    = &segment->pages[(p - segment) >> segment->page_shift]
+       page    = &segment->pages[(p - segment) >> segment->page_shift]   (page_shift also in the map)
    The "- 1" lets a huge block with an alignment >= MI_SEGMENT_SIZE start exactly MI_SEGMENT_SIZE
    past its segment; no block ever starts at offset 0 of a segment (the header lives there).
    p == NULL maps to an address with the top bit set, which _mi_ptr_segment turns into NULL.
-   A global bitmap (segment map) records every MI_SEGMENT_SIZE chunk we own, for
-   mi_is_in_heap_region and for validating pointers in checked builds.
+   Two global maps describe our segments (segment.c), kept exact while a segment hands out blocks:
+     segment-start byte map: chunk index -> page_shift of our segment starting there, else 0.
+       free, realloc and usable_size consult it before touching a pointer (so pointers that
+       are not ours are never dereferenced), and take the page_shift from it;
+     covered bitmap: every chunk inside one of our segments (mi_is_in_heap_region).
 */
 #pragma once
 #include <stddef.h>
