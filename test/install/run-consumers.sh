@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Installs a built mimalloc into a temporary prefix and checks it as its users would see it:
+#   (a) the installed files: library symlink chain and SONAME, headers, mimalloc.o, mimalloc.pc,
+#       the CMake package files
+#   (b) test/install/consumer through find_package(mimalloc 2.1), linking mimalloc (must load
+#       the installed shared library) and mimalloc-static
+#   (c) find_package with unsuitable versions (3.0, 1.0, 2.99) must fail
+#   (d) main.c built with `pkg-config --cflags --libs mimalloc`   (skipped without pkg-config)
+#   (e) main.c linked after the installed mimalloc.o (static override)
+#
+# usage: run-consumers.sh BUILD_DIR SOURCE_DIR C_COMPILER GENERATOR [--cmake=CMAKE]
+#          [--make-program=PROG] [--basename=mimalloc] --version=X.Y.Z [--libdir=lib]
+#          [--includedir=include] [--override=1|0]
+# (ctest passes all of them; see CMakeLists.txt here)
+set -euo pipefail
+
+if [ $# -lt 4 ]; then
+  sed -n '2,14p' "$0" >&2
+  exit 2
+fi
+build_dir=$1 source_dir=$2 cc=$3 generator=$4
+shift 4
+cmake=cmake make_program="" basename=mimalloc version="" libdir=lib includedir=include override=1
+for arg in "$@"; do
+  case $arg in
+    --cmake=*)        cmake=${arg#*=} ;;
+    --make-program=*) make_program=${arg#*=} ;;
+    --basename=*)     basename=${arg#*=} ;;
+    --version=*)      version=${arg#*=} ;;
+    --libdir=*)       libdir=${arg#*=} ;;
+    --includedir=*)   includedir=${arg#*=} ;;
+    --override=*)     override=${arg#*=} ;;
+    *) echo "unknown argument: $arg" >&2; exit 2 ;;
+  esac
+done
+[ -n "$version" ] || { echo "--version=X.Y.Z is required" >&2; exit 2; }
+IFS=. read -r major minor patch <<<"$version"
+numeric_version=$((major * 10000 + minor * 100 + patch))   # as MI_MALLOC_VERSION / mi_version()
+
+consumer_src=$source_dir/test/install/consumer
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/mimalloc-install.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+tmp=$(cd "$tmp" && pwd -P)   # /proc/self/maps shows resolved paths
+prefix=$tmp/prefix
+lib=$prefix/$libdir
+inc=$prefix/$includedir
+# the programs must find the installed library by their own means, nothing else
+unset LD_LIBRARY_PATH LD_PRELOAD
+
+trap 'echo "FAIL: line $LINENO: $BASH_COMMAND" >&2' ERR   # set -e stops without a word
+step() { echo; echo "==> $*"; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok()   { echo "ok: $*"; }
+
+# runs a built consumer; $2 is the library it must have mapped ("none" when linked statically)
+run_consumer() {
+  local program=$1 expect_mapped=$2 out
+  echo "\$ $program $override"
+  local rc=0
+  out=$("$program" "$override") || rc=$?
+  echo "$out"
+  [ "$rc" -eq 0 ] || fail "$program exited with status $rc"
+  grep -qx "mimalloc version: $numeric_version" <<<"$out" || fail "$program: version is not $numeric_version"
+  grep -qxF "mapped library: $expect_mapped" <<<"$out" || fail "$program: expected mapped library $expect_mapped"
+}
+
+cmake_generator_args=(-G "$generator" -DCMAKE_C_COMPILER="$cc")
+if [ -n "$make_program" ]; then cmake_generator_args+=(-DCMAKE_MAKE_PROGRAM="$make_program"); fi
+
+# ---- (a) install and the installed files
+step "(a) $cmake --install $build_dir --prefix $prefix"
+"$cmake" --install "$build_dir" --prefix "$prefix"
+
+so=lib$basename.so
+[ -L "$lib/$so" ] && [ "$(readlink "$lib/$so")" = "$so.$major" ] || fail "$lib/$so is not a symlink to $so.$major"
+[ -L "$lib/$so.$major" ] && [ "$(readlink "$lib/$so.$major")" = "$so.$version" ] \
+  || fail "$lib/$so.$major is not a symlink to $so.$version"
+[ -f "$lib/$so.$version" ] && [ ! -L "$lib/$so.$version" ] || fail "$lib/$so.$version is not a regular file"
+ok "symlink chain $so -> $so.$major -> $so.$version"
+
+if command -v readelf >/dev/null; then
+  dynamic=$(readelf -d "$lib/$so.$version")
+  grep -qF "Library soname: [$so.$major]" <<<"$dynamic" || { echo "$dynamic"; fail "SONAME is not $so.$major"; }
+  ok "SONAME $so.$major"
+  # the build tree's rpath must not survive the install
+  if grep -E '\((RPATH|RUNPATH)\)' <<<"$dynamic" | grep -qF "$build_dir"; then
+    fail "installed library still has an rpath into the build directory"
+  fi
+else
+  echo "SKIP: readelf not found (package binutils), SONAME not checked"
+fi
+
+for file in "$inc/mimalloc.h" "$inc/mimalloc-override.h" "$inc/mimalloc-new-delete.h" \
+            "$inc/mimalloc-stats.h" "$lib/lib$basename.a" "$lib/$basename.o" \
+            "$lib/pkgconfig/mimalloc.pc" "$lib/cmake/mimalloc/mimalloc-config.cmake" \
+            "$lib/cmake/mimalloc/mimalloc-config-version.cmake" \
+            "$lib/cmake/mimalloc/mimalloc-targets.cmake"; do
+  [ -f "$file" ] || fail "not installed: $file"
+done
+ok "headers, lib$basename.a, $basename.o, mimalloc.pc and the package files are installed"
+# nothing of the build's internals: no object library, no compiled objects besides mimalloc.o
+if find "$prefix" \( -name '*.c.o' -o -name '*.cpp.o' -o -name '*mimalloc-obj*' \) | grep .; then
+  fail "build internals were installed"
+fi
+ok "no object-library files installed"
+
+# ---- (b) find_package consumers
+for target in mimalloc mimalloc-static; do
+  step "(b) consumer linking $target through find_package(mimalloc 2.1 REQUIRED)"
+  dir=$tmp/consumer-$target
+  "$cmake" -S "$consumer_src" -B "$dir" "${cmake_generator_args[@]}" \
+    -DCMAKE_PREFIX_PATH="$prefix" -DMI_TARGET="$target" | tee "$tmp/configure.log"
+  # a system-wide mimalloc package must not have been taken instead
+  grep -qxF -- "-- mimalloc_DIR=$lib/cmake/mimalloc" "$tmp/configure.log" \
+    || fail "find_package did not find the package in $prefix"
+  grep -qxF -- "-- mimalloc_VERSION=$version" "$tmp/configure.log" || fail "package version is not $version"
+  "$cmake" --build "$dir"
+  if [ "$target" = mimalloc ]; then
+    run_consumer "$dir/consumer" "$lib/$so.$version"
+  else
+    run_consumer "$dir/consumer" none
+  fi
+done
+
+# ---- (c) unsuitable versions: a configure that must fail, for the version and nothing else
+for wanted in 3.0 1.0 "$major.99"; do
+  step "(c) find_package(mimalloc $wanted REQUIRED) must fail"
+  dir=$tmp/consumer-version-$wanted
+  if "$cmake" -S "$consumer_src" -B "$dir" "${cmake_generator_args[@]}" \
+       -DCMAKE_PREFIX_PATH="$prefix" -DMI_REQUIRE_VERSION="$wanted" >"$tmp/configure.log" 2>&1; then
+    cat "$tmp/configure.log"
+    fail "find_package(mimalloc $wanted) succeeded"
+  fi
+  grep -qF "$lib/cmake/mimalloc/mimalloc-config.cmake, version: $version" "$tmp/configure.log" \
+    || { cat "$tmp/configure.log"; fail "configure failed, but not by rejecting version $version"; }
+  ok "version $version of $prefix rejected for $wanted"
+done
+
+# ---- (d) pkg-config
+step "(d) pkg-config consumer"
+if command -v pkg-config >/dev/null; then
+  export PKG_CONFIG_PATH=$lib/pkgconfig
+  pc_version=$(pkg-config --modversion mimalloc)
+  [ "$pc_version" = "$version" ] || fail "pkg-config --modversion mimalloc: $pc_version, expected $version"
+  flags=$(pkg-config --cflags --libs mimalloc)
+  echo "pkg-config --cflags --libs mimalloc: $flags"
+  # the .pc file locates the prefix relative to itself (${pcfiledir}/../..): compare resolved dirs
+  found_inc="" found_lib=""
+  for word in $flags; do
+    case $word in
+      -I*) found_inc=$(cd "${word#-I}" && pwd -P) ;;
+      -L*) found_lib=$(cd "${word#-L}" && pwd -P) ;;
+    esac
+  done
+  [ "$found_inc" = "$inc" ] && [ "$found_lib" = "$lib" ] && grep -qw -- "-l$basename" <<<"$flags" \
+    || fail "pkg-config flags do not name $inc, $lib and -l$basename"
+  grep -qw -- -lpthread <<<"$(pkg-config --static --libs mimalloc)" || fail "pkg-config --static lacks -lpthread"
+  # $flags is a list of words on purpose
+  # shellcheck disable=SC2086
+  (set -x; "$cc" -o "$tmp/pc-consumer" "$consumer_src/main.c" $flags -Wl,-rpath,"$lib")
+  run_consumer "$tmp/pc-consumer" "$lib/$so.$version"
+else
+  echo "SKIP: pkg-config not found (package pkg-config or pkgconf), pkg-config consumer not tested"
+fi
+
+# ---- (e) the single object linked first
+step "(e) consumer linked after $basename.o"
+(set -x; "$cc" -o "$tmp/object-consumer" "$lib/$basename.o" "$consumer_src/main.c" -I"$inc" -lpthread)
+run_consumer "$tmp/object-consumer" none
+
+echo
+echo "all install checks passed"
