@@ -56,37 +56,40 @@ void*  __libc_pvalloc(size_t size)                     mi_alias(mi_pvalloc);
 void*  __libc_memalign(size_t alignment, size_t size)  mi_alias(mi_memalign);
 int    __posix_memalign(void** p, size_t alignment, size_t size) mi_alias(mi_posix_memalign);
 
-/* ---- C++ operator new/delete (Itanium ABI names; size_t mangles as m on LP64, j on ILP32) ---- */
+/* ---- C++ operator new/delete (Itanium ABI names; size_t mangles as m on LP64, j on ILP32) ----
+   Weak, so a program that defines its own operators (e.g. with mimalloc-new-delete.h) can
+   still link libmimalloc.a or mimalloc.o statically; the dynamic loader treats weak and strong
+   definitions alike, so LD_PRELOAD is unaffected. */
 #if SIZE_MAX == UINT64_MAX
 #define mi_cxx(name64, name32)  __asm__(name64)
 #else
 #define mi_cxx(name64, name32)  __asm__(name32)
 #endif
 
-void* mi_cxx_new(size_t n)                         mi_cxx("_Znwm", "_Znwj") mi_alias(mi_new);
-void* mi_cxx_new_array(size_t n)                   mi_cxx("_Znam", "_Znaj") mi_alias(mi_new);
-void* mi_cxx_new_nothrow(size_t n, const void* tag) mi_cxx("_ZnwmRKSt9nothrow_t", "_ZnwjRKSt9nothrow_t") mi_alias(mi_new_nothrow);
-void* mi_cxx_new_array_nothrow(size_t n, const void* tag) mi_cxx("_ZnamRKSt9nothrow_t", "_ZnajRKSt9nothrow_t") mi_alias(mi_new_nothrow);
-void* mi_cxx_new_aligned(size_t n, size_t al)      mi_cxx("_ZnwmSt11align_val_t", "_ZnwjSt11align_val_t") mi_alias(mi_new_aligned);
-void* mi_cxx_new_array_aligned(size_t n, size_t al) mi_cxx("_ZnamSt11align_val_t", "_ZnajSt11align_val_t") mi_alias(mi_new_aligned);
+void* mi_cxx_new(size_t n)                         mi_cxx("_Znwm", "_Znwj") mi_alias_weak(mi_new);
+void* mi_cxx_new_array(size_t n)                   mi_cxx("_Znam", "_Znaj") mi_alias_weak(mi_new);
+void* mi_cxx_new_nothrow(size_t n, const void* tag) mi_cxx("_ZnwmRKSt9nothrow_t", "_ZnwjRKSt9nothrow_t") mi_alias_weak(mi_new_nothrow);
+void* mi_cxx_new_array_nothrow(size_t n, const void* tag) mi_cxx("_ZnamRKSt9nothrow_t", "_ZnajRKSt9nothrow_t") mi_alias_weak(mi_new_nothrow);
+void* mi_cxx_new_aligned(size_t n, size_t al)      mi_cxx("_ZnwmSt11align_val_t", "_ZnwjSt11align_val_t") mi_alias_weak(mi_new_aligned);
+void* mi_cxx_new_array_aligned(size_t n, size_t al) mi_cxx("_ZnamSt11align_val_t", "_ZnajSt11align_val_t") mi_alias_weak(mi_new_aligned);
 void* mi_cxx_new_aligned_nothrow(size_t n, size_t al, const void* tag)
-  mi_cxx("_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnwjSt11align_val_tRKSt9nothrow_t") mi_alias(mi_new_aligned_nothrow);
+  mi_cxx("_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnwjSt11align_val_tRKSt9nothrow_t") mi_alias_weak(mi_new_aligned_nothrow);
 void* mi_cxx_new_array_aligned_nothrow(size_t n, size_t al, const void* tag)
-  mi_cxx("_ZnamSt11align_val_tRKSt9nothrow_t", "_ZnajSt11align_val_tRKSt9nothrow_t") mi_alias(mi_new_aligned_nothrow);
+  mi_cxx("_ZnamSt11align_val_tRKSt9nothrow_t", "_ZnajSt11align_val_tRKSt9nothrow_t") mi_alias_weak(mi_new_aligned_nothrow);
 
 /* delete: the size and alignment arguments are not needed to free a block (the segment knows) */
-void mi_cxx_delete(void* p)                              __asm__("_ZdlPv") mi_alias(mi_free);
-void mi_cxx_delete_array(void* p)                        __asm__("_ZdaPv") mi_alias(mi_free);
-void mi_cxx_delete_sized(void* p, size_t n)              mi_cxx("_ZdlPvm", "_ZdlPvj") mi_alias(mi_free);
-void mi_cxx_delete_array_sized(void* p, size_t n)        mi_cxx("_ZdaPvm", "_ZdaPvj") mi_alias(mi_free);
-void mi_cxx_delete_aligned(void* p, size_t al)           __asm__("_ZdlPvSt11align_val_t") mi_alias(mi_free);
-void mi_cxx_delete_array_aligned(void* p, size_t al)     __asm__("_ZdaPvSt11align_val_t") mi_alias(mi_free);
-void mi_cxx_delete_sized_aligned(void* p, size_t n, size_t al)       mi_cxx("_ZdlPvmSt11align_val_t", "_ZdlPvjSt11align_val_t") mi_alias(mi_free);
-void mi_cxx_delete_array_sized_aligned(void* p, size_t n, size_t al) mi_cxx("_ZdaPvmSt11align_val_t", "_ZdaPvjSt11align_val_t") mi_alias(mi_free);
-void mi_cxx_delete_nothrow(void* p, const void* tag)     __asm__("_ZdlPvRKSt9nothrow_t") mi_alias(mi_free);
-void mi_cxx_delete_array_nothrow(void* p, const void* tag) __asm__("_ZdaPvRKSt9nothrow_t") mi_alias(mi_free);
-void mi_cxx_delete_aligned_nothrow(void* p, size_t al, const void* tag)       __asm__("_ZdlPvSt11align_val_tRKSt9nothrow_t") mi_alias(mi_free);
-void mi_cxx_delete_array_aligned_nothrow(void* p, size_t al, const void* tag) __asm__("_ZdaPvSt11align_val_tRKSt9nothrow_t") mi_alias(mi_free);
+void mi_cxx_delete(void* p)                              __asm__("_ZdlPv") mi_alias_weak(mi_free);
+void mi_cxx_delete_array(void* p)                        __asm__("_ZdaPv") mi_alias_weak(mi_free);
+void mi_cxx_delete_sized(void* p, size_t n)              mi_cxx("_ZdlPvm", "_ZdlPvj") mi_alias_weak(mi_free);
+void mi_cxx_delete_array_sized(void* p, size_t n)        mi_cxx("_ZdaPvm", "_ZdaPvj") mi_alias_weak(mi_free);
+void mi_cxx_delete_aligned(void* p, size_t al)           __asm__("_ZdlPvSt11align_val_t") mi_alias_weak(mi_free);
+void mi_cxx_delete_array_aligned(void* p, size_t al)     __asm__("_ZdaPvSt11align_val_t") mi_alias_weak(mi_free);
+void mi_cxx_delete_sized_aligned(void* p, size_t n, size_t al)       mi_cxx("_ZdlPvmSt11align_val_t", "_ZdlPvjSt11align_val_t") mi_alias_weak(mi_free);
+void mi_cxx_delete_array_sized_aligned(void* p, size_t n, size_t al) mi_cxx("_ZdaPvmSt11align_val_t", "_ZdaPvjSt11align_val_t") mi_alias_weak(mi_free);
+void mi_cxx_delete_nothrow(void* p, const void* tag)     __asm__("_ZdlPvRKSt9nothrow_t") mi_alias_weak(mi_free);
+void mi_cxx_delete_array_nothrow(void* p, const void* tag) __asm__("_ZdaPvRKSt9nothrow_t") mi_alias_weak(mi_free);
+void mi_cxx_delete_aligned_nothrow(void* p, size_t al, const void* tag)       __asm__("_ZdlPvSt11align_val_tRKSt9nothrow_t") mi_alias_weak(mi_free);
+void mi_cxx_delete_array_aligned_nothrow(void* p, size_t al, const void* tag) __asm__("_ZdaPvSt11align_val_tRKSt9nothrow_t") mi_alias_weak(mi_free);
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
