@@ -68,6 +68,10 @@ static void mi_free_block_mt(mi_page_t* page, mi_segment_t* segment, mi_block_t*
 }
 
 void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, bool is_local, void* p) {
+  if (mi_unlikely(!page->segment_in_use)) {   /* e.g. the sentinel: p is just past the segment */
+    _mi_error_message(EINVAL, "mi_free: invalid pointer %p (not in a page in use)\n", p);
+    return;
+  }
   mi_block_t* block = (mi_page_has_aligned(page) ? _mi_page_ptr_unalign(page, p) : (mi_block_t*)p);
   if (is_local) mi_free_block_local(page, block);
   else mi_free_block_mt(page, segment, block);

@@ -149,8 +149,9 @@ static size_t mi_segment_capacity(mi_page_kind_t kind) {
   return 1;
 }
 
+/* The header, `capacity` page descriptors and one sentinel descriptor (see types.h). */
 static size_t mi_segment_info_size(size_t capacity) {
-  size_t size = offsetof(mi_segment_t, pages) + capacity * sizeof(mi_page_t);
+  size_t size = offsetof(mi_segment_t, pages) + (capacity + 1) * sizeof(mi_page_t);
   return _mi_align_up(size, MI_MAX_ALIGN_SIZE);
 }
 
@@ -183,6 +184,8 @@ static void mi_segment_init_header(mi_segment_t* segment, size_t segment_size, s
   segment->capacity     = capacity;
   segment->page_shift   = page_shift;
   segment->page_kind    = kind;
+  /* the sentinel: never in use, flags != 0 so free leaves the fast path, block_size 0 */
+  mi_atomic_store_relaxed(&segment->pages[capacity].flags, MI_PAGE_IN_FULL);
   segment->subproc      = tld->subproc;
   segment->cookie       = _mi_segment_cookie(segment);
   for (size_t i = 0; i < capacity; i++) {
@@ -202,8 +205,10 @@ static mi_segment_t* mi_segment_alloc_standard(mi_page_kind_t kind, mi_tld_t* tl
     if (segment == NULL) return NULL;
   }
   const size_t capacity = mi_segment_capacity(kind);
+  /* a large page's shift is the segment's: a pointer one past the segment gets index 1, the
+     sentinel (types.h) */
   const size_t page_shift = (kind == MI_PAGE_SMALL ? MI_SMALL_PAGE_SHIFT :
-                             kind == MI_PAGE_MEDIUM ? MI_MEDIUM_PAGE_SHIFT : MI_HUGE_PAGE_SHIFT);
+                             kind == MI_PAGE_MEDIUM ? MI_MEDIUM_PAGE_SHIFT : MI_SEGMENT_SHIFT);
   mi_segment_init_header(segment, MI_SEGMENT_SIZE, mi_segment_info_size(capacity), kind, capacity, page_shift, tld);
   return segment;
 }
@@ -313,7 +318,10 @@ static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_
     os_offset = (d + align_offset) % alignment;   /* a multiple of MI_SEGMENT_SIZE */
   }
   if (size > MI_MAX_ALLOC_SIZE - d) return NULL;
-  const size_t segment_size = _mi_os_good_alloc_size(d + size);
+  /* larger than MI_SEGMENT_SIZE, so every p with p - 1 in the first chunk is inside it (a
+     foreign pointer at segment + MI_SEGMENT_SIZE must not be taken for one of ours) */
+  size_t segment_size = _mi_os_good_alloc_size(d + size);
+  if (segment_size <= MI_SEGMENT_SIZE) segment_size = MI_SEGMENT_SIZE + _mi_os_page_size();
   mi_segment_t* segment = mi_segment_os_alloc(segment_size, os_alignment, os_offset);
   if (segment == NULL) return NULL;
   mi_segment_init_header(segment, segment_size, info_size, MI_PAGE_HUGE, 1, MI_HUGE_PAGE_SHIFT, heap->tld);

@@ -268,7 +268,7 @@ static inline mi_segment_t* _mi_page_segment(const mi_page_t* page) {
 }
 static inline mi_page_t* _mi_segment_page_of(const mi_segment_t* segment, const void* p) {
   size_t idx = ((uintptr_t)p - (uintptr_t)segment) >> segment->page_shift;
-  mi_assert_internal(idx < segment->capacity);
+  mi_assert_internal(idx <= segment->capacity);   /* == capacity: the sentinel (types.h) */
   return (mi_page_t*)&segment->pages[idx];
 }
 static inline mi_page_t* _mi_ptr_page(const void* p) {

@@ -20,6 +20,12 @@
        page    = &segment->pages[(p - segment) >> segment->page_shift]   (page_shift also in the map)
    The "- 1" lets a huge block with an alignment >= MI_SEGMENT_SIZE start exactly MI_SEGMENT_SIZE
    past its segment; no block ever starts at offset 0 of a segment (the header lives there).
+   So a pointer p = segment + MI_SEGMENT_SIZE maps to this segment too; for free to reject it
+   when it is not ours: huge segments are always larger than MI_SEGMENT_SIZE (p is then inside),
+   and standard segments have a sentinel descriptor pages[capacity], where that p's index
+   lands: never in use (segment_in_use == 0), flags == MI_PAGE_IN_FULL so the free fast path
+   leaves it to _mi_free_generic, which rejects pages not in use, and block_size 0 so
+   usable_size reports 0 (not ours).
    p == NULL maps to an address with the top bit set, which _mi_ptr_segment turns into NULL.
    Two global maps describe our segments (segment.c), kept exact while a segment hands out blocks:
      segment-start byte map: chunk index -> page_shift of our segment starting there, else 0.
@@ -66,7 +72,7 @@
 #define MI_MEDIUM_PAGE_SIZE   ((size_t)1 << MI_MEDIUM_PAGE_SHIFT)
 #define MI_SMALL_PAGES_PER_SEGMENT  (MI_SEGMENT_SIZE / MI_SMALL_PAGE_SIZE)   /* 64 */
 #define MI_MEDIUM_PAGES_PER_SEGMENT (MI_SEGMENT_SIZE / MI_MEDIUM_PAGE_SIZE)  /* 8 */
-#define MI_HUGE_PAGE_SHIFT    (63)   /* (p - segment) >> 63 == 0: large/huge segments have one page */
+#define MI_HUGE_PAGE_SHIFT    (63)   /* (p - segment) >> 63 == 0: a huge segment has one page */
 
 /* Object size limits per page kind: at least 4 blocks fit in a small or medium page. */
 #define MI_SMALL_OBJ_SIZE_MAX   (MI_SMALL_PAGE_SIZE/4)     /* 16 KiB */
@@ -196,7 +202,7 @@ typedef struct mi_segment_s {
   mi_page_kind_t       page_kind;
   bool                 in_free_queue;
   _Atomic(uintptr_t)   thread_id;       /* owning thread, 0 when abandoned */
-  mi_page_t            pages[1];        /* `capacity` page descriptors */
+  mi_page_t            pages[1];        /* `capacity` page descriptors, then the sentinel */
 } mi_segment_t;
 
 /* ------------------------------------------------------------------------------------------
