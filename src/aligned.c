@@ -7,14 +7,24 @@
 
 /* The first pointer at or after block p with (result + offset) % alignment == 0; an interior
    pointer flags its page so free and usable_size find the block start. */
-static void* mi_block_align(void* p, size_t alignment, size_t offset) {
+static void* mi_block_align(void* p, size_t size, size_t alignment, size_t offset, bool zero) {
   if (p == NULL) return NULL;
   const uintptr_t mask = alignment - 1;
   const uintptr_t adjust = (alignment - (((uintptr_t)p + offset) & mask)) & mask;
   if (adjust > 0) {
     mi_page_set_has_aligned(_mi_ptr_page(p), true);
   }
-  return (uint8_t*)p + adjust;
+  void* aligned = (uint8_t*)p + adjust;
+#if MI_PADDING
+  if (zero && adjust > 0) {
+    /* the allocation marked the slack after p + size; re-zero what of it is now ours */
+    _mi_debug_rezero_slack(p, aligned, size);
+  }
+  _mi_debug_set_size(aligned, size);   /* the over-allocation is slack, checked on free */
+#else
+  (void)size; (void)zero;
+#endif
+  return aligned;
 }
 
 static void* mi_heap_malloc_zero_aligned_at_overalloc(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero) {
@@ -23,7 +33,7 @@ static void* mi_heap_malloc_zero_aligned_at_overalloc(mi_heap_t* heap, size_t si
     errno = ENOMEM;
     return NULL;
   }
-  return mi_block_align(_mi_heap_malloc_zero(heap, oversize, zero), alignment, offset);
+  return mi_block_align(_mi_heap_malloc_zero(heap, oversize, zero), size, alignment, offset, zero);
 }
 
 void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero) {
@@ -43,8 +53,8 @@ void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t align
     return _mi_heap_malloc_zero(heap, (size < alignment ? alignment : size), zero);
   }
   /* try the next free block of the direct page */
-  if (size <= MI_SMALL_SIZE_MAX) {
-    mi_page_t* page = heap->pages_free_direct[_mi_wsize_from_size(size)];
+  if (size <= MI_SMALL_SIZE_MAX - MI_PADDING_SIZE) {
+    mi_page_t* page = heap->pages_free_direct[_mi_wsize_from_size(size + MI_PADDING_SIZE)];
     if (page->free != NULL && (((uintptr_t)page->free + offset) & mask) == 0) {
       return _mi_page_malloc(heap, page, size, zero);
     }
@@ -56,7 +66,7 @@ void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t align
       errno = ENOMEM;   /* every failing allocation sets ENOMEM (API.md difference 1) */
       return NULL;
     }
-    return mi_block_align(_mi_malloc_generic(heap, (size == 0 ? 1 : size), zero, alignment, offset), alignment, offset);
+    return mi_block_align(_mi_malloc_generic(heap, (size == 0 ? 1 : size), zero, alignment, offset), size, alignment, offset, zero);
   }
   return mi_heap_malloc_zero_aligned_at_overalloc(heap, size, alignment, offset, zero);
 }

@@ -18,7 +18,7 @@ void _mi_block_zero_init(const mi_page_t* page, void* p) {
 }
 
 void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
-  if (mi_likely(size <= MI_SMALL_SIZE_MAX)) {
+  if (mi_likely(size <= MI_SMALL_SIZE_MAX - MI_PADDING_SIZE)) {
     return mi_heap_malloc_small_zero(heap, size, zero);
   }
   return _mi_malloc_generic(heap, size, zero, 0, 0);
@@ -96,7 +96,7 @@ void* mi_mallocn(size_t count, size_t size) mi_attr_noexcept {
 --------------------------------------------------------------------------------------- */
 void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post) {
   const size_t size = _mi_usable_size(p);   /* 0 for NULL and for pointers that are not ours */
-  if (mi_unlikely(size == 0 && p != NULL)) {
+  if (mi_unlikely(size == 0 && p != NULL && !mi_is_in_heap_block(p))) {
     /* not ours: its size is unknown, so nothing can be copied; fail and leave it untouched */
     _mi_error_message(EINVAL, "mi_realloc: invalid pointer %p (not allocated by this allocator)\n", p);
     errno = EINVAL;
@@ -110,13 +110,18 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero,
          (we do not know the previous size then) hands out zeros */
       memset((uint8_t*)p + newsize, 0, size - newsize);
     }
+#if MI_PADDING
+    _mi_debug_set_size(p, newsize);   /* overflow checks start at the new size */
+    if (usable_post != NULL) *usable_post = newsize;
+#else
     if (usable_post != NULL) *usable_post = size;
+#endif
     return p;
   }
   void* newp = _mi_heap_malloc_zero(heap, newsize, false);
   if (mi_unlikely(newp == NULL)) return NULL;   /* p stays valid; errno is ENOMEM */
   _mi_realloc_copy(newp, p, size, newsize, zero);
-  if (newsize == 0) ((uint8_t*)newp)[0] = 0;
+  if (newsize == 0 && !MI_PADDING) ((uint8_t*)newp)[0] = 0;
   if (p != NULL) mi_free(p);
   if (usable_post != NULL) *usable_post = _mi_usable_size(newp);
   return newp;
@@ -184,13 +189,14 @@ void* mi_recalloc(void* p, size_t count, size_t size) mi_attr_noexcept {
 void* mi_expand(void* p, size_t newsize) mi_attr_noexcept {
   if (p == NULL) return NULL;
   if (newsize > _mi_usable_size(p)) return NULL;
-  return p;
+  return p;   /* the usable size stays (so in debug builds the overflow check too) */
 }
 
 /* ---------------------------------------------------------------------------------------
    Sizes
 --------------------------------------------------------------------------------------- */
 size_t mi_good_size(size_t size) mi_attr_noexcept {
+  if (MI_PADDING) return size;   /* debug builds: exactly the requested bytes are usable */
   if (size <= MI_LARGE_OBJ_SIZE_MAX) return _mi_bin_size(_mi_bin(size));
   if (size > MI_MAX_ALLOC_SIZE) return size;
   return _mi_os_good_alloc_size(size);

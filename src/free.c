@@ -81,6 +81,7 @@ void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, bool is_local, voi
 void _mi_free_delayed_block(mi_block_t* block) {
   mi_page_t* page = _mi_ptr_page(block);
   _mi_page_free_collect(page, false);
+  _mi_stat_blocks_freed(page, mi_page_heap(page)->tld, 1);   /* not counted by the freeing thread */
   mi_free_block_local(page, block);
 }
 
@@ -111,6 +112,9 @@ mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
   if (MI_CHECK_FREE && mi_unlikely(!mi_check_cookie(segment, p))) return;
   const bool is_local = (_mi_thread_id() == mi_atomic_load_relaxed(&segment->thread_id));
   mi_page_t* const page = &segment->pages[((uintptr_t)p - (uintptr_t)segment) >> page_shift];
+#if MI_DEBUG > 0 || MI_STAT > 1
+  if (!_mi_debug_free(segment, page, p, is_local)) return;
+#endif
   if (mi_likely(is_local && mi_page_flags(page) == 0)) {
     mi_block_t* const block = (mi_block_t*)p;
     mi_block_set_next(page, block, page->local_free);
@@ -124,10 +128,16 @@ mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
   }
 }
 
+/* Release builds: the bytes from p to the end of its block. Debug builds: the bytes the
+   program asked for (anything beyond is an overflow). */
 size_t _mi_usable_size(const void* p) {
   const mi_segment_t* const segment = _mi_ptr_segment_checked(p);
   if (segment == NULL) return 0;   /* NULL or not ours */
   const mi_page_t* const page = _mi_segment_page_of(segment, p);
+  if (MI_PADDING && page->block_size > 0) {
+    const mi_block_t* block = (mi_page_has_aligned(page) ? _mi_page_ptr_unalign(page, p) : (const mi_block_t*)p);
+    return _mi_debug_requested_size(page, block, p);
+  }
   if (mi_likely(!mi_page_has_aligned(page))) return page->block_size;
   const mi_block_t* block = _mi_page_ptr_unalign(page, p);
   return page->block_size - (size_t)((const uint8_t*)p - (const uint8_t*)block);

@@ -226,8 +226,9 @@ void mi_heap_delete(mi_heap_t* heap) {
 }
 
 static bool mi_heap_page_destroy(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
-  (void)heap; (void)arg;
+  (void)arg;
   _mi_page_use_delayed_free(page, MI_NEVER_DELAYED_FREE, false);
+  _mi_stat_blocks_freed(page, heap->tld, page->used);   /* they all die with the heap */
   page->used = 0;
   page->free = NULL;
   page->local_free = NULL;

@@ -96,6 +96,7 @@ void mi_process_init(void) mi_attr_noexcept {
   mi_tld_init(&mi_tld_main, &_mi_heap_main);
   _mi_heap_init(&_mi_heap_main, &mi_tld_main, 0, false, 0);
   _mi_prim_thread_init_auto_done();
+  mi_os_stat_increase(threads, 1);
   _mi_process_is_initialized = true;
   mi_atomic_store_release(&mi_process_init_state, 2);
   if (!mi_heap_is_initialized(mi_prim_get_default_heap())) {
@@ -121,9 +122,7 @@ void mi_process_done(void) mi_attr_noexcept {
   if (mi_option_is_enabled(mi_option_destroy_on_exit)) {
     mi_collect(true);
   }
-  if (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose)) {
-    mi_stats_print(NULL);
-  }
+  _mi_stats_at_exit();
   _mi_verbose_message("process done: elapsed %lld ms\n", (long long)_mi_process_elapsed());
 }
 
@@ -149,6 +148,7 @@ void mi_thread_init(void) mi_attr_noexcept {
   }
   mi_tld_init(&td->tld, &td->heap);
   _mi_heap_init(&td->heap, &td->tld, 0, false, 0);
+  mi_os_stat_increase(threads, 1);
   _mi_heap_set_default_direct(&td->heap);
   _mi_prim_thread_associate_default_heap(&td->heap);
 }
@@ -168,6 +168,8 @@ void _mi_thread_done(mi_heap_t* heap) {
     h = next;
   }
   _mi_heap_collect_abandon(backing);
+  _mi_stats_merge_thread(tld);   /* after abandoning: the blocks left moved to the totals */
+  mi_os_stat_decrease(threads, 1);
   _mi_heap_set_default_direct((mi_heap_t*)&_mi_heap_empty);
   if (backing == &_mi_heap_main) {
     /* the static main heap stays valid and empty; the thread may come back to it */

@@ -33,6 +33,9 @@ void* _mi_os_alloc(size_t size, bool* is_zero) {
     return NULL;
   }
   if (is_zero != NULL) *is_zero = true;
+  mi_os_stat_increase(reserved, size);
+  mi_os_stat_increase(committed, size);
+  mi_os_stat_counter_increase(mmap_calls, 1);
   return p;
 }
 
@@ -40,6 +43,8 @@ void _mi_os_free(void* p, size_t size) {
   if (p == NULL || size == 0) return;
   size = _mi_os_good_alloc_size(size);
   int err = _mi_prim_free(p, size);
+  mi_os_stat_decrease(reserved, size);
+  mi_os_stat_decrease(committed, size);
   if (err != 0) {
     _mi_warning_message("unable to free OS memory (error %d (0x%x), address %p, size 0x%zx bytes)\n", err, err, p, size);
   }
@@ -51,6 +56,8 @@ bool _mi_os_reset(void* p, size_t size) {
   uintptr_t end   = _mi_align_down((uintptr_t)p + size, mi_os_mem_config.page_size);
   if (end <= start) return false;
   int err = _mi_prim_reset((void*)start, end - start);
+  mi_os_stat_counter_increase(reset, end - start);
+  mi_os_stat_counter_increase(reset_calls, 1);
   if (err != 0) {
     _mi_warning_message("unable to reset OS memory (error %d (0x%x), address %p, size 0x%zx bytes)\n", err, err, (void*)start, end - start);
     return false;
@@ -82,5 +89,8 @@ void* _mi_os_alloc_aligned_at(size_t size, size_t alignment, size_t align_offset
   if (pre > 0)  _mi_prim_free(p, pre);
   if (post > 0) _mi_prim_free((void*)(aligned + size), post);
   if (is_zero != NULL) *is_zero = true;
+  mi_os_stat_increase(reserved, size);
+  mi_os_stat_increase(committed, size);
+  mi_os_stat_counter_increase(mmap_calls, 1);
   return (void*)aligned;
 }

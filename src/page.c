@@ -174,6 +174,10 @@ static void mi_page_thread_free_collect(mi_page_t* page) {
   mi_block_set_next(page, tail, page->local_free);
   page->local_free = head;
   page->used -= count;
+  if (MI_STAT > 1) {
+    mi_heap_t* heap = mi_page_heap(page);
+    _mi_stat_blocks_freed(page, (heap == NULL ? NULL : heap->tld), count);
+  }
 }
 
 void _mi_page_free_collect(mi_page_t* page, bool force) {
@@ -223,6 +227,11 @@ static void mi_page_extend_free(mi_page_t* page) {
   page->free = first;
   page->capacity += (uint32_t)extend;
   page->free_is_zero = page->is_zero_init;
+#if MI_DEBUG > 0
+  _mi_debug_fill_new_blocks(page, start, extend);
+#endif
+  mi_os_stat_increase(page_committed, extend * bsize);
+  mi_stat_counter_increase(mi_page_heap(page)->tld, pages_extended, 1);
 }
 
 /* Set up a page fresh from its segment for blocks of `block_size` in `heap`. */
@@ -238,8 +247,11 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
     mi_block_set_next(page, page->free, NULL);
     page->free_is_zero = page->is_zero_init;
     mi_atomic_store_release(&page->xthread_free, mi_tf_make(NULL, MI_USE_DELAYED_FREE));
+    mi_os_stat_increase(page_committed, page->block_size);
+    if (MI_STAT > 1) mi_os_stat_increase(page_bins[MI_BIN_HUGE_INTERNAL], 1);
     return;
   }
+  if (MI_STAT > 1) mi_os_stat_increase(page_bins[_mi_bin(block_size)], 1);
   page->block_size = block_size;
   size_t page_size;
   page->page_start = _mi_segment_page_start(segment, page, &page_size);
@@ -300,6 +312,7 @@ void _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq) {
    (allocation patterns often free and re-allocate right away); otherwise free it now. */
 void _mi_page_retire(mi_page_t* page) {
   mi_heap_t* heap = mi_page_heap(page);
+  mi_stat_counter_increase(heap->tld, pages_retire, 1);
   mi_page_set_has_aligned(page, false);
   mi_page_queue_t* pq = _mi_page_queue_of(page);
   if (mi_likely(page->block_size <= MI_MEDIUM_OBJ_SIZE_MAX && !mi_page_queue_is_full(pq) &&
@@ -355,8 +368,10 @@ static mi_page_t* mi_page_fresh(mi_heap_t* heap, mi_page_queue_t* pq) {
    without free blocks to the full queue; allocate a fresh page when none has space. */
 static mi_page_t* mi_page_queue_find_free(mi_heap_t* heap, mi_page_queue_t* pq, bool first_try) {
   mi_page_t* page = pq->first;
+  size_t searched = 0;
   while (page != NULL) {
     mi_page_t* next = page->next;
+    searched++;
     _mi_page_free_collect(page, false);
     if (mi_page_immediate_available(page)) break;
     if (page->capacity < page->reserved) {
@@ -370,6 +385,8 @@ static mi_page_t* mi_page_queue_find_free(mi_heap_t* heap, mi_page_queue_t* pq, 
     }
     page = next;
   }
+  mi_stat_counter_increase(heap->tld, page_searches, searched);
+  mi_stat_counter_increase(heap->tld, page_searches_count, 1);
   if (page == NULL) {
     _mi_heap_collect_retired(heap, false);
     page = mi_page_fresh(heap, pq);
@@ -428,10 +445,11 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero, size_t huge_al
   _mi_deferred_free(heap, false);
   _mi_heap_delayed_free_partial(heap);
 
-  mi_page_t* page = mi_find_page(heap, size, huge_alignment, align_offset);
+  const size_t psize = (size <= MI_MAX_ALLOC_SIZE ? size + MI_PADDING_SIZE : size);   /* room for the padding */
+  mi_page_t* page = mi_find_page(heap, psize, huge_alignment, align_offset);
   if (mi_unlikely(page == NULL) && size <= MI_MAX_ALLOC_SIZE) {
     mi_heap_collect(heap, true);   /* release what we can and try once more */
-    page = mi_find_page(heap, size, huge_alignment, align_offset);
+    page = mi_find_page(heap, psize, huge_alignment, align_offset);
   }
   if (mi_unlikely(page == NULL)) {
     _mi_error_message(ENOMEM, "unable to allocate memory (%zu bytes)\n", size);

@@ -117,6 +117,7 @@ static bool mi_segment_cache_push(mi_segment_t* segment) {
     mi_segment_t* expected = NULL;
     if (mi_atomic_load_relaxed(&mi_segment_cache[i]) == NULL &&
         mi_atomic_cas_strong_acq_rel(&mi_segment_cache[i], &expected, segment)) {
+      mi_os_stat_increase(segments_cache, 1);
       return true;
     }
   }
@@ -127,7 +128,7 @@ static mi_segment_t* mi_segment_cache_pop(void) {
   for (size_t i = 0; i < MI_SEGMENT_CACHE_MAX; i++) {
     if (mi_atomic_load_relaxed(&mi_segment_cache[i]) != NULL) {
       mi_segment_t* segment = mi_atomic_exchange_acq_rel(&mi_segment_cache[i], NULL);
-      if (segment != NULL) return segment;
+      if (segment != NULL) { mi_os_stat_decrease(segments_cache, 1); return segment; }
     }
   }
   return NULL;
@@ -136,7 +137,7 @@ static mi_segment_t* mi_segment_cache_pop(void) {
 void _mi_segment_cache_collect(void) {
   for (size_t i = 0; i < MI_SEGMENT_CACHE_MAX; i++) {
     mi_segment_t* segment = mi_atomic_exchange_acq_rel(&mi_segment_cache[i], NULL);
-    if (segment != NULL) _mi_os_free(segment, MI_SEGMENT_SIZE);
+    if (segment != NULL) { mi_os_stat_decrease(segments_cache, 1); _mi_os_free(segment, MI_SEGMENT_SIZE); }
   }
 }
 
@@ -195,6 +196,7 @@ static void mi_segment_init_header(mi_segment_t* segment, size_t segment_size, s
   mi_atomic_store_release(&segment->thread_id, _mi_thread_id());
   mi_segment_map_set(segment, true);
   tld->segments.count++;
+  mi_os_stat_increase(segments, 1);
 }
 
 /* A standard (MI_SEGMENT_SIZE) segment for small, medium or large pages. */
@@ -218,6 +220,8 @@ static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
   mi_segment_remove_from_free_queue(segment, tld);
   mi_segment_map_set(segment, false);
   if (tld->segments.count > 0) tld->segments.count--;
+  mi_os_stat_decrease(segments, 1);
+  if (segment->page_kind == MI_PAGE_HUGE) mi_os_stat_decrease(malloc_huge, segment->segment_size - segment->info_size);
   mi_atomic_store_release(&segment->thread_id, 0);
   segment->cookie = 0;
   const size_t size = segment->segment_size;
@@ -233,6 +237,7 @@ static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, 
   mi_assert_internal(!page->segment_in_use);
   page->segment_in_use = 1;
   segment->used++;
+  mi_os_stat_increase(pages, 1);
   if (segment->used == segment->capacity) {
     mi_segment_remove_from_free_queue(segment, tld);
   }
@@ -249,6 +254,9 @@ static mi_page_t* mi_segment_find_free_page(mi_segment_t* segment) {
 /* Mark a page unused in its segment; returns true when the segment has no pages left in use. */
 static bool mi_segment_page_clear(mi_segment_t* segment, mi_page_t* page) {
   mi_assert_internal(page->segment_in_use);
+  mi_os_stat_decrease(pages, 1);
+  mi_os_stat_decrease(page_committed, (size_t)page->capacity * page->block_size);
+  if (MI_STAT > 1 && page->block_size > 0) mi_os_stat_decrease(page_bins[_mi_bin(page->block_size)], 1);
   const uint8_t idx = page->segment_idx;
   memset(page, 0, sizeof(*page));
   page->segment_idx = idx;
@@ -330,6 +338,8 @@ static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_
      the aligned interior pointer segment + d */
   page->page_start = (uint8_t*)segment + info_size;
   page->block_size = segment_size - info_size;
+  mi_os_stat_increase(malloc_huge, page->block_size);
+  mi_os_stat_counter_increase(malloc_huge_count, 1);
   return page;
 }
 
@@ -364,6 +374,7 @@ static void mi_segment_abandon(mi_segment_t* segment, mi_tld_t* tld) {
   if (tld->segments.count > 0) tld->segments.count--;
   mi_subproc_t* subproc = tld->subproc;
   segment->subproc = subproc;
+  mi_os_stat_increase(segments_abandoned, 1);
   mi_atomic_store_release(&segment->thread_id, 0);
   mi_lock_acquire(&subproc->abandoned_lock);
   segment->prev = NULL;
@@ -376,6 +387,8 @@ static void mi_segment_abandon(mi_segment_t* segment, mi_tld_t* tld) {
 void _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld) {
   mi_segment_t* segment = _mi_page_segment(page);
   segment->abandoned++;
+  mi_os_stat_increase(pages_abandoned, 1);
+  _mi_stat_page_transfer(page, tld, NULL);
   if (segment->used == segment->abandoned) {
     mi_segment_abandon(segment, tld);
   }
@@ -390,6 +403,7 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
   segment->prev = NULL;
   segment->subproc = tld->subproc;
   tld->segments.count++;
+  mi_os_stat_decrease(segments_abandoned, 1);
   for (size_t i = 0; i < segment->capacity; i++) {
     mi_page_t* page = &segment->pages[i];
     if (!page->segment_in_use) continue;
@@ -397,6 +411,8 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
     segment->abandoned--;
     mi_heap_t* target = _mi_heap_by_tag(heap, page->heap_tag);
     mi_page_set_heap(page, target);
+    mi_os_stat_decrease(pages_abandoned, 1);
+    _mi_stat_page_transfer(page, NULL, tld);   /* before collecting: the collect decreases */
     const bool huge = (segment->page_kind == MI_PAGE_HUGE);
     _mi_page_use_delayed_free(page, huge ? MI_USE_DELAYED_FREE : MI_NO_DELAYED_FREE, true);
     _mi_page_free_collect(page, false);

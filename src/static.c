@@ -6,9 +6,16 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+
+/* The first and the last function of the unit: debug builds (compiled in source order, see
+   CMakeLists.txt) tell the library's code from the program's by these two addresses. */
+void _mi_text_begin(void);
+void _mi_text_begin(void) { }
+
 #include "alloc.c"
 #include "aligned.c"
 #include "arena.c"
+#include "debug.c"
 #include "free.c"
 #include "heap.c"
 #include "init.c"
@@ -24,3 +31,6 @@
 #if MI_MALLOC_OVERRIDE
 #include "override.c"
 #endif
+
+void _mi_text_end(void);
+void _mi_text_end(void) { }

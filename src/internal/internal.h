@@ -140,6 +140,53 @@ void       _mi_block_zero_init(const mi_page_t* page, void* p);
 void       _mi_realloc_copy(void* newp, const void* p, size_t size, size_t newsize, bool zero);
 
 /* ------------------------------------------------------------------------------------------
+   stats.c (see mi_stats_data_t in types.h)
+------------------------------------------------------------------------------------------ */
+extern mi_stats_data_t _mi_stats_main;     /* process totals: atomic updates only */
+void       _mi_stat_increase(mi_stat_count_t* stat, size_t amount);          /* thread-local */
+void       _mi_stat_decrease(mi_stat_count_t* stat, size_t amount);          /* thread-local */
+void       _mi_stat_atomic_increase(mi_stat_count_t* stat, size_t amount);   /* process totals */
+void       _mi_stat_atomic_decrease(mi_stat_count_t* stat, size_t amount);
+void       _mi_stat_atomic_counter_add(mi_stat_counter_t* stat, size_t amount);
+/* Blocks of a page leave (out) or join (in) the figures of the thread `tld` (NULL: the page
+   is or was abandoned and its blocks count in the process totals only). MI_STAT > 1. */
+void       _mi_stat_page_transfer(const mi_page_t* page, mi_tld_t* from, mi_tld_t* to);
+/* A non-huge block of `page` freed or collected by its owner (tld NULL: abandoned page). */
+void       _mi_stat_blocks_freed(const mi_page_t* page, mi_tld_t* tld, size_t count);
+void       _mi_stat_block_malloc(mi_tld_t* tld, const mi_page_t* page, size_t size);
+void       _mi_stats_merge_thread(mi_tld_t* tld);     /* add the thread's figures to the totals */
+void       _mi_stats_at_exit(void);                    /* show_stats, verbose, stats JSON */
+
+#define mi_stat_counter_increase(tld, stat, n)  ((tld)->stats.stat.total += (int64_t)(n))
+#define mi_os_stat_increase(stat, n)            _mi_stat_atomic_increase(&_mi_stats_main.stat, (n))
+#define mi_os_stat_decrease(stat, n)            _mi_stat_atomic_decrease(&_mi_stats_main.stat, (n))
+#define mi_os_stat_counter_increase(stat, n)    _mi_stat_atomic_counter_add(&_mi_stats_main.stat, (n))
+
+/* ------------------------------------------------------------------------------------------
+   debug.c: heap-misuse checks of debug builds (MI_DEBUG > 0) and the per-block statistics
+   of MI_STAT > 1. Every block of a debug build ends in a mi_padding_t (types.h).
+------------------------------------------------------------------------------------------ */
+/* Validate the block taken from page->free (its link and its freed fill); false when the
+   free list was corrupted: the page's free list is then dropped and nothing is handed out. */
+bool       _mi_debug_malloc_check(mi_page_t* page, mi_block_t* block);
+/* A block just handed out for `size` bytes: fill, padding, caller, statistics. */
+void       _mi_debug_block_malloc(mi_heap_t* heap, mi_page_t* page, mi_block_t* block, size_t size, bool zero);
+/* Checks before freeing p (interior pointer, double free, overflow), then fill and
+   statistics; false when p must not be freed. */
+bool       _mi_debug_free(mi_segment_t* segment, mi_page_t* page, void* p, bool is_local);
+/* The block holding user pointer p now serves exactly `size` bytes from p. */
+void       _mi_debug_set_size(void* p, size_t size);
+/* Bytes the program asked for at p (the usable size of debug builds). */
+size_t     _mi_debug_requested_size(const mi_page_t* page, const mi_block_t* block, const void* p);
+/* After an aligned allocation moved the user pointer from p to aligned (size bytes, zeroed):
+   zero again the slack marking that the allocation wrote after p's requested size. */
+void       _mi_debug_rezero_slack(void* p, void* aligned, size_t size);
+/* New blocks of a page (extend): filled as freed blocks. */
+void       _mi_debug_fill_new_blocks(mi_page_t* page, uint8_t* start, size_t count);
+/* The return address into the program of the allocation of the block (NULL if unknown). */
+void*      _mi_debug_block_caller(const mi_page_t* page, const mi_block_t* block);
+
+/* ------------------------------------------------------------------------------------------
    random.c
 ------------------------------------------------------------------------------------------ */
 uintptr_t  _mi_random_next(void);     /* process-wide, thread-safe, not for cryptography */
@@ -275,6 +322,12 @@ static inline mi_page_t* _mi_ptr_page(const void* p) {
   return _mi_segment_page_of(_mi_ptr_segment(p), p);
 }
 
+/* p is in a page of ours that is in use (a block we handed out, or inside one) */
+static inline bool mi_is_in_heap_block(const void* p) {
+  const mi_segment_t* segment = _mi_ptr_segment_checked(p);
+  return (segment != NULL && _mi_segment_page_of(segment, p)->block_size != 0);
+}
+
 static inline mi_heap_t* mi_page_heap(const mi_page_t* page) {
   return mi_atomic_load_relaxed(&((mi_page_t*)page)->xheap);
 }
@@ -327,16 +380,28 @@ static inline void* _mi_page_malloc(mi_heap_t* heap, mi_page_t* page, size_t siz
   if (mi_unlikely(block == NULL)) {
     return _mi_malloc_generic(heap, size, zero, 0, 0);
   }
+#if MI_DEBUG > 0
+  if (mi_unlikely(!_mi_debug_malloc_check(page, block))) {
+    return _mi_malloc_generic(heap, size, zero, 0, 0);
+  }
+#endif
   page->free = mi_block_next(page, block);
   page->used++;
   if (mi_unlikely(zero)) {
     _mi_block_zero_init(page, block);
   }
+#if MI_DEBUG > 0 || MI_STAT > 1
+  _mi_debug_block_malloc(heap, page, block, size, zero);
+#endif
   return block;
 }
 
+/* size <= MI_SMALL_SIZE_MAX - MI_PADDING_SIZE */
 static inline void* mi_heap_malloc_small_zero(mi_heap_t* heap, size_t size, bool zero) {
   mi_assert(size <= MI_SMALL_SIZE_MAX);
-  mi_page_t* page = heap->pages_free_direct[_mi_wsize_from_size(size)];
+  if (MI_PADDING_SIZE > 0 && mi_unlikely(size > MI_SMALL_SIZE_MAX - MI_PADDING_SIZE)) {
+    return _mi_malloc_generic(heap, size, zero, 0, 0);
+  }
+  mi_page_t* page = heap->pages_free_direct[_mi_wsize_from_size(size + MI_PADDING_SIZE)];
   return _mi_page_malloc(heap, page, size, zero);
 }

@@ -39,6 +39,7 @@
 #include <stdbool.h>
 #include <errno.h>
 #include "mimalloc.h"
+#include "mimalloc-stats.h"
 #include "atomic.h"
 
 /* ------------------------------------------------------------------------------------------
@@ -49,6 +50,13 @@
 #endif
 #ifndef MI_SECURE
 #define MI_SECURE 0
+#endif
+#ifndef MI_STAT
+#if MI_DEBUG > 0
+#define MI_STAT 2             /* 2: also every malloc/free per size bin (costs on the fast paths) */
+#else
+#define MI_STAT 1             /* 1: OS, segment, page and slow-path counters only (free fast paths) */
+#endif
 #endif
 #ifndef MI_MALLOC_OVERRIDE
 #define MI_MALLOC_OVERRIDE 0  /* 1: define malloc, free, new/delete & co. (override.c) */
@@ -114,6 +122,31 @@
 typedef struct mi_block_s {
   struct mi_block_s* next;
 } mi_block_t;
+
+/* Debug builds end every block with a padding record (debug.c). A block of block_size bytes
+   handed out for `size` bytes at user pointer p = block + a (a > 0 only for aligned
+   interior pointers) looks like:
+     [block, p+size)                 the program's bytes
+     [p+size, end - MI_PADDING_SIZE) slack, filled with MI_DEBUG_PADDING
+     [end - MI_PADDING_SIZE, end)    mi_padding_t: canary, delta = end - MI_PADDING_SIZE - (p+size),
+                                     and the allocating call's return address
+   so free finds every byte written past the requested size (byte-precise overflow check).
+   Freed blocks are filled with MI_DEBUG_FREED except their link word, new blocks with
+   MI_DEBUG_UNINIT; free-list blocks keep MI_DEBUG_FREED until handed out again. */
+#if MI_DEBUG > 0
+#define MI_PADDING        1
+#else
+#define MI_PADDING        0
+#endif
+typedef struct mi_padding_s {
+  uint32_t canary;    /* block address ^ segment cookie ^ delta, truncated */
+  uint32_t delta;
+  void*    caller;    /* return address of the program's allocation call, or NULL */
+} mi_padding_t;
+#define MI_PADDING_SIZE   (MI_PADDING ? sizeof(mi_padding_t) : 0)
+#define MI_DEBUG_UNINIT   (0xD0)
+#define MI_DEBUG_FREED    (0xDF)
+#define MI_DEBUG_PADDING  (0xDE)
 
 /* State of the delayed-free handshake, in the low 2 bits of page->xthread_free.
    A non-owner thread freeing into a page whose state is MI_USE_DELAYED_FREE sets
@@ -234,6 +267,28 @@ typedef struct mi_segments_tld_s {
   size_t             count;        /* segments owned by this thread */
 } mi_segments_tld_t;
 
+/* Statistics (stats.c): the named figures of mimalloc-stats.h plus per-bin figures for our own
+   bins. Two kinds of instances:
+   - the process totals _mi_stats_main, updated with atomic operations: the OS, segment, page
+     and huge-block figures go there directly (they change on slow paths only), and every
+     thread's own figures are added at thread exit or mi_stats_merge;
+   - a thread's own figures, tld->stats, plain memory touched only by that thread: slow-path
+     counters, and with MI_STAT > 1 the malloc_* and bin figures of non-huge blocks.
+   No figure is ever negative. For the thread figures of blocks this holds because a block
+   counts in the thread that owns its page: local frees and collected thread-free lists
+   decrease the owner's figures, and when a page changes owner (abandoned at thread exit,
+   reclaimed later) its live blocks move between the thread's figures and the process
+   totals (_mi_stat_page_transfer). */
+#define MI_STAT_COUNT(name)    mi_stat_count_t name;
+#define MI_STAT_COUNTER(name)  mi_stat_counter_t name;
+typedef struct mi_stats_data_s {
+  MI_STAT_FIELDS()
+  mi_stat_count_t malloc_bins[MI_BIN_HUGE_INTERNAL + 1];   /* live blocks' bytes per bin */
+  mi_stat_count_t page_bins[MI_BIN_HUGE_INTERNAL + 1];     /* pages per bin */
+} mi_stats_data_t;
+#undef MI_STAT_COUNT
+#undef MI_STAT_COUNTER
+
 typedef struct mi_tld_s {
   unsigned long long  heartbeat;      /* incremented on every generic (slow-path) allocation */
   bool                recurse;        /* guards the deferred-free callback against recursion */
@@ -241,6 +296,8 @@ typedef struct mi_tld_s {
   mi_heap_t*          heaps;          /* all heaps of this thread, linked through heap->next */
   mi_subproc_t*       subproc;
   mi_segments_tld_t   segments;
+  mi_stats_data_t     stats;          /* this thread's figures (see above) */
+  mi_stats_data_t     stats_published; /* current values already added to the totals */
 } mi_tld_t;
 
 /* A heap. Owned by the thread that created it; only that thread allocates from it.

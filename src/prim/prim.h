@@ -35,6 +35,9 @@ void  _mi_prim_process_info(mi_process_info_t* pinfo);
 /* Write a NUL-terminated message to stderr without buffering or allocating. */
 void  _mi_prim_out_stderr(const char* msg);
 
+/* Create or truncate the file `path` and write `len` bytes to it; 0 or an errno value. */
+int   _mi_prim_write_file(const char* path, const char* buf, size_t len);
+
 /* Copy the value of environment variable `name` (matched case-insensitively) into `result`;
    false when absent. Never allocates; works before libc is fully initialised. */
 bool  _mi_prim_getenv(const char* name, char* result, size_t result_size);

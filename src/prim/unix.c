@@ -125,6 +125,20 @@ void _mi_prim_out_stderr(const char* msg) {
   }
 }
 
+int _mi_prim_write_file(const char* path, const char* buf, size_t len) {
+  const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  int err = 0;
+  while (len > 0) {
+    const ssize_t n = write(fd, buf, len);
+    if (n < 0) { if (errno == EINTR) continue; err = errno; break; }
+    buf += n;
+    len -= (size_t)n;
+  }
+  if (close(fd) != 0 && err == 0) err = errno;
+  return err;
+}
+
 extern char** environ;
 
 static char mi_toupper(char c) { return (c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c); }

@@ -1,0 +1,252 @@
+/* Heap-misuse checks of debug builds (MI_DEBUG > 0): the padding after every block
+   (byte-precise overflow detection, see mi_padding_t in types.h), fill patterns for new and
+   freed memory, free-list validation (writes after free), double and invalid frees, and the
+   allocating caller of each block for the leak report. With MI_STAT > 1 also the per-block
+   statistics. None of this is compiled into release builds. */
+#include "internal/internal.h"
+
+#if MI_DEBUG > 0 || MI_STAT > 1
+
+#if MI_DEBUG > 0
+/* Bytes of slack after the requested size that are filled and checked (the rest of a large
+   slack, e.g. at the end of a huge block, is not). */
+#define MI_DEBUG_SLACK_CHECK_MAX  (4*MI_KiB)
+
+static mi_padding_t* mi_block_padding(const mi_page_t* page, const mi_block_t* block) {
+  return (mi_padding_t*)((uint8_t*)block + page->block_size - MI_PADDING_SIZE);
+}
+
+static uint32_t mi_padding_canary(const mi_page_t* page, const mi_block_t* block, uint32_t delta) {
+  const mi_segment_t* segment = _mi_page_segment(page);
+  return (uint32_t)(segment->cookie ^ (uintptr_t)block ^ ((uintptr_t)delta * 0x9E3779B1u));
+}
+
+static bool mi_page_is_huge_block(const mi_page_t* page) {
+  return (page->block_size > MI_LARGE_OBJ_SIZE_MAX);
+}
+
+/* Record that the block serves [block .. end) and fill the slack up to the padding. */
+static void mi_padding_set(const mi_page_t* page, mi_block_t* block, uint8_t* end) {
+  mi_padding_t* padding = mi_block_padding(page, block);
+  const size_t slack = (size_t)((uint8_t*)padding - end);
+  memset(end, MI_DEBUG_PADDING, (slack > MI_DEBUG_SLACK_CHECK_MAX ? MI_DEBUG_SLACK_CHECK_MAX : slack));
+  padding->delta = (uint32_t)slack;
+  padding->canary = mi_padding_canary(page, block, padding->delta);
+}
+
+/* The end of the requested bytes, or NULL when the padding itself was overwritten. */
+static uint8_t* mi_padding_end(const mi_page_t* page, const mi_block_t* block, const void* p) {
+  const mi_padding_t* padding = mi_block_padding(page, block);
+  const size_t delta = padding->delta;
+  if (padding->canary != mi_padding_canary(page, block, padding->delta)) return NULL;
+  if (delta > (size_t)((const uint8_t*)padding - (const uint8_t*)p)) return NULL;
+  return (uint8_t*)padding - delta;
+}
+
+/* A block pointer that may appear in one of the page's free lists: NULL, or the start of a
+   block below the page's capacity. */
+static bool mi_page_block_valid(const mi_page_t* page, const mi_block_t* block) {
+  if (block == NULL) return true;
+  const uint8_t* start = page->page_start;
+  const uint8_t* b = (const uint8_t*)block;
+  if (b < start) return false;
+  const size_t diff = (size_t)(b - start);
+  return (diff % page->block_size == 0 && diff / page->block_size < page->capacity);
+}
+
+/* Is block on this list? Follows only valid links, at most capacity of them. */
+static bool mi_list_contains(const mi_page_t* page, const mi_block_t* list, const mi_block_t* block) {
+  size_t steps = 0;
+  while (list != NULL && steps++ <= page->capacity) {
+    if (list == block) return true;
+    const mi_block_t* next = mi_block_next(page, list);
+    if (!mi_page_block_valid(page, next)) return false;
+    list = next;
+  }
+  return false;
+}
+
+static bool mi_bytes_are(const uint8_t* p, size_t n, uint8_t value, size_t* first_diff) {
+  for (size_t i = 0; i < n; i++) {
+    if (p[i] != value) { if (first_diff != NULL) *first_diff = i; return false; }
+  }
+  return true;
+}
+
+/* ---------------------------------------------------------------------------------------
+   The caller of an allocation: walk our own frames (debug builds keep frame pointers, see
+   CMakeLists.txt) up to the first return address outside the library's code, which static.c
+   brackets with _mi_text_begin and _mi_text_end.
+--------------------------------------------------------------------------------------- */
+#if defined(MI_DEBUG_TRACE_CALLER) && defined(__GNUC__)
+void _mi_text_begin(void);
+void _mi_text_end(void);
+static void* mi_caller_address(void) {
+  void** fp = (void**)__builtin_frame_address(0);
+  for (int depth = 0; depth < 32 && fp != NULL; depth++) {
+    void* ret = fp[1];
+    if ((uintptr_t)ret < (uintptr_t)&_mi_text_begin || (uintptr_t)ret >= (uintptr_t)&_mi_text_end) return ret;
+    void** next = (void**)fp[0];
+    if (next <= fp || (uintptr_t)next - (uintptr_t)fp > MI_MiB || ((uintptr_t)next % sizeof(void*)) != 0) return NULL;
+    fp = next;
+  }
+  return NULL;
+}
+#else
+static void* mi_caller_address(void) { return NULL; }
+#endif
+
+void* _mi_debug_block_caller(const mi_page_t* page, const mi_block_t* block) {
+  return mi_block_padding(page, block)->caller;
+}
+
+size_t _mi_debug_requested_size(const mi_page_t* page, const mi_block_t* block, const void* p) {
+  const uint8_t* end = mi_padding_end(page, block, p);
+  if (end == NULL) end = (const uint8_t*)mi_block_padding(page, block);   /* overwritten: all of it */
+  return (size_t)(end - (const uint8_t*)p);
+}
+
+void _mi_debug_set_size(void* p, size_t size) {
+  mi_page_t* page = _mi_ptr_page(p);
+  mi_block_t* block = (mi_page_has_aligned(page) ? _mi_page_ptr_unalign(page, p) : (mi_block_t*)p);
+  mi_padding_set(page, block, (uint8_t*)p + size);
+}
+
+void _mi_debug_rezero_slack(void* p, void* aligned, size_t size) {
+  mi_page_t* page = _mi_ptr_page(p);
+  mi_padding_t* padding = mi_block_padding(page, (mi_block_t*)p);
+  uint8_t* from = (uint8_t*)padding - padding->delta;   /* where the marked slack starts */
+  uint8_t* to = from + MI_DEBUG_SLACK_CHECK_MAX;
+  uint8_t* lo = (uint8_t*)aligned;
+  uint8_t* hi = (uint8_t*)aligned + size;
+  if (from < lo) from = lo;
+  if (to > hi) to = hi;
+  if (from < to) memset(from, 0, (size_t)(to - from));
+}
+
+void _mi_debug_fill_new_blocks(mi_page_t* page, uint8_t* start, size_t count) {
+  const size_t bsize = page->block_size;
+  if (mi_page_is_huge_block(page)) return;
+  for (size_t i = 0; i < count; i++) {
+    uint8_t* b = start + i*bsize;
+    memset(b + sizeof(mi_block_t), MI_DEBUG_FREED, bsize - sizeof(mi_block_t));
+  }
+  page->free_is_zero = false;
+}
+
+/* ---------------------------------------------------------------------------------------
+   Allocation
+--------------------------------------------------------------------------------------- */
+bool _mi_debug_malloc_check(mi_page_t* page, mi_block_t* block) {
+  mi_block_t* next = mi_block_next(page, block);
+  if (mi_unlikely(!mi_page_block_valid(page, next))) {
+    _mi_error_message(EFAULT, "corrupted free list: free block %p (size %zu) links to %p, not a block of its page (written after it was freed?)\n",
+                      (void*)block, page->block_size, (void*)next);
+    /* drop the page's free lists: their blocks are lost (leaked), never handed out; `used`
+       becomes an over-count so the page is never taken for empty */
+    page->free = NULL;
+    page->local_free = NULL;
+    page->used += page->capacity;
+    return false;
+  }
+  if (!mi_page_is_huge_block(page)) {
+    size_t offset = 0;
+    if (mi_unlikely(!mi_bytes_are((uint8_t*)block + sizeof(mi_block_t), page->block_size - sizeof(mi_block_t), MI_DEBUG_FREED, &offset))) {
+      _mi_error_message(EFAULT, "block %p (size %zu) was written after it was freed (at offset %zu)\n",
+                        (void*)block, page->block_size, offset + sizeof(mi_block_t));
+    }
+  }
+  return true;
+}
+#endif /* MI_DEBUG > 0 */
+
+void _mi_debug_block_malloc(mi_heap_t* heap, mi_page_t* page, mi_block_t* block, size_t size, bool zero) {
+#if MI_DEBUG > 0
+  if (!zero && !mi_page_is_huge_block(page)) memset(block, MI_DEBUG_UNINIT, size);
+  mi_padding_set(page, block, (uint8_t*)block + size);
+  mi_block_padding(page, block)->caller = mi_caller_address();
+#else
+  (void)block; (void)zero;
+#endif
+#if MI_STAT > 1
+  _mi_stat_block_malloc(heap->tld, page, size);
+#else
+  (void)heap; (void)page; (void)size;
+#endif
+}
+
+/* ---------------------------------------------------------------------------------------
+   Free
+--------------------------------------------------------------------------------------- */
+bool _mi_debug_free(mi_segment_t* segment, mi_page_t* page, void* p, bool is_local) {
+  (void)segment;
+  if (!page->segment_in_use || page->block_size == 0) return true;   /* _mi_free_generic reports it */
+  const size_t bsize = page->block_size;
+  const uint8_t* start = page->page_start;
+  mi_block_t* block;
+  if ((uint8_t*)p < start) {
+    _mi_error_message(EINVAL, "mi_free: invalid pointer %p (inside the metadata of a page of block size %zu; ignored)\n", p, bsize);
+    return false;
+  }
+  if (mi_page_has_aligned(page)) {
+    block = _mi_page_ptr_unalign(page, p);
+  }
+  else {
+    const size_t diff = (size_t)((uint8_t*)p - start);
+    if (diff % bsize != 0) {
+      _mi_error_message(EINVAL, "mi_free: invalid pointer %p (points inside block %p of size %zu, not at its start; ignored)\n",
+                        p, (void*)(start + (diff / bsize) * bsize), bsize);
+      return false;
+    }
+    block = (mi_block_t*)p;
+  }
+  if ((size_t)((uint8_t*)block - start) / bsize >= page->capacity) {
+    _mi_error_message(EINVAL, "mi_free: invalid pointer %p (never allocated; ignored)\n", p);
+    return false;
+  }
+#if MI_DEBUG > 0
+  /* double free: a freed block is filled (the huge ones are not: always look) */
+  const bool huge = mi_page_is_huge_block(page);
+  const size_t probe = (bsize - sizeof(mi_block_t) < 16 ? bsize - sizeof(mi_block_t) : 16);
+  if (huge || mi_bytes_are((uint8_t*)block + sizeof(mi_block_t), probe, MI_DEBUG_FREED, NULL)) {
+    const bool found = mi_list_contains(page, mi_page_thread_free(page), block) ||
+                       (is_local && (mi_list_contains(page, page->free, block) || mi_list_contains(page, page->local_free, block)));
+    if (found) {
+      _mi_error_message(EAGAIN, "double free detected of block %p with size %zu (ignored)\n", p, bsize);
+      return false;
+    }
+  }
+  /* overflow: every byte between the requested size and the padding's canary must be intact */
+  const mi_padding_t* padding = mi_block_padding(page, block);
+  const size_t delta = padding->delta;
+  if (delta > (size_t)((const uint8_t*)padding - (const uint8_t*)p)) {
+    _mi_error_message(EFAULT, "buffer overflow in heap block %p of block size %zu: the padding after it was overwritten\n", p, bsize);
+  }
+  else {
+    const uint8_t* end = (const uint8_t*)padding - delta;
+    const size_t slack = (delta > MI_DEBUG_SLACK_CHECK_MAX ? MI_DEBUG_SLACK_CHECK_MAX : delta);
+    size_t overwritten = 0;
+    size_t last = 0;
+    for (size_t i = 0; i < slack; i++) {
+      if (end[i] != MI_DEBUG_PADDING) { overwritten++; last = i + 1; }
+    }
+    const uint32_t canary = mi_padding_canary(page, block, (uint32_t)delta);
+    for (size_t i = 0; i < sizeof(uint32_t); i++) {
+      if (((const uint8_t*)&padding->canary)[i] != ((const uint8_t*)&canary)[i]) { overwritten++; last = delta + i + 1; }
+    }
+    if (overwritten > 0) {
+      _mi_error_message(EFAULT, "buffer overflow in heap block %p of size %zu: %zu bytes overwritten, up to %zu bytes past the end\n",
+                        p, (size_t)(end - (const uint8_t*)p), overwritten, last);
+    }
+  }
+  if (!huge) memset((uint8_t*)block + sizeof(mi_block_t), MI_DEBUG_FREED, bsize - sizeof(mi_block_t));
+#endif
+#if MI_STAT > 1
+  if (is_local) _mi_stat_blocks_freed(page, mi_page_heap(page)->tld, 1);
+#else
+  (void)is_local;
+#endif
+  return true;
+}
+
+#endif /* MI_DEBUG > 0 || MI_STAT > 1 */
