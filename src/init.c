@@ -122,6 +122,7 @@ void mi_process_done(void) mi_attr_noexcept {
   if (mi_option_is_enabled(mi_option_destroy_on_exit)) {
     mi_collect(true);
   }
+  if (_mi_env_flag("MIMALLOC_SHOW_LEAKS")) _mi_leaks_report();
   _mi_stats_at_exit();
   _mi_verbose_message("process done: elapsed %lld ms\n", (long long)_mi_process_elapsed());
 }

@@ -177,6 +177,19 @@ static bool mi_option_parse(const char* s, bool is_kib, long* result) {
   return true;
 }
 
+/* A boolean environment setting outside the option table (e.g. MIMALLOC_SHOW_LEAKS): the
+   same value syntax; a malformed value warns and counts as off. */
+bool _mi_env_flag(const char* name) {
+  char value[65];
+  if (!_mi_prim_getenv(name, value, sizeof(value))) return false;
+  long result;
+  if (!mi_option_parse(value, false, &result)) {
+    _mi_warning_message("environment setting %s has an invalid value.\n", name);
+    return false;
+  }
+  return (result != 0);
+}
+
 static void mi_option_init(mi_option_desc_t* desc) {
   char name[64];
   char value[65];

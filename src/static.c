@@ -19,6 +19,7 @@ void _mi_text_begin(void) { }
 #include "free.c"
 #include "heap.c"
 #include "init.c"
+#include "leaks.c"
 #include "new.c"
 #include "options.c"
 #include "os.c"
