@@ -111,6 +111,7 @@ void mi_process_init(void) mi_attr_noexcept {
                       MI_MALLOC_VERSION / 10000, (MI_MALLOC_VERSION / 100) % 100, MI_MALLOC_VERSION % 100,
                       (MI_DEBUG > 0 ? "debug" : "release"),
                       (MI_MALLOC_OVERRIDE ? ", overrides malloc and new/delete" : ""));
+  if (mi_option_is_enabled(mi_option_verbose)) mi_options_print();
 }
 
 static _Atomic(int) mi_process_done_state;
