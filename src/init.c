@@ -114,6 +114,11 @@ void mi_process_init(void) mi_attr_noexcept {
   if (mi_option_is_enabled(mi_option_verbose)) mi_options_print();
 }
 
+bool _mi_is_main_thread(void) {
+  const uintptr_t main_thread = mi_atomic_load_relaxed(&mi_process_init_thread);
+  return (main_thread == 0 || main_thread == _mi_thread_id());
+}
+
 static _Atomic(int) mi_process_done_state;
 
 void mi_process_done(void) mi_attr_noexcept {

@@ -115,8 +115,7 @@ void mi_option_set_default(mi_option_t option, long value) {
   if ((int)option < 0 || option >= _mi_option_last) return;
   mi_option_desc_t* desc = &mi_options[option];
   if (desc->init != MI_INITIALIZED) {
-    desc->value = value;
-    desc->init = MI_DEFAULTED;   /* the environment may still override it */
+    desc->value = value;   /* init stays: an environment value not read yet still wins */
   }
 }
 
@@ -136,6 +135,7 @@ void mi_options_print(void) mi_attr_noexcept {
   }
   _mi_message("debug level : %d\n", MI_DEBUG);
   _mi_message("secure level: %d\n", MI_SECURE);
+  _mi_message("mem tracking: none\n");
 }
 
 /* Parse an environment value (see API.md section 15). */
@@ -168,7 +168,7 @@ static bool mi_option_parse(const char* s, bool is_kib, long* result) {
     if (*end == 'I' && *(end+1) == 'B') end += 2;
     else if (*end == 'B') end++;
     if (value < 0) value = 0;
-    if (mult == 0) value = (long)_mi_divide_up((size_t)value, 1024);
+    if (mult == 0) value = (long)_mi_divide_up(((size_t)value > MI_MAX_ALLOC_SIZE ? MI_MAX_ALLOC_SIZE : (size_t)value), 1024);
     else if (value > (long)(MI_MAX_ALLOC_SIZE / MI_KiB) / mult) value = (long)(MI_MAX_ALLOC_SIZE / MI_KiB);
     else value *= mult;
   }
@@ -278,9 +278,16 @@ void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* me
   }
 }
 
+/* Messages from threads other than the main one name the thread after the prefix. */
 static void mi_vfprintf(const char* prefix, const char* fmt, va_list args) {
   char buf[512];
   _mi_vsnprintf(buf, sizeof(buf), fmt, args);
+  if (!_mi_is_main_thread()) {
+    char tprefix[64];
+    _mi_snprintf(tprefix, sizeof(tprefix), "%sthread 0x%zx: ", prefix, (size_t)_mi_thread_id());
+    _mi_fputs(NULL, NULL, tprefix, buf);
+    return;
+  }
   _mi_fputs(NULL, NULL, prefix, buf);
 }
 
@@ -345,7 +352,7 @@ void _mi_error_message(int err, const char* fmt, ...) {
 #if MI_DEBUG > 0
 void _mi_assert_fail(const char* assertion, const char* fname, unsigned line, const char* func) {
   _mi_fputs(NULL, NULL, NULL, "");
-  _mi_message("assertion failed: at \"%s\":%u, %s\n  assertion: \"%s\"\n", fname, line, (func == NULL ? "" : func), assertion);
+  _mi_message("assertion failed: at \"%s\":%u, %s: \"%s\"\n", fname, line, (func == NULL ? "" : func), assertion);
   abort();
 }
 #endif

@@ -55,6 +55,7 @@ extern mi_decl_thread mi_heap_t* _mi_heap_default;  /* the one TLS pointer of th
 extern bool             _mi_process_is_initialized;
 
 void       _mi_heap_set_default_direct(mi_heap_t* heap);
+bool       _mi_is_main_thread(void);              /* the thread that initialised the process (or none yet) */
 void       _mi_thread_done(mi_heap_t* heap);       /* called at thread exit with the backing heap */
 
 /* ------------------------------------------------------------------------------------------

@@ -25,9 +25,9 @@ Groups:
                environment
   output       mimalloc: prefix, one line per message, mi_register_output replay, max_warnings,
                max_errors, mi_options_print lines
-  pending-verbose-startup   MIMALLOC_VERBOSE=1 prints the option list at start-up
-  pending-print-levels      mi_options_print ends with debug, secure and tracking level lines
-  pending-thread-prefix     messages from a non-main thread carry "thread 0x<id>: "
+  verbose-startup   MIMALLOC_VERBOSE=1 prints the option list at start-up
+  print-levels      mi_options_print ends with debug, secure and tracking level lines
+  thread-prefix     messages from a non-main thread carry "thread 0x<id>: "
 """
 import argparse
 import os
@@ -353,7 +353,6 @@ def group_invalid(ctx):
            ("max_errors", "abc"), ("allow_thp", "maybe"), ("eager_commit", "yess"), ("eager_commit", "enabled"),
            ("os_tag", "x"), ("max_warnings", "lots")]
     for name, text in bad:
-        i = INDEX[name]
         what = "invalid %s=%r (show_errors)" % (env_name(name), text)
         r = ctx.probe({"MIMALLOC_SHOW_ERRORS": "1", env_name(name): text}, what)
         if r is not None:
@@ -364,7 +363,6 @@ def group_invalid(ctx):
         if r is not None:
             check_dump(ctx, r[0], {INDEX["show_errors"]: 0}, what)
             ctx.eq(r[1], "", what, "stderr")
-        del i
     # lower-case variable name: the message still names mimalloc_<name>
     what = "invalid mimalloc_os_tag=x"
     r = ctx.probe({"MIMALLOC_SHOW_ERRORS": "1", "mimalloc_os_tag": "x"}, what)
@@ -611,9 +609,9 @@ def group_output(ctx):
                   "a version line (2.4.1) should precede the option lines: %r" % lines[:2])
 
 
-def group_pending_verbose_startup(ctx):
+def group_verbose_startup(ctx):
     env = {"MIMALLOC_VERBOSE": "1", "MIMALLOC_PURGE_DELAY": "250", "MIMALLOC_ARENA_RESERVE": "64M"}
-    what = "pending: MIMALLOC_VERBOSE=1 lists the options at start-up"
+    what = "MIMALLOC_VERBOSE=1 lists the options at start-up"
     r = ctx.probe(env, what, ())
     if r is None:
         return
@@ -627,8 +625,8 @@ def group_pending_verbose_startup(ctx):
     message_lines_ok(ctx, r[1], what, allow_stats=True)
 
 
-def group_pending_print_levels(ctx):
-    what = "pending: mi_options_print prints debug, secure and tracking levels"
+def group_print_levels(ctx):
+    what = "mi_options_print prints debug, secure and tracking levels"
     r = ctx.probe({"MIMALLOC_SHOW_ERRORS": "0"}, what, ("print",))
     if r is None:
         return
@@ -638,8 +636,8 @@ def group_pending_print_levels(ctx):
                   "no %s line in %r" % (word, lines[-4:]))
 
 
-def group_pending_thread_prefix(ctx):
-    what = "pending: messages from another thread carry `thread 0x<id>: `"
+def group_thread_prefix(ctx):
+    what = "messages from another thread carry `thread 0x<id>: `"
     r = ctx.probe({"MIMALLOC_SHOW_ERRORS": "1"}, what, ("warn", "twarn"))
     if r is None:
         return
@@ -656,8 +654,8 @@ GROUPS = {
     "syntax": group_syntax, "syntax-clamp": group_syntax_clamp, "invalid": group_invalid,
     "legacy": group_legacy, "api-basic": lambda ctx: run_api(ctx, "basic"),
     "api-env": lambda ctx: run_api(ctx, "env"), "api-early": lambda ctx: run_api(ctx, "early"),
-    "output": group_output, "pending-verbose-startup": group_pending_verbose_startup,
-    "pending-print-levels": group_pending_print_levels, "pending-thread-prefix": group_pending_thread_prefix,
+    "output": group_output, "verbose-startup": group_verbose_startup,
+    "print-levels": group_print_levels, "thread-prefix": group_thread_prefix,
 }
 
 
@@ -675,8 +673,7 @@ def main():
     for g in args.groups:
         if g == "all":
             for name, fn in GROUPS.items():
-                if not name.startswith("pending"):
-                    fn(ctx)
+                fn(ctx)
         elif g in GROUPS:
             GROUPS[g](ctx)
         else:
