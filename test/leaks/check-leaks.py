@@ -2,10 +2,10 @@
 """Runs leaky (see leaky.c) with MIMALLOC_SHOW_LEAKS and checks that the report lists exactly
 its leaks: the total, one line per size class with the exact block count, and in debug
 builds the allocating function of every leaked block and of nothing else.
-Usage: check-leaks.py <leaky> <debug: 0|1>"""
+Usage: check-leaks.py <leaky> <debug: 0|1> <callers recorded: 0|1>"""
 import os, re, subprocess, sys
 
-exe, debug = sys.argv[1], sys.argv[2] == "1"
+exe, debug, callers_recorded = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
 failures = []
 
 def check(cond, msg):
@@ -40,6 +40,7 @@ check(len(classes) == 3, f"expected exactly 3 classes: {classes}")
 if debug:
     check(classes.get(small, (0, ""))[1] == "120 bytes requested", f"small class bytes: {classes.get(small)}")
     check(classes.get("huge", (0, ""))[1] == "3.0 MiB requested", f"huge bytes: {classes.get('huge')}")
+if debug and callers_recorded:
     callers = re.findall(r"mimalloc:   0x[0-9a-f]+: (\d+) bytes, allocated at 0x[0-9a-f]+ \((\w+)\+0x[0-9a-f]+ in leaky\)", err)
     got = sorted(callers)
     want = sorted([("40", "leak_small")] * 3 + [("300000", "leak_big"), ("3145728", "leak_huge")])
