@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
         char st[64];
         const bool exited = !run->timed_out && WIFEXITED(run->status) && WEXITSTATUS(run->status) == 0;
         const bool said_done = (e != 1 || strstr(run->err, "mimalloc: process done") != NULL);
-        const bool no_errors = (strstr(run->err, "error") == NULL && strstr(run->err, "damaged") == NULL);
+        const bool no_errors = (strstr(run->err, "error:") == NULL && strstr(run->err, "damaged") == NULL);
         if (!exited || !said_done || !no_errors) bad++;
         CHECK_MSG(exited, "%s, %s, run %d: %s%s\nstderr:\n%.2000s", variants[v], env_names[e], r,
                   ov_status_str(run->status, st, sizeof(st)), (run->timed_out ? " (hung: killed)" : ""), run->err);
