@@ -49,8 +49,9 @@ void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t align
   }
   const uintptr_t mask = alignment - 1;
   if (offset == 0 && alignment <= MI_MAX_ALIGN_SIZE) {
-    /* blocks of at least `alignment` bytes are naturally aligned */
-    return _mi_heap_malloc_zero(heap, (size < alignment ? alignment : size), zero);
+    /* blocks of at least `alignment` bytes are naturally aligned; with padding (debug) every
+       block is at least 16 bytes, so the exact size keeps the overflow check exact */
+    return _mi_heap_malloc_zero(heap, (size < alignment && !MI_PADDING ? alignment : size), zero);
   }
   /* try the next free block of the direct page */
   if (size <= MI_SMALL_SIZE_MAX - MI_PADDING_SIZE) {
@@ -138,6 +139,9 @@ static void* mi_heap_realloc_zero_aligned_at(mi_heap_t* heap, void* p, size_t ne
   if (alignment != 0 && mi_is_power_of_two(alignment) && newsize <= size && newsize >= (size - (size / 2)) &&
       (((uintptr_t)p + offset) & (alignment - 1)) == 0) {
     if (zero) memset((uint8_t*)p + newsize, 0, size - newsize);   /* see _mi_heap_realloc_zero */
+#if MI_PADDING
+    _mi_debug_set_size(p, newsize);   /* overflow checks start at the new size */
+#endif
     return p;   /* still fits and is still aligned */
   }
   void* newp = _mi_heap_malloc_zero_aligned_at(heap, newsize, alignment, offset, false);

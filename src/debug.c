@@ -45,7 +45,7 @@ static uint8_t* mi_padding_end(const mi_page_t* page, const mi_block_t* block, c
 
 /* A block pointer that may appear in one of the page's free lists: NULL, or the start of a
    block below the page's capacity. */
-static bool mi_page_block_valid(const mi_page_t* page, const mi_block_t* block) {
+bool _mi_debug_page_block_valid(const mi_page_t* page, const mi_block_t* block) {
   if (block == NULL) return true;
   const uint8_t* start = page->page_start;
   const uint8_t* b = (const uint8_t*)block;
@@ -60,7 +60,7 @@ static bool mi_list_contains(const mi_page_t* page, const mi_block_t* list, cons
   while (list != NULL && steps++ <= page->capacity) {
     if (list == block) return true;
     const mi_block_t* next = mi_block_next(page, list);
-    if (!mi_page_block_valid(page, next)) return false;
+    if (!_mi_debug_page_block_valid(page, next)) return false;
     list = next;
   }
   return false;
@@ -139,7 +139,7 @@ void _mi_debug_fill_new_blocks(mi_page_t* page, uint8_t* start, size_t count) {
 --------------------------------------------------------------------------------------- */
 bool _mi_debug_malloc_check(mi_page_t* page, mi_block_t* block) {
   mi_block_t* next = mi_block_next(page, block);
-  if (mi_unlikely(!mi_page_block_valid(page, next))) {
+  if (mi_unlikely(!_mi_debug_page_block_valid(page, next))) {
     _mi_error_message(EFAULT, "corrupted free list: free block %p (size %zu) links to %p, not a block of its page (written after it was freed?)\n",
                       (void*)block, page->block_size, (void*)next);
     /* drop the page's free lists: their blocks are lost (leaked), never handed out; `used`
@@ -209,7 +209,13 @@ bool _mi_debug_free(mi_segment_t* segment, mi_page_t* page, void* p, bool is_loc
   const bool huge = mi_page_is_huge_block(page);
   const size_t probe = (bsize - sizeof(mi_block_t) < 16 ? bsize - sizeof(mi_block_t) : 16);
   if (huge || mi_bytes_are((uint8_t*)block + sizeof(mi_block_t), probe, MI_DEBUG_FREED, NULL)) {
-    const bool found = mi_list_contains(page, mi_page_thread_free(page), block) ||
+    /* a block freed by its owner or queued on the owner's heap cannot be searched from
+       another thread; but its padding then holds the freed fill, which a live block's
+       padding (canary) never does */
+    const mi_padding_t* pad = mi_block_padding(page, block);
+    const bool padding_freed = !huge && pad->canary != mi_padding_canary(page, block, pad->delta) &&
+                               mi_bytes_are((const uint8_t*)pad, sizeof(uint32_t), MI_DEBUG_FREED, NULL);
+    const bool found = padding_freed || mi_list_contains(page, mi_page_thread_free(page), block) ||
                        (is_local && (mi_list_contains(page, page->free, block) || mi_list_contains(page, page->local_free, block)));
     if (found) {
       _mi_error_message(EAGAIN, "double free detected of block %p with size %zu (ignored)\n", p, bsize);

@@ -164,6 +164,13 @@ static void mi_page_thread_free_collect(mi_page_t* page) {
   const uint32_t max_count = page->capacity;
   mi_block_t* next;
   while ((next = mi_block_next(page, tail)) != NULL && count <= max_count) {
+#if MI_DEBUG > 0
+    if (mi_unlikely(!_mi_debug_page_block_valid(page, next))) {
+      _mi_error_message(EFAULT, "corrupted free list: free block %p (size %zu) links to %p, not a block of its page (written after it was freed?)\n",
+                        (void*)tail, page->block_size, (void*)next);
+      return;   /* leak the list rather than corrupt the page */
+    }
+#endif
     count++;
     tail = next;
   }

@@ -3,6 +3,7 @@
    section 16), mi_stats_get, the JSON rendering and process information. */
 #include "internal/internal.h"
 #include "prim/prim.h"
+#include <stdio.h>   /* only to recognise stdout/stderr in mi_stats_print */
 
 mi_msecs_t _mi_process_elapsed(void);
 
@@ -234,6 +235,7 @@ static void mi_format_amount(char* buf, size_t size, int64_t n, int64_t unit) {
   const int64_t base = (unit == 0 ? 1000 : 1024);
   const char* suffix = (n == 0 ? "" : (bytes ? "B" : " "));
   const int64_t pos = (n < 0 ? -n : n);
+  if (bytes && n == 1) { buf[0] = 0; return; }   /* as mimalloc: "1 byte" is an empty cell */
   if (pos < base) {
     _mi_snprintf(buf, size, "%lld   %-3s", (long long)n, suffix);
     return;
@@ -319,8 +321,9 @@ static void mi_stats_print_data(const mi_stats_data_t* stats, mi_output_fun* out
     total.peak = stats->malloc_normal.peak + stats->malloc_huge.peak;
     total.total = stats->malloc_normal.total + stats->malloc_huge.total;
     total.current = stats->malloc_normal.current + stats->malloc_huge.current;
-    mi_print_amount_row(&line, "binned", &stats->malloc_normal, 1, "not all freed");
-    mi_print_amount_row(&line, "huge", &stats->malloc_huge, 1, "not all freed");
+    /* binary counts when no such allocation was counted (section 16) */
+    mi_print_amount_row(&line, "binned", &stats->malloc_normal, (stats->malloc_normal_count.total == 0 ? -1 : 1), "not all freed");
+    mi_print_amount_row(&line, "huge", &stats->malloc_huge, (stats->malloc_huge_count.total == 0 ? -1 : 1), "not all freed");
     mi_print_amount_row(&line, "total", &total, 1, "");
     mi_line_add(&line, "%10s:", "malloc req");
     mi_line_add(&line, "%12s", "");
@@ -383,6 +386,7 @@ void mi_stats_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept {
 }
 
 void mi_stats_print(void* out) mi_attr_noexcept {
+  if (out == (void*)stdout || out == (void*)stderr) out = NULL;   /* the default output */
   mi_stats_print_out((mi_output_fun*)out, NULL);
 }
 
@@ -394,6 +398,8 @@ void mi_thread_stats_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept {
     mi_stats_print_data(&empty, out, arg);
   }
   else {
+    /* the thread's live figures (blocks in its pages), also after a merge: subtracting what
+       was merged could print negative values once the thread frees merged blocks */
     mi_stats_print_data(&tld->stats, out, arg);
   }
 }
@@ -430,7 +436,7 @@ bool mi_stats_get(mi_stats_t* stats) mi_attr_noexcept {
   MI_STAT_FIELDS()
 #undef MI_STAT_COUNT
 #undef MI_STAT_COUNTER
-  for (size_t bin = 1; bin < MI_BIN_HUGE_INTERNAL; bin++) {
+  for (size_t bin = 1; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
     const size_t pbin = mi_public_bin(_mi_bin_size(bin));
     mi_stat_count_add(&stats->malloc_bins[pbin], &data.malloc_bins[bin]);
     mi_stat_count_add(&stats->page_bins[pbin], &data.page_bins[bin]);

@@ -186,6 +186,8 @@ size_t     _mi_debug_requested_size(const mi_page_t* page, const mi_block_t* blo
 /* After an aligned allocation moved the user pointer from p to aligned (size bytes, zeroed):
    zero again the slack marking that the allocation wrote after p's requested size. */
 void       _mi_debug_rezero_slack(void* p, void* aligned, size_t size);
+/* NULL, or the start of a block below the page's capacity. */
+bool       _mi_debug_page_block_valid(const mi_page_t* page, const mi_block_t* block);
 /* New blocks of a page (extend): filled as freed blocks. */
 void       _mi_debug_fill_new_blocks(mi_page_t* page, uint8_t* start, size_t count);
 /* The return address into the program of the allocation of the block (NULL if unknown). */
@@ -225,6 +227,7 @@ static inline bool mi_mul_overflow(size_t count, size_t size, size_t* total) {
 static inline bool mi_count_size_overflow(size_t count, size_t size, size_t* total) {
   if (count == 1) { *total = size; return false; }
   if (mi_unlikely(mi_mul_overflow(count, size, total))) {
+    _mi_error_message(EOVERFLOW, "allocation request is too large (%zu * %zu bytes)\n", count, size);
     errno = ENOMEM;
     return true;
   }

@@ -109,7 +109,12 @@ void _mi_prim_process_info(mi_process_info_t* pinfo) {
   pinfo->page_faults = (size_t)rusage.ru_majflt;
   pinfo->peak_rss = (size_t)rusage.ru_maxrss * 1024;  /* Linux reports KiB */
   pinfo->current_rss = unix_current_rss();
-  if (pinfo->current_rss > pinfo->peak_rss) pinfo->peak_rss = pinfo->current_rss;
+  /* ru_maxrss and statm are sampled differently: keep the peak at least every current seen */
+  static _Atomic(size_t) peak_seen;
+  size_t peak = mi_atomic_load_relaxed(&peak_seen);
+  while (peak < pinfo->current_rss && !mi_atomic_cas_weak_acq_rel(&peak_seen, &peak, pinfo->current_rss)) { }
+  if (pinfo->peak_rss < pinfo->current_rss) pinfo->peak_rss = pinfo->current_rss;
+  if (pinfo->peak_rss < peak) pinfo->peak_rss = peak;
 }
 
 /* ---------------------------------------------------------------------------------------
