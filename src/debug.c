@@ -21,10 +21,6 @@ static uint32_t mi_padding_canary(const mi_page_t* page, const mi_block_t* block
   return (uint32_t)(segment->cookie ^ (uintptr_t)block ^ ((uintptr_t)delta * 0x9E3779B1u));
 }
 
-static bool mi_page_is_huge_block(const mi_page_t* page) {
-  return (page->block_size > MI_LARGE_OBJ_SIZE_MAX);
-}
-
 /* Record that the block serves [block .. end) and fill the slack up to the padding. */
 static void mi_padding_set(const mi_page_t* page, mi_block_t* block, uint8_t* end) {
   mi_padding_t* padding = mi_block_padding(page, block);
@@ -126,7 +122,7 @@ void _mi_debug_rezero_slack(void* p, void* aligned, size_t size) {
 
 void _mi_debug_fill_new_blocks(mi_page_t* page, uint8_t* start, size_t count) {
   const size_t bsize = page->block_size;
-  if (mi_page_is_huge_block(page)) return;
+  if (mi_page_is_huge(page)) return;
   for (size_t i = 0; i < count; i++) {
     uint8_t* b = start + i*bsize;
     memset(b + sizeof(mi_block_t), MI_DEBUG_FREED, bsize - sizeof(mi_block_t));
@@ -149,7 +145,7 @@ bool _mi_debug_malloc_check(mi_page_t* page, mi_block_t* block) {
     page->used += page->capacity;
     return false;
   }
-  if (!mi_page_is_huge_block(page)) {
+  if (!mi_page_is_huge(page)) {
     size_t offset = 0;
     if (mi_unlikely(!mi_bytes_are((uint8_t*)block + sizeof(mi_block_t), page->block_size - sizeof(mi_block_t), MI_DEBUG_FREED, &offset))) {
       _mi_error_message(EFAULT, "block %p (size %zu) was written after it was freed (at offset %zu)\n",
@@ -162,7 +158,7 @@ bool _mi_debug_malloc_check(mi_page_t* page, mi_block_t* block) {
 
 void _mi_debug_block_malloc(mi_heap_t* heap, mi_page_t* page, mi_block_t* block, size_t size, bool zero) {
 #if MI_DEBUG > 0
-  if (!zero && !mi_page_is_huge_block(page)) memset(block, MI_DEBUG_UNINIT, size);
+  if (!zero && !mi_page_is_huge(page)) memset(block, MI_DEBUG_UNINIT, size);
   mi_padding_set(page, block, (uint8_t*)block + size);
   mi_block_padding(page, block)->caller = mi_caller_address();
 #else
@@ -206,7 +202,7 @@ bool _mi_debug_free(mi_segment_t* segment, mi_page_t* page, void* p, bool is_loc
   }
 #if MI_DEBUG > 0
   /* double free: a freed block is filled (the huge ones are not: always look) */
-  const bool huge = mi_page_is_huge_block(page);
+  const bool huge = mi_page_is_huge(page);
   const size_t probe = (bsize - sizeof(mi_block_t) < 16 ? bsize - sizeof(mi_block_t) : 16);
   if (huge || mi_bytes_are((uint8_t*)block + sizeof(mi_block_t), probe, MI_DEBUG_FREED, NULL)) {
     /* a block freed by its owner or queued on the owner's heap cannot be searched from

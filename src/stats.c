@@ -26,11 +26,6 @@ void _mi_stat_increase(mi_stat_count_t* stat, size_t amount) {
   if (stat->current > stat->peak) stat->peak = stat->current;
 }
 
-void _mi_stat_decrease(mi_stat_count_t* stat, size_t amount) {
-  stat->current -= (int64_t)amount;
-  mi_assert_internal(stat->current >= 0);
-}
-
 void _mi_stat_atomic_increase(mi_stat_count_t* stat, size_t amount) {
   const int64_t current = mi_add64(&stat->current, (int64_t)amount);
   mi_add64(&stat->total, (int64_t)amount);
@@ -58,12 +53,9 @@ static void mi_stat_adjust(mi_stat_count_t* stat, int64_t amount, bool atomic) {
   }
 }
 
-static bool mi_page_is_huge_stat(const mi_page_t* page) {
-  return (page->block_size > MI_LARGE_OBJ_SIZE_MAX);   /* huge blocks count in the totals only */
-}
-
+/* Huge blocks count in the process totals only (segment.c), never in a thread's figures. */
 void _mi_stat_page_transfer(const mi_page_t* page, mi_tld_t* from, mi_tld_t* to) {
-  if (MI_STAT < 2 || mi_page_is_huge_stat(page) || page->used == 0 || from == to) return;
+  if (MI_STAT < 2 || mi_page_is_huge(page) || page->used == 0 || from == to) return;
   const size_t bin = _mi_bin(page->block_size);
   const int64_t blocks = (int64_t)page->used;
   const int64_t bytes = blocks * (int64_t)page->block_size;
@@ -76,21 +68,15 @@ void _mi_stat_page_transfer(const mi_page_t* page, mi_tld_t* from, mi_tld_t* to)
 }
 
 void _mi_stat_blocks_freed(const mi_page_t* page, mi_tld_t* tld, size_t count) {
-  if (MI_STAT < 2 || mi_page_is_huge_stat(page) || count == 0) return;
-  const size_t bin = _mi_bin(page->block_size);
-  if (tld != NULL) {
-    _mi_stat_decrease(&tld->stats.malloc_normal, count * page->block_size);
-    _mi_stat_decrease(&tld->stats.malloc_bins[bin], count);
-  }
-  else {
-    _mi_stat_atomic_decrease(&_mi_stats_main.malloc_normal, count * page->block_size);
-    _mi_stat_atomic_decrease(&_mi_stats_main.malloc_bins[bin], count);
-  }
+  if (MI_STAT < 2 || mi_page_is_huge(page) || count == 0) return;
+  mi_stats_data_t* stats = (tld == NULL ? &_mi_stats_main : &tld->stats);
+  mi_stat_adjust(&stats->malloc_normal, -(int64_t)(count * page->block_size), tld == NULL);
+  mi_stat_adjust(&stats->malloc_bins[_mi_bin(page->block_size)], -(int64_t)count, tld == NULL);
 }
 
 void _mi_stat_block_malloc(mi_tld_t* tld, const mi_page_t* page, size_t size) {
   _mi_stat_increase(&tld->stats.malloc_requested, size);
-  if (mi_page_is_huge_stat(page)) return;
+  if (mi_page_is_huge(page)) return;
   _mi_stat_increase(&tld->stats.malloc_normal, page->block_size);
   _mi_stat_increase(&tld->stats.malloc_bins[_mi_bin(page->block_size)], 1);
   tld->stats.malloc_normal_count.total++;
@@ -261,10 +247,11 @@ static void mi_line_amount(mi_line_t* line, int64_t n, int64_t unit) {
 /* label, then peak/total/current in bytes (count * unit), the unit, the count, and a status */
 static void mi_print_amount_row(mi_line_t* line, const char* label, const mi_stat_count_t* stat, int64_t unit, const char* note) {
   mi_line_add(line, "%10s:", label);
-  const int64_t mult = (unit > 0 ? unit : 1);
-  mi_line_amount(line, stat->peak * mult, (unit == 0 ? 1 : unit));
-  mi_line_amount(line, stat->total * mult, (unit == 0 ? 1 : unit));
-  mi_line_amount(line, stat->current * mult, (unit == 0 ? 1 : unit));
+  const int64_t mult = (unit > 0 ? unit : 1);        /* bins count blocks of `unit` bytes */
+  const int64_t format = (unit < 0 ? -1 : 1);        /* binary counts, or bytes */
+  mi_line_amount(line, stat->peak * mult, format);
+  mi_line_amount(line, stat->total * mult, format);
+  mi_line_amount(line, stat->current * mult, format);
   if (unit > 1) {
     mi_line_amount(line, unit, 1);
     mi_line_amount(line, stat->total, 0);

@@ -149,7 +149,6 @@ void       _mi_realloc_copy(void* newp, const void* p, size_t size, size_t newsi
 ------------------------------------------------------------------------------------------ */
 extern mi_stats_data_t _mi_stats_main;     /* process totals: atomic updates only */
 void       _mi_stat_increase(mi_stat_count_t* stat, size_t amount);          /* thread-local */
-void       _mi_stat_decrease(mi_stat_count_t* stat, size_t amount);          /* thread-local */
 void       _mi_stat_atomic_increase(mi_stat_count_t* stat, size_t amount);   /* process totals */
 void       _mi_stat_atomic_decrease(mi_stat_count_t* stat, size_t amount);
 void       _mi_stat_atomic_counter_add(mi_stat_counter_t* stat, size_t amount);
@@ -356,6 +355,8 @@ static inline bool mi_page_has_aligned(const mi_page_t* page) { return (mi_page_
 static inline void mi_page_set_has_aligned(mi_page_t* page, bool has) { mi_page_flag_set(page, MI_PAGE_HAS_ALIGNED, has); }
 
 static inline bool mi_page_all_free(const mi_page_t* page) { return page->used == 0; }
+/* a page of a huge segment: one block, larger than any bin (huge segments exceed MI_SEGMENT_SIZE) */
+static inline bool mi_page_is_huge(const mi_page_t* page) { return page->block_size > MI_LARGE_OBJ_SIZE_MAX; }
 static inline bool mi_page_immediate_available(const mi_page_t* page) { return page->free != NULL; }
 
 /* thread_free word: a block pointer (blocks are 8-aligned) with the delayed state in 2 bits */
