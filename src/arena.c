@@ -1,67 +1,561 @@
-/* Arenas and reserved OS memory. This version takes memory from the OS per segment; arenas,
-   reservations and huge OS pages are the subject of the OS-memory issue (#5). Until then these
-   functions fail clearly (ENOMEM / false / NULL, with a warning) instead of pretending. */
+/* Arenas: large reservations of OS memory (default 1 GiB, MIMALLOC_ARENA_RESERVE) from which
+   segments get runs of whole blocks (MI_ARENA_BLOCK_SIZE = one segment). An arena is also made
+   from memory the program hands us (mi_manage_os_memory), from an explicit reservation
+   (mi_reserve_os_memory) or from 1 GiB huge OS pages (mi_reserve_huge_os_pages_*).
+
+   Per arena four bitmaps with one bit per block (bitmap.h), all changed with atomic operations,
+   so arenas are never locked:
+     inuse      the block belongs to a segment, or to a purge in progress (a claim);
+     committed  the block is committed (counted in the committed statistic);
+     dirty      the block may hold non-zero bytes;
+     purge      the block is free and waits for its delayed purge.
+   Invariants: purge ⊆ committed; a block in use is committed unless its segment commits page
+   by page itself (it gives the blocks back fully committed); pinned arenas (large/huge OS
+   pages) are committed from the start and never purged. Only a claimer of the inuse bits
+   changes the other bits of its blocks, so a purge and an allocation of the same blocks never
+   overlap: both claim the inuse bits first.
+
+   Purging: freed blocks are purged after purge_delay * arena_purge_mult ms (purge_delay 0: at
+   once, -1: never). Due purges run from ordinary allocator activity (arena allocation and
+   free, the allocation slow path) and from mi_collect(true). _mi_arenas_try_purge is
+   thread-safe and needs no thread state: it is the seam for a background purger. */
 #include "internal/internal.h"
+#include "internal/bitmap.h"
+#include "prim/prim.h"
 
-static int mi_arenas_unavailable(const char* fname) {
-  _mi_warning_message("%s: arenas and reserved OS memory are not available in this version\n", fname);
-  return ENOMEM;
+typedef struct mi_arena_s {
+  uint8_t*             start;
+  size_t               block_count;
+  size_t               field_count;
+  size_t               meta_size;        /* bytes of this descriptor (from the OS) */
+  int                  numa_node;        /* -1: any */
+  bool                 exclusive;
+  bool                 is_pinned;        /* large or huge OS pages */
+  bool                 commit_syscall;   /* reserved inaccessible: commit with mprotect */
+  bool                 is_huge_pages;    /* 1 GiB pages */
+  _Atomic(mi_msecs_t)  purge_expire;     /* 0: no purge scheduled */
+  _Atomic(size_t)      search_idx;       /* field where the last allocation succeeded */
+  mi_bitmap_field_t*   blocks_committed;
+  mi_bitmap_field_t*   blocks_dirty;
+  mi_bitmap_field_t*   blocks_purge;
+  mi_bitmap_field_t    blocks_inuse[1];  /* field_count fields, then the three other bitmaps */
+} mi_arena_t;
+
+static _Atomic(mi_arena_t*) mi_arenas[MI_MAX_ARENAS];
+static _Atomic(size_t)      mi_arena_count;   /* slots taken (a slot may still be NULL briefly) */
+_Atomic(size_t)             _mi_arenas_purge_pending;   /* some arena may have a purge scheduled */
+
+static mi_arena_t* mi_arena_at(size_t idx) {
+  return (idx < MI_MAX_ARENAS ? mi_atomic_load_acquire(&mi_arenas[idx]) : NULL);
 }
 
-int mi_reserve_huge_os_pages_interleave(size_t pages, size_t numa_nodes, size_t timeout_msecs) mi_attr_noexcept {
-  (void)numa_nodes; (void)timeout_msecs;
-  if (pages == 0) return 0;
-  return mi_arenas_unavailable("mi_reserve_huge_os_pages_interleave");
+static size_t mi_arenas_count(void) {
+  size_t n = mi_atomic_load_acquire(&mi_arena_count);
+  return (n > MI_MAX_ARENAS ? MI_MAX_ARENAS : n);
 }
 
-int mi_reserve_huge_os_pages_at_ex(size_t pages, int numa_node, size_t timeout_msecs, bool exclusive, mi_arena_id_t* arena_id) mi_attr_noexcept {
-  (void)numa_node; (void)timeout_msecs; (void)exclusive;
-  if (arena_id != NULL) *arena_id = -1;
-  if (pages == 0) return 0;
-  return mi_arenas_unavailable("mi_reserve_huge_os_pages_at");
+static mi_arena_t* mi_arena_from_id(mi_arena_id_t id) {
+  if (id <= 0 || id > MI_MAX_ARENAS) return NULL;
+  return mi_arena_at((size_t)id - 1);
 }
 
-int mi_reserve_huge_os_pages_at(size_t pages, int numa_node, size_t timeout_msecs) mi_attr_noexcept {
-  return mi_reserve_huge_os_pages_at_ex(pages, numa_node, timeout_msecs, false, NULL);
+bool _mi_arena_id_is_valid(mi_arena_id_t id) {
+  return (mi_arena_from_id(id) != NULL);
 }
 
-int mi_reserve_huge_os_pages(size_t pages, double max_secs, size_t* pages_reserved) mi_attr_noexcept {
-  (void)max_secs;
-  _mi_warning_message("mi_reserve_huge_os_pages is deprecated: use mi_reserve_huge_os_pages_interleave/_at instead\n");
-  if (pages_reserved != NULL) *pages_reserved = 0;
-  if (pages == 0) return 0;
-  return mi_arenas_unavailable("mi_reserve_huge_os_pages");
+/* May memory from arena `memid` serve a heap bound to `req_arena_id` (0: none)? Exclusive
+   arenas serve only their own heaps; a bound heap uses only its arena. */
+bool _mi_arena_memid_is_suitable(const mi_memid_t* memid, mi_arena_id_t req_arena_id) {
+  if (req_arena_id == 0) return !memid->is_exclusive;
+  return (memid->arena_idx >= 0 && memid->arena_idx + 1 == req_arena_id);
 }
 
-int mi_reserve_os_memory_ex(size_t size, bool commit, bool allow_large, bool exclusive, mi_arena_id_t* arena_id) mi_attr_noexcept {
-  (void)size; (void)commit; (void)allow_large; (void)exclusive;
+static mi_msecs_t mi_arena_purge_delay(void) {
+  const long delay = mi_option_get(mi_option_purge_delay);
+  if (delay < 0) return -1;
+  return (mi_msecs_t)delay * (mi_msecs_t)mi_option_get_clamp(mi_option_arena_purge_mult, 0, 1000000);
+}
+
+/* ------------------------------------------------------------------------------------------
+   Creating arenas
+------------------------------------------------------------------------------------------ */
+static bool mi_arena_add(mi_arena_t* arena, mi_arena_id_t* arena_id) {
+  const size_t idx = mi_atomic_add_relaxed(&mi_arena_count, 1);
+  if (idx >= MI_MAX_ARENAS) {
+    mi_atomic_sub_relaxed(&mi_arena_count, 1);
+    return false;
+  }
+  mi_atomic_store_release(&mi_arenas[idx], arena);
+  mi_os_stat_counter_increase(arena_count, 1);
+  if (arena_id != NULL) *arena_id = (mi_arena_id_t)(idx + 1);
+  return true;
+}
+
+/* Make an arena of [start, start+size); start is aligned up to a block and the size truncated
+   to whole blocks. */
+static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_pinned, bool is_zero,
+                            int numa_node, bool exclusive, bool is_huge_pages, mi_arena_id_t* arena_id) {
   if (arena_id != NULL) *arena_id = 0;
-  return mi_arenas_unavailable("mi_reserve_os_memory");
-}
-
-int mi_reserve_os_memory(size_t size, bool commit, bool allow_large) mi_attr_noexcept {
-  return mi_reserve_os_memory_ex(size, commit, allow_large, false, NULL);
+  const uintptr_t astart = _mi_align_up((uintptr_t)start, MI_ARENA_BLOCK_SIZE);
+  if (start == NULL || astart - (uintptr_t)start >= size) return false;
+  const size_t block_count = (size - (astart - (uintptr_t)start)) / MI_ARENA_BLOCK_SIZE;
+  if (block_count == 0) {
+    _mi_warning_message("cannot use OS memory at %p of %zu bytes as an arena: at least one aligned block of %zu MiB is needed\n", start, size, MI_ARENA_BLOCK_SIZE / MI_MiB);
+    return false;
+  }
+  if (!_mi_segment_map_can_hold((void*)astart, block_count * MI_ARENA_BLOCK_SIZE)) {
+    _mi_warning_message("cannot use OS memory at %p as an arena: beyond the address range this allocator maps\n", start);
+    return false;
+  }
+  if (mi_arenas_count() >= MI_MAX_ARENAS) {
+    _mi_warning_message("cannot add an arena: all %d arena slots are in use\n", MI_MAX_ARENAS);
+    return false;
+  }
+  const size_t fields = _mi_divide_up(block_count, MI_BITMAP_FIELD_BITS);
+  const size_t meta_size = sizeof(mi_arena_t) + (4*fields - 1) * sizeof(mi_bitmap_field_t);
+  mi_arena_t* arena = (mi_arena_t*)_mi_os_alloc(meta_size, NULL);   /* zeroed */
+  if (arena == NULL) return false;
+  arena->start = (uint8_t*)astart;
+  arena->block_count = block_count;
+  arena->field_count = fields;
+  arena->meta_size = meta_size;
+  arena->numa_node = numa_node;
+  arena->exclusive = exclusive;
+  arena->is_pinned = is_pinned;
+  arena->commit_syscall = !accessible;
+  arena->is_huge_pages = is_huge_pages;
+  arena->blocks_committed = &arena->blocks_inuse[fields];
+  arena->blocks_dirty = &arena->blocks_inuse[2*fields];
+  arena->blocks_purge = &arena->blocks_inuse[3*fields];
+  /* the bits past the last block are taken forever */
+  const size_t post = fields * MI_BITMAP_FIELD_BITS - block_count;
+  if (post > 0) _mi_bitmap_set(arena->blocks_inuse, block_count, post, NULL);
+  if (!is_zero) _mi_bitmap_set(arena->blocks_dirty, 0, block_count, NULL);
+  if (is_pinned) {
+    _mi_bitmap_set(arena->blocks_committed, 0, block_count, NULL);
+    mi_os_stat_increase(committed, block_count * MI_ARENA_BLOCK_SIZE);
+  }
+  if (!mi_arena_add(arena, arena_id)) {
+    if (is_pinned) mi_os_stat_decrease(committed, block_count * MI_ARENA_BLOCK_SIZE);
+    _mi_os_free(arena, meta_size);
+    _mi_warning_message("cannot add an arena: all %d arena slots are in use\n", MI_MAX_ARENAS);
+    return false;
+  }
+  return true;
 }
 
 bool mi_manage_os_memory_ex(void* start, size_t size, bool is_committed, bool is_large, bool is_zero, int numa_node, bool exclusive, mi_arena_id_t* arena_id) mi_attr_noexcept {
-  (void)start; (void)size; (void)is_committed; (void)is_large; (void)is_zero; (void)numa_node; (void)exclusive;
   if (arena_id != NULL) *arena_id = 0;
-  mi_arenas_unavailable("mi_manage_os_memory");
-  return false;
+  mi_process_init();
+  return mi_arena_manage(start, size, is_committed || is_large, is_large, is_zero,
+                         (numa_node < 0 ? -1 : numa_node), exclusive, false, arena_id);
 }
 
 bool mi_manage_os_memory(void* start, size_t size, bool is_committed, bool is_large, bool is_zero, int numa_node) mi_attr_noexcept {
   return mi_manage_os_memory_ex(start, size, is_committed, is_large, is_zero, numa_node, false, NULL);
 }
 
+/* Reserve fresh OS memory as an arena; commit makes it accessible up front (it is counted as
+   committed block by block when used). */
+static int mi_arena_reserve_os(size_t size, bool commit, bool allow_large, bool exclusive, int numa_node, mi_arena_id_t* arena_id) {
+  if (arena_id != NULL) *arena_id = 0;
+  if (size == 0 || size > MI_MAX_ALLOC_SIZE) return ENOMEM;
+  size = _mi_align_up(size, MI_ARENA_BLOCK_SIZE);
+  bool is_large = false;
+  void* p = _mi_os_reserve_aligned(size, MI_ARENA_BLOCK_SIZE, commit, allow_large, &is_large);
+  if (p == NULL) return ENOMEM;
+  if (!mi_arena_manage(p, size, commit || is_large, is_large, true, numa_node, exclusive, false, arena_id)) {
+    _mi_os_free_ex(p, size, 0);
+    return ENOMEM;
+  }
+  _mi_verbose_message("reserved %zu MiB of OS memory as an arena%s%s\n", size / MI_MiB,
+                      (is_large ? " (large OS pages)" : ""), (commit ? "" : " (committed on demand)"));
+  return 0;
+}
+
+int mi_reserve_os_memory_ex(size_t size, bool commit, bool allow_large, bool exclusive, mi_arena_id_t* arena_id) mi_attr_noexcept {
+  mi_process_init();
+  const int err = mi_arena_reserve_os(size, commit, allow_large, exclusive, -1, arena_id);
+  if (err != 0) _mi_warning_message("failed to reserve %zu KiB of OS memory as an arena\n", _mi_divide_up(size, MI_KiB));
+  return err;
+}
+
+int mi_reserve_os_memory(size_t size, bool commit, bool allow_large) mi_attr_noexcept {
+  return mi_reserve_os_memory_ex(size, commit, allow_large, false, NULL);
+}
+
+/* An arena reserved on demand: arena_reserve bytes, doubling every 8 arenas (fewer, larger
+   reservations for big heaps). False if reservations are off or too small for `size`. */
+static bool mi_arena_reserve_on_demand(size_t size, bool allow_large, mi_arena_id_t* arena_id) {
+  size_t reserve = mi_option_get_size(mi_option_arena_reserve);
+  if (reserve == 0) return false;
+  reserve = _mi_align_up(reserve, MI_ARENA_BLOCK_SIZE);
+  const size_t count = mi_arenas_count();
+  if (count >= 8 && count <= 128) {
+    const size_t shift = count / 8;
+    if (reserve <= (MI_MAX_ALLOC_SIZE >> 4) >> shift) reserve <<= shift;
+  }
+  if (reserve < size) return false;
+  const long eager = mi_option_get(mi_option_arena_eager_commit);
+  const bool commit = (eager == 1 || (eager == 2 && _mi_os_has_overcommit()));
+  const int numa_node = (_mi_os_numa_node_count() > 1 ? _mi_os_numa_node() : -1);
+  return (mi_arena_reserve_os(reserve, commit, allow_large, false, numa_node, arena_id) == 0);
+}
+
+/* ------------------------------------------------------------------------------------------
+   Huge (1 GiB) OS pages
+------------------------------------------------------------------------------------------ */
+int mi_reserve_huge_os_pages_at_ex(size_t pages, int numa_node, size_t timeout_msecs, bool exclusive, mi_arena_id_t* arena_id) mi_attr_noexcept {
+  if (arena_id != NULL) *arena_id = -1;
+  if (pages == 0) return 0;
+  mi_process_init();
+  if (numa_node >= 0) numa_node = numa_node % (int)_mi_os_numa_node_count();
+  if (pages > MI_MAX_ALLOC_SIZE / MI_GiB) pages = MI_MAX_ALLOC_SIZE / MI_GiB;
+  const mi_msecs_t start_time = _mi_prim_clock_now();
+  uint8_t* base = NULL;
+  size_t obtained = 0;
+  int err = 0;
+  while (obtained < pages) {
+    void* hint = (base == NULL ? NULL : base + obtained * MI_GiB);
+    void* p = NULL;
+    err = _mi_prim_alloc_huge_os_pages(hint, MI_GiB, numa_node, &p);
+    if (err != 0 || p == NULL) break;
+    if (base == NULL) {
+      if (((uintptr_t)p % MI_ARENA_BLOCK_SIZE) != 0) { _mi_prim_free(p, MI_GiB); err = EINVAL; break; }
+      base = (uint8_t*)p;
+    }
+    obtained++;
+    if (timeout_msecs > 0 && obtained < pages) {
+      const mi_msecs_t elapsed = _mi_prim_clock_now() - start_time;
+      if (elapsed > (mi_msecs_t)timeout_msecs) {
+        _mi_warning_message("huge page reservation timed out after %zu of %zu pages (%lld ms)\n", obtained, pages, (long long)elapsed);
+        break;
+      }
+    }
+  }
+  if (obtained == 0) {
+    _mi_warning_message("unable to reserve huge (1 GiB) OS pages on numa node %d (error %d): the OS has none available; continuing with ordinary pages\n", numa_node, err);
+    return ENOMEM;
+  }
+  const size_t size = obtained * MI_GiB;
+  mi_os_stat_increase(reserved, size);
+  mi_os_stat_counter_increase(mmap_calls, obtained);
+  mi_arena_id_t id = 0;
+  if (!mi_arena_manage(base, size, true, true, true, numa_node, exclusive, true, &id)) {
+    _mi_os_free_ex(base, size, 0);
+    return ENOMEM;
+  }
+  if (arena_id != NULL) *arena_id = id;
+  _mi_verbose_message("numa node %d: reserved %zu GiB huge pages (of the %zu GiB requested)\n", numa_node, obtained, pages);
+  return 0;
+}
+
+int mi_reserve_huge_os_pages_at(size_t pages, int numa_node, size_t timeout_msecs) mi_attr_noexcept {
+  return mi_reserve_huge_os_pages_at_ex(pages, numa_node, timeout_msecs, false, NULL);
+}
+
+int mi_reserve_huge_os_pages_interleave(size_t pages, size_t numa_nodes, size_t timeout_msecs) mi_attr_noexcept {
+  if (pages == 0) return 0;
+  mi_process_init();
+  size_t nodes = (numa_nodes == 0 ? _mi_os_numa_node_count() : numa_nodes);
+  if (nodes == 0) nodes = 1;
+  const size_t per_node = pages / nodes;
+  const size_t extra = pages % nodes;
+  const size_t node_timeout = (timeout_msecs == 0 ? 0 : timeout_msecs / nodes + 50);
+  for (size_t node = 0; node < nodes && node < pages; node++) {
+    const size_t n = per_node + (node < extra ? 1 : 0);
+    if (n == 0) continue;
+    const int err = mi_reserve_huge_os_pages_at(n, (int)node, node_timeout);
+    if (err != 0) return err;
+  }
+  return 0;
+}
+
+int mi_reserve_huge_os_pages(size_t pages, double max_secs, size_t* pages_reserved) mi_attr_noexcept {
+  _mi_warning_message("mi_reserve_huge_os_pages is deprecated: use mi_reserve_huge_os_pages_interleave/_at instead\n");
+  if (pages_reserved != NULL) *pages_reserved = 0;
+  const size_t timeout = (max_secs <= 0 ? 0 : (size_t)(max_secs * 1000.0));
+  const int err = mi_reserve_huge_os_pages_interleave(pages, 0, timeout);
+  if (err == 0 && pages_reserved != NULL) *pages_reserved = pages;
+  return err;
+}
+
+/* The start-up reservations asked for by options (mi_process_init). */
+void _mi_arenas_init_reserve(void) {
+  const long huge = mi_option_get_clamp(mi_option_reserve_huge_os_pages, 0, 128*1024);
+  if (huge > 0) {
+    const long at = mi_option_get(mi_option_reserve_huge_os_pages_at);
+    if (at >= 0) mi_reserve_huge_os_pages_at((size_t)huge, (int)at, (size_t)huge * 500);
+    else mi_reserve_huge_os_pages_interleave((size_t)huge, 0, (size_t)huge * 500);
+  }
+  const size_t os_memory = mi_option_get_size(mi_option_reserve_os_memory);
+  if (os_memory > 0) mi_reserve_os_memory(os_memory, true, true);
+}
+
+/* ------------------------------------------------------------------------------------------
+   Allocation and free
+------------------------------------------------------------------------------------------ */
+static bool mi_arena_commit_blocks(mi_arena_t* arena, size_t idx, size_t count) {
+  for (size_t i = idx; i < idx + count; i++) {
+    if (_mi_bitmap_is_all_set(arena->blocks_committed, i, 1)) continue;
+    if (!_mi_os_commit(arena->start + i * MI_ARENA_BLOCK_SIZE, MI_ARENA_BLOCK_SIZE, arena->commit_syscall)) return false;
+    _mi_bitmap_set(arena->blocks_committed, i, 1, NULL);
+  }
+  return true;
+}
+
+static void* mi_arena_try_alloc_in(mi_arena_t* arena, size_t arena_idx, size_t count, bool commit, mi_memid_t* memid) {
+  size_t idx;
+  const size_t search = mi_atomic_load_relaxed(&arena->search_idx);
+  if (!_mi_bitmap_try_find_claim(arena->blocks_inuse, arena->field_count, search, count, &idx)) return NULL;
+  mi_atomic_store_relaxed(&arena->search_idx, idx / MI_BITMAP_FIELD_BITS);
+  _mi_bitmap_clear(arena->blocks_purge, idx, count);   /* reused before its purge */
+  bool was_dirty = false;
+  _mi_bitmap_set(arena->blocks_dirty, idx, count, &was_dirty);
+  const bool all_committed = _mi_bitmap_is_all_set(arena->blocks_committed, idx, count);
+  const bool any_committed = all_committed || _mi_bitmap_is_any_set(arena->blocks_committed, idx, count);
+  /* hand out either fully committed or fully uncommitted runs (a segment commits the rest) */
+  if (!all_committed && (commit || any_committed)) {
+    if (!mi_arena_commit_blocks(arena, idx, count)) {
+      mi_os_stat_counter_increase(arena_rollback_count, 1);
+      _mi_bitmap_clear(arena->blocks_inuse, idx, count);
+      return NULL;
+    }
+  }
+  memid->arena_idx = (int)arena_idx;
+  memid->block_index = idx;
+  memid->size = count * MI_ARENA_BLOCK_SIZE;
+  memid->is_exclusive = arena->exclusive;
+  memid->is_pinned = arena->is_pinned;
+  memid->commit_syscall = arena->commit_syscall;
+  memid->initially_committed = (all_committed || commit || any_committed);
+  memid->initially_zero = !was_dirty;
+  return arena->start + idx * MI_ARENA_BLOCK_SIZE;
+}
+
+/* Try the arenas: only req_arena_id if given, else the shared ones, those of the thread's
+   NUMA node (or of none) first. */
+static void* mi_arenas_try_alloc(size_t count, bool commit, mi_arena_id_t req_arena_id, mi_memid_t* memid) {
+  if (req_arena_id != 0) {
+    mi_arena_t* arena = mi_arena_from_id(req_arena_id);
+    return (arena == NULL ? NULL : mi_arena_try_alloc_in(arena, (size_t)req_arena_id - 1, count, commit, memid));
+  }
+  const size_t n = mi_arenas_count();
+  if (n == 0) return NULL;
+  const int numa_node = (_mi_os_numa_node_count() > 1 ? _mi_os_numa_node() : -1);
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < n; i++) {
+      mi_arena_t* arena = mi_arena_at(i);
+      if (arena == NULL || arena->exclusive) continue;
+      const bool local = (numa_node < 0 || arena->numa_node < 0 || arena->numa_node == numa_node);
+      if (local != (pass == 0)) continue;
+      void* p = mi_arena_try_alloc_in(arena, i, count, commit, memid);
+      if (p != NULL) return p;
+    }
+  }
+  return NULL;
+}
+
+void* _mi_arena_alloc_aligned(size_t size, size_t alignment, size_t align_offset, bool commit, mi_arena_id_t req_arena_id, mi_memid_t* memid) {
+  memset(memid, 0, sizeof(*memid));
+  memid->arena_idx = -1;
+  const bool allow_large = mi_option_is_enabled(mi_option_allow_large_os_pages);
+  _mi_arenas_try_purge(false);
+  if (size <= MI_ARENA_MAX_OBJ_SIZE && alignment <= MI_ARENA_BLOCK_SIZE && align_offset == 0 &&
+      (req_arena_id != 0 || !mi_option_is_enabled(mi_option_disallow_arena_alloc))) {
+    const size_t count = _mi_divide_up(size, MI_ARENA_BLOCK_SIZE);
+    void* p = mi_arenas_try_alloc(count, commit, req_arena_id, memid);
+    if (p != NULL) return p;
+    if (req_arena_id == 0 && !mi_option_is_enabled(mi_option_disallow_os_alloc)) {
+      mi_arena_id_t id = 0;
+      if (mi_arena_reserve_on_demand(size, allow_large, &id)) {
+        p = mi_arena_try_alloc_in(mi_arena_from_id(id), (size_t)id - 1, count, commit, memid);
+        if (p != NULL) return p;
+      }
+    }
+  }
+  if (req_arena_id != 0 || mi_option_is_enabled(mi_option_disallow_os_alloc)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  bool is_large = false;
+  bool is_zero = false;
+  void* p = _mi_os_alloc_aligned_at(size, alignment, align_offset, true, allow_large, &is_large, &is_zero);
+  if (p == NULL) return NULL;
+  memid->size = _mi_os_good_alloc_size(size);
+  memid->is_pinned = is_large;
+  memid->initially_committed = true;
+  memid->initially_zero = is_zero;
+  return p;
+}
+
+/* Schedule (or with purge_delay 0 do) the purge of blocks the caller still holds in use. */
+static void mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count) {
+  const mi_msecs_t delay = mi_arena_purge_delay();
+  if (arena->is_pinned || delay < 0) return;
+  if (delay == 0) {
+    if (_mi_os_purge(arena->start + idx * MI_ARENA_BLOCK_SIZE, count * MI_ARENA_BLOCK_SIZE, arena->commit_syscall)) {
+      _mi_bitmap_clear(arena->blocks_committed, idx, count);
+      _mi_bitmap_clear(arena->blocks_dirty, idx, count);
+    }
+    return;
+  }
+  _mi_bitmap_set(arena->blocks_purge, idx, count, NULL);
+  const mi_msecs_t expire = mi_atomic_load_relaxed(&arena->purge_expire);
+  if (expire == 0) {
+    mi_atomic_store_release(&arena->purge_expire, _mi_prim_clock_now() + delay);
+  }
+  else {
+    /* later frees push the deadline out a little, so a busy arena is purged in bulk */
+    const long extend = mi_option_get_clamp(mi_option_purge_extend_delay, 0, 1000);
+    mi_atomic_add_relaxed(&arena->purge_expire, (mi_msecs_t)extend);
+  }
+  mi_atomic_store_release(&_mi_arenas_purge_pending, 1);
+}
+
+void _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_memid_t* memid) {
+  if (p == NULL || size == 0) return;
+  mi_assert_internal(committed_size == 0 || committed_size == memid->size);
+  if (memid->arena_idx < 0) {
+    _mi_os_free_ex(p, memid->size, committed_size);
+    return;
+  }
+  mi_arena_t* arena = mi_arena_at((size_t)memid->arena_idx);
+  const size_t count = memid->size / MI_ARENA_BLOCK_SIZE;
+  if (arena == NULL || memid->block_index + count > arena->block_count || (uint8_t*)p != arena->start + memid->block_index * MI_ARENA_BLOCK_SIZE) {
+    _mi_error_message(EINVAL, "trying to free arena memory that is not from this arena (%p)\n", p);
+    return;
+  }
+  if (arena->is_pinned) {
+    /* always committed */
+  }
+  else if (committed_size == 0) {
+    _mi_bitmap_clear(arena->blocks_committed, memid->block_index, count);
+  }
+  else {
+    _mi_bitmap_set(arena->blocks_committed, memid->block_index, count, NULL);
+    mi_arena_schedule_purge(arena, memid->block_index, count);
+  }
+  if (!_mi_bitmap_clear(arena->blocks_inuse, memid->block_index, count)) {
+    _mi_error_message(EFAULT, "arena blocks freed twice (%p, %zu bytes)\n", p, size);
+  }
+  _mi_arenas_try_purge(false);
+}
+
+/* ------------------------------------------------------------------------------------------
+   Purging
+------------------------------------------------------------------------------------------ */
+/* Purge the blocks of [idx, idx+count) still scheduled for a purge, in runs; the caller has
+   claimed their inuse bits. (A block in the caller's snapshot may have been purged by a
+   concurrent purger meanwhile: purge bits are re-read under the claim.) */
+static void mi_arena_purge_claimed(mi_arena_t* arena, size_t idx, size_t count) {
+  size_t i = idx;
+  while (i < idx + count) {
+    if (!_mi_bitmap_is_all_set(arena->blocks_purge, i, 1)) { i++; continue; }
+    size_t len = 1;
+    while (i + len < idx + count && _mi_bitmap_is_all_set(arena->blocks_purge, i + len, 1)) len++;
+    if (_mi_os_purge(arena->start + i * MI_ARENA_BLOCK_SIZE, len * MI_ARENA_BLOCK_SIZE, arena->commit_syscall)) {
+      _mi_bitmap_clear(arena->blocks_committed, i, len);
+      _mi_bitmap_clear(arena->blocks_dirty, i, len);
+    }
+    _mi_bitmap_clear(arena->blocks_purge, i, len);
+    i += len;
+  }
+}
+
+/* Purge every scheduled block that is not in use (a concurrent allocation clears the purge
+   bits of the blocks it takes itself). */
+static void mi_arena_purge_all_scheduled(mi_arena_t* arena) {
+  for (size_t f = 0; f < arena->field_count; f++) {
+    size_t bits = mi_atomic_load_relaxed(&arena->blocks_purge[f]);
+    while (bits != 0) {
+      const size_t start = (size_t)__builtin_ctzll((unsigned long long)bits);
+      size_t len = 1;
+      while (start + len < MI_BITMAP_FIELD_BITS && ((bits >> (start + len)) & 1) != 0) len++;
+      const size_t idx = f * MI_BITMAP_FIELD_BITS + start;
+      if (_mi_bitmap_try_claim(arena->blocks_inuse, idx, len)) {
+        mi_arena_purge_claimed(arena, idx, len);
+        _mi_bitmap_clear(arena->blocks_inuse, idx, len);
+      }
+      else {
+        /* partly reused meanwhile: purge block by block what is still free */
+        for (size_t i = idx; i < idx + len; i++) {
+          if (!_mi_bitmap_try_claim(arena->blocks_inuse, i, 1)) continue;
+          mi_arena_purge_claimed(arena, i, 1);
+          _mi_bitmap_clear(arena->blocks_inuse, i, 1);
+        }
+      }
+      const size_t run_mask = (len >= MI_BITMAP_FIELD_BITS ? ~(size_t)0 : (((size_t)1 << len) - 1) << start);
+      bits &= ~run_mask;
+    }
+  }
+}
+
+void _mi_arenas_try_purge(bool force) {
+  if (!force && mi_atomic_load_relaxed(&_mi_arenas_purge_pending) == 0) return;
+  const size_t n = mi_arenas_count();
+  const mi_msecs_t now = _mi_prim_clock_now();
+  bool pending = false;
+  mi_atomic_store_relaxed(&_mi_arenas_purge_pending, 0);
+  for (size_t i = 0; i < n; i++) {
+    mi_arena_t* arena = mi_arena_at(i);
+    if (arena == NULL || arena->is_pinned) continue;
+    mi_msecs_t expire = mi_atomic_load_acquire(&arena->purge_expire);
+    if (expire == 0) continue;
+    if (!force && expire > now) { pending = true; continue; }
+    /* one purger per arena at a time: whoever resets the deadline */
+    if (!mi_atomic_cas_strong_acq_rel(&arena->purge_expire, &expire, 0)) { pending = true; continue; }
+    mi_arena_purge_all_scheduled(arena);
+    mi_os_stat_counter_increase(arena_purges, 1);
+  }
+  if (pending) mi_atomic_store_release(&_mi_arenas_purge_pending, 1);
+}
+
+/* ------------------------------------------------------------------------------------------
+   Information
+------------------------------------------------------------------------------------------ */
 void* mi_arena_area(mi_arena_id_t arena_id, size_t* size) {
-  (void)arena_id;
   if (size != NULL) *size = 0;
-  return NULL;   /* no arena id is known */
+  mi_arena_t* arena = mi_arena_from_id(arena_id);
+  if (arena == NULL) return NULL;
+  if (size != NULL) *size = arena->block_count * MI_ARENA_BLOCK_SIZE;
+  return arena->start;
+}
+
+static size_t mi_debug_show_bitmap(const char* header, mi_bitmap_field_t* bitmap, size_t block_count) {
+  char line[MI_BITMAP_FIELD_BITS + 16];
+  size_t set = 0;
+  for (size_t start = 0; start < block_count; start += MI_BITMAP_FIELD_BITS) {
+    size_t k = 0;
+    for (size_t i = start; i < block_count && i < start + MI_BITMAP_FIELD_BITS; i++) {
+      const bool on = _mi_bitmap_is_all_set(bitmap, i, 1);
+      if (on) set++;
+      line[k++] = (on ? 'x' : '.');
+    }
+    line[k] = 0;
+    _mi_message("  %-10s %s\n", (start == 0 ? header : ""), line);
+  }
+  return set;
 }
 
 void mi_debug_show_arenas(void) mi_attr_noexcept {
-  _mi_message("arenas: none (memory is taken from the OS per segment in this version)\n");
+  const size_t n = mi_arenas_count();
+  size_t inuse_total = 0;
+  size_t shown = 0;
+  for (size_t i = 0; i < n; i++) {
+    mi_arena_t* arena = mi_arena_at(i);
+    if (arena == NULL) continue;
+    shown++;
+    _mi_message("arena %zu: %zu blocks of %zu MiB at %p%s%s%s, numa node %d\n", i + 1, arena->block_count,
+                MI_ARENA_BLOCK_SIZE / MI_MiB, (void*)arena->start,
+                (arena->is_pinned ? ", pinned" : ""), (arena->is_huge_pages ? " (1 GiB pages)" : ""),
+                (arena->exclusive ? ", exclusive" : ""), arena->numa_node);
+    inuse_total += mi_debug_show_bitmap("inuse:", arena->blocks_inuse, arena->block_count);
+    mi_debug_show_bitmap("committed:", arena->blocks_committed, arena->block_count);
+    mi_debug_show_bitmap("purge:", arena->blocks_purge, arena->block_count);
+  }
+  if (shown == 0) _mi_message("arenas: none\n");
+  else _mi_message("total inuse blocks    : %zu\n", inuse_total);
 }
 
 void mi_arenas_print(void) mi_attr_noexcept {
@@ -76,7 +570,7 @@ void mi_heap_guarded_set_size_bound(mi_heap_t* heap, size_t min, size_t max) {
   (void)heap; (void)min; (void)max;
 }
 
-/* Forced collect, then nothing more: segments are not yet pooled per thread (issue #5). */
+/* Forced collect, which also runs every purge now. */
 void mi_collect_reduce(size_t target_thread_owned) mi_attr_noexcept {
   (void)target_thread_owned;
   mi_collect(true);

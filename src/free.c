@@ -28,9 +28,10 @@ static void mi_free_block_local(mi_page_t* page, mi_block_t* block) {
    is freed into a full page, a push on the owning heap's delayed list so the owner learns the
    page has space again (see mi_delayed_t). */
 static void mi_free_block_mt(mi_page_t* page, mi_segment_t* segment, mi_block_t* block) {
-  if (segment->page_kind == MI_PAGE_HUGE && page->block_size > MI_HUGE_RESET_MIN) {
+  if (segment->page_kind == MI_PAGE_HUGE && page->block_size > MI_HUGE_RESET_MIN &&
+      !segment->memid.is_pinned && mi_option_get(mi_option_purge_delay) >= 0) {
     /* the owner releases the segment later; give the memory back now */
-    _mi_os_reset((uint8_t*)block + _mi_os_page_size(), page->block_size - _mi_os_page_size());
+    _mi_os_discard((uint8_t*)block + _mi_os_page_size(), page->block_size - _mi_os_page_size());
   }
   uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
   uintptr_t tfreex;
@@ -73,6 +74,7 @@ void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, bool is_local, voi
     return;
   }
   mi_block_t* block = (mi_page_has_aligned(page) ? _mi_page_ptr_unalign(page, p) : (mi_block_t*)p);
+  if (is_local && mi_unlikely(mi_page_heap(page) == NULL)) is_local = false;   /* abandoned page */
   if (is_local) mi_free_block_local(page, block);
   else mi_free_block_mt(page, segment, block);
 }

@@ -102,9 +102,7 @@ static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
   }
   _mi_heap_collect_retired(heap, force);
   mi_heap_visit_pages(heap, &mi_heap_page_collect, &collect);
-  if (force) {
-    _mi_segment_cache_collect();
-  }
+  _mi_segments_collect(heap->tld, force);   /* due purges; all of them when forced */
 }
 
 void _mi_heap_collect_abandon(mi_heap_t* heap) {
@@ -145,8 +143,8 @@ void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool 
 }
 
 mi_heap_t* mi_heap_new_ex(int heap_tag, bool allow_destroy, mi_arena_id_t arena_id) {
-  if (arena_id != 0) {
-    _mi_error_message(EINVAL, "unknown arena id %d (arenas are not available in this version)\n", arena_id);
+  if (arena_id != 0 && !_mi_arena_id_is_valid(arena_id)) {
+    _mi_error_message(EINVAL, "unknown arena id %d\n", arena_id);
     return NULL;
   }
   mi_heap_t* bheap = mi_heap_get_backing();
@@ -168,7 +166,7 @@ mi_heap_t* mi_heap_new_in_arena(mi_arena_id_t arena_id) {
 mi_heap_t* _mi_heap_by_tag(mi_heap_t* heap, uint8_t tag) {
   if (heap->tag == tag) return heap;
   for (mi_heap_t* h = heap->tld->heaps; h != NULL; h = h->next) {
-    if (h->tag == tag && !h->allow_destroy) return h;
+    if (h->tag == tag && !h->allow_destroy && h->arena_id == heap->arena_id) return h;
   }
   return heap;
 }
@@ -221,7 +219,16 @@ void mi_heap_delete(mi_heap_t* heap) {
     mi_heap_collect(heap, false);   /* the backing heap lives until thread exit */
     return;
   }
-  mi_heap_absorb(heap->tld->heap_backing, heap);
+  /* live blocks move to a heap of the same arena, else they are abandoned (for a later heap
+     of that arena to reclaim) */
+  mi_heap_t* target = heap->tld->heap_backing;
+  if (target->arena_id != heap->arena_id) {
+    for (target = heap->tld->heaps; target != NULL; target = target->next) {
+      if (target != heap && target->arena_id == heap->arena_id) break;
+    }
+  }
+  if (target != NULL) mi_heap_absorb(target, heap);
+  else _mi_heap_collect_abandon(heap);
   mi_heap_free(heap);
 }
 

@@ -112,6 +112,7 @@ void mi_process_init(void) mi_attr_noexcept {
                       (MI_DEBUG > 0 ? "debug" : "release"),
                       (MI_MALLOC_OVERRIDE ? ", overrides malloc and new/delete" : ""));
   if (mi_option_is_enabled(mi_option_verbose)) mi_options_print();
+  _mi_arenas_init_reserve();   /* MIMALLOC_RESERVE_HUGE_OS_PAGES(_AT), MIMALLOC_RESERVE_OS_MEMORY */
 }
 
 bool _mi_is_main_thread(void) {

@@ -6,11 +6,20 @@ static mi_os_mem_config_t mi_os_mem_config = {
   4096,         /* page size */
   2*MI_MiB,     /* large page size */
   4096,         /* allocation granularity */
-  true          /* has overcommit */
+  true,         /* has overcommit */
+  false         /* has transparent huge pages */
 };
 
 void _mi_os_init(void) {
   _mi_prim_mem_init(&mi_os_mem_config);
+}
+
+bool _mi_os_has_overcommit(void) {
+  return mi_os_mem_config.has_overcommit;
+}
+
+size_t _mi_os_large_page_size(void) {
+  return mi_os_mem_config.large_page_size;
 }
 
 size_t _mi_os_page_size(void) {
@@ -23,11 +32,13 @@ size_t _mi_os_good_alloc_size(size_t size) {
   return _mi_align_up(size, align);
 }
 
+/* Memory for the allocator's own metadata (thread data, arena bitmaps): committed, zero. */
 void* _mi_os_alloc(size_t size, bool* is_zero) {
   if (size == 0) return NULL;
   size = _mi_os_good_alloc_size(size);
   void* p = NULL;
-  int err = _mi_prim_alloc(NULL, size, &p);
+  bool is_large = false;
+  int err = _mi_prim_alloc(NULL, size, true, false, &is_large, &p);
   if (err != 0) {
     _mi_warning_message("unable to allocate OS memory (error %d (0x%x), size 0x%zx bytes)\n", err, err, size);
     return NULL;
@@ -39,37 +50,89 @@ void* _mi_os_alloc(size_t size, bool* is_zero) {
   return p;
 }
 
-void _mi_os_free(void* p, size_t size) {
+void _mi_os_free_ex(void* p, size_t size, size_t committed_size) {
   if (p == NULL || size == 0) return;
   size = _mi_os_good_alloc_size(size);
   int err = _mi_prim_free(p, size);
   mi_os_stat_decrease(reserved, size);
-  mi_os_stat_decrease(committed, size);
+  if (committed_size > 0) mi_os_stat_decrease(committed, committed_size);
   if (err != 0) {
     _mi_warning_message("unable to free OS memory (error %d (0x%x), address %p, size 0x%zx bytes)\n", err, err, p, size);
   }
 }
 
-bool _mi_os_reset(void* p, size_t size) {
-  /* shrink to whole pages inside [p, p+size) */
-  uintptr_t start = _mi_align_up((uintptr_t)p, mi_os_mem_config.page_size);
-  uintptr_t end   = _mi_align_down((uintptr_t)p + size, mi_os_mem_config.page_size);
-  if (end <= start) return false;
-  int err = _mi_prim_reset((void*)start, end - start);
-  mi_os_stat_counter_increase(reset, end - start);
-  mi_os_stat_counter_increase(reset_calls, 1);
+void _mi_os_free(void* p, size_t size) {
+  _mi_os_free_ex(p, size, _mi_os_good_alloc_size(size));
+}
+
+/* The whole OS pages inside [p, p+size), or false if there are none. */
+static bool mi_os_page_range(void* p, size_t size, uint8_t** start, size_t* len) {
+  uintptr_t s = _mi_align_up((uintptr_t)p, mi_os_mem_config.page_size);
+  uintptr_t e = _mi_align_down((uintptr_t)p + size, mi_os_mem_config.page_size);
+  if (e <= s) return false;
+  *start = (uint8_t*)s;
+  *len = e - s;
+  return true;
+}
+
+bool _mi_os_commit(void* p, size_t size, bool syscall) {
+  mi_os_stat_increase(committed, size);
+  if (!syscall) return true;   /* already accessible: bookkeeping only */
+  mi_os_stat_counter_increase(commit_calls, 1);
+  uint8_t* start; size_t len;
+  if (!mi_os_page_range(p, size, &start, &len)) return true;
+  int err = _mi_prim_commit(start, len);
   if (err != 0) {
-    _mi_warning_message("unable to reset OS memory (error %d (0x%x), address %p, size 0x%zx bytes)\n", err, err, (void*)start, end - start);
+    mi_os_stat_decrease(committed, size);
+    _mi_warning_message("unable to commit OS memory (error %d (0x%x), address %p, size 0x%zx bytes)\n", err, err, (void*)start, len);
     return false;
   }
   return true;
 }
 
+void _mi_os_decommit(void* p, size_t size, bool protect) {
+  mi_os_stat_decrease(committed, size);
+  uint8_t* start; size_t len;
+  if (!mi_os_page_range(p, size, &start, &len)) return;
+  int err = _mi_prim_decommit(start, len, protect);
+  if (err != 0) {
+    _mi_warning_message("unable to decommit OS memory (error %d (0x%x), address %p, size 0x%zx bytes)\n", err, err, (void*)start, len);
+  }
+}
+
+bool _mi_os_discard(void* p, size_t size) {
+  uint8_t* start; size_t len;
+  if (!mi_os_page_range(p, size, &start, &len)) return false;
+  const bool decommits = mi_option_is_enabled(mi_option_purge_decommits);
+  int err = (decommits ? _mi_prim_decommit(start, len, false) : _mi_prim_reset(start, len));
+  mi_os_stat_counter_increase(reset, len);
+  mi_os_stat_counter_increase(reset_calls, 1);
+  if (err != 0) {
+    _mi_warning_message("unable to reset OS memory (error %d (0x%x), address %p, size 0x%zx bytes)\n", err, err, (void*)start, len);
+    return false;
+  }
+  return decommits;
+}
+
+bool _mi_os_purge(void* p, size_t size, bool protect) {
+  mi_os_stat_counter_increase(purge_calls, 1);
+  mi_os_stat_counter_increase(purged, size);
+  if (mi_option_is_enabled(mi_option_purge_decommits)) {
+    _mi_os_decommit(p, size, protect);
+    return true;
+  }
+  _mi_os_discard(p, size);
+  return false;
+}
+
 /* Over-allocate by `alignment` and unmap the unaligned head and the unused tail, so that
-   (result + align_offset) % alignment == 0. align_offset must be a multiple of the page size. */
-void* _mi_os_alloc_aligned_at(size_t size, size_t alignment, size_t align_offset, bool* is_zero) {
+   (result + align_offset) % alignment == 0. align_offset must be a multiple of the page size.
+   Committed memory counts as committed; a reservation (commit false) does not. */
+static void* mi_os_alloc_aligned_ex(size_t size, size_t alignment, size_t align_offset, bool commit, bool count_commit, bool allow_large, bool* is_large, bool* is_zero) {
   mi_assert_internal(mi_is_power_of_two(alignment));
   mi_assert_internal(align_offset % mi_os_mem_config.page_size == 0);
+  bool large = false;
+  if (is_large != NULL) *is_large = false;
   size = _mi_os_good_alloc_size(size);
   if (alignment < mi_os_mem_config.page_size) alignment = mi_os_mem_config.page_size;
   align_offset = align_offset % alignment;
@@ -77,7 +140,15 @@ void* _mi_os_alloc_aligned_at(size_t size, size_t alignment, size_t align_offset
 
   void* p = NULL;
   size_t over_size = size + alignment;
-  if (_mi_prim_alloc(NULL, over_size, &p) != 0) {
+  /* large pages need a size and alignment in whole large pages; try an exact fit first */
+  if (allow_large && commit && align_offset == 0 && alignment <= mi_os_mem_config.large_page_size &&
+      size % mi_os_mem_config.large_page_size == 0) {
+    if (_mi_prim_alloc(NULL, size, true, true, &large, &p) == 0) {
+      if (((uintptr_t)p % alignment) == 0) over_size = size;
+      else { _mi_prim_free(p, size); p = NULL; large = false; }
+    }
+  }
+  if (p == NULL && _mi_prim_alloc(NULL, over_size, commit, allow_large, &large, &p) != 0) {
     _mi_warning_message("unable to allocate aligned OS memory (size 0x%zx bytes, alignment 0x%zx)\n", size, alignment);
     return NULL;
   }
@@ -89,8 +160,41 @@ void* _mi_os_alloc_aligned_at(size_t size, size_t alignment, size_t align_offset
   if (pre > 0)  _mi_prim_free(p, pre);
   if (post > 0) _mi_prim_free((void*)(aligned + size), post);
   if (is_zero != NULL) *is_zero = true;
+  if (is_large != NULL) *is_large = large;
   mi_os_stat_increase(reserved, size);
-  mi_os_stat_increase(committed, size);
+  if (commit && count_commit) mi_os_stat_increase(committed, size);
   mi_os_stat_counter_increase(mmap_calls, 1);
   return (void*)aligned;
+}
+
+void* _mi_os_alloc_aligned_at(size_t size, size_t alignment, size_t align_offset, bool commit, bool allow_large, bool* is_large, bool* is_zero) {
+  return mi_os_alloc_aligned_ex(size, alignment, align_offset, commit, commit, allow_large, is_large, is_zero);
+}
+
+void* _mi_os_reserve_aligned(size_t size, size_t alignment, bool accessible, bool allow_large, bool* is_large) {
+  return mi_os_alloc_aligned_ex(size, alignment, 0, accessible, false, allow_large, is_large, NULL);
+}
+
+/* ------------------------------------------------------------------------------------------
+   NUMA
+------------------------------------------------------------------------------------------ */
+static _Atomic(size_t) mi_numa_node_count;   /* 0: not yet detected */
+
+size_t _mi_os_numa_node_count(void) {
+  size_t count = mi_atomic_load_relaxed(&mi_numa_node_count);
+  if (mi_unlikely(count == 0)) {
+    long ncap = mi_option_get(mi_option_use_numa_nodes);
+    count = _mi_prim_numa_node_count();
+    if (count == 0) count = 1;
+    if (ncap > 0 && (size_t)ncap < count) count = (size_t)ncap;
+    mi_atomic_store_relaxed(&mi_numa_node_count, count);
+    _mi_verbose_message("using %zu numa node%s\n", count, (count == 1 ? "" : "s"));
+  }
+  return count;
+}
+
+int _mi_os_numa_node(void) {
+  const size_t count = _mi_os_numa_node_count();
+  if (mi_likely(count <= 1)) return 0;
+  return (int)(_mi_prim_numa_node() % count);
 }

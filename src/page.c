@@ -312,6 +312,9 @@ void _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq) {
   _mi_page_use_delayed_free(page, MI_NEVER_DELAYED_FREE, false);
   _mi_page_queue_remove(pq, page);
   mi_page_set_heap(page, NULL);
+  /* frees leave the fast path: the segment may still be this thread's (mi_heap_delete of an
+     arena heap), and a page without heap only takes frees on its thread_free list */
+  mi_page_set_in_full(page, true);
   _mi_segment_page_abandon(page, tld);
 }
 
@@ -451,6 +454,9 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero, size_t huge_al
   }
   _mi_deferred_free(heap, false);
   _mi_heap_delayed_free_partial(heap);
+  if (mi_unlikely(heap->tld->segments.purge.first != NULL || mi_atomic_load_relaxed(&_mi_arenas_purge_pending) != 0)) {
+    _mi_segments_purge_tick(heap->tld);   /* delayed purges that are due */
+  }
 
   const size_t psize = (size <= MI_MAX_ALLOC_SIZE ? size + MI_PADDING_SIZE : size);   /* room for the padding */
   mi_page_t* page = mi_find_page(heap, psize, huge_alignment, align_offset);

@@ -16,12 +16,12 @@
 _Atomic(uint8_t) _mi_segment_map_start[MI_SEGMENT_MAP_CHUNKS];
 static _Atomic(uintptr_t) mi_segment_map_covered[MI_SEGMENT_MAP_CHUNKS / MI_INTPTR_BITS];
 
-static bool mi_segment_map_can_hold(const void* start, size_t size) {
+bool _mi_segment_map_can_hold(const void* start, size_t size) {
   return ((uintptr_t)start + size - 1) >> MI_SEGMENT_SHIFT < MI_SEGMENT_MAP_CHUNKS;
 }
 
 static void mi_segment_map_set(const mi_segment_t* segment, bool on) {
-  mi_assert_internal(mi_segment_map_can_hold(segment, segment->segment_size));
+  mi_assert_internal(_mi_segment_map_can_hold(segment, segment->segment_size));
   const uintptr_t start = (uintptr_t)segment >> MI_SEGMENT_SHIFT;
   const uintptr_t end   = ((uintptr_t)segment + segment->segment_size - 1) >> MI_SEGMENT_SHIFT;
   mi_atomic_store_release(&_mi_segment_map_start[start], (uint8_t)(on ? segment->page_shift : 0));
@@ -33,13 +33,14 @@ static void mi_segment_map_set(const mi_segment_t* segment, bool on) {
   }
 }
 
-/* Fresh segment memory from the OS, refused (so the allocation fails) in the unlikely case
-   that the OS places it beyond the address range of the maps. */
-static mi_segment_t* mi_segment_os_alloc(size_t size, size_t alignment, size_t align_offset) {
-  void* p = _mi_os_alloc_aligned_at(size, alignment, align_offset, NULL);
-  if (p != NULL && !mi_segment_map_can_hold(p, size)) {
+/* Memory for a segment from the arenas or the OS (arena.c), refused (so the allocation fails)
+   in the unlikely case that the OS places it beyond the address range of the maps. */
+static mi_segment_t* mi_segment_os_alloc(size_t size, size_t alignment, size_t align_offset, bool commit,
+                                         mi_arena_id_t req_arena_id, mi_memid_t* memid) {
+  void* p = _mi_arena_alloc_aligned(size, alignment, align_offset, commit, req_arena_id, memid);
+  if (p != NULL && !_mi_segment_map_can_hold(p, memid->size)) {
     _mi_warning_message("the OS returned memory at %p, beyond the %d-bit range this allocator maps\n", p, MI_SEGMENT_MAP_ADDR_BITS);
-    _mi_os_free(p, size);
+    _mi_arena_free(p, memid->size, (memid->initially_committed ? memid->size : 0), memid);
     return NULL;
   }
   return (mi_segment_t*)p;
@@ -105,40 +106,100 @@ static void mi_segment_insert_in_free_queue(mi_segment_t* segment, mi_tld_t* tld
 }
 
 /* ------------------------------------------------------------------------------------------
-   Cache of empty standard-size segments. Their memory is reset (RSS returned to the OS)
-   when they enter the cache; only the address space is kept, to save the map/unmap calls.
+   Page slots: commit and delayed purge. A slot is the page's share of the segment,
+   [segment + idx * page size, + page size), for small and medium segments; large and huge
+   segments have one page, which lives and dies with the segment.
 ------------------------------------------------------------------------------------------ */
-static _Atomic(mi_segment_t*) mi_segment_cache[MI_SEGMENT_CACHE_MAX];
-
-static bool mi_segment_cache_push(mi_segment_t* segment) {
-  if (segment->segment_size != MI_SEGMENT_SIZE) return false;
-  _mi_os_reset(segment, MI_SEGMENT_SIZE);          /* everything reads as zero afterwards */
-  for (size_t i = 0; i < MI_SEGMENT_CACHE_MAX; i++) {
-    mi_segment_t* expected = NULL;
-    if (mi_atomic_load_relaxed(&mi_segment_cache[i]) == NULL &&
-        mi_atomic_cas_strong_acq_rel(&mi_segment_cache[i], &expected, segment)) {
-      mi_os_stat_increase(segments_cache, 1);
-      return true;
-    }
-  }
-  return false;
+static size_t mi_segment_slot_size(const mi_segment_t* segment) {
+  return (segment->page_kind <= MI_PAGE_MEDIUM ? ((size_t)1 << segment->page_shift) : segment->memid.size);
 }
 
-static mi_segment_t* mi_segment_cache_pop(void) {
-  for (size_t i = 0; i < MI_SEGMENT_CACHE_MAX; i++) {
-    if (mi_atomic_load_relaxed(&mi_segment_cache[i]) != NULL) {
-      mi_segment_t* segment = mi_atomic_exchange_acq_rel(&mi_segment_cache[i], NULL);
-      if (segment != NULL) { mi_os_stat_decrease(segments_cache, 1); return segment; }
-    }
-  }
-  return NULL;
+static uint8_t* mi_segment_slot_start(const mi_segment_t* segment, const mi_page_t* page) {
+  return (uint8_t*)segment + (size_t)page->segment_idx * mi_segment_slot_size(segment);
 }
 
-void _mi_segment_cache_collect(void) {
-  for (size_t i = 0; i < MI_SEGMENT_CACHE_MAX; i++) {
-    mi_segment_t* segment = mi_atomic_exchange_acq_rel(&mi_segment_cache[i], NULL);
-    if (segment != NULL) { mi_os_stat_decrease(segments_cache, 1); _mi_os_free(segment, MI_SEGMENT_SIZE); }
+static bool mi_segment_slot_commit(mi_segment_t* segment, mi_page_t* page) {
+  if (page->is_committed) return true;
+  if (!_mi_os_commit(mi_segment_slot_start(segment, page), mi_segment_slot_size(segment), segment->memid.commit_syscall)) return false;
+  page->is_committed = 1;
+  return true;
+}
+
+static void mi_purge_queue_remove(mi_purge_queue_t* queue, mi_page_t* page) {
+  mi_assert_internal(page->purge_pending);
+  if (page->prev != NULL) page->prev->next = page->next;
+  else queue->first = page->next;
+  if (page->next != NULL) page->next->prev = page->prev;
+  else queue->last = page->prev;
+  page->next = NULL;
+  page->prev = NULL;
+  page->purge_pending = 0;
+}
+
+/* Purge an unused slot now. The header's slot is only discarded past the header, and stays
+   committed (its memory is not all unused). */
+static void mi_segment_slot_purge(mi_segment_t* segment, mi_page_t* page) {
+  mi_assert_internal(!page->segment_in_use && page->is_committed);
+  uint8_t* start = mi_segment_slot_start(segment, page);
+  const size_t size = mi_segment_slot_size(segment);
+  if (page->segment_idx == 0) {
+    _mi_os_discard(start + segment->info_size, size - segment->info_size);
+    mi_os_stat_counter_increase(purge_calls, 1);
+    mi_os_stat_counter_increase(purged, size - segment->info_size);
   }
+  else if (_mi_os_purge(start, size, segment->memid.commit_syscall)) {
+    page->is_committed = 0;
+    page->is_zero_init = 1;   /* decommitted memory reads as zero */
+  }
+}
+
+/* A slot became unused in a segment that stays: purge it now, later, or never (purge_delay). */
+static void mi_segment_slot_schedule_purge(mi_segment_t* segment, mi_page_t* page, mi_tld_t* tld) {
+  if (segment->memid.is_pinned || !page->is_committed || segment->page_kind > MI_PAGE_MEDIUM) return;
+  const long delay = mi_option_get(mi_option_purge_delay);
+  if (delay < 0) return;
+  if (delay == 0) { mi_segment_slot_purge(segment, page); return; }
+  mi_purge_queue_t* queue = &tld->segments.purge;
+  page->purge_expire = _mi_prim_clock_now() + delay;
+  page->purge_pending = 1;
+  page->next = NULL;
+  page->prev = queue->last;
+  if (queue->last != NULL) queue->last->next = page;
+  else queue->first = page;
+  queue->last = page;
+}
+
+/* Purge the queued slots that are due (all with force), oldest first. */
+static void mi_segments_try_purge(mi_tld_t* tld, bool force) {
+  mi_purge_queue_t* queue = &tld->segments.purge;
+  if (queue->first == NULL) return;
+  const mi_msecs_t now = _mi_prim_clock_now();
+  mi_page_t* page;
+  while ((page = queue->first) != NULL && (force || page->purge_expire <= now)) {
+    mi_purge_queue_remove(queue, page);
+    mi_segment_slot_purge(_mi_page_segment(page), page);
+  }
+}
+
+/* Take a segment's slots off the queue: purge them (or not) now. */
+static void mi_segment_unqueue_purges(mi_segment_t* segment, mi_tld_t* tld, bool purge) {
+  if (segment->page_kind > MI_PAGE_MEDIUM) return;
+  for (size_t i = 0; i < segment->capacity; i++) {
+    mi_page_t* page = &segment->pages[i];
+    if (!page->purge_pending) continue;
+    mi_purge_queue_remove(&tld->segments.purge, page);
+    if (purge) mi_segment_slot_purge(segment, page);
+  }
+}
+
+void _mi_segments_collect(mi_tld_t* tld, bool force) {
+  if (tld != NULL) mi_segments_try_purge(tld, force);
+  _mi_arenas_try_purge(force);
+}
+
+void _mi_segments_purge_tick(mi_tld_t* tld) {
+  if (tld->segments.purge.first != NULL) mi_segments_try_purge(tld, false);
+  _mi_arenas_try_purge(false);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -178,63 +239,88 @@ uint8_t* _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* pa
 }
 
 static void mi_segment_init_header(mi_segment_t* segment, size_t segment_size, size_t info_size,
-                                   mi_page_kind_t kind, size_t capacity, size_t page_shift, mi_tld_t* tld) {
+                                   mi_page_kind_t kind, size_t capacity, size_t page_shift,
+                                   const mi_memid_t* memid, bool all_committed, mi_tld_t* tld) {
   memset(segment, 0, info_size);
   segment->segment_size = segment_size;
   segment->info_size    = info_size;
   segment->capacity     = capacity;
   segment->page_shift   = page_shift;
   segment->page_kind    = kind;
+  segment->memid        = *memid;
   /* the sentinel: never in use, flags != 0 so free leaves the fast path, block_size 0 */
   mi_atomic_store_relaxed(&segment->pages[capacity].flags, MI_PAGE_IN_FULL);
   segment->subproc      = tld->subproc;
   segment->cookie       = _mi_segment_cookie(segment);
   for (size_t i = 0; i < capacity; i++) {
     segment->pages[i].segment_idx  = (uint8_t)i;
-    segment->pages[i].is_zero_init = 1;
+    segment->pages[i].is_zero_init = memid->initially_zero;
+    segment->pages[i].is_committed = (all_committed || i == 0);
   }
   mi_atomic_store_release(&segment->thread_id, _mi_thread_id());
   mi_segment_map_set(segment, true);
   tld->segments.count++;
+  if (tld->segments.count > tld->segments.peak_count) tld->segments.peak_count = tld->segments.count;
   mi_os_stat_increase(segments, 1);
 }
 
-/* A standard (MI_SEGMENT_SIZE) segment for small, medium or large pages. */
-static mi_segment_t* mi_segment_alloc_standard(mi_page_kind_t kind, mi_tld_t* tld) {
-  mi_segment_t* segment = mi_segment_cache_pop();
-  if (segment == NULL) {
-    segment = mi_segment_os_alloc(MI_SEGMENT_SIZE, MI_SEGMENT_SIZE, 0);
-    if (segment == NULL) return NULL;
-  }
+/* A standard (MI_SEGMENT_SIZE) segment for small, medium or large pages. The first
+   eager_commit_delay small/medium segments of a thread commit page by page (a thread that
+   allocates little commits little); all others are committed whole. */
+static mi_segment_t* mi_segment_alloc_standard(mi_page_kind_t kind, mi_arena_id_t req_arena_id, mi_tld_t* tld) {
+  const bool eager = (kind == MI_PAGE_LARGE ||
+                      (mi_option_is_enabled(mi_option_eager_commit) &&
+                       tld->segments.peak_count >= (size_t)mi_option_get_clamp(mi_option_eager_commit_delay, 0, 1024)));
+  mi_memid_t memid;
+  mi_segment_t* segment = mi_segment_os_alloc(MI_SEGMENT_SIZE, MI_SEGMENT_SIZE, 0, eager, req_arena_id, &memid);
+  if (segment == NULL) return NULL;
   const size_t capacity = mi_segment_capacity(kind);
   /* a large page's shift is the segment's: a pointer one past the segment gets index 1, the
      sentinel (types.h) */
   const size_t page_shift = (kind == MI_PAGE_SMALL ? MI_SMALL_PAGE_SHIFT :
                              kind == MI_PAGE_MEDIUM ? MI_MEDIUM_PAGE_SHIFT : MI_SEGMENT_SHIFT);
-  mi_segment_init_header(segment, MI_SEGMENT_SIZE, mi_segment_info_size(capacity), kind, capacity, page_shift, tld);
+  const bool all_committed = memid.initially_committed || memid.is_pinned;
+  if (!all_committed) {
+    /* the header's slot, before the header is written */
+    if (!_mi_os_commit(segment, (size_t)1 << page_shift, memid.commit_syscall)) {
+      _mi_arena_free(segment, memid.size, 0, &memid);
+      return NULL;
+    }
+  }
+  mi_segment_init_header(segment, MI_SEGMENT_SIZE, mi_segment_info_size(capacity), kind, capacity, page_shift, &memid, all_committed, tld);
   return segment;
 }
 
 static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
   mi_assert_internal(segment->used == 0);
   mi_segment_remove_from_free_queue(segment, tld);
+  mi_segment_unqueue_purges(segment, tld, false);
   mi_segment_map_set(segment, false);
   if (tld->segments.count > 0) tld->segments.count--;
   mi_os_stat_decrease(segments, 1);
   if (segment->page_kind == MI_PAGE_HUGE) mi_os_stat_decrease(malloc_huge, segment->segment_size - segment->info_size);
   mi_atomic_store_release(&segment->thread_id, 0);
   segment->cookie = 0;
-  const size_t size = segment->segment_size;
-  if (!mi_segment_cache_push(segment)) {
-    _mi_os_free(segment, size);
+  /* hand back whole committed memory: committing unused slots costs no RSS */
+  const mi_memid_t memid = segment->memid;
+  if (segment->page_kind <= MI_PAGE_MEDIUM && !memid.is_pinned) {
+    for (size_t i = 1; i < segment->capacity; i++) {
+      mi_page_t* page = &segment->pages[i];
+      if (!page->is_committed) _mi_os_commit(mi_segment_slot_start(segment, page), mi_segment_slot_size(segment), memid.commit_syscall);
+    }
   }
+  _mi_arena_free(segment, memid.size, memid.size, &memid);
 }
 
 /* ------------------------------------------------------------------------------------------
    Pages inside segments
 ------------------------------------------------------------------------------------------ */
+/* Take an unused page of the segment (committing its slot if needed); NULL if the commit
+   fails. */
 static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, mi_tld_t* tld) {
   mi_assert_internal(!page->segment_in_use);
+  if (page->purge_pending) mi_purge_queue_remove(&tld->segments.purge, page);
+  if (!mi_segment_slot_commit(segment, page)) return NULL;
   page->segment_in_use = 1;
   segment->used++;
   mi_os_stat_increase(pages, 1);
@@ -251,15 +337,18 @@ static mi_page_t* mi_segment_find_free_page(mi_segment_t* segment) {
   return NULL;
 }
 
-/* Mark a page unused in its segment; returns true when the segment has no pages left in use. */
+/* Mark a page unused in its segment; returns true when the segment has no pages left in use.
+   The slot keeps its commit state. */
 static bool mi_segment_page_clear(mi_segment_t* segment, mi_page_t* page) {
   mi_assert_internal(page->segment_in_use);
   mi_os_stat_decrease(pages, 1);
   mi_os_stat_decrease(page_committed, (size_t)page->capacity * page->block_size);
   if (MI_STAT > 1 && page->block_size > 0) mi_os_stat_decrease(page_bins[_mi_bin(page->block_size)], 1);
   const uint8_t idx = page->segment_idx;
+  const uint8_t committed = page->is_committed;
   memset(page, 0, sizeof(*page));
   page->segment_idx = idx;
+  page->is_committed = committed;
   page->is_zero_init = 0;   /* the memory has been used */
   segment->used--;
   return (segment->used == 0);
@@ -273,11 +362,22 @@ void _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld) {
     mi_segment_free(segment, tld);
   }
   else if (segment->used == segment->abandoned) {
+    mi_segment_slot_schedule_purge(segment, page, tld);
     mi_segment_abandon(segment, tld);     /* only abandoned pages are left (thread exit) */
   }
   else {
+    mi_segment_slot_schedule_purge(segment, page, tld);
     mi_segment_insert_in_free_queue(segment, tld);
   }
+}
+
+/* The first segment in the queue whose memory may serve `heap` (its arena, see
+   _mi_arena_memid_is_suitable); usually the first. */
+static mi_segment_t* mi_segment_queue_find_suitable(mi_segment_queue_t* queue, mi_heap_t* heap) {
+  for (mi_segment_t* segment = queue->first; segment != NULL; segment = segment->next) {
+    if (_mi_arena_memid_is_suitable(&segment->memid, heap->arena_id)) return segment;
+  }
+  return NULL;
 }
 
 /* A small or medium page: from a segment of this thread with a free page, else from a
@@ -285,12 +385,12 @@ void _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld) {
 static mi_page_t* mi_segment_page_alloc_in(mi_heap_t* heap, mi_page_kind_t kind) {
   mi_tld_t* tld = heap->tld;
   mi_segment_queue_t* queue = mi_segment_free_queue(kind, tld);
-  if (queue->first == NULL && !heap->allow_destroy) {
-    _mi_segment_try_reclaim_abandoned(heap, false);
+  mi_segment_t* segment = mi_segment_queue_find_suitable(queue, heap);
+  if (segment == NULL && !heap->allow_destroy) {
+    if (_mi_segment_try_reclaim_abandoned(heap, false)) segment = mi_segment_queue_find_suitable(queue, heap);
   }
-  mi_segment_t* segment = queue->first;
   if (segment == NULL) {
-    segment = mi_segment_alloc_standard(kind, tld);
+    segment = mi_segment_alloc_standard(kind, heap->arena_id, tld);
     if (segment == NULL) return NULL;
     mi_segment_queue_push(queue, segment);
   }
@@ -300,7 +400,7 @@ static mi_page_t* mi_segment_page_alloc_in(mi_heap_t* heap, mi_page_kind_t kind)
 }
 
 static mi_page_t* mi_segment_large_page_alloc(mi_heap_t* heap) {
-  mi_segment_t* segment = mi_segment_alloc_standard(MI_PAGE_LARGE, heap->tld);
+  mi_segment_t* segment = mi_segment_alloc_standard(MI_PAGE_LARGE, heap->arena_id, heap->tld);
   if (segment == NULL) return NULL;
   return mi_segment_page_claim(segment, &segment->pages[0], heap->tld);
 }
@@ -330,9 +430,10 @@ static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_
      foreign pointer at segment + MI_SEGMENT_SIZE must not be taken for one of ours) */
   size_t segment_size = _mi_os_good_alloc_size(d + size);
   if (segment_size <= MI_SEGMENT_SIZE) segment_size = MI_SEGMENT_SIZE + _mi_os_page_size();
-  mi_segment_t* segment = mi_segment_os_alloc(segment_size, os_alignment, os_offset);
+  mi_memid_t memid;
+  mi_segment_t* segment = mi_segment_os_alloc(segment_size, os_alignment, os_offset, true, heap->arena_id, &memid);
   if (segment == NULL) return NULL;
-  mi_segment_init_header(segment, segment_size, info_size, MI_PAGE_HUGE, 1, MI_HUGE_PAGE_SHIFT, heap->tld);
+  mi_segment_init_header(segment, segment_size, info_size, MI_PAGE_HUGE, 1, MI_HUGE_PAGE_SHIFT, &memid, true, heap->tld);
   mi_page_t* page = mi_segment_page_claim(segment, &segment->pages[0], heap->tld);
   /* the block starts right after the header (keeps it word aligned); the caller hands out
      the aligned interior pointer segment + d */
@@ -352,8 +453,10 @@ bool _mi_segment_huge_align_ok(size_t alignment, size_t align_offset) {
   return (r == 0 || r >= mi_segment_info_size(1));
 }
 
-/* A page for blocks of `block_size` (huge: the requested size), not yet initialised. */
+/* A page for blocks of `block_size` (huge: the requested size), not yet initialised. Runs the
+   thread's due purges first (ordinary allocator activity drives delayed purging). */
 mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t page_alignment, size_t align_offset) {
+  if (heap->tld->segments.purge.first != NULL) mi_segments_try_purge(heap->tld, false);
   if (mi_unlikely(page_alignment > 0 || block_size > MI_LARGE_OBJ_SIZE_MAX)) {
     return mi_segment_huge_page_alloc(heap, block_size, page_alignment, align_offset);
   }
@@ -371,6 +474,7 @@ mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t pag
 static void mi_segment_abandon(mi_segment_t* segment, mi_tld_t* tld) {
   mi_assert_internal(segment->used == segment->abandoned && segment->used > 0);
   mi_segment_remove_from_free_queue(segment, tld);
+  mi_segment_unqueue_purges(segment, tld, true);   /* the thread is leaving: purge now */
   if (tld->segments.count > 0) tld->segments.count--;
   mi_subproc_t* subproc = tld->subproc;
   segment->subproc = subproc;
@@ -418,6 +522,7 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
     _mi_page_free_collect(page, false);
     if (mi_page_all_free(page)) {
       mi_segment_page_clear(segment, page);
+      if (segment->used > 0) mi_segment_slot_schedule_purge(segment, page, tld);
     }
     else {
       mi_page_queue_t* pq = (huge ? &target->pages[MI_BIN_HUGE_INTERNAL] : &target->pages[_mi_bin(page->block_size)]);
@@ -435,15 +540,25 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
   return true;
 }
 
-static mi_segment_t* mi_abandoned_pop(mi_subproc_t* subproc) {
+/* Take an abandoned segment that may serve heaps of `arena_id` (see
+   _mi_arena_memid_is_suitable), looking at the first few only. */
+static mi_segment_t* mi_abandoned_pop(mi_subproc_t* subproc, mi_arena_id_t arena_id) {
   if (mi_atomic_load_relaxed(&subproc->abandoned) == NULL) return NULL;   /* a stale peek only delays reclaim */
   mi_lock_acquire(&subproc->abandoned_lock);
+  mi_segment_t* prev = NULL;
   mi_segment_t* segment = mi_atomic_load_relaxed(&subproc->abandoned);
-  if (segment != NULL) {
-    mi_atomic_store_relaxed(&subproc->abandoned, segment->next);
-    subproc->abandoned_count--;
-    segment->next = NULL;
+  for (size_t n = 0; segment != NULL && n < 64; n++) {
+    if (_mi_arena_memid_is_suitable(&segment->memid, arena_id)) {
+      if (prev == NULL) mi_atomic_store_relaxed(&subproc->abandoned, segment->next);
+      else prev->next = segment->next;
+      subproc->abandoned_count--;
+      segment->next = NULL;
+      break;
+    }
+    prev = segment;
+    segment = segment->next;
   }
+  if (segment != NULL && !_mi_arena_memid_is_suitable(&segment->memid, arena_id)) segment = NULL;
   mi_lock_release(&subproc->abandoned_lock);
   return segment;
 }
@@ -456,7 +571,7 @@ bool _mi_segment_try_reclaim_abandoned(mi_heap_t* heap, bool all) {
   size_t max_tries = (all ? SIZE_MAX : 8);
   bool reclaimed = false;
   while (max_tries-- > 0) {
-    mi_segment_t* segment = mi_abandoned_pop(subproc);
+    mi_segment_t* segment = mi_abandoned_pop(subproc, heap->arena_id);
     if (segment == NULL) break;
     reclaimed = true;
     mi_segment_reclaim(segment, heap);

@@ -15,6 +15,7 @@ void _mi_text_begin(void) { }
 #include "alloc.c"
 #include "aligned.c"
 #include "arena.c"
+#include "bitmap.c"
 #include "debug.c"
 #include "free.c"
 #include "heap.c"

@@ -80,12 +80,45 @@ void       _mi_leaks_report(void);           /* MIMALLOC_SHOW_LEAKS at exit */
 ------------------------------------------------------------------------------------------ */
 void       _mi_os_init(void);
 size_t     _mi_os_page_size(void);
+size_t     _mi_os_large_page_size(void);
+bool       _mi_os_has_overcommit(void);
+/* Committed, zeroed memory for the allocator's own metadata. */
 void*      _mi_os_alloc(size_t size, bool* is_zero);
-/* Memory q with (q + align_offset) % alignment == 0; alignment a power of two >= page size. */
-void*      _mi_os_alloc_aligned_at(size_t size, size_t alignment, size_t align_offset, bool* is_zero);
-void       _mi_os_free(void* p, size_t size);
-bool       _mi_os_reset(void* p, size_t size);   /* contents lost, memory stays usable (zero) */
+/* Memory q with (q + align_offset) % alignment == 0; alignment a power of two >= page size.
+   commit false: a reservation (inaccessible until committed). *is_large: pinned large pages. */
+void*      _mi_os_alloc_aligned_at(size_t size, size_t alignment, size_t align_offset, bool commit, bool allow_large, bool* is_large, bool* is_zero);
+/* Address space for an arena, read/write if `accessible`; counted as reserved, not committed. */
+void*      _mi_os_reserve_aligned(size_t size, size_t alignment, bool accessible, bool allow_large, bool* is_large);
+void       _mi_os_free(void* p, size_t size);                           /* all of it committed */
+void       _mi_os_free_ex(void* p, size_t size, size_t committed_size);
+/* Commit (counted; mprotect read/write only with `syscall`); false on failure. */
+bool       _mi_os_commit(void* p, size_t size, bool syscall);
+/* Decommit: RSS falls at once, reads as zero; `protect` also makes it inaccessible. */
+void       _mi_os_decommit(void* p, size_t size, bool protect);
+/* Contents no longer needed, memory stays committed: MADV_DONTNEED (RSS falls at once; returns
+   true: reads as zero), or MADV_FREE when purge_decommits is off (returns false). */
+bool       _mi_os_discard(void* p, size_t size);
+/* Purge per mi_option_purge_decommits: decommit (returns true: must be committed again before
+   use, and reads as zero) or discard (returns false: stays committed, contents undefined). */
+bool       _mi_os_purge(void* p, size_t size, bool protect);
+size_t     _mi_os_numa_node_count(void);   /* detected, capped by use_numa_nodes; >= 1 */
+int        _mi_os_numa_node(void);         /* node of the calling thread, < count */
 size_t     _mi_os_good_alloc_size(size_t size);
+
+/* ------------------------------------------------------------------------------------------
+   arena.c: arenas and purging of free arena blocks
+------------------------------------------------------------------------------------------ */
+extern _Atomic(size_t) _mi_arenas_purge_pending;
+/* Memory for a segment: from the arenas (only req_arena_id's if not 0) when the size and
+   alignment fit, else straight from the OS; NULL with errno ENOMEM when that is not allowed. */
+void*      _mi_arena_alloc_aligned(size_t size, size_t alignment, size_t align_offset, bool commit, mi_arena_id_t req_arena_id, mi_memid_t* memid);
+/* Give memory back with committed_size bytes of it committed (counted): all of it, or none.
+   Committed arena blocks are purged after a delay. */
+void       _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_memid_t* memid);
+void       _mi_arenas_try_purge(bool force);   /* due purges (all with force); thread-safe */
+bool       _mi_arena_memid_is_suitable(const mi_memid_t* memid, mi_arena_id_t req_arena_id);
+bool       _mi_arena_id_is_valid(mi_arena_id_t id);
+void       _mi_arenas_init_reserve(void);
 
 /* ------------------------------------------------------------------------------------------
    segment.c: segments, the segment map, abandonment
@@ -94,7 +127,9 @@ mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t pag
 void       _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld);
 void       _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld);
 bool       _mi_segment_try_reclaim_abandoned(mi_heap_t* heap, bool all);
-void       _mi_segment_cache_collect(void);
+void       _mi_segments_collect(mi_tld_t* tld, bool force);   /* due (all: force) page purges */
+void       _mi_segments_purge_tick(mi_tld_t* tld);            /* due purges, if any pending */
+bool       _mi_segment_map_can_hold(const void* start, size_t size);
 bool       _mi_segment_huge_align_ok(size_t alignment, size_t align_offset);
 bool       _mi_segment_map_covers(const void* p);          /* p is inside one of our segments */
 uint8_t*   _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* page, size_t* page_size);

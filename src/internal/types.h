@@ -113,8 +113,10 @@
 /* Huge blocks freed by another thread are reset beyond this prefix so RSS drops at once. */
 #define MI_HUGE_RESET_MIN     (64*MI_KiB)
 
-/* Number of cached empty standard segments (purged, address space kept). */
-#define MI_SEGMENT_CACHE_MAX  (8)
+/* Arenas (arena.c): large reservations handed out in blocks of one segment. */
+#define MI_ARENA_BLOCK_SIZE   MI_SEGMENT_SIZE
+#define MI_ARENA_MAX_OBJ_SIZE (64 * MI_ARENA_BLOCK_SIZE)   /* 256 MiB; larger goes to the OS */
+#define MI_MAX_ARENAS         (132)                         /* arena ids 1..132 */
 
 /* ------------------------------------------------------------------------------------------
    Blocks and pages
@@ -122,6 +124,21 @@
 typedef struct mi_block_s {
   struct mi_block_s* next;
 } mi_block_t;
+
+typedef int64_t mi_msecs_t;   /* milliseconds (monotonic clock) */
+
+/* Where a segment's memory came from (arena.c) and its state when handed out. Memory from
+   an arena is a run of whole arena blocks; memory straight from the OS is page-rounded. */
+typedef struct mi_memid_s {
+  int    arena_idx;            /* index in the arena table, or -1: straight from the OS */
+  size_t block_index;          /* first arena block */
+  size_t size;                 /* bytes obtained (block_count * MI_ARENA_BLOCK_SIZE for arenas) */
+  bool   is_exclusive;         /* from an exclusive arena: only heaps of that arena use it */
+  bool   is_pinned;            /* large/huge OS pages: always committed, never purged */
+  bool   commit_syscall;       /* reserved inaccessible: commit needs mprotect, decommit protects */
+  bool   initially_committed;  /* all of it committed (counted) when handed out */
+  bool   initially_zero;       /* all of it reads as zero when handed out */
+} mi_memid_t;
 
 /* Debug builds end every block with a padding record (debug.c). A block of block_size bytes
    handed out for `size` bytes at user pointer p = block + a (a > 0 only for aligned
@@ -200,6 +217,9 @@ typedef struct mi_page_s {
   uint8_t            segment_idx;     /* index in segment->pages */
   uint8_t            is_zero_init;    /* page memory was fresh (zero) when the page was set up */
   uint8_t            heap_tag;        /* tag of the heap that allocated the page */
+  uint8_t            is_committed;    /* the page's slot in the segment is committed */
+  uint8_t            purge_pending;   /* unused slot in its thread's purge queue (segment.c) */
+  mi_msecs_t         purge_expire;    /* when purge_pending: time the slot is due for a purge */
   _Atomic(uintptr_t) xthread_free;    /* mi_block_t* | mi_delayed_t in the low 2 bits */
   _Atomic(mi_heap_t*) xheap;          /* owning heap, NULL when abandoned */
   struct mi_page_s*  next;            /* heap page queue links */
@@ -218,7 +238,12 @@ struct mi_subproc_s;
 /* A segment. Invariants:
      (uintptr_t)segment % MI_SEGMENT_SIZE == 0;  segment->cookie == _mi_segment_cookie(segment);
      used == number of pages with segment_in_use;  abandoned <= used;
-     thread_id == 0  <=> the segment is abandoned (on its subprocess' abandoned list) or cached;
+     thread_id == 0  <=> the segment is abandoned (on its subprocess' abandoned list);
+     commit: a slot of a page in use is committed (is_committed); the header's slot always is;
+       when the segment is released every slot is committed again first, so an arena gets
+       back whole committed blocks (committed stat = committed slots);
+     purge: an unused slot with purge_pending is in its owner thread's purge queue (tld),
+       to be purged at purge_expire; slots of abandoned or released segments never are;
      a small/medium segment of a thread with used < capacity is in that thread's free queue;
      the segment maps [segment, segment + segment_size), all of it ours (segment map bits set). */
 typedef struct mi_segment_s {
@@ -235,6 +260,7 @@ typedef struct mi_segment_s {
   mi_page_kind_t       page_kind;
   bool                 in_free_queue;
   _Atomic(uintptr_t)   thread_id;       /* owning thread, 0 when abandoned */
+  mi_memid_t           memid;           /* origin of the memory (arena or OS) */
   mi_page_t            pages[1];        /* `capacity` page descriptors, then the sentinel */
 } mi_segment_t;
 
@@ -261,10 +287,20 @@ typedef struct mi_subproc_s {
   size_t        abandoned_count;
 } mi_subproc_t;
 
+/* The purge queue of a thread: unused page slots of its segments, linked through the page
+   descriptors' next/prev (free while a slot is unused), oldest first. Every entry was queued
+   with the same delay, so purge_expire never decreases from first to last. */
+typedef struct mi_purge_queue_s {
+  mi_page_t* first;
+  mi_page_t* last;
+} mi_purge_queue_t;
+
 typedef struct mi_segments_tld_s {
   mi_segment_queue_t small_free;   /* small segments with free pages */
   mi_segment_queue_t medium_free;  /* medium segments with free pages */
+  mi_purge_queue_t   purge;        /* unused page slots waiting for their purge */
   size_t             count;        /* segments owned by this thread */
+  size_t             peak_count;   /* most segments owned at once (eager_commit_delay) */
 } mi_segments_tld_t;
 
 /* Statistics (stats.c): the named figures of mimalloc-stats.h plus per-bin figures for our own
@@ -329,7 +365,6 @@ typedef struct mi_thread_data_s {
 } mi_thread_data_t;
 
 /* Process information from the OS layer. */
-typedef int64_t mi_msecs_t;
 typedef struct mi_process_info_s {
   mi_msecs_t elapsed;
   mi_msecs_t utime;

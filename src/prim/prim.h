@@ -8,23 +8,42 @@ typedef struct mi_os_mem_config_s {
   size_t large_page_size;    /* 2 MiB on x86-64 (0 if unknown) */
   size_t alloc_granularity;  /* smallest unit of mmap address alignment */
   bool   has_overcommit;     /* untouched reserved memory costs nothing (Linux) */
+  bool   has_thp;            /* transparent huge pages can be requested (madvise or always) */
 } mi_os_mem_config_t;
 
 /* Fill in the memory configuration; called once at process init. */
 void  _mi_prim_mem_init(mi_os_mem_config_t* config);
 
-/* Map `size` bytes of zeroed read/write memory; `hint` may be NULL. *addr is NULL on error. */
-int   _mi_prim_alloc(void* hint, size_t size, void** addr);
+/* Map `size` bytes of zeroed memory, read/write if `commit` else inaccessible (a reservation);
+   `hint` may be NULL. With allow_large (and commit): 2 MiB hugetlb pages where the system has a
+   pool of them (then *is_large: pinned, never purged), else transparent huge pages requested
+   with madvise. *addr is NULL on error. */
+int   _mi_prim_alloc(void* hint, size_t size, bool commit, bool allow_large, bool* is_large, void** addr);
 
 /* Unmap [addr, addr+size); addr and size page aligned. */
 int   _mi_prim_free(void* addr, size_t size);
 
-/* Drop the contents of [addr, addr+size): RSS falls, the range stays mapped and reads as zero
-   when touched again (MADV_DONTNEED on private anonymous memory). */
+/* Make [addr, addr+size) read/write (commit a reservation). */
+int   _mi_prim_commit(void* addr, size_t size);
+
+/* Decommit: RSS falls at once and the range reads as zero (MADV_DONTNEED); with `protect` it
+   also becomes inaccessible (returning the commit charge on strict-overcommit systems). */
+int   _mi_prim_decommit(void* addr, size_t size, bool protect);
+
+/* Reset: the OS may reclaim the pages lazily (MADV_FREE, else MADV_DONTNEED); the range stays
+   usable and its contents are undefined. */
 int   _mi_prim_reset(void* addr, size_t size);
 
 /* Make [addr, addr+size) inaccessible (protect) or read/write again. */
 int   _mi_prim_protect(void* addr, size_t size, bool protect);
+
+/* Map `size` bytes (a multiple of 1 GiB) of 1 GiB huge pages at exactly `hint` (if not NULL),
+   preferring `numa_node` (-1: any). 0 or an errno value (ENOMEM where the OS has none). */
+int   _mi_prim_alloc_huge_os_pages(void* hint, size_t size, int numa_node, void** addr);
+
+/* The NUMA node of the calling thread's CPU, and the number of nodes (>= 1). */
+size_t _mi_prim_numa_node(void);
+size_t _mi_prim_numa_node_count(void);
 
 /* Monotonic clock in milliseconds. */
 mi_msecs_t _mi_prim_clock_now(void);

@@ -37,6 +37,25 @@ static bool unix_detect_overcommit(void) {
 #endif
 }
 
+/* Read a small decimal or text file from /proc or /sys into buf (NUL-terminated), no stdio. */
+static ssize_t unix_read_small_file(const char* path, char* buf, size_t size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, size - 1);
+  close(fd);
+  if (n < 0) return -1;
+  buf[n] = 0;
+  return n;
+}
+
+static size_t unix_parse_size(const char* s) {
+  size_t v = 0;
+  while (*s >= '0' && *s <= '9') { v = v*10 + (size_t)(*s - '0'); s++; }
+  return v;
+}
+
+static bool unix_has_hugetlb_free;   /* set once at init */
+
 void _mi_prim_mem_init(mi_os_mem_config_t* config) {
   long psize = sysconf(_SC_PAGESIZE);
   if (psize > 0) {
@@ -45,14 +64,44 @@ void _mi_prim_mem_init(mi_os_mem_config_t* config) {
   }
   config->large_page_size = 2 * MI_MiB;
   config->has_overcommit = unix_detect_overcommit();
+#if defined(__linux__)
+  char buf[128];
+  /* transparent huge pages: "always [madvise] never" with the active mode in brackets */
+  if (unix_read_small_file("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf)) > 0) {
+    config->has_thp = (strstr(buf, "[never]") == NULL);
+  }
+  /* pre-allocated 2 MiB hugetlb pages (vm.nr_hugepages) */
+  if (unix_read_small_file("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", buf, sizeof(buf)) > 0) {
+    unix_has_hugetlb_free = unix_parse_size(buf) > 0;
+  }
+#endif
 }
 
-int _mi_prim_alloc(void* hint, size_t size, void** addr) {
-  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-  void* p = mmap(hint, size, PROT_READ | PROT_WRITE, flags, -1, 0);
+int _mi_prim_alloc(void* hint, size_t size, bool commit, bool allow_large, bool* is_large, void** addr) {
+  *is_large = false;
+  void* p = MAP_FAILED;
+#if defined(__linux__) && defined(MAP_HUGETLB)
+  /* 2 MiB hugetlb pages only where the administrator configured a pool of them */
+  if (allow_large && commit && (size % (2*MI_MiB)) == 0) {
+    if (unix_has_hugetlb_free) {
+      p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_HUGETLB, -1, 0);
+      if (p != MAP_FAILED) *is_large = true;
+    }
+  }
+#endif
   if (p == MAP_FAILED) {
-    *addr = NULL;
-    return errno;
+    const int prot = (commit ? PROT_READ | PROT_WRITE : PROT_NONE);
+    p = mmap(hint, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      *addr = NULL;
+      return errno;
+    }
+#if defined(MADV_HUGEPAGE)
+    /* transparent huge pages only on request (a 2 MiB page costs 2 MiB of RSS when touched) */
+    if (allow_large && size >= 2*MI_MiB) {
+      (void)madvise(p, size, MADV_HUGEPAGE);   /* a hint: the memory stays purgeable */
+    }
+#endif
   }
   *addr = p;
   return 0;
@@ -62,7 +111,28 @@ int _mi_prim_free(void* addr, size_t size) {
   return (munmap(addr, size) == -1 ? errno : 0);
 }
 
+int _mi_prim_commit(void* addr, size_t size) {
+  return (mprotect(addr, size, PROT_READ | PROT_WRITE) == -1 ? errno : 0);
+}
+
+int _mi_prim_decommit(void* addr, size_t size, bool protect) {
+  int err = (madvise(addr, size, MADV_DONTNEED) == -1 ? errno : 0);
+  if (protect && err == 0) {
+    /* back to inaccessible: also returns the commit charge on strict-overcommit systems */
+    err = (mprotect(addr, size, PROT_NONE) == -1 ? errno : 0);
+  }
+  return err;
+}
+
 int _mi_prim_reset(void* addr, size_t size) {
+#if defined(MADV_FREE)
+  static _Atomic(int) no_madv_free;
+  if (mi_atomic_load_relaxed(&no_madv_free) == 0) {
+    if (madvise(addr, size, MADV_FREE) == 0) return 0;
+    if (errno != EINVAL) return errno;
+    mi_atomic_store_relaxed(&no_madv_free, 1);   /* kernel without MADV_FREE */
+  }
+#endif
   return (madvise(addr, size, MADV_DONTNEED) == -1 ? errno : 0);
 }
 
@@ -70,6 +140,76 @@ int _mi_prim_protect(void* addr, size_t size, bool protect) {
   int err = mprotect(addr, size, protect ? PROT_NONE : (PROT_READ | PROT_WRITE));
   return (err == -1 ? errno : 0);
 }
+
+/* ---------------------------------------------------------------------------------------
+   Huge (1 GiB) OS pages and NUMA
+--------------------------------------------------------------------------------------- */
+#if defined(__linux__)
+#ifndef MAP_HUGE_SHIFT
+#define MAP_HUGE_SHIFT 26
+#endif
+#ifndef MPOL_PREFERRED
+#define MPOL_PREFERRED 1
+#endif
+
+int _mi_prim_alloc_huge_os_pages(void* hint, size_t size, int numa_node, void** addr) {
+  *addr = NULL;
+#if defined(MAP_HUGETLB)
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_HUGETLB | (30 << MAP_HUGE_SHIFT);
+#if defined(MAP_FIXED_NOREPLACE)
+  if (hint != NULL) flags |= MAP_FIXED_NOREPLACE;
+#endif
+  void* p = mmap(hint, size, PROT_READ | PROT_WRITE, flags, -1, 0);
+  if (p == MAP_FAILED) return errno;
+  if (hint != NULL && p != hint) { munmap(p, size); return EEXIST; }
+#if defined(SYS_mbind)
+  if (numa_node >= 0 && numa_node < 8*(int)sizeof(unsigned long)) {
+    unsigned long mask = 1UL << numa_node;
+    if (syscall(SYS_mbind, p, size, MPOL_PREFERRED, &mask, 8*sizeof(unsigned long), 0) != 0) {
+      _mi_warning_message("failed to bind huge (1 GiB) pages to numa node %d (error %d)\n", numa_node, errno);
+    }
+  }
+#else
+  (void)numa_node;
+#endif
+  *addr = p;
+  return 0;
+#else
+  (void)hint; (void)size; (void)numa_node;
+  return ENOTSUP;
+#endif
+}
+
+size_t _mi_prim_numa_node(void) {
+#if defined(SYS_getcpu)
+  unsigned long cpu = 0, node = 0;
+  if (syscall(SYS_getcpu, &cpu, &node, NULL) != 0) return 0;
+  return (size_t)node;
+#else
+  return 0;
+#endif
+}
+
+/* Nodes from /sys/devices/system/node/possible ("0" or "0-3"); probing directories would need
+   opendir, which allocates. */
+size_t _mi_prim_numa_node_count(void) {
+  char buf[64];
+  if (unix_read_small_file("/sys/devices/system/node/possible", buf, sizeof(buf)) <= 0) return 1;
+  const char* s = buf;
+  size_t last = unix_parse_size(s);
+  while (*s != 0 && *s != '\n') {
+    if (*s == '-' || *s == ',') last = unix_parse_size(s + 1);
+    s++;
+  }
+  return last + 1;
+}
+#else
+int _mi_prim_alloc_huge_os_pages(void* hint, size_t size, int numa_node, void** addr) {
+  (void)hint; (void)size; (void)numa_node; *addr = NULL; return ENOTSUP;
+}
+size_t _mi_prim_numa_node(void) { return 0; }
+size_t _mi_prim_numa_node_count(void) { return 1; }
+#endif
 
 /* ---------------------------------------------------------------------------------------
    Time and process information
