@@ -10,9 +10,12 @@
 --------------------------------------------------------------------------------------- */
 typedef enum mi_init_e { MI_UNINIT, MI_DEFAULTED, MI_INITIALIZED } mi_init_t;
 
+/* value and init are read by every thread (relaxed: plain moves on x86-64) and written at
+   first use or by mi_option_set; a racing first read may parse the environment twice, with
+   the same result. */
 typedef struct mi_option_desc_s {
-  long        value;
-  mi_init_t   init;
+  _Atomic(long) value;
+  _Atomic(int)  init;   /* mi_init_t */
   mi_option_t option;
   const char* name;
   const char* legacy_name;
@@ -78,8 +81,8 @@ void _mi_options_init(void) {
 long mi_option_get(mi_option_t option) {
   if ((int)option < 0 || option >= _mi_option_last) return 0;
   mi_option_desc_t* desc = &mi_options[option];
-  if (mi_unlikely(desc->init == MI_UNINIT)) mi_option_init(desc);
-  return desc->value;
+  if (mi_unlikely(mi_atomic_load_acquire(&desc->init) == MI_UNINIT)) mi_option_init(desc);
+  return mi_atomic_load_relaxed(&desc->value);
 }
 
 long mi_option_get_clamp(mi_option_t option, long min, long max) {
@@ -101,8 +104,8 @@ size_t mi_option_get_size(mi_option_t option) {
 void mi_option_set(mi_option_t option, long value) {
   if ((int)option < 0 || option >= _mi_option_last) return;
   mi_option_desc_t* desc = &mi_options[option];
-  desc->value = value;
-  desc->init = MI_INITIALIZED;
+  mi_atomic_store_relaxed(&desc->value, value);
+  mi_atomic_store_release(&desc->init, MI_INITIALIZED);
   if (option == mi_option_guarded_min && mi_option_get(mi_option_guarded_max) < value) {
     mi_option_set(mi_option_guarded_max, value);
   }
@@ -114,8 +117,8 @@ void mi_option_set(mi_option_t option, long value) {
 void mi_option_set_default(mi_option_t option, long value) {
   if ((int)option < 0 || option >= _mi_option_last) return;
   mi_option_desc_t* desc = &mi_options[option];
-  if (desc->init != MI_INITIALIZED) {
-    desc->value = value;   /* init stays: an environment value not read yet still wins */
+  if (mi_atomic_load_relaxed(&desc->init) != MI_INITIALIZED) {
+    mi_atomic_store_relaxed(&desc->value, value);   /* init stays: an environment value not read yet still wins */
   }
 }
 
@@ -205,15 +208,15 @@ static void mi_option_init(mi_option_desc_t* desc) {
   if (found) {
     long result;
     if (mi_option_parse(value, desc->is_kib, &result)) {
-      desc->value = result;
-      desc->init = MI_INITIALIZED;
+      mi_atomic_store_relaxed(&desc->value, result);
+      mi_atomic_store_release(&desc->init, MI_INITIALIZED);
     }
     else {
-      desc->init = MI_DEFAULTED;
+      mi_atomic_store_release(&desc->init, MI_DEFAULTED);
       if (desc->option == mi_option_verbose) {
-        desc->value = 1;   /* force this one warning out */
+        mi_atomic_store_relaxed(&desc->value, 1);   /* force this one warning out */
         _mi_warning_message("environment option mimalloc_%s has an invalid value.\n", desc->name);
-        desc->value = 0;
+        mi_atomic_store_relaxed(&desc->value, 0);
       }
       else {
         _mi_warning_message("environment option mimalloc_%s has an invalid value.\n", desc->name);
@@ -221,7 +224,7 @@ static void mi_option_init(mi_option_desc_t* desc) {
     }
   }
   else if (_mi_process_is_initialized) {
-    desc->init = MI_DEFAULTED;   /* the environment was accessible: it is absent */
+    mi_atomic_store_release(&desc->init, MI_DEFAULTED);   /* the environment was accessible: it is absent */
   }
 }
 
