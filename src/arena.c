@@ -280,8 +280,19 @@ int mi_reserve_huge_os_pages(size_t pages, double max_secs, size_t* pages_reserv
   return err;
 }
 
-/* The start-up reservations asked for by options (mi_process_init). */
+/* At process start (mi_process_init): say which purge policy is active (verbose), then make
+   the reservations asked for by options. */
 void _mi_arenas_init_reserve(void) {
+  const long delay = mi_option_get(mi_option_purge_delay);
+  if (delay < 0) {
+    _mi_verbose_message("purging is off (purge_delay=-1): unused memory stays resident until it is reused or unmapped\n");
+  }
+  else {
+    const bool decommit = mi_option_is_enabled(mi_option_purge_decommits);
+    _mi_verbose_message("purge policy: unused pages are %s after %ld ms, free arena blocks after %lld ms\n",
+                        (decommit ? "decommitted (MADV_DONTNEED)" : "reset (MADV_FREE)"), delay,
+                        (long long)mi_arena_purge_delay());
+  }
   const long huge = mi_option_get_clamp(mi_option_reserve_huge_os_pages, 0, 128*1024);
   if (huge > 0) {
     const long at = mi_option_get(mi_option_reserve_huge_os_pages_at);

@@ -343,7 +343,7 @@ static void mi_stats_print_data(const mi_stats_data_t* stats, mi_output_fun* out
   const int64_t avg10 = (count == 0 ? 0 : (searches * 10) / count);
   mi_line_add(&line, "%10s: %5lld.%lld avg", "searches", (long long)(avg10 / 10), (long long)(avg10 % 10));
   mi_line_end(&line);
-  mi_line_add(&line, "%10s: %5d", "numa nodes", 1);
+  mi_line_add(&line, "%10s: %5zu", "numa nodes", _mi_os_numa_node_count());
   mi_line_end(&line);
 
   mi_process_info_t info;
