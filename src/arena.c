@@ -34,7 +34,6 @@ typedef struct mi_arena_s {
   bool                 commit_syscall;   /* reserved inaccessible: commit with mprotect */
   bool                 is_huge_pages;    /* 1 GiB pages */
   _Atomic(mi_msecs_t)  purge_expire;     /* 0: no purge scheduled */
-  _Atomic(size_t)      search_idx;       /* field where the last allocation succeeded */
   mi_bitmap_field_t*   blocks_committed;
   mi_bitmap_field_t*   blocks_dirty;
   mi_bitmap_field_t*   blocks_purge;
@@ -316,10 +315,11 @@ static bool mi_arena_commit_blocks(mi_arena_t* arena, size_t idx, size_t count) 
 }
 
 static void* mi_arena_try_alloc_in(mi_arena_t* arena, size_t arena_idx, size_t count, bool commit, mi_memid_t* memid) {
+  /* first fit from the lowest address: blocks freed recently (resident, purge pending) are
+     reused before fresh ones, which keeps the resident set compact; an arena has few fields
+     (4 for 1 GiB), so the scan is short */
   size_t idx;
-  const size_t search = mi_atomic_load_relaxed(&arena->search_idx);
-  if (!_mi_bitmap_try_find_claim(arena->blocks_inuse, arena->field_count, search, count, &idx)) return NULL;
-  mi_atomic_store_relaxed(&arena->search_idx, idx / MI_BITMAP_FIELD_BITS);
+  if (!_mi_bitmap_try_find_claim(arena->blocks_inuse, arena->field_count, 0, count, &idx)) return NULL;
   _mi_bitmap_clear(arena->blocks_purge, idx, count);   /* reused before its purge */
   bool was_dirty = false;
   _mi_bitmap_set(arena->blocks_dirty, idx, count, &was_dirty);

@@ -102,7 +102,9 @@ static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
   }
   _mi_heap_collect_retired(heap, force);
   mi_heap_visit_pages(heap, &mi_heap_page_collect, &collect);
-  _mi_segments_collect(heap->tld, force);   /* due purges; all of them when forced */
+  /* due purges; all of them on mi_collect(true) (not at thread exit: other threads may reuse
+     the memory a thread frees as it ends) */
+  _mi_segments_collect(heap->tld, collect == MI_FORCE);
 }
 
 void _mi_heap_collect_abandon(mi_heap_t* heap) {

@@ -133,6 +133,7 @@ static void* mi_os_alloc_aligned_ex(size_t size, size_t alignment, size_t align_
   mi_assert_internal(align_offset % mi_os_mem_config.page_size == 0);
   bool large = false;
   if (is_large != NULL) *is_large = false;
+  allow_large = allow_large && mi_option_is_enabled(mi_option_allow_large_os_pages);   /* a permission, and the option */
   size = _mi_os_good_alloc_size(size);
   if (alignment < mi_os_mem_config.page_size) alignment = mi_os_mem_config.page_size;
   align_offset = align_offset % alignment;
