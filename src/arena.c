@@ -413,14 +413,18 @@ static void mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count)
     return;
   }
   _mi_bitmap_set(arena->blocks_purge, idx, count, NULL);
-  const mi_msecs_t expire = mi_atomic_load_relaxed(&arena->purge_expire);
+  const mi_msecs_t now = _mi_prim_clock_now();
+  mi_msecs_t expire = mi_atomic_load_relaxed(&arena->purge_expire);
   if (expire == 0) {
-    mi_atomic_store_release(&arena->purge_expire, _mi_prim_clock_now() + delay);
+    mi_atomic_store_release(&arena->purge_expire, now + delay);
   }
   else {
-    /* later frees push the deadline out a little, so a busy arena is purged in bulk */
-    const long extend = mi_option_get_clamp(mi_option_purge_extend_delay, 0, 1000);
-    mi_atomic_add_relaxed(&arena->purge_expire, (mi_msecs_t)extend);
+    /* later frees push the deadline out a little, so a busy arena is purged in bulk, but
+       never beyond one delay from now: a steady stream of frees must not starve the purge */
+    const mi_msecs_t extend = (mi_msecs_t)mi_option_get_clamp(mi_option_purge_extend_delay, 0, 1000);
+    mi_msecs_t target = expire + extend;
+    if (target > now + delay) target = now + delay;
+    if (target > expire) mi_atomic_cas_strong_acq_rel(&arena->purge_expire, &expire, target);
   }
   mi_atomic_store_release(&_mi_arenas_purge_pending, 1);
 }

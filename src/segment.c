@@ -369,6 +369,8 @@ void _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld) {
     mi_segment_slot_schedule_purge(segment, page, tld);
     mi_segment_insert_in_free_queue(segment, tld);
   }
+  /* a thread that is mostly freeing (shrinking) purges as it goes */
+  _mi_segments_purge_tick(tld);
 }
 
 /* The first segment in the queue whose memory may serve `heap` (its arena, see
