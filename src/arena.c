@@ -33,6 +33,8 @@ typedef struct mi_arena_s {
   bool                 is_pinned;        /* large or huge OS pages */
   bool                 commit_syscall;   /* reserved inaccessible: commit with mprotect */
   bool                 is_huge_pages;    /* 1 GiB pages */
+  bool                 purge_zeroes;     /* our private anonymous memory: a decommit zeroes it
+                                            (not so for memory we manage, e.g. a shared file) */
   _Atomic(mi_msecs_t)  purge_expire;     /* 0: no purge scheduled */
   mi_bitmap_field_t*   blocks_committed;
   mi_bitmap_field_t*   blocks_dirty;
@@ -93,7 +95,7 @@ static bool mi_arena_add(mi_arena_t* arena, mi_arena_id_t* arena_id) {
 /* Make an arena of [start, start+size); start is aligned up to a block and the size truncated
    to whole blocks. */
 static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_pinned, bool is_zero,
-                            int numa_node, bool exclusive, bool is_huge_pages, mi_arena_id_t* arena_id) {
+                            int numa_node, bool exclusive, bool is_huge_pages, bool owned, mi_arena_id_t* arena_id) {
   if (arena_id != NULL) *arena_id = 0;
   const uintptr_t astart = _mi_align_up((uintptr_t)start, MI_ARENA_BLOCK_SIZE);
   if (start == NULL || astart - (uintptr_t)start >= size) return false;
@@ -123,6 +125,7 @@ static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_p
   arena->is_pinned = is_pinned;
   arena->commit_syscall = !accessible;
   arena->is_huge_pages = is_huge_pages;
+  arena->purge_zeroes = owned;
   arena->blocks_committed = &arena->blocks_inuse[fields];
   arena->blocks_dirty = &arena->blocks_inuse[2*fields];
   arena->blocks_purge = &arena->blocks_inuse[3*fields];
@@ -147,7 +150,7 @@ bool mi_manage_os_memory_ex(void* start, size_t size, bool is_committed, bool is
   if (arena_id != NULL) *arena_id = 0;
   mi_process_init();
   return mi_arena_manage(start, size, is_committed || is_large, is_large, is_zero,
-                         (numa_node < 0 ? -1 : numa_node), exclusive, false, arena_id);
+                         (numa_node < 0 ? -1 : numa_node), exclusive, false, false, arena_id);
 }
 
 bool mi_manage_os_memory(void* start, size_t size, bool is_committed, bool is_large, bool is_zero, int numa_node) mi_attr_noexcept {
@@ -163,7 +166,7 @@ static int mi_arena_reserve_os(size_t size, bool commit, bool allow_large, bool 
   bool is_large = false;
   void* p = _mi_os_reserve_aligned(size, MI_ARENA_BLOCK_SIZE, commit, allow_large, &is_large);
   if (p == NULL) return ENOMEM;
-  if (!mi_arena_manage(p, size, commit || is_large, is_large, true, numa_node, exclusive, false, arena_id)) {
+  if (!mi_arena_manage(p, size, commit || is_large, is_large, true, numa_node, exclusive, false, true, arena_id)) {
     _mi_os_free_ex(p, size, 0);
     return ENOMEM;
   }
@@ -240,7 +243,7 @@ int mi_reserve_huge_os_pages_at_ex(size_t pages, int numa_node, size_t timeout_m
   mi_os_stat_increase(reserved, size);
   mi_os_stat_counter_increase(mmap_calls, obtained);
   mi_arena_id_t id = 0;
-  if (!mi_arena_manage(base, size, true, true, true, numa_node, exclusive, true, &id)) {
+  if (!mi_arena_manage(base, size, true, true, true, numa_node, exclusive, true, true, &id)) {
     _mi_os_free_ex(base, size, 0);
     return ENOMEM;
   }
@@ -342,6 +345,7 @@ static void* mi_arena_try_alloc_in(mi_arena_t* arena, size_t arena_idx, size_t c
   memid->commit_syscall = arena->commit_syscall;
   memid->initially_committed = (all_committed || commit || any_committed);
   memid->initially_zero = !was_dirty;
+  memid->purge_zeroes = arena->purge_zeroes;
   return arena->start + idx * MI_ARENA_BLOCK_SIZE;
 }
 
@@ -387,8 +391,7 @@ void* _mi_arena_alloc_aligned(size_t size, size_t alignment, size_t align_offset
     }
   }
   if (req_arena_id != 0 || mi_option_is_enabled(mi_option_disallow_os_alloc)) {
-    errno = ENOMEM;
-    return NULL;
+    return NULL;   /* the caller reports ENOMEM if its retries fail too */
   }
   bool is_large = false;
   bool is_zero = false;
@@ -398,6 +401,7 @@ void* _mi_arena_alloc_aligned(size_t size, size_t alignment, size_t align_offset
   memid->is_pinned = is_large;
   memid->initially_committed = true;
   memid->initially_zero = is_zero;
+  memid->purge_zeroes = true;
   return p;
 }
 
@@ -408,7 +412,7 @@ static void mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count)
   if (delay == 0) {
     if (_mi_os_purge(arena->start + idx * MI_ARENA_BLOCK_SIZE, count * MI_ARENA_BLOCK_SIZE, arena->commit_syscall)) {
       _mi_bitmap_clear(arena->blocks_committed, idx, count);
-      _mi_bitmap_clear(arena->blocks_dirty, idx, count);
+      if (arena->purge_zeroes) _mi_bitmap_clear(arena->blocks_dirty, idx, count);
     }
     return;
   }
@@ -472,7 +476,7 @@ static void mi_arena_purge_claimed(mi_arena_t* arena, size_t idx, size_t count) 
     while (i + len < idx + count && _mi_bitmap_is_all_set(arena->blocks_purge, i + len, 1)) len++;
     if (_mi_os_purge(arena->start + i * MI_ARENA_BLOCK_SIZE, len * MI_ARENA_BLOCK_SIZE, arena->commit_syscall)) {
       _mi_bitmap_clear(arena->blocks_committed, i, len);
-      _mi_bitmap_clear(arena->blocks_dirty, i, len);
+      if (arena->purge_zeroes) _mi_bitmap_clear(arena->blocks_dirty, i, len);
     }
     _mi_bitmap_clear(arena->blocks_purge, i, len);
     i += len;

@@ -461,8 +461,10 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero, size_t huge_al
   const size_t psize = (size <= MI_MAX_ALLOC_SIZE ? size + MI_PADDING_SIZE : size);   /* room for the padding */
   mi_page_t* page = mi_find_page(heap, psize, huge_alignment, align_offset);
   if (mi_unlikely(page == NULL) && size <= MI_MAX_ALLOC_SIZE) {
-    mi_heap_collect(heap, true);   /* release what we can and try once more */
+    const int saved_errno = errno;   /* failed system calls on the way set errno */
+    mi_heap_collect(heap, true);     /* release what we can and try once more */
     page = mi_find_page(heap, psize, huge_alignment, align_offset);
+    if (page != NULL) errno = saved_errno;   /* success leaves errno alone */
   }
   if (mi_unlikely(page == NULL)) {
     _mi_error_message(ENOMEM, "unable to allocate memory (%zu bytes)\n", size);

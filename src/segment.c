@@ -149,7 +149,7 @@ static void mi_segment_slot_purge(mi_segment_t* segment, mi_page_t* page) {
   }
   else if (_mi_os_purge(start, size, segment->memid.commit_syscall)) {
     page->is_committed = 0;
-    page->is_zero_init = 1;   /* decommitted memory reads as zero */
+    page->is_zero_init = segment->memid.purge_zeroes;   /* decommitted anonymous memory reads as zero */
   }
 }
 

@@ -138,6 +138,7 @@ typedef struct mi_memid_s {
   bool   commit_syscall;       /* reserved inaccessible: commit needs mprotect, decommit protects */
   bool   initially_committed;  /* all of it committed (counted) when handed out */
   bool   initially_zero;       /* all of it reads as zero when handed out */
+  bool   purge_zeroes;         /* a decommit zeroes it (private anonymous memory) */
 } mi_memid_t;
 
 /* Debug builds end every block with a padding record (debug.c). A block of block_size bytes

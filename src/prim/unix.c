@@ -84,7 +84,7 @@ int _mi_prim_alloc(void* hint, size_t size, bool commit, bool allow_large, bool*
   /* 2 MiB hugetlb pages only where the administrator configured a pool of them */
   if (allow_large && commit && (size % (2*MI_MiB)) == 0) {
     if (unix_has_hugetlb_free) {
-      p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_HUGETLB, -1, 0);
+      p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);   /* no MAP_NORESERVE: the pages must exist now, not fault with SIGBUS later */
       if (p != MAP_FAILED) *is_large = true;
     }
   }
@@ -155,7 +155,7 @@ int _mi_prim_protect(void* addr, size_t size, bool protect) {
 int _mi_prim_alloc_huge_os_pages(void* hint, size_t size, int numa_node, void** addr) {
   *addr = NULL;
 #if defined(MAP_HUGETLB)
-  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_HUGETLB | (30 << MAP_HUGE_SHIFT);
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | (30 << MAP_HUGE_SHIFT);   /* reserved now (no MAP_NORESERVE) */
 #if defined(MAP_FIXED_NOREPLACE)
   if (hint != NULL) flags |= MAP_FIXED_NOREPLACE;
 #endif

@@ -1,0 +1,385 @@
+/* mem-purge.c -- delayed purging: statistics, timing, and reuse of purged memory.
+
+   Usage: mem-purge cycle|delay|now
+
+   cycle  (run under each purge/commit setting, see CMakeLists.txt) six rounds of: allocate a mix
+          of small (16 B..1 KiB), medium (20..120 KiB), large (1 MiB), huge (10 MiB, from an
+          arena) blocks with every byte written (0xA5), plus once a 300 MiB block (straight from
+          the OS); free them all except one small "anchor" block per round (so its segment stays
+          and its other pages' slots are purged rather than the whole segment); then
+          - even rounds: mi_collect(true), which must run every purge at once;
+          - odd rounds: no collect; sleep and allocator activity until the purge statistics move
+            (up to 3 s);
+          then the statistics must say (by the options in effect):
+          - purge_delay >= 0: `purged` and `purge_calls` grew (after mi_collect(true), with
+            arenas, by at least 40 MiB: the freed segments); with a delay > 0 an arena purge pass
+            ran (`arena_purges`); with purge_decommits the commit figure fell back to within
+            16 MiB of the start of the round; without it (MADV_FREE) the `reset` counters grew;
+          - purge_delay < 0: `purged`, `purge_calls` and `arena_purges` stay 0 for the whole run;
+          and then the same sizes again through mi_zalloc, mi_calloc, mi_zalloc_aligned and
+          mi_rezalloc (of a zeroed block) must be all zero (every byte checked), and keep what is
+          written into them. At the end mi_stats_get_json shows the same purged, purge_calls,
+          arena_purges, reset, committed, reserved and arena_count figures as mi_stats_get.
+          Without arenas (MIMALLOC_ARENA_RESERVE=0) only the page slots of live segments are
+          purged (segments are unmapped): no arena figures are expected there.
+   delay  (MIMALLOC_PURGE_DELAY=300, MIMALLOC_ARENA_PURGE_MULT=3: pages after 300 ms, arena
+          blocks after 900 ms) the timing: right after freeing 48 small pages next to an anchor
+          and a large block's segment, and after 100 ms of sleep plus activity, nothing is purged
+          (statistics unchanged); by about 450 ms the page slots are purged (purged grew by at
+          least the 48 slots) but no arena purge has run yet; by about 1.1 s (polled up to 3 s)
+          the arena purge has run too (arena_purges grew, purged grew by at least the 4 MiB
+          segment). mi_collect(true) purges everything at once (a second round, no sleeping).
+          Purged memory then reads as zero through mi_zalloc.
+   now    (MIMALLOC_PURGE_DELAY=0) right after the frees (plus mi_collect(false) to free the empty
+          pages kept by the heap) the slots and the large block's segment are purged, without
+          sleeping and without any arena purge pass (arena_purges stays the same).
+
+   Only the statistics are asserted (not the RSS: MADV_FREE leaves it high until memory pressure),
+   so this runs under the sanitizers too. */
+#include "memory-common.h"
+
+typedef struct snap_s {
+  int64_t purged, purge_calls, arena_purges, reset, reset_calls, committed;
+} snap_t;
+
+static snap_t snap(void) {
+  const mi_stats_t* s = mt_stats();
+  snap_t r = { s->purged.total, s->purge_calls.total, s->arena_purges.total, s->reset.total,
+               s->reset_calls.total, s->committed.current };
+  return r;
+}
+
+/* ---------------------------------------------------------------------------------------
+   cycle
+--------------------------------------------------------------------------------------- */
+enum { MAX_BLOCKS = 40000 };
+static void*  blocks[MAX_BLOCKS];
+static size_t sizes[MAX_BLOCKS];
+static size_t nblocks;
+
+static void add_block(size_t size) {
+  if (nblocks >= MAX_BLOCKS) return;
+  void* p = mi_malloc(size);
+  CHECK_MSG(p != NULL, "mi_malloc(%zu) failed", size);
+  if (p == NULL) return;
+  memset(p, 0xA5, size);
+  blocks[nblocks] = p;
+  sizes[nblocks] = size;
+  nblocks++;
+}
+
+static void alloc_mix(uint64_t seed, bool with_os_block) {
+  uint64_t x = seed;
+  nblocks = 0;
+  size_t small_total = 0, medium_total = 0;
+  while (small_total < 12 * MiB) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const size_t size = 16 + (size_t)((x >> 33) % 1009);
+    add_block(size);
+    small_total += size;
+  }
+  while (medium_total < 12 * MiB) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const size_t size = 20 * KiB + (size_t)((x >> 33) % (100 * KiB));
+    add_block(size);
+    medium_total += size;
+  }
+  for (int i = 0; i < 6; i++) add_block(1 * MiB + (size_t)i * 4096);
+  for (int i = 0; i < 2; i++) add_block(10 * MiB);
+  if (with_os_block) add_block(300 * MiB);
+}
+
+static void free_mix(void) {
+  for (size_t i = 0; i < nblocks; i++) mi_free(blocks[i]);
+}
+
+/* Every size again, zero-initialised by the four entry points in turn; all bytes checked,
+   then written and read back. */
+static void check_zero_reuse(int round) {
+  static void* again[MAX_BLOCKS];
+  size_t bad = 0;
+  for (size_t i = 0; i < nblocks; i++) {
+    const size_t size = sizes[i];
+    void* p = NULL;
+    switch ((i + (size_t)round) % 4) {
+      case 0: p = mi_zalloc(size); break;
+      case 1: p = mi_calloc(1, size); break;
+      case 2: p = mi_zalloc_aligned(size, 64); break;
+      default: {
+        void* q = mi_zalloc(8);   /* rezalloc zeroes beyond the old size: start from zero */
+        p = mi_rezalloc(q, size);
+        if (p == NULL) mi_free(q);
+        break;
+      }
+    }
+    again[i] = p;
+    if (p == NULL) { CHECK_MSG(p != NULL, "round %d: zero allocation of %zu bytes failed", round, size); continue; }
+    const size_t nz = mt_first_nonzero(p, size);
+    if (nz != size) {
+      bad++;
+      CHECK_MSG(nz == size, "round %d: zero-initialised block of %zu bytes at %p has byte %zu = 0x%02x", round, size, p, nz, ((uint8_t*)p)[nz]);
+    }
+    memset(p, (int)(i & 0x7F) | 0x40, size);
+  }
+  for (size_t i = 0; i < nblocks; i++) {
+    if (again[i] == NULL) continue;
+    const uint8_t v = (uint8_t)((i & 0x7F) | 0x40);
+    if (!mt_is_filled(again[i], sizes[i], v)) {
+      bad++;
+      CHECK_MSG(false, "round %d: block %zu of %zu bytes did not keep its contents", round, i, sizes[i]);
+    }
+    mi_free(again[i]);
+  }
+  CHECK_MSG(bad == 0, "round %d: %zu bad blocks", round, bad);
+}
+
+/* The same figures through mi_stats_get_json (into our buffer: no allocation in between). */
+static long long json_number(const char* json, const char* key) {
+  char pat[64];
+  snprintf(pat, sizeof(pat), "\"%s\": ", key);
+  const char* p = strstr(json, pat);
+  if (p == NULL) return -1;
+  p += strlen(pat);
+  if (*p == '{') {   /* a count: its "current" */
+    const char* c = strstr(p, "\"current\": ");
+    if (c == NULL) return -1;
+    p = c + strlen("\"current\": ");
+  }
+  return strtoll(p, NULL, 10);
+}
+
+static void check_json(const snap_t* expect) {
+  static char json[1 << 18];
+  const char* j = mi_stats_get_json(sizeof(json), json);
+  CHECK(j != NULL);
+  if (j == NULL) return;
+  const mi_stats_t* s = mt_stats();
+  CHECK_EQ(json_number(j, "purged"), expect->purged);
+  CHECK_EQ(json_number(j, "purge_calls"), expect->purge_calls);
+  CHECK_EQ(json_number(j, "arena_purges"), expect->arena_purges);
+  CHECK_EQ(json_number(j, "reset"), expect->reset);
+  CHECK_EQ(json_number(j, "committed"), expect->committed);
+  CHECK_EQ(json_number(j, "arena_count"), s->arena_count.total);
+  CHECK_EQ(json_number(j, "reserved"), s->reserved.current);
+}
+
+static int cycle(void) {
+  const long delay = mi_option_get(mi_option_purge_delay);
+  const bool decommits = mi_option_is_enabled(mi_option_purge_decommits);
+  const long mult = mi_option_get(mi_option_arena_purge_mult);
+  /* without arenas (MIMALLOC_ARENA_RESERVE=0) segments go back to the OS at once: only the
+     page slots of live segments are purged */
+  const bool use_arenas = (mi_option_get_size(mi_option_arena_reserve) > 0 && !mi_option_is_enabled(mi_option_disallow_arena_alloc));
+  const bool arena_delayed = (use_arenas && delay > 0 && mult > 0);
+  mt_activity(2000);
+  mi_collect(true);
+  const snap_t start = snap();
+  void* anchors[6] = { 0 };
+  for (int round = 0; round < 6; round++) {
+    const snap_t before = snap();
+    anchors[round] = mi_malloc(24);
+    CHECK(anchors[round] != NULL);
+    alloc_mix(1000 + (uint64_t)round, round == 1);
+    free_mix();
+    const bool collect = (round % 2 == 0);
+    snap_t after;
+    if (collect) {
+      mi_collect(true);
+      after = snap();
+    }
+    else {
+      /* wait for the page purges and the arena purge (delay * mult plus the extensions) */
+      const long long t0 = mt_now_ms();
+      const long long limit = (delay < 0 ? 300 : 3000);
+      do {
+        mt_sleep_ms(delay < 0 ? 100 : (delay * (mult > 0 ? mult : 1)) / 2 + 20);
+        mt_activity(1000);
+        after = snap();
+      } while ((delay < 0 || (arena_delayed && after.arena_purges == before.arena_purges) || after.purged == before.purged) &&
+               mt_now_ms() - t0 < limit);
+    }
+    if (delay >= 0) {
+      CHECK_MSG(after.purged > before.purged, "round %d (%s): purged did not grow (%lld)", round, collect ? "collect" : "sleep+activity", (long long)after.purged);
+      CHECK_MSG(after.purge_calls > before.purge_calls, "round %d: purge_calls did not grow", round);
+      if (arena_delayed) {
+        CHECK_MSG(after.arena_purges > before.arena_purges, "round %d (%s): no arena purge pass", round, collect ? "collect" : "sleep+activity");
+      }
+      /* mi_collect(true): at least the large and huge blocks' segments (2 x 4 MiB + 2 x 12 MiB)
+         and most small and medium ones (with sleep+activity the activity may take some of the
+         freed blocks again before their purge) */
+      if (use_arenas && collect) CHECK_MSG(after.purged >= before.purged + (int64_t)(40 * MiB), "round %d: purged grew by only %lld bytes", round, (long long)(after.purged - before.purged));
+      if (decommits) {
+        CHECK_MSG(after.committed <= before.committed + (int64_t)(16 * MiB), "round %d: committed is %.1f MiB above the start of the round after the purge",
+                  round, (double)(after.committed - before.committed) / MiB);
+      }
+      else {
+        CHECK_MSG(after.reset_calls > before.reset_calls && after.reset > before.reset, "round %d: purge_decommits=0 but no reset (MADV_FREE) counted", round);
+      }
+    }
+    check_zero_reuse(round);
+  }
+  for (int round = 0; round < 6; round++) mi_free(anchors[round]);
+  const snap_t end = snap();
+  check_json(&end);
+  if (delay < 0) {
+    CHECK_EQ(end.purged, 0);
+    CHECK_EQ(end.purge_calls, 0);
+    CHECK_EQ(end.arena_purges, 0);
+  }
+  return test_summary("mem-purge cycle", "arena_reserve %zu KiB, purge_delay %ld, arena_purge_mult %ld, purge_decommits %d, eager_commit %ld, eager_commit_delay %ld, arena_eager_commit %ld: "
+                      "purged %.1f MiB in %lld calls, %lld arena purge passes, reset %.1f MiB",
+                      mi_option_get_size(mi_option_arena_reserve) / KiB, delay, mult, (int)decommits, mi_option_get(mi_option_eager_commit), mi_option_get(mi_option_eager_commit_delay),
+                      mi_option_get(mi_option_arena_eager_commit), (double)(end.purged - start.purged) / MiB,
+                      (long long)(end.purge_calls - start.purge_calls), (long long)(end.arena_purges - start.arena_purges),
+                      (double)(end.reset - start.reset) / MiB);
+}
+
+/* ---------------------------------------------------------------------------------------
+   delay / now
+--------------------------------------------------------------------------------------- */
+enum { PAGE_BLOCKS = 64 * 1024 / 256 };   /* 256-byte blocks per 64 KiB page (about) */
+
+/* An anchor block, then 48 pages' worth of 256-byte blocks after it (mostly in the anchor's
+   segment: a fresh small segment has 64 page slots), and a 1 MiB block (its own segment). */
+typedef struct work_s {
+  void* anchor;
+  void* small[48 * PAGE_BLOCKS];
+  void* large;
+} work_t;
+static work_t work;
+
+static void work_alloc(void) {
+  work.anchor = mi_malloc(256);
+  CHECK(work.anchor != NULL);
+  for (size_t i = 0; i < 48 * PAGE_BLOCKS; i++) {
+    work.small[i] = mi_malloc(256);
+    CHECK(work.small[i] != NULL);
+    if (work.small[i] != NULL) memset(work.small[i], 0x5A, 256);
+  }
+  work.large = mi_malloc(1 * MiB);
+  CHECK(work.large != NULL);
+  if (work.large != NULL) memset(work.large, 0x5A, 1 * MiB);
+}
+
+static void work_free(void) {
+  for (size_t i = 0; i < 48 * PAGE_BLOCKS; i++) mi_free(work.small[i]);
+  mi_free(work.large);
+  mi_collect(false);   /* empty pages kept by the heap (retired) go back to their segments */
+}
+
+static void zero_check(const char* when) {
+  size_t bad = 0;
+  for (size_t i = 0; i < 48 * PAGE_BLOCKS; i++) {
+    work.small[i] = mi_zalloc(256);
+    if (work.small[i] == NULL || !mt_is_zero(work.small[i], 256)) bad++;
+  }
+  work.large = mi_zalloc(1 * MiB);
+  CHECK_MSG(work.large != NULL && mt_is_zero(work.large, 1 * MiB), "%s: mi_zalloc(1 MiB) not zero", when);
+  CHECK_MSG(bad == 0, "%s: %zu of the 256-byte mi_zalloc blocks were not zero", when, bad);
+  for (size_t i = 0; i < 48 * PAGE_BLOCKS; i++) mi_free(work.small[i]);
+  mi_free(work.large);
+}
+
+/* The allocation slow path, without taking page slots of the segments under test: a large
+   (1 MiB) and a huge (3 MiB) block, each in a segment of its own, allocated and freed. */
+static void trigger(void) {
+  void* a = mi_malloc(1 * MiB);
+  void* b = mi_malloc(3 * MiB);
+  CHECK(a != NULL && b != NULL);
+  mi_free(a);
+  mi_free(b);
+}
+
+static int delay_test(void) {
+  const long delay = mi_option_get(mi_option_purge_delay);
+  const long mult = mi_option_get(mi_option_arena_purge_mult);
+  CHECK_MSG(delay == 300 && mult == 3, "needs MIMALLOC_PURGE_DELAY=300 and MIMALLOC_ARENA_PURGE_MULT=3 (have %ld, %ld)", delay, mult);
+  mt_activity(2000);
+  mi_collect(true);
+  work_alloc();
+  const snap_t s0 = snap();
+  const long long t0 = mt_now_ms();
+  work_free();
+  const snap_t s1 = snap();
+  CHECK_MSG(s1.purged == s0.purged && s1.purge_calls == s0.purge_calls && s1.arena_purges == s0.arena_purges,
+            "right after the frees: purged %lld -> %lld, arena_purges %lld -> %lld", (long long)s0.purged, (long long)s1.purged,
+            (long long)s0.arena_purges, (long long)s1.arena_purges);
+  mt_sleep_ms(100);
+  trigger();
+  const snap_t s2 = snap();
+  const long long t2 = mt_now_ms() - t0;
+  if (t2 < 280) {   /* (a badly stalled machine could have passed the deadline already) */
+    CHECK_MSG(s2.purged == s0.purged && s2.arena_purges == s0.arena_purges, "%lld ms after the frees (delay 300 ms): purged %lld -> %lld",
+              t2, (long long)s0.purged, (long long)s2.purged);
+  }
+  /* page slots: due at 300 ms */
+  snap_t s3;
+  long long t3;
+  do {
+    mt_sleep_ms(50);
+    trigger();
+    s3 = snap();
+    t3 = mt_now_ms() - t0;
+  } while (s3.purged < s0.purged + (int64_t)(48 * 64 * KiB) && t3 < 3000);
+  CHECK_MSG(s3.purged >= s0.purged + (int64_t)(40 * 64 * KiB), "%lld ms after the frees: purged grew by %lld bytes only", t3, (long long)(s3.purged - s0.purged));
+  CHECK_MSG(t3 >= 300, "the page slots were purged after %lld ms, before the 300 ms delay", t3);
+  if (t3 < 850) {
+    CHECK_MSG(s3.arena_purges == s0.arena_purges, "an arena purge ran %lld ms after the frees (arena delay 900 ms)", t3);
+  }
+  /* the large block's segment: due at 900 ms (plus 1 ms per further freed segment) */
+  snap_t s4;
+  long long t4;
+  do {
+    mt_sleep_ms(100);
+    trigger();
+    s4 = snap();
+    t4 = mt_now_ms() - t0;
+  } while (s4.arena_purges == s0.arena_purges && t4 < 3000);
+  CHECK_MSG(s4.arena_purges > s0.arena_purges, "no arena purge %lld ms after the frees", t4);
+  CHECK_MSG(t4 >= 900, "the arena purge ran after %lld ms, before the 900 ms delay", t4);
+  CHECK_MSG(s4.purged >= s3.purged + (int64_t)(4 * MiB), "the arena purge purged %lld bytes, less than the 4 MiB segment", (long long)(s4.purged - s3.purged));
+  zero_check("after the delayed purges");
+  void* first_anchor = work.anchor;
+
+  /* a second round: mi_collect(true) purges at once */
+  work_alloc();
+  const snap_t s5 = snap();
+  work_free();
+  mi_collect(true);
+  const snap_t s6 = snap();
+  const long long t6 = mt_now_ms();
+  mi_free(first_anchor);
+  CHECK_MSG(s6.purged >= s5.purged + (int64_t)(40 * 64 * KiB + 4 * MiB), "mi_collect(true): purged grew by %lld bytes", (long long)(s6.purged - s5.purged));
+  CHECK(s6.arena_purges > s5.arena_purges);
+  zero_check("after mi_collect(true)");
+  (void)t6;
+  mi_free(work.anchor);
+  return test_summary("mem-purge delay", "slots purged after %lld ms, arena after %lld ms", t3, t4);
+}
+
+static int now_test(void) {
+  const long delay = mi_option_get(mi_option_purge_delay);
+  CHECK_MSG(delay == 0, "needs MIMALLOC_PURGE_DELAY=0 (have %ld)", delay);
+  mt_activity(2000);
+  mi_collect(true);
+  for (int round = 0; round < 3; round++) {
+    work_alloc();
+    const snap_t s0 = snap();
+    work_free();
+    const snap_t s1 = snap();
+    CHECK_MSG(s1.purged >= s0.purged + (int64_t)(40 * 64 * KiB + 4 * MiB), "round %d: right after the frees purged grew by %lld bytes", round, (long long)(s1.purged - s0.purged));
+    CHECK_MSG(s1.arena_purges == s0.arena_purges, "round %d: delay 0 purges directly, yet an arena purge pass ran", round);
+    zero_check("purge delay 0");
+    mi_free(work.anchor);
+  }
+  return test_summary("mem-purge now", NULL);
+}
+
+int main(int argc, char** argv) {
+  const char* mode = (argc > 1 ? argv[1] : "cycle");
+  if (strcmp(mode, "cycle") == 0) return cycle();
+  if (strcmp(mode, "delay") == 0) return delay_test();
+  if (strcmp(mode, "now") == 0) return now_test();
+  fprintf(stderr, "unknown mode %s\n", mode);
+  return 2;
+}
