@@ -36,6 +36,7 @@ typedef struct mi_arena_s {
   bool                 purge_zeroes;     /* our private anonymous memory: a decommit zeroes it
                                             (not so for memory we manage, e.g. a shared file) */
   _Atomic(mi_msecs_t)  purge_expire;     /* 0: no purge scheduled */
+  _Atomic(mi_msecs_t)  purge_limit;      /* the deadline is never extended beyond this */
   mi_bitmap_field_t*   blocks_committed;
   mi_bitmap_field_t*   blocks_dirty;
   mi_bitmap_field_t*   blocks_purge;
@@ -420,14 +421,17 @@ static void mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count)
   const mi_msecs_t now = _mi_prim_clock_now();
   mi_msecs_t expire = mi_atomic_load_relaxed(&arena->purge_expire);
   if (expire == 0) {
+    mi_atomic_store_relaxed(&arena->purge_limit, now + 2*delay);
     mi_atomic_store_release(&arena->purge_expire, now + delay);
   }
   else {
-    /* later frees push the deadline out a little, so a busy arena is purged in bulk, but
-       never beyond one delay from now: a steady stream of frees must not starve the purge */
+    /* later frees push the deadline out a little, so a busy arena is purged in bulk, but at
+       most to twice the delay after the first free: a steady stream of frees must not starve
+       the purge */
     const mi_msecs_t extend = (mi_msecs_t)mi_option_get_clamp(mi_option_purge_extend_delay, 0, 1000);
+    const mi_msecs_t limit = mi_atomic_load_relaxed(&arena->purge_limit);
     mi_msecs_t target = expire + extend;
-    if (target > now + delay) target = now + delay;
+    if (target > limit) target = limit;
     if (target > expire) mi_atomic_cas_strong_acq_rel(&arena->purge_expire, &expire, target);
   }
   mi_atomic_store_release(&_mi_arenas_purge_pending, 1);

@@ -565,8 +565,8 @@ static mi_segment_t* mi_abandoned_pop(mi_subproc_t* subproc, mi_arena_id_t arena
   return segment;
 }
 
-/* Reclaim abandoned segments into `heap`'s thread: all of them, or (when !all) until the
-   thread has a segment with free small/medium pages, trying at most a few. */
+/* Reclaim abandoned segments that may serve `heap` into its thread: all of them, or (when
+   !all) until one with free small/medium pages was reclaimed, trying at most a few. */
 bool _mi_segment_try_reclaim_abandoned(mi_heap_t* heap, bool all) {
   mi_tld_t* tld = heap->tld;
   mi_subproc_t* subproc = tld->subproc;
@@ -576,8 +576,10 @@ bool _mi_segment_try_reclaim_abandoned(mi_heap_t* heap, bool all) {
     mi_segment_t* segment = mi_abandoned_pop(subproc, heap->arena_id);
     if (segment == NULL) break;
     reclaimed = true;
-    mi_segment_reclaim(segment, heap);
-    if (!all && (tld->segments.small_free.first != NULL || tld->segments.medium_free.first != NULL)) break;
+    const bool alive = mi_segment_reclaim(segment, heap);
+    /* enough when this one has free small/medium pages (the thread's other free segments
+       may belong to other arenas) */
+    if (!all && alive && segment->page_kind <= MI_PAGE_MEDIUM && segment->used < segment->capacity) break;
   }
   return reclaimed;
 }

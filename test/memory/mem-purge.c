@@ -8,8 +8,8 @@
           the OS); free them all except one small "anchor" block per round (so its segment stays
           and its other pages' slots are purged rather than the whole segment); then
           - even rounds: mi_collect(true), which must run every purge at once;
-          - odd rounds: no collect; sleep and allocator activity until the purge statistics move
-            (up to 3 s);
+          - odd rounds: no collect; sleep and allocator activity until the purge statistics
+            below are reached (up to 3 s);
           then the statistics must say (by the options in effect):
           - purge_delay >= 0: `purged` and `purge_calls` grew (after mi_collect(true), with
             arenas, by at least 40 MiB: the freed segments); with a delay > 0 an arena purge pass
@@ -188,14 +188,17 @@ static int cycle(void) {
       after = snap();
     }
     else {
-      /* wait for the page purges and the arena purge (delay * mult plus the extensions) */
+      /* wait for the page purges and the arena purge (delay * mult plus the extensions; an
+         arena pass that was due from the previous round's frees may run in the middle of this
+         round's frees, so wait until the figures checked below are reached, up to 3 s) */
       const long long t0 = mt_now_ms();
       const long long limit = (delay < 0 ? 300 : 3000);
       do {
         mt_sleep_ms(delay < 0 ? 100 : (delay * (mult > 0 ? mult : 1)) / 2 + 20);
         mt_activity(1000);
         after = snap();
-      } while ((delay < 0 || (arena_delayed && after.arena_purges == before.arena_purges) || after.purged == before.purged) &&
+      } while ((delay < 0 || (arena_delayed && after.arena_purges == before.arena_purges) || after.purged == before.purged ||
+                (decommits && after.committed > before.committed + (int64_t)(16 * MiB))) &&
                mt_now_ms() - t0 < limit);
     }
     if (delay >= 0) {
