@@ -46,6 +46,7 @@ typedef struct mi_arena_s {
 static _Atomic(mi_arena_t*) mi_arenas[MI_MAX_ARENAS];
 static _Atomic(size_t)      mi_arena_count;   /* slots taken (a slot may still be NULL briefly) */
 _Atomic(size_t)             _mi_arenas_purge_pending;   /* some arena may have a purge scheduled */
+static _Atomic(size_t)      mi_arenas_unpurged;         /* blocks with their purge bit set */
 
 static mi_arena_t* mi_arena_at(size_t idx) {
   return (idx < MI_MAX_ARENAS ? mi_atomic_load_acquire(&mi_arenas[idx]) : NULL);
@@ -325,7 +326,8 @@ static void* mi_arena_try_alloc_in(mi_arena_t* arena, size_t arena_idx, size_t c
      (4 for 1 GiB), so the scan is short */
   size_t idx;
   if (!_mi_bitmap_try_find_claim(arena->blocks_inuse, arena->field_count, 0, count, &idx)) return NULL;
-  _mi_bitmap_clear(arena->blocks_purge, idx, count);   /* reused before its purge */
+  const size_t unscheduled = _mi_bitmap_clear_count(arena->blocks_purge, idx, count);   /* reused before its purge */
+  if (unscheduled > 0) mi_atomic_sub_relaxed(&mi_arenas_unpurged, unscheduled);
   bool was_dirty = false;
   _mi_bitmap_set(arena->blocks_dirty, idx, count, &was_dirty);
   const bool all_committed = _mi_bitmap_is_all_set(arena->blocks_committed, idx, count);
@@ -418,9 +420,16 @@ static void mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count)
     return;
   }
   _mi_bitmap_set(arena->blocks_purge, idx, count, NULL);
+  const size_t unpurged = mi_atomic_add_relaxed(&mi_arenas_unpurged, count) + count;
   const mi_msecs_t now = _mi_prim_clock_now();
   mi_msecs_t expire = mi_atomic_load_relaxed(&arena->purge_expire);
-  if (expire == 0) {
+  if (unpurged * MI_ARENA_BLOCK_SIZE > MI_ARENA_UNPURGED_MAX) {
+    /* over the budget: due after the short delay */
+    const mi_msecs_t soon = now + (mi_msecs_t)mi_option_get_clamp(mi_option_purge_delay, 0, 1000000);
+    if (expire == 0) mi_atomic_store_relaxed(&arena->purge_limit, soon);
+    while ((expire == 0 || expire > soon) && !mi_atomic_cas_weak_acq_rel(&arena->purge_expire, &expire, soon)) { }
+  }
+  else if (expire == 0) {
     mi_atomic_store_relaxed(&arena->purge_limit, now + 2*delay);
     mi_atomic_store_release(&arena->purge_expire, now + delay);
   }
@@ -482,7 +491,8 @@ static void mi_arena_purge_claimed(mi_arena_t* arena, size_t idx, size_t count) 
       _mi_bitmap_clear(arena->blocks_committed, i, len);
       if (arena->purge_zeroes) _mi_bitmap_clear(arena->blocks_dirty, i, len);
     }
-    _mi_bitmap_clear(arena->blocks_purge, i, len);
+    const size_t done = _mi_bitmap_clear_count(arena->blocks_purge, i, len);
+    if (done > 0) mi_atomic_sub_relaxed(&mi_arenas_unpurged, done);
     i += len;
   }
 }

@@ -39,6 +39,16 @@ bool _mi_bitmap_clear(mi_bitmap_field_t* bitmap, size_t idx, size_t count) {
   return all_set;
 }
 
+size_t _mi_bitmap_clear_count(mi_bitmap_field_t* bitmap, size_t idx, size_t count) {
+  size_t cleared = 0;
+  mi_bitmap_for_fields(f, idx, count) {
+    const size_t mask = mi_bitmap_mask_in(f, idx, count);
+    const size_t prev = mi_atomic_and_acq_rel(&bitmap[f], ~mask);
+    cleared += (size_t)__builtin_popcountll((unsigned long long)(prev & mask));
+  }
+  return cleared;
+}
+
 bool _mi_bitmap_is_all_set(mi_bitmap_field_t* bitmap, size_t idx, size_t count) {
   mi_bitmap_for_fields(f, idx, count) {
     const size_t mask = mi_bitmap_mask_in(f, idx, count);

@@ -21,6 +21,9 @@ bool _mi_bitmap_set(mi_bitmap_field_t* bitmap, size_t idx, size_t count, bool* a
 /* Clear the bits of a range; returns true when all of them were set before. */
 bool _mi_bitmap_clear(mi_bitmap_field_t* bitmap, size_t idx, size_t count);
 
+/* Clear the bits of a range; returns how many of them were set before. */
+size_t _mi_bitmap_clear_count(mi_bitmap_field_t* bitmap, size_t idx, size_t count);
+
 /* Are all (or any) bits of the range set? A snapshot, word by word. */
 bool _mi_bitmap_is_all_set(mi_bitmap_field_t* bitmap, size_t idx, size_t count);
 bool _mi_bitmap_is_any_set(mi_bitmap_field_t* bitmap, size_t idx, size_t count);

@@ -117,6 +117,10 @@
 #define MI_ARENA_BLOCK_SIZE   MI_SEGMENT_SIZE
 #define MI_ARENA_MAX_OBJ_SIZE (64 * MI_ARENA_BLOCK_SIZE)   /* 256 MiB; larger goes to the OS */
 #define MI_MAX_ARENAS         (132)                         /* arena ids 1..132 */
+/* Free arena blocks waiting for their (long) arena purge delay, over all arenas: beyond this
+   amount a purge is due after the short purge_delay. A few segments churning keep their
+   memory for reuse; a program that shrinks returns the bulk promptly. */
+#define MI_ARENA_UNPURGED_MAX (8 * MI_ARENA_BLOCK_SIZE)     /* 32 MiB */
 
 /* ------------------------------------------------------------------------------------------
    Blocks and pages
