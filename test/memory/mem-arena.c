@@ -2,7 +2,8 @@
    mi_arena_area, mi_heap_new_in_arena, mi_debug_show_arenas.
 
    Usage: mem-arena exclusive|nocommit|rounding|shared|manage|manage-small|manage-uncommitted|
-                    manage-pinned|manage-file|unknown
+                    manage-pinned|manage-file|unknown|pending-file-zero|pending-reclaim|
+                    pending-errno
 
    exclusive   mi_reserve_os_memory_ex(64 MiB, commit, exclusive): id > 0, arena_count + 1, reserved
                + 64 MiB, mi_arena_area = the 4 MiB-aligned 64 MiB; then exercise() (below)
@@ -24,6 +25,12 @@
                (purging a shared file mapping does not zero it)
    unknown     mi_arena_area of ids 0, -1, 133, 1000 and of an unused slot: NULL and size 0;
                mi_heap_new_in_arena with such ids: NULL
+   pending-file-zero  manage-file with default purging and mi_collect(true) between the rounds:
+               zero allocation is zero after purges of the shared file mapping
+   pending-reclaim  after mi_heap_delete of a heap whose exclusive arena is full, the first small
+               allocation of a new heap of the arena succeeds (abandoned small segment reclaimed)
+   pending-errno  that successful allocation (after a failed internal attempt) leaves errno 0
+   (the pending-* modes were written for library bugs found by these tests, since fixed)
 
    exercise(id): a heap of the arena (mi_heap_new_in_arena) allocates small (16 B, 1000 B),
    medium (100 KiB), large (1 MiB) and huge (10 MiB) blocks, all inside [start, start+size), every
