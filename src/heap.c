@@ -107,6 +107,20 @@ static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
   _mi_segments_collect(heap->tld, collect == MI_FORCE);
 }
 
+/* From the allocation slow path: collect the heap when it was not collected for ten purge
+   delays (100 ms by default). Pages emptied by other threads' frees only go back to their
+   segments, and so get purged, when the owner collects them; a thread that keeps allocating
+   from other pages would otherwise hold them forever. */
+void _mi_heap_collect_periodic(mi_heap_t* heap) {
+  const long delay = mi_option_get(mi_option_purge_delay);
+  if (delay < 0) return;
+  const mi_msecs_t interval = (delay < 1 ? 10 : 10 * (mi_msecs_t)delay);
+  const mi_msecs_t now = _mi_prim_clock_now();
+  if (now - heap->last_collect < interval) return;
+  heap->last_collect = now;
+  mi_heap_collect_ex(heap, MI_NORMAL);
+}
+
 void _mi_heap_collect_abandon(mi_heap_t* heap) {
   mi_heap_collect_ex(heap, MI_ABANDON);
 }

@@ -457,6 +457,9 @@ void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero, size_t huge_al
   if (mi_unlikely(heap->tld->segments.purge.first != NULL || mi_atomic_load_relaxed(&_mi_arenas_purge_pending) != 0)) {
     _mi_segments_purge_tick(heap->tld);   /* delayed purges that are due */
   }
+  if (mi_unlikely((heap->tld->heartbeat & 15) == 0)) {
+    _mi_heap_collect_periodic(heap);      /* looks at the clock every 16th call */
+  }
 
   const size_t psize = (size <= MI_MAX_ALLOC_SIZE ? size + MI_PADDING_SIZE : size);   /* room for the padding */
   mi_page_t* page = mi_find_page(heap, psize, huge_alignment, align_offset);

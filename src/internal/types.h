@@ -359,6 +359,7 @@ struct mi_heap_s {
   size_t                page_retired_max;
   mi_heap_t*            next;
   bool                  allow_destroy;     /* may be destroyed; never reclaims abandoned memory */
+  mi_msecs_t            last_collect;      /* time of the last periodic collect (page.c) */
   uint8_t               tag;
   mi_arena_id_t         arena_id;
 };
