@@ -1,0 +1,3 @@
+#!/bin/sh
+# The allocator benchmark suite: see bench/suite.py (python3 standard library only).
+exec python3 "$(dirname "$0")/suite.py" "$@"
