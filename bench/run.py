@@ -29,7 +29,7 @@ BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
 CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra"]
 LIBS = ["-ldl", "-lpthread"]
-PROGRAMS = ["bench-st", "bench-xthread", "bench-pair"]
+PROGRAMS = ["bench-st", "bench-xthread", "bench-pair", "bench-fast"]
 
 # name, program, arguments (normal), arguments (--quick)
 BENCHMARKS = [
@@ -365,6 +365,54 @@ def callgrind_total(out_dir, cfg, size, n, keep):
     return int(m[-1]), res
 
 
+def callgrind_calls(out_dir, cfg, mode, size, rounds, fn):
+    """Instructions inside `fn` (malloc or free, with everything they call) over a bench-fast
+    run: callgrind with --toggle-collect on the function's names."""
+    names = [fn, "mi_" + fn, "__libc_" + fn] + (["cfree", "__libc_cfree"] if fn == "free" else [])
+    wrapper = (["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+               + ["--toggle-collect=" + x for x in names])
+    res, err = run_prog(out_dir, cfg, "bench-fast", [mode, str(size), str(rounds)], wrapper)
+    m = re.findall(r"Collected\s*:\s*(\d+)", err)
+    if not m:
+        raise RuntimeError("no 'Collected' line in callgrind output:\n" + err)
+    return int(m[-1]), res
+
+
+FAST_BATCH = 64  # blocks per round in bench-fast.c
+
+
+def per_call_table(args, out_dir, configs):
+    """Rows of instructions per malloc call, per same-thread free and per cross-thread free."""
+    rounds = 500 if args.quick else 4000
+    cols = [("malloc", "local", s) for s in PAIR_SIZES] + [("free", "local", s) for s in PAIR_SIZES] \
+        + [("malloc", "remote", 64), ("free", "remote", 64)]
+    rows = []
+    for cfg in configs:
+        cells = []
+        for fn, mode, size in cols:
+            a, res = callgrind_calls(out_dir, cfg, mode, size, rounds, fn)
+            b, _ = callgrind_calls(out_dir, cfg, mode, size, 2 * rounds, fn)
+            cells.append((b - a) / (rounds * FAST_BATCH))
+            note("%-28s %-6s %-6s %5d B: %.2f instructions per call"
+                 % (cfg["label"], fn, mode, size, cells[-1]))
+        rows.append((cfg, cells, res["from"]))
+    return cols, rows, rounds
+
+
+def fast_peers(args):
+    """The newest mimalloc v2 and v3 (built from the libmimalloc-sys crate by bench/peers.py),
+    as LD_PRELOAD configurations; [] when they cannot be had."""
+    try:
+        import peers as peer_mod
+        ns = argparse.Namespace(allocators={"mimalloc2", "mimalloc3"}, no_install=False)
+        got = peer_mod.mimalloc_crate_peers(ns)
+    except Exception as e:  # noqa: BLE001 (optional rows)
+        note("SKIP newest mimalloc rows: %s" % e)
+        return []
+    return [dict(name=p["name"], calls="malloc", variant="plain", preload=p["lib"],
+                 expect=p["lib"], label="%s (LD_PRELOAD)" % p["name"]) for p in got if p.get("lib")]
+
+
 def callgrind(args):
     if shutil.which("valgrind") is None:
         note("valgrind missing: installing")
@@ -418,6 +466,22 @@ def callgrind(args):
         for cfg, cells, origin in rows:
             print("| %s |" % cfg["label"] + "".join(" %.1f |" % c for c in cells)
                   + " %s |" % origin)
+    preload = [c for c in configs if c["preload"]] + ([] if args.quick else fast_peers(args))
+    cols, rows, rounds = per_call_table(args, out_dir, preload)
+    print()
+    print("Instructions per call (callgrind Ir inside `malloc` or `free`, including what they "
+          "call, with --toggle-collect; (Ir(2R) - Ir(R)) / (%d R) with R = %d rounds of "
+          "`bench-fast`): each round mallocs %d blocks of one size and frees them in the same "
+          "order (`local`), or another thread frees them (`remote`, a cross-thread free). The "
+          "call and the PLT jump are not included; the refill of the free list once per round "
+          "is." % (FAST_BATCH, rounds, FAST_BATCH))
+    print()
+    head = "| allocator |" + "".join(" %s %s%d B |" % (fn, "remote " if mode == "remote" else "", size)
+                                     for fn, mode, size in cols)
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for cfg, cells, origin in rows:
+        print("| %s |" % cfg["label"] + "".join(" %.1f |" % c for c in cells))
     cleanup(args, out_dir)
 
 

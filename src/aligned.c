@@ -67,7 +67,7 @@ void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t align
       errno = ENOMEM;   /* every failing allocation sets ENOMEM (API.md difference 1) */
       return NULL;
     }
-    return mi_block_align(_mi_malloc_generic(heap, (size == 0 ? 1 : size), zero, alignment, offset), size, alignment, offset, zero);
+    return mi_block_align(_mi_malloc_generic((size == 0 ? 1 : size), heap, zero, alignment, offset), size, alignment, offset, zero);
   }
   return mi_heap_malloc_zero_aligned_at_overalloc(heap, size, alignment, offset, zero);
 }

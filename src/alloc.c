@@ -21,7 +21,7 @@ void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
   if (mi_likely(size <= MI_SMALL_SIZE_MAX - MI_PADDING_SIZE)) {
     return mi_heap_malloc_small_zero(heap, size, zero);
   }
-  return _mi_malloc_generic(heap, size, zero, 0, 0);
+  return _mi_malloc_generic(size, heap, zero, 0, 0);
 }
 
 /* ---------------------------------------------------------------------------------------

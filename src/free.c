@@ -68,13 +68,15 @@ static void mi_free_block_mt(mi_page_t* page, mi_segment_t* segment, mi_block_t*
   }
 }
 
-void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, bool is_local, void* p) {
+void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) {
   if (mi_unlikely(!page->segment_in_use)) {   /* e.g. the sentinel: p is just past the segment */
     _mi_error_message(EINVAL, "mi_free: invalid pointer %p (not in a page in use)\n", p);
     return;
   }
   mi_block_t* block = (mi_page_has_aligned(page) ? _mi_page_ptr_unalign(page, p) : (mi_block_t*)p);
-  if (is_local && mi_unlikely(mi_page_heap(page) == NULL)) is_local = false;   /* abandoned page */
+  /* local: the page is this thread's (its owner in xthread_id); an abandoned page (no heap)
+     only takes frees on its thread_free list, also from the thread that owns its segment */
+  const bool is_local = ((mi_atomic_load_relaxed(&page->xthread_id) & ~MI_PAGE_FLAGS_MASK) == _mi_thread_id());
   if (is_local) mi_free_block_local(page, block);
   else mi_free_block_mt(page, segment, block);
 }
@@ -105,19 +107,22 @@ static bool mi_check_cookie(const mi_segment_t* segment, const void* p) {
   return true;
 }
 
-/* The free fast path (DESIGN.md idea 5): owner thread and a page without flags pushes on
-   local_free; everything else is one branch to the noinline _mi_free_generic. */
+/* The free fast path (DESIGN.md idea 5): a page owned by this thread and without flags
+   (one compare of xthread_id) pushes on local_free; everything else is one branch to the
+   noinline _mi_free_generic. */
 mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
   const size_t page_shift = _mi_ptr_page_shift(p);
   if (mi_unlikely(page_shift == 0)) { mi_free_not_ours(p); return; }
   mi_segment_t* const segment = _mi_ptr_segment_unchecked(p);
   if (MI_CHECK_FREE && mi_unlikely(!mi_check_cookie(segment, p))) return;
-  const bool is_local = (_mi_thread_id() == mi_atomic_load_relaxed(&segment->thread_id));
-  mi_page_t* const page = &segment->pages[((uintptr_t)p - (uintptr_t)segment) >> page_shift];
+  const size_t idx = ((uintptr_t)p - (uintptr_t)segment) >> page_shift;
+  mi_page_t* page = (mi_page_t*)((uintptr_t)segment->pages + idx * sizeof(mi_page_t));
+  mi_opaque_reg(page);   /* one page register for every access (gcc recomputes it otherwise) */
 #if MI_DEBUG > 0 || MI_STAT > 1
+  const bool is_local = (_mi_thread_id() == mi_atomic_load_relaxed(&segment->thread_id));
   if (!_mi_debug_free(segment, page, p, is_local)) return;
 #endif
-  if (mi_likely(is_local && mi_page_flags(page) == 0)) {
+  if (mi_likely(mi_atomic_load_relaxed(&page->xthread_id) == _mi_thread_id())) {
     mi_block_t* const block = (mi_block_t*)p;
     mi_block_set_next(page, block, page->local_free);
     page->local_free = block;
@@ -126,7 +131,7 @@ mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
     }
   }
   else {
-    _mi_free_generic(segment, page, is_local, p);
+    _mi_free_generic(segment, page, p);
   }
 }
 

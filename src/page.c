@@ -267,7 +267,7 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
   page->used = 0;
   page->free = NULL;
   page->local_free = NULL;
-  mi_atomic_store_relaxed(&page->flags, 0);
+  mi_page_flags_clear(page);
   page->retire_expire = 0;
   mi_atomic_store_release(&page->xthread_free, mi_tf_make(NULL, MI_NO_DELAYED_FREE));
   mi_page_extend_free(page);
@@ -446,7 +446,7 @@ static mi_page_t* mi_find_page(mi_heap_t* heap, size_t size, size_t huge_alignme
 /* The slow path of every allocation: initialises the thread on its first call, runs the
    periodic work (deferred-free hook, delayed frees, retired pages), and finds a page.
    On failure returns NULL with errno = ENOMEM. */
-void* _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero, size_t huge_alignment, size_t align_offset) {
+void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) {
   if (mi_unlikely(!mi_heap_is_initialized(heap))) {
     mi_thread_init();
     heap = mi_prim_get_default_heap();

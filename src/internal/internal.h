@@ -16,6 +16,8 @@
 /* malloc and free entry points: a cache-line aligned start measured 2-3% faster on
    bench-st than wherever the unity build happens to place them */
 #define mi_decl_cache_align __attribute__((aligned(64)))
+/* Makes the compiler keep x in a register as computed (no rematerialisation); no code. */
+#define mi_opaque_reg(x)  __asm__("" : "+r"(x))
 #else
 #define mi_likely(x)      (x)
 #define mi_unlikely(x)    (x)
@@ -25,6 +27,7 @@
 #define mi_decl_hidden
 #define mi_decl_weak
 #define mi_decl_cache_align
+#define mi_opaque_reg(x)  ((void)(x))
 #endif
 
 #if MI_DEBUG > 0
@@ -139,7 +142,7 @@ bool       _mi_abandoned_visit(mi_subproc_t* subproc, int heap_tag, bool visit_b
 /* ------------------------------------------------------------------------------------------
    page.c: pages and page queues
 ------------------------------------------------------------------------------------------ */
-void*      _mi_malloc_generic(mi_heap_t* heap, size_t size, bool zero, size_t huge_alignment, size_t align_offset) mi_decl_noinline;
+void*      _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) mi_decl_noinline;
 void       _mi_page_free_collect(mi_page_t* page, bool force);
 void       _mi_page_retire(mi_page_t* page);
 void       _mi_page_unfull(mi_page_t* page);
@@ -173,7 +176,7 @@ void*      _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero);
 void*      _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post);
 void*      _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero);
 void       _mi_free_delayed_block(mi_block_t* block);
-void       _mi_free_generic(mi_segment_t* segment, mi_page_t* page, bool is_local, void* p) mi_decl_noinline;
+void       _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) mi_decl_noinline;
 mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p);
 size_t     _mi_usable_size(const void* p);
 void       _mi_block_zero_init(const mi_page_t* page, void* p);
@@ -327,22 +330,29 @@ static inline mi_segment_t* _mi_ptr_segment(const void* p) {
    space; non-zero iff one of our segments starts in that chunk, and then it is the segment's
    page_shift (16, 19 or 63), so free gets its page index without loading the header field.
    x86-64 Linux never maps user memory at or above 2^47 without an explicit hint (also with
-   5-level paging); segments the OS places beyond the map are refused (segment.c). */
+   5-level paging); segments the OS places beyond MI_SEGMENT_MAP_ADDR_BITS are refused
+   (segment.c). The map has twice as many entries (MI_SEGMENT_MAP_LOOKUP_BITS) so a lookup
+   needs no range check: the index drops the top bits of p - 1, and every pointer with bit
+   MI_SEGMENT_MAP_ADDR_BITS set (NULL - 1, the kernel half) lands in the upper half, which is
+   always 0 (never touched: it costs no memory). */
 #if defined(__x86_64__)
 #define MI_SEGMENT_MAP_ADDR_BITS  (47)
 #else
 #define MI_SEGMENT_MAP_ADDR_BITS  (48)
 #endif
+#define MI_SEGMENT_MAP_LOOKUP_BITS (MI_SEGMENT_MAP_ADDR_BITS + 1)
 #define MI_INTPTR_BITS            (8*sizeof(uintptr_t))
 #define MI_SEGMENT_MAP_CHUNKS     ((uintptr_t)1 << (MI_SEGMENT_MAP_ADDR_BITS - MI_SEGMENT_SHIFT))
-extern _Atomic(uint8_t) _mi_segment_map_start[MI_SEGMENT_MAP_CHUNKS];
+#define MI_SEGMENT_MAP_LOOKUP_CHUNKS ((uintptr_t)1 << (MI_SEGMENT_MAP_LOOKUP_BITS - MI_SEGMENT_SHIFT))
+extern _Atomic(uint8_t) _mi_segment_map_start[MI_SEGMENT_MAP_LOOKUP_CHUNKS];
 
 /* The page shift of our segment whose first chunk holds p - 1, which every block we hand out
-   satisfies (see _mi_ptr_segment); 0 for NULL (NULL - 1 is far beyond the map) and for every
-   pointer that is not ours, so free and realloc never dereference a foreign pointer. */
+   satisfies (see _mi_ptr_segment); 0 for NULL and for every pointer that is not ours, so free
+   and realloc never dereference a foreign pointer. (A non-canonical value, which no allocator
+   can hand out, may alias a user chunk: garbage of that kind is not detected.) */
 static inline size_t _mi_ptr_page_shift(const void* p) {
-  const uintptr_t chunk = ((uintptr_t)p - 1) >> MI_SEGMENT_SHIFT;
-  if (mi_unlikely(chunk >= MI_SEGMENT_MAP_CHUNKS)) return 0;
+  const uintptr_t chunk = (((uintptr_t)p - 1) << (MI_INTPTR_BITS - MI_SEGMENT_MAP_LOOKUP_BITS))
+                          >> (MI_INTPTR_BITS - MI_SEGMENT_MAP_LOOKUP_BITS + MI_SEGMENT_SHIFT);
   return mi_atomic_load_relaxed(&_mi_segment_map_start[chunk]);
 }
 /* The segment of p when p is known to be ours. */
@@ -374,16 +384,22 @@ static inline bool mi_is_in_heap_block(const void* p) {
 static inline mi_heap_t* mi_page_heap(const mi_page_t* page) {
   return mi_atomic_load_relaxed(&((mi_page_t*)page)->xheap);
 }
+static inline uintptr_t mi_page_flags(const mi_page_t* page) {
+  return (mi_atomic_load_relaxed(&((mi_page_t*)page)->xthread_id) & MI_PAGE_FLAGS_MASK);
+}
+/* The page's owner (part of xthread_id) follows its heap: heap->thread_id, or 0 without one. */
 static inline void mi_page_set_heap(mi_page_t* page, mi_heap_t* heap) {
+  const uintptr_t owner = (heap != NULL ? heap->thread_id : 0);
+  mi_assert_internal((owner & MI_PAGE_FLAGS_MASK) == 0);
   mi_atomic_store_release(&page->xheap, heap);
+  mi_atomic_store_relaxed(&page->xthread_id, owner | mi_page_flags(page));
 }
-
-static inline uint8_t mi_page_flags(const mi_page_t* page) {
-  return mi_atomic_load_relaxed(&((mi_page_t*)page)->flags);
+static inline void mi_page_flag_set(mi_page_t* page, uintptr_t flag, bool on) {   /* owner only */
+  const uintptr_t x = mi_atomic_load_relaxed(&page->xthread_id);
+  mi_atomic_store_relaxed(&page->xthread_id, (on ? (x | flag) : (x & ~flag)));
 }
-static inline void mi_page_flag_set(mi_page_t* page, uint8_t flag, bool on) {   /* owner only */
-  const uint8_t flags = mi_atomic_load_relaxed(&page->flags);
-  mi_atomic_store_relaxed(&page->flags, (uint8_t)(on ? (flags | flag) : (flags & ~flag)));
+static inline void mi_page_flags_clear(mi_page_t* page) {   /* owner only */
+  mi_atomic_store_relaxed(&page->xthread_id, mi_atomic_load_relaxed(&page->xthread_id) & ~MI_PAGE_FLAGS_MASK);
 }
 static inline bool mi_page_is_in_full(const mi_page_t* page) { return (mi_page_flags(page) & MI_PAGE_IN_FULL) != 0; }
 static inline void mi_page_set_in_full(mi_page_t* page, bool in_full) { mi_page_flag_set(page, MI_PAGE_IN_FULL, in_full); }
@@ -423,11 +439,11 @@ static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, m
 static inline void* _mi_page_malloc(mi_heap_t* heap, mi_page_t* page, size_t size, bool zero) {
   mi_block_t* const block = page->free;
   if (mi_unlikely(block == NULL)) {
-    return _mi_malloc_generic(heap, size, zero, 0, 0);
+    return _mi_malloc_generic(size, heap, zero, 0, 0);
   }
 #if MI_DEBUG > 0
   if (mi_unlikely(!_mi_debug_malloc_check(page, block))) {
-    return _mi_malloc_generic(heap, size, zero, 0, 0);
+    return _mi_malloc_generic(size, heap, zero, 0, 0);
   }
 #endif
   page->free = mi_block_next(page, block);
@@ -445,7 +461,7 @@ static inline void* _mi_page_malloc(mi_heap_t* heap, mi_page_t* page, size_t siz
 static inline void* mi_heap_malloc_small_zero(mi_heap_t* heap, size_t size, bool zero) {
   mi_assert(size <= MI_SMALL_SIZE_MAX);
   if (MI_PADDING_SIZE > 0 && mi_unlikely(size > MI_SMALL_SIZE_MAX - MI_PADDING_SIZE)) {
-    return _mi_malloc_generic(heap, size, zero, 0, 0);
+    return _mi_malloc_generic(size, heap, zero, 0, 0);
   }
   mi_page_t* page = heap->pages_free_direct[_mi_wsize_from_size(size + MI_PADDING_SIZE)];
   return _mi_page_malloc(heap, page, size, zero);

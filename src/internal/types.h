@@ -3,7 +3,6 @@
    Types, in order:
      mi_block_t          a free block: just a link to the next free block
      mi_delayed_t        the 2-bit delayed-free state stored in a page's thread_free word
-     mi_page_flags_t     the flags the free fast path tests with one compare
      mi_page_t           a page: blocks of one size, three free lists
      mi_page_kind_t      small / medium / large / huge segment layouts
      mi_segment_t        a 4 MiB-aligned region holding the page descriptors and the pages
@@ -23,7 +22,7 @@
    So a pointer p = segment + MI_SEGMENT_SIZE maps to this segment too; for free to reject it
    when it is not ours: huge segments are always larger than MI_SEGMENT_SIZE (p is then inside),
    and standard segments have a sentinel descriptor pages[capacity], where that p's index
-   lands: never in use (segment_in_use == 0), flags == MI_PAGE_IN_FULL so the free fast path
+   lands: never in use (segment_in_use == 0), xthread_id == 0 so the free fast path
    leaves it to _mi_free_generic, which rejects pages not in use, and block_size 0 so
    usable_size reports 0 (not ours).
    p == NULL maps to an address with the top bit set, which _mi_ptr_segment turns into NULL.
@@ -117,9 +116,9 @@
 #define MI_ARENA_BLOCK_SIZE   MI_SEGMENT_SIZE
 #define MI_ARENA_MAX_OBJ_SIZE (64 * MI_ARENA_BLOCK_SIZE)   /* 256 MiB; larger goes to the OS */
 #define MI_MAX_ARENAS         (132)                         /* arena ids 1..132 */
-/* Free arena blocks waiting for their (long) arena purge delay, over all arenas: beyond this
-   amount a purge is due after the short purge_delay. A few segments churning keep their
-   memory for reuse; a program that shrinks returns the bulk promptly. */
+/* Free arena blocks waiting for their (long) arena purge delay, over all arenas: a block freed
+   while more than this amount waits is due after the short purge_delay. A few segments
+   churning keep their memory for reuse; a program that shrinks returns the bulk promptly. */
 #define MI_ARENA_UNPURGED_MAX (8 * MI_ARENA_BLOCK_SIZE)     /* 32 MiB */
 
 /* ------------------------------------------------------------------------------------------
@@ -188,12 +187,11 @@ typedef enum mi_delayed_e {
   MI_NEVER_DELAYED_FREE = 3
 } mi_delayed_t;
 
-/* Page flags, one byte: the free fast path tests `flags == 0` once for both. Only the owner
-   writes them; other threads read has_aligned (usable_size of a block they hold), so the byte
-   is atomic and accessed with relaxed operations (plain moves on x86-64). */
-#define MI_PAGE_IN_FULL      ((uint8_t)0x01)   /* page is in the heap's MI_BIN_FULL queue */
-#define MI_PAGE_HAS_ALIGNED  ((uint8_t)0x02)   /* a block was handed out at an interior pointer */
-typedef _Atomic(uint8_t) mi_page_flags_t;
+/* Page flags, in the low bits of the page's xthread_id (see mi_page_t). Only the owner writes
+   them; other threads read has_aligned (usable_size of a block they hold). */
+#define MI_PAGE_IN_FULL      ((uintptr_t)0x01)   /* page is in the heap's MI_BIN_FULL queue */
+#define MI_PAGE_HAS_ALIGNED  ((uintptr_t)0x02)   /* a block was handed out at an interior pointer */
+#define MI_PAGE_FLAGS_MASK   ((uintptr_t)0x03)
 
 /* A page holds blocks of a single size in [page_start, page_start + reserved*block_size).
    Invariants (owner thread view, `|l|` = length of list l):
@@ -203,20 +201,27 @@ typedef _Atomic(uint8_t) mi_page_flags_t;
      used == 0 and segment_in_use  =>  the page can be returned to its segment;
      free_is_zero                  =>  every block in `free` is zero except its first word;
      xheap == NULL                 <=> page is abandoned (or not in use);
+     xthread_id == owner | flags   where owner = the thread id of the page's heap, or 0 when
+                                   xheap == NULL; so the free fast path tests "owned by me and
+                                   no flags" with one compare against _mi_thread_id() (whose low
+                                   bits are 0);
      flags & MI_PAGE_IN_FULL       <=> page is in its heap's full queue.
    Only the owner thread touches free, local_free, used, capacity and the queue links;
    other threads only push on xthread_free. */
+/* 128 bytes (aligned so on 64-bit targets): the page index scales with one shift in free. */
+#define MI_PAGE_DESC_ALIGN  (128)
 typedef struct mi_page_s {
   /* fast-path fields first */
+  _Alignas(MI_PAGE_DESC_ALIGN)
   mi_block_t*        free;            /* blocks available for allocation */
+  mi_block_t*        local_free;      /* blocks freed by the owner thread */
+  _Atomic(uintptr_t) xthread_id;      /* owner thread id | flags (see above) */
   uint32_t           used;            /* blocks in use (including not yet collected thread frees) */
-  mi_page_flags_t    flags;
   uint8_t            free_is_zero;    /* see invariant above */
   uint8_t            retire_expire;   /* heartbeats left before a retired empty page is freed */
   uint8_t            segment_in_use;  /* the segment has handed out this page */
   size_t             block_size;      /* size of each block (a bin size, or exact for huge) */
   uint8_t*           page_start;      /* first block */
-  mi_block_t*        local_free;      /* blocks freed by the owner thread */
   uint32_t           capacity;        /* blocks whose memory has been made available */
   uint32_t           reserved;        /* blocks that fit in the page */
   uint8_t            segment_idx;     /* index in segment->pages */
@@ -230,6 +235,7 @@ typedef struct mi_page_s {
   struct mi_page_s*  next;            /* heap page queue links */
   struct mi_page_s*  prev;
 } mi_page_t;
+_Static_assert(sizeof(void*) != 8 || sizeof(mi_page_t) == MI_PAGE_DESC_ALIGN, "page descriptors are 128 bytes");
 
 typedef enum mi_page_kind_e {
   MI_PAGE_SMALL,    /* 64 pages of 64 KiB, blocks <= MI_SMALL_OBJ_SIZE_MAX */
