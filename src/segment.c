@@ -13,7 +13,7 @@
      (mi_is_in_heap_region).
    Entries are set before a segment hands out blocks and cleared before it is released.
 ------------------------------------------------------------------------------------------ */
-_Atomic(uint8_t) _mi_segment_map_start[MI_SEGMENT_MAP_CHUNKS];
+_Atomic(uint8_t) _mi_segment_map_start[MI_SEGMENT_MAP_LOOKUP_CHUNKS];   /* upper half always 0 */
 static _Atomic(uintptr_t) mi_segment_map_covered[MI_SEGMENT_MAP_CHUNKS / MI_INTPTR_BITS];
 
 bool _mi_segment_map_can_hold(const void* start, size_t size) {
@@ -248,8 +248,7 @@ static void mi_segment_init_header(mi_segment_t* segment, size_t segment_size, s
   segment->page_shift   = page_shift;
   segment->page_kind    = kind;
   segment->memid        = *memid;
-  /* the sentinel: never in use, flags != 0 so free leaves the fast path, block_size 0 */
-  mi_atomic_store_relaxed(&segment->pages[capacity].flags, MI_PAGE_IN_FULL);
+  /* the sentinel: never in use, xthread_id 0 (zeroed) so free leaves the fast path, block_size 0 */
   segment->subproc      = tld->subproc;
   segment->cookie       = _mi_segment_cookie(segment);
   for (size_t i = 0; i < capacity; i++) {
@@ -382,10 +381,24 @@ static mi_segment_t* mi_segment_queue_find_suitable(mi_segment_queue_t* queue, m
   return NULL;
 }
 
-/* A small or medium page: from a segment of this thread with a free page, else from a
-   reclaimed abandoned segment, else from a fresh segment. */
+/* The most recently freed slot of `kind` still waiting in the purge queue (resident: reusing
+   it costs no page faults, where a purged slot faults in every OS page again), among the
+   newest few; NULL if none suits. */
+static mi_page_t* mi_segment_find_resident_page(mi_heap_t* heap, mi_page_kind_t kind) {
+  int budget = 4;
+  for (mi_page_t* page = heap->tld->segments.purge.last; page != NULL && budget-- > 0; page = page->prev) {
+    mi_segment_t* segment = _mi_page_segment(page);
+    if (segment->page_kind == kind && _mi_arena_memid_is_suitable(&segment->memid, heap->arena_id)) return page;
+  }
+  return NULL;
+}
+
+/* A small or medium page: a resident unused slot, else from a segment of this thread with a
+   free page, else from a reclaimed abandoned segment, else from a fresh segment. */
 static mi_page_t* mi_segment_page_alloc_in(mi_heap_t* heap, mi_page_kind_t kind) {
   mi_tld_t* tld = heap->tld;
+  mi_page_t* resident = mi_segment_find_resident_page(heap, kind);
+  if (resident != NULL) return mi_segment_page_claim(_mi_page_segment(resident), resident, tld);
   mi_segment_queue_t* queue = mi_segment_free_queue(kind, tld);
   mi_segment_t* segment = mi_segment_queue_find_suitable(queue, heap);
   if (segment == NULL && !heap->allow_destroy) {
