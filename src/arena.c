@@ -15,8 +15,11 @@
    changes the other bits of its blocks, so a purge and an allocation of the same blocks never
    overlap: both claim the inuse bits first.
 
-   Purging: freed blocks are purged after purge_delay * arena_purge_mult ms (purge_delay 0: at
-   once, -1: never). Due purges run from ordinary allocator activity (arena allocation and
+   Purging: a freed block is purged once it has been free for purge_delay * arena_purge_mult
+   ms, or only purge_delay ms while more than MI_ARENA_UNPURGED_MAX bytes wait (purge_delay 0:
+   at once, -1: never). Every block has its own deadline (purge_due), so a pass purges only the
+   blocks that are due, never one freed a moment ago (which is the one most likely to be reused
+   right away); the arena's purge_expire is the earliest deadline. Due purges run from ordinary allocator activity (arena allocation and
    free, the allocation slow path) and from mi_collect(true). _mi_arenas_try_purge is
    thread-safe and needs no thread state: it is the seam for a background purger. */
 #include "internal/internal.h"
@@ -35,8 +38,8 @@ typedef struct mi_arena_s {
   bool                 is_huge_pages;    /* 1 GiB pages */
   bool                 purge_zeroes;     /* our private anonymous memory: a decommit zeroes it
                                             (not so for memory we manage, e.g. a shared file) */
-  _Atomic(mi_msecs_t)  purge_expire;     /* 0: no purge scheduled */
-  _Atomic(mi_msecs_t)  purge_limit;      /* the deadline is never extended beyond this */
+  _Atomic(mi_msecs_t)  purge_expire;     /* 0: no purge scheduled; else <= every due block's deadline */
+  _Atomic(mi_msecs_t)* purge_due;        /* per block: deadline of its purge (valid while its purge bit is set) */
   mi_bitmap_field_t*   blocks_committed;
   mi_bitmap_field_t*   blocks_dirty;
   mi_bitmap_field_t*   blocks_purge;
@@ -115,7 +118,8 @@ static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_p
     return false;
   }
   const size_t fields = _mi_divide_up(block_count, MI_BITMAP_FIELD_BITS);
-  const size_t meta_size = sizeof(mi_arena_t) + (4*fields - 1) * sizeof(mi_bitmap_field_t);
+  const size_t meta_size = sizeof(mi_arena_t) + (4*fields - 1) * sizeof(mi_bitmap_field_t)
+                           + block_count * sizeof(mi_msecs_t);
   mi_arena_t* arena = (mi_arena_t*)_mi_os_alloc(meta_size, NULL);   /* zeroed */
   if (arena == NULL) return false;
   arena->start = (uint8_t*)astart;
@@ -131,6 +135,7 @@ static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_p
   arena->blocks_committed = &arena->blocks_inuse[fields];
   arena->blocks_dirty = &arena->blocks_inuse[2*fields];
   arena->blocks_purge = &arena->blocks_inuse[3*fields];
+  arena->purge_due = (_Atomic(mi_msecs_t)*)(void*)&arena->blocks_inuse[4*fields];
   /* the bits past the last block are taken forever */
   const size_t post = fields * MI_BITMAP_FIELD_BITS - block_count;
   if (post > 0) _mi_bitmap_set(arena->blocks_inuse, block_count, post, NULL);
@@ -408,6 +413,12 @@ void* _mi_arena_alloc_aligned(size_t size, size_t alignment, size_t align_offset
   return p;
 }
 
+/* Lower the arena's purge_expire to `due` (0 counts as "none"). */
+static void mi_arena_expire_at_most(mi_arena_t* arena, mi_msecs_t due) {
+  mi_msecs_t expire = mi_atomic_load_relaxed(&arena->purge_expire);
+  while ((expire == 0 || expire > due) && !mi_atomic_cas_weak_acq_rel(&arena->purge_expire, &expire, due)) { }
+}
+
 /* Schedule (or with purge_delay 0 do) the purge of blocks the caller still holds in use. */
 static void mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count) {
   const mi_msecs_t delay = mi_arena_purge_delay();
@@ -419,30 +430,13 @@ static void mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count)
     }
     return;
   }
-  _mi_bitmap_set(arena->blocks_purge, idx, count, NULL);
   const size_t unpurged = mi_atomic_add_relaxed(&mi_arenas_unpurged, count) + count;
-  const mi_msecs_t now = _mi_prim_clock_now();
-  mi_msecs_t expire = mi_atomic_load_relaxed(&arena->purge_expire);
-  if (unpurged * MI_ARENA_BLOCK_SIZE > MI_ARENA_UNPURGED_MAX) {
-    /* over the budget: due after the short delay */
-    const mi_msecs_t soon = now + (mi_msecs_t)mi_option_get_clamp(mi_option_purge_delay, 0, 1000000);
-    if (expire == 0) mi_atomic_store_relaxed(&arena->purge_limit, soon);
-    while ((expire == 0 || expire > soon) && !mi_atomic_cas_weak_acq_rel(&arena->purge_expire, &expire, soon)) { }
-  }
-  else if (expire == 0) {
-    mi_atomic_store_relaxed(&arena->purge_limit, now + 2*delay);
-    mi_atomic_store_release(&arena->purge_expire, now + delay);
-  }
-  else {
-    /* later frees push the deadline out a little, so a busy arena is purged in bulk, but at
-       most to twice the delay after the first free: a steady stream of frees must not starve
-       the purge */
-    const mi_msecs_t extend = (mi_msecs_t)mi_option_get_clamp(mi_option_purge_extend_delay, 0, 1000);
-    const mi_msecs_t limit = mi_atomic_load_relaxed(&arena->purge_limit);
-    mi_msecs_t target = expire + extend;
-    if (target > limit) target = limit;
-    if (target > expire) mi_atomic_cas_strong_acq_rel(&arena->purge_expire, &expire, target);
-  }
+  /* over the budget: due after the short delay */
+  const mi_msecs_t due = _mi_prim_clock_now() + (unpurged * MI_ARENA_BLOCK_SIZE > MI_ARENA_UNPURGED_MAX
+                                                 ? (mi_msecs_t)mi_option_get_clamp(mi_option_purge_delay, 0, 1000000) : delay);
+  for (size_t i = idx; i < idx + count; i++) mi_atomic_store_relaxed(&arena->purge_due[i], due);
+  _mi_bitmap_set(arena->blocks_purge, idx, count, NULL);   /* (release: the deadlines first) */
+  mi_arena_expire_at_most(arena, due);
   mi_atomic_store_release(&_mi_arenas_purge_pending, 1);
 }
 
@@ -478,51 +472,72 @@ void _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_memid_
 /* ------------------------------------------------------------------------------------------
    Purging
 ------------------------------------------------------------------------------------------ */
-/* Purge the blocks of [idx, idx+count) still scheduled for a purge, in runs; the caller has
-   claimed their inuse bits. (A block in the caller's snapshot may have been purged by a
-   concurrent purger meanwhile: purge bits are re-read under the claim.) */
-static void mi_arena_purge_claimed(mi_arena_t* arena, size_t idx, size_t count) {
+/* Is block i scheduled and due (or any scheduled one when forced)? */
+static bool mi_arena_block_is_due(mi_arena_t* arena, size_t i, mi_msecs_t now, bool force) {
+  if (!_mi_bitmap_is_all_set(arena->blocks_purge, i, 1)) return false;
+  return (force || mi_atomic_load_relaxed(&arena->purge_due[i]) <= now);
+}
+
+/* Purge the blocks of [idx, idx+count) that are still scheduled and due, in runs; the caller
+   has claimed their inuse bits, so their purge bits and deadlines are stable (a block of the
+   caller's snapshot may have been reused, freed again or purged meanwhile: re-read here). */
+static size_t mi_arena_purge_claimed(mi_arena_t* arena, size_t idx, size_t count, mi_msecs_t now, bool force) {
+  size_t purged = 0;
   size_t i = idx;
   while (i < idx + count) {
-    if (!_mi_bitmap_is_all_set(arena->blocks_purge, i, 1)) { i++; continue; }
+    if (!mi_arena_block_is_due(arena, i, now, force)) { i++; continue; }
     size_t len = 1;
-    while (i + len < idx + count && _mi_bitmap_is_all_set(arena->blocks_purge, i + len, 1)) len++;
+    while (i + len < idx + count && mi_arena_block_is_due(arena, i + len, now, force)) len++;
     if (_mi_os_purge(arena->start + i * MI_ARENA_BLOCK_SIZE, len * MI_ARENA_BLOCK_SIZE, arena->commit_syscall)) {
       _mi_bitmap_clear(arena->blocks_committed, i, len);
       if (arena->purge_zeroes) _mi_bitmap_clear(arena->blocks_dirty, i, len);
     }
     const size_t done = _mi_bitmap_clear_count(arena->blocks_purge, i, len);
     if (done > 0) mi_atomic_sub_relaxed(&mi_arenas_unpurged, done);
+    purged += done;
     i += len;
   }
+  return purged;
 }
 
-/* Purge every scheduled block that is not in use (a concurrent allocation clears the purge
-   bits of the blocks it takes itself). */
-static void mi_arena_purge_all_scheduled(mi_arena_t* arena) {
+/* Purge the scheduled blocks that are due and not in use (a concurrent allocation clears the
+   purge bits of the blocks it takes itself); returns the earliest deadline of the scheduled
+   blocks left, or 0 if none; *purged: the number of blocks purged. */
+static mi_msecs_t mi_arena_purge_due(mi_arena_t* arena, mi_msecs_t now, bool force, size_t* purged) {
+  mi_msecs_t next = 0;
+  *purged = 0;
   for (size_t f = 0; f < arena->field_count; f++) {
     size_t bits = mi_atomic_load_relaxed(&arena->blocks_purge[f]);
-    while (bits != 0) {
-      const size_t start = (size_t)__builtin_ctzll((unsigned long long)bits);
+    /* the due ones of this field; the others give the next deadline */
+    size_t due_bits = 0;
+    for (size_t b = bits; b != 0; b &= b - 1) {
+      const size_t bit = (size_t)__builtin_ctzll((unsigned long long)b);
+      const mi_msecs_t due = mi_atomic_load_relaxed(&arena->purge_due[f * MI_BITMAP_FIELD_BITS + bit]);
+      if (force || due <= now) due_bits |= (size_t)1 << bit;
+      else if (next == 0 || due < next) next = due;
+    }
+    while (due_bits != 0) {
+      const size_t start = (size_t)__builtin_ctzll((unsigned long long)due_bits);
       size_t len = 1;
-      while (start + len < MI_BITMAP_FIELD_BITS && ((bits >> (start + len)) & 1) != 0) len++;
+      while (start + len < MI_BITMAP_FIELD_BITS && ((due_bits >> (start + len)) & 1) != 0) len++;
       const size_t idx = f * MI_BITMAP_FIELD_BITS + start;
       if (_mi_bitmap_try_claim(arena->blocks_inuse, idx, len)) {
-        mi_arena_purge_claimed(arena, idx, len);
+        *purged += mi_arena_purge_claimed(arena, idx, len, now, force);
         _mi_bitmap_clear(arena->blocks_inuse, idx, len);
       }
       else {
         /* partly reused meanwhile: purge block by block what is still free */
         for (size_t i = idx; i < idx + len; i++) {
           if (!_mi_bitmap_try_claim(arena->blocks_inuse, i, 1)) continue;
-          mi_arena_purge_claimed(arena, i, 1);
+          *purged += mi_arena_purge_claimed(arena, i, 1, now, force);
           _mi_bitmap_clear(arena->blocks_inuse, i, 1);
         }
       }
       const size_t run_mask = (len >= MI_BITMAP_FIELD_BITS ? ~(size_t)0 : (((size_t)1 << len) - 1) << start);
-      bits &= ~run_mask;
+      due_bits &= ~run_mask;
     }
   }
+  return next;
 }
 
 void _mi_arenas_try_purge(bool force) {
@@ -539,8 +554,10 @@ void _mi_arenas_try_purge(bool force) {
     if (!force && expire > now) { pending = true; continue; }
     /* one purger per arena at a time: whoever resets the deadline */
     if (!mi_atomic_cas_strong_acq_rel(&arena->purge_expire, &expire, 0)) { pending = true; continue; }
-    mi_arena_purge_all_scheduled(arena);
-    mi_os_stat_counter_increase(arena_purges, 1);
+    size_t purged;
+    const mi_msecs_t next = mi_arena_purge_due(arena, now, force, &purged);
+    if (purged > 0) mi_os_stat_counter_increase(arena_purges, 1);
+    if (next != 0) { mi_arena_expire_at_most(arena, next); pending = true; }
   }
   if (pending) mi_atomic_store_release(&_mi_arenas_purge_pending, 1);
 }

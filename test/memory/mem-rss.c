@@ -33,8 +33,8 @@
    medium pages), on top of the activity's own ~1 MiB. Both margins are far below the 1 GiB
    that stays resident without purging. The commit figure (statistics) is held to 16 MiB:
    it counts whole committed segments (MT_COMMIT_MARGIN), measured -8..+0 MiB.
-   Timing: later frees push the arena purge deadline out (purge_extend_delay per freed
-   segment, at most to twice the delay after the first), so the arena purge may come later
+   Timing: every freed arena block has its own deadline (100 ms after its free, or 10 ms when
+   over the budget), and a purge pass runs only from allocator activity, so it may come later
    than 100 ms after the last free; the activity mode therefore polls (5 x 200 ms).
    Under a sanitizer (ASan shadow memory) the RSS assertions are skipped (MT_RSS_ASSERTS);
    the commit-figure and statistics checks still run. */
