@@ -16,9 +16,11 @@ message when that is not available).
    tcmalloc, tbbmalloc; the newest mimalloc v2 and v3, snmalloc and rpmalloc built from the
    sources bundled in crates.io crates, cached under ~/.cache/alloc-bench/).
 4. Runs: for rep in reps: for workload: for allocator in a rotated order, with
-   LD_PRELOAD="<allocator.so> <origin.so>" (glibc: "<origin.so>"), BENCH_ORIGIN_FILE set to a
+   LD_PRELOAD="<allocator.so> <origin.so>" (glibc: "<origin.so>", or for a program linked with
+   another allocator, like Debian's redis-server with jemalloc, "<libc.so.6> <origin.so>"), BENCH_ORIGIN_FILE set to a
    fresh file and MIMALLOC_*, MALLOC_*, GLIBC_TUNABLES and any inherited LD_PRELOAD removed.
-   Wall time and peak RSS (os.wait4's ru_maxrss) of every run; the program's own elapsed_s.
+   Wall time and peak RSS (ru_maxrss from wait4 in a small C launcher, so python's own RSS
+   does not leak into it) of every run; the program's own elapsed_s.
 5. Verification: every line origin.so wrote (one per process) and the RESULT line's alloc_from
    must name the allocator under test (libc for glibc). A peer that fails gets "fail" in that
    cell; if ours fails, the suite says so and exits non-zero at the end.
