@@ -181,14 +181,17 @@ static void mi_segments_try_purge(mi_tld_t* tld, bool force) {
   }
 }
 
-/* Take a segment's slots off the queue: purge them (or not) now. */
-static void mi_segment_unqueue_purges(mi_segment_t* segment, mi_tld_t* tld, bool purge) {
+/* Take a segment's slots off the queue: purge them now, or leave them orphaned (resident, for
+   the thread that reclaims the segment to queue again), or neither (the segment is freed). */
+typedef enum mi_unqueue_e { MI_UNQUEUE_DROP, MI_UNQUEUE_PURGE, MI_UNQUEUE_ORPHAN } mi_unqueue_t;
+static void mi_segment_unqueue_purges(mi_segment_t* segment, mi_tld_t* tld, mi_unqueue_t how) {
   if (segment->page_kind > MI_PAGE_MEDIUM) return;
   for (size_t i = 0; i < segment->capacity; i++) {
     mi_page_t* page = &segment->pages[i];
     if (!page->purge_pending) continue;
     mi_purge_queue_remove(&tld->segments.purge, page);
-    if (purge) mi_segment_slot_purge(segment, page);
+    if (how == MI_UNQUEUE_PURGE) mi_segment_slot_purge(segment, page);
+    else if (how == MI_UNQUEUE_ORPHAN) page->purge_orphaned = 1;
   }
 }
 
@@ -293,7 +296,7 @@ static mi_segment_t* mi_segment_alloc_standard(mi_page_kind_t kind, mi_arena_id_
 static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
   mi_assert_internal(segment->used == 0);
   mi_segment_remove_from_free_queue(segment, tld);
-  mi_segment_unqueue_purges(segment, tld, false);
+  mi_segment_unqueue_purges(segment, tld, MI_UNQUEUE_DROP);
   mi_segment_map_set(segment, false);
   if (tld->segments.count > 0) tld->segments.count--;
   mi_os_stat_decrease(segments, 1);
@@ -319,6 +322,7 @@ static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
 static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, mi_tld_t* tld) {
   mi_assert_internal(!page->segment_in_use);
   if (page->purge_pending) mi_purge_queue_remove(&tld->segments.purge, page);
+  page->purge_orphaned = 0;
   if (!mi_segment_slot_commit(segment, page)) return NULL;
   page->segment_in_use = 1;
   segment->used++;
@@ -489,7 +493,10 @@ mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t pag
 static void mi_segment_abandon(mi_segment_t* segment, mi_tld_t* tld) {
   mi_assert_internal(segment->used == segment->abandoned && segment->used > 0);
   mi_segment_remove_from_free_queue(segment, tld);
-  mi_segment_unqueue_purges(segment, tld, true);   /* the thread is leaving: purge now */
+  /* the thread is leaving: its unused slots are purged now (ABANDONED_PAGE_PURGE), or stay
+     resident for the thread that reclaims the segment (threads that come and go, e.g. a
+     thread pool, would otherwise fault the same memory in again and again) */
+  mi_segment_unqueue_purges(segment, tld, mi_option_is_enabled(mi_option_abandoned_page_purge) ? MI_UNQUEUE_PURGE : MI_UNQUEUE_ORPHAN);
   if (tld->segments.count > 0) tld->segments.count--;
   mi_subproc_t* subproc = tld->subproc;
   segment->subproc = subproc;
@@ -525,7 +532,13 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
   mi_os_stat_decrease(segments_abandoned, 1);
   for (size_t i = 0; i < segment->capacity; i++) {
     mi_page_t* page = &segment->pages[i];
-    if (!page->segment_in_use) continue;
+    if (!page->segment_in_use) {
+      if (page->purge_orphaned) {
+        page->purge_orphaned = 0;
+        mi_segment_slot_schedule_purge(segment, page, tld);
+      }
+      continue;
+    }
     mi_assert_internal(segment->abandoned > 0);
     segment->abandoned--;
     mi_heap_t* target = _mi_heap_by_tag(heap, page->heap_tag);

@@ -229,6 +229,8 @@ typedef struct mi_page_s {
   uint8_t            heap_tag;        /* tag of the heap that allocated the page */
   uint8_t            is_committed;    /* the page's slot in the segment is committed */
   uint8_t            purge_pending;   /* unused slot in its thread's purge queue (segment.c) */
+  uint8_t            purge_orphaned;  /* unused slot left resident when its segment was abandoned:
+                                         the thread that reclaims the segment queues its purge */
   mi_msecs_t         purge_expire;    /* when purge_pending: time the slot is due for a purge */
   _Atomic(uintptr_t) xthread_free;    /* mi_block_t* | mi_delayed_t in the low 2 bits */
   _Atomic(mi_heap_t*) xheap;          /* owning heap, NULL when abandoned */
