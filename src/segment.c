@@ -149,14 +149,40 @@ static void mi_segment_slot_purge(mi_segment_t* segment, mi_page_t* page) {
   }
   else if (_mi_os_purge(start, size, segment->memid.commit_syscall)) {
     page->is_committed = 0;
+    page->purge_expire = _mi_prim_clock_now();   /* when, for the adaptive delay */
     page->is_zero_init = segment->memid.purge_zeroes;   /* decommitted anonymous memory reads as zero */
   }
+}
+
+/* The delay of a slot purge for this thread: purge_delay, doubled for each step of backoff, at
+   most the arena purge delay. A thread that takes slots again soon after they were purged (it
+   cycles through the same memory slower than purge_delay) pays a page fault per OS page each
+   time: its delay backs off until the memory stays; each collect without such a reuse (every
+   10 purge delays, see _mi_heap_collect_periodic) steps it back. */
+static mi_msecs_t mi_segments_slot_purge_delay(const mi_tld_t* tld) {
+  const long delay = mi_option_get(mi_option_purge_delay);
+  if (delay <= 0) return delay;
+  const long mult = mi_option_get(mi_option_arena_purge_mult);
+  const mi_msecs_t max = (mult > 1 ? (mi_msecs_t)delay * mult : (mi_msecs_t)delay);
+  const mi_msecs_t d = (mi_msecs_t)delay << tld->segments.purge_backoff;
+  return (d < max ? d : max);
+}
+
+/* A purged slot is taken again: if that is soon after its purge, back off. */
+static void mi_segments_note_reuse(mi_page_t* page, mi_tld_t* tld) {
+  if (page->is_committed || page->purge_expire == 0) return;
+  const mi_msecs_t delay = mi_segments_slot_purge_delay(tld);
+  if (delay > 0 && _mi_prim_clock_now() - page->purge_expire < 4 * delay) {
+    tld->segments.purge_reused = true;
+    if (tld->segments.purge_backoff < 8) tld->segments.purge_backoff++;
+  }
+  page->purge_expire = 0;
 }
 
 /* A slot became unused in a segment that stays: purge it now, later, or never (purge_delay). */
 static void mi_segment_slot_schedule_purge(mi_segment_t* segment, mi_page_t* page, mi_tld_t* tld) {
   if (segment->memid.is_pinned || !page->is_committed || segment->page_kind > MI_PAGE_MEDIUM) return;
-  const long delay = mi_option_get(mi_option_purge_delay);
+  const mi_msecs_t delay = mi_segments_slot_purge_delay(tld);
   if (delay < 0) return;
   if (delay == 0) { mi_segment_slot_purge(segment, page); return; }
   mi_purge_queue_t* queue = &tld->segments.purge;
@@ -196,7 +222,11 @@ static void mi_segment_unqueue_purges(mi_segment_t* segment, mi_tld_t* tld, mi_u
 }
 
 void _mi_segments_collect(mi_tld_t* tld, bool force) {
-  if (tld != NULL) mi_segments_try_purge(tld, force);
+  if (tld != NULL) {
+    if (!tld->segments.purge_reused && tld->segments.purge_backoff > 0) tld->segments.purge_backoff--;
+    tld->segments.purge_reused = false;
+    mi_segments_try_purge(tld, force);
+  }
   _mi_arenas_try_purge(force);
 }
 
@@ -323,6 +353,7 @@ static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, 
   mi_assert_internal(!page->segment_in_use);
   if (page->purge_pending) mi_purge_queue_remove(&tld->segments.purge, page);
   page->purge_orphaned = 0;
+  mi_segments_note_reuse(page, tld);
   if (!mi_segment_slot_commit(segment, page)) return NULL;
   page->segment_in_use = 1;
   segment->used++;

@@ -231,7 +231,8 @@ typedef struct mi_page_s {
   uint8_t            purge_pending;   /* unused slot in its thread's purge queue (segment.c) */
   uint8_t            purge_orphaned;  /* unused slot left resident when its segment was abandoned:
                                          the thread that reclaims the segment queues its purge */
-  mi_msecs_t         purge_expire;    /* when purge_pending: time the slot is due for a purge */
+  mi_msecs_t         purge_expire;    /* when purge_pending: time the slot is due for a purge;
+                                         when purged (!is_committed): time of the purge, or 0 */
   _Atomic(uintptr_t) xthread_free;    /* mi_block_t* | mi_delayed_t in the low 2 bits */
   _Atomic(mi_heap_t*) xheap;          /* owning heap, NULL when abandoned */
   struct mi_page_s*  next;            /* heap page queue links */
@@ -312,6 +313,10 @@ typedef struct mi_segments_tld_s {
   mi_segment_queue_t small_free;   /* small segments with free pages */
   mi_segment_queue_t medium_free;  /* medium segments with free pages */
   mi_purge_queue_t   purge;        /* unused page slots waiting for their purge */
+  uint8_t            purge_backoff; /* slot purge delay = purge_delay << purge_backoff, at most
+                                       purge_delay * arena_purge_mult (adaptive, segment.c) */
+  bool               purge_reused;  /* a slot purged shortly before was taken again since the
+                                       last collect */
   size_t             count;        /* segments owned by this thread */
   size_t             peak_count;   /* most segments owned at once (eager_commit_delay) */
 } mi_segments_tld_t;
