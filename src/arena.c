@@ -16,7 +16,8 @@
    overlap: both claim the inuse bits first.
 
    Purging: a freed block is purged once it has been free for purge_delay * arena_purge_mult
-   ms, or only purge_delay ms while more than MI_ARENA_UNPURGED_MAX bytes wait (purge_delay 0:
+   ms, or only purge_delay ms while more than a budget of MI_ARENA_UNPURGED_MAX bytes (adaptive:
+   mi_arenas_unpurged_max) wait (purge_delay 0:
    at once, -1: never). Every block has its own deadline (purge_due), so a pass purges only the
    blocks that are due, never one freed a moment ago (which is the one most likely to be reused
    right away); the arena's purge_expire is the earliest deadline. Due purges run from ordinary allocator activity (arena allocation and
@@ -39,7 +40,8 @@ typedef struct mi_arena_s {
   bool                 purge_zeroes;     /* our private anonymous memory: a decommit zeroes it
                                             (not so for memory we manage, e.g. a shared file) */
   _Atomic(mi_msecs_t)  purge_expire;     /* 0: no purge scheduled; else <= every due block's deadline */
-  _Atomic(mi_msecs_t)* purge_due;        /* per block: deadline of its purge (valid while its purge bit is set) */
+  _Atomic(mi_msecs_t)* purge_due;        /* per block: deadline of its purge while its purge bit is
+                                            set; after a purge: the time of the purge (or 0) */
   mi_bitmap_field_t*   blocks_committed;
   mi_bitmap_field_t*   blocks_dirty;
   mi_bitmap_field_t*   blocks_purge;
@@ -50,6 +52,8 @@ static _Atomic(mi_arena_t*) mi_arenas[MI_MAX_ARENAS];
 static _Atomic(size_t)      mi_arena_count;   /* slots taken (a slot may still be NULL briefly) */
 _Atomic(size_t)             _mi_arenas_purge_pending;   /* some arena may have a purge scheduled */
 static _Atomic(size_t)      mi_arenas_unpurged;         /* blocks with their purge bit set */
+static _Atomic(size_t)      mi_arenas_backoff;          /* the budget is MI_ARENA_UNPURGED_MAX << this */
+static _Atomic(mi_msecs_t)  mi_arenas_backoff_time;     /* last change of the backoff */
 
 static mi_arena_t* mi_arena_at(size_t idx) {
   return (idx < MI_MAX_ARENAS ? mi_atomic_load_acquire(&mi_arenas[idx]) : NULL);
@@ -325,12 +329,45 @@ static bool mi_arena_commit_blocks(mi_arena_t* arena, size_t idx, size_t count) 
   return true;
 }
 
+/* The budget of unpurged free blocks adapts like the slot purge delay (segment.c): blocks taken
+   again soon after their purge (freed and reused more slowly than purge_delay, e.g. big blocks
+   that come and go) double it, up to 32 times; each second without such a reuse halves it. */
+static size_t mi_arenas_unpurged_max(void) {
+  return (MI_ARENA_UNPURGED_MAX << mi_atomic_load_relaxed(&mi_arenas_backoff));
+}
+
+static void mi_arenas_backoff_step(bool up, mi_msecs_t now) {
+  size_t b = mi_atomic_load_relaxed(&mi_arenas_backoff);
+  if (up ? b < 5 : b > 0) {
+    if (mi_atomic_cas_strong_acq_rel(&mi_arenas_backoff, &b, up ? b + 1 : b - 1)) {
+      mi_atomic_store_relaxed(&mi_arenas_backoff_time, now);
+    }
+  }
+  else if (up) mi_atomic_store_relaxed(&mi_arenas_backoff_time, now);
+}
+
+/* Claimed blocks [idx, idx+count): those purged less than 4 short delays ago were purged in vain. */
+static void mi_arenas_note_reuse(mi_arena_t* arena, size_t idx, size_t count) {
+  const long delay = mi_option_get(mi_option_purge_delay);
+  if (delay <= 0) return;
+  mi_msecs_t now = 0;
+  for (size_t i = idx; i < idx + count; i++) {
+    if (_mi_bitmap_is_all_set(arena->blocks_purge, i, 1)) continue;   /* not purged: a deadline */
+    const mi_msecs_t purged = mi_atomic_load_relaxed(&arena->purge_due[i]);
+    if (purged == 0) continue;
+    mi_atomic_store_relaxed(&arena->purge_due[i], 0);
+    if (now == 0) now = _mi_prim_clock_now();
+    if (now - purged < 4 * (mi_msecs_t)delay) { mi_arenas_backoff_step(true, now); return; }
+  }
+}
+
 static void* mi_arena_try_alloc_in(mi_arena_t* arena, size_t arena_idx, size_t count, bool commit, mi_memid_t* memid) {
   /* first fit from the lowest address: blocks freed recently (resident, purge pending) are
      reused before fresh ones, which keeps the resident set compact; an arena has few fields
      (4 for 1 GiB), so the scan is short */
   size_t idx;
   if (!_mi_bitmap_try_find_claim(arena->blocks_inuse, arena->field_count, 0, count, &idx)) return NULL;
+  mi_arenas_note_reuse(arena, idx, count);
   const size_t unscheduled = _mi_bitmap_clear_count(arena->blocks_purge, idx, count);   /* reused before its purge */
   if (unscheduled > 0) mi_atomic_sub_relaxed(&mi_arenas_unpurged, unscheduled);
   bool was_dirty = false;
@@ -432,7 +469,7 @@ static void mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count)
   }
   const size_t unpurged = mi_atomic_add_relaxed(&mi_arenas_unpurged, count) + count;
   /* over the budget: due after the short delay */
-  const mi_msecs_t due = _mi_prim_clock_now() + (unpurged * MI_ARENA_BLOCK_SIZE > MI_ARENA_UNPURGED_MAX
+  const mi_msecs_t due = _mi_prim_clock_now() + (unpurged * MI_ARENA_BLOCK_SIZE > mi_arenas_unpurged_max()
                                                  ? (mi_msecs_t)mi_option_get_clamp(mi_option_purge_delay, 0, 1000000) : delay);
   for (size_t i = idx; i < idx + count; i++) mi_atomic_store_relaxed(&arena->purge_due[i], due);
   _mi_bitmap_set(arena->blocks_purge, idx, count, NULL);   /* (release: the deadlines first) */
@@ -488,10 +525,12 @@ static size_t mi_arena_purge_claimed(mi_arena_t* arena, size_t idx, size_t count
     if (!mi_arena_block_is_due(arena, i, now, force)) { i++; continue; }
     size_t len = 1;
     while (i + len < idx + count && mi_arena_block_is_due(arena, i + len, now, force)) len++;
-    if (_mi_os_purge(arena->start + i * MI_ARENA_BLOCK_SIZE, len * MI_ARENA_BLOCK_SIZE, arena->commit_syscall)) {
+    const bool ok = _mi_os_purge(arena->start + i * MI_ARENA_BLOCK_SIZE, len * MI_ARENA_BLOCK_SIZE, arena->commit_syscall);
+    if (ok) {
       _mi_bitmap_clear(arena->blocks_committed, i, len);
       if (arena->purge_zeroes) _mi_bitmap_clear(arena->blocks_dirty, i, len);
     }
+    for (size_t k = i; k < i + len; k++) mi_atomic_store_relaxed(&arena->purge_due[k], ok ? now : 0);
     const size_t done = _mi_bitmap_clear_count(arena->blocks_purge, i, len);
     if (done > 0) mi_atomic_sub_relaxed(&mi_arenas_unpurged, done);
     purged += done;
@@ -545,6 +584,7 @@ void _mi_arenas_try_purge(bool force) {
   const size_t n = mi_arenas_count();
   const mi_msecs_t now = _mi_prim_clock_now();
   bool pending = false;
+  if (now - mi_atomic_load_relaxed(&mi_arenas_backoff_time) >= 1000) mi_arenas_backoff_step(false, now);
   mi_atomic_store_relaxed(&_mi_arenas_purge_pending, 0);
   for (size_t i = 0; i < n; i++) {
     mi_arena_t* arena = mi_arena_at(i);

@@ -118,7 +118,8 @@
 #define MI_MAX_ARENAS         (132)                         /* arena ids 1..132 */
 /* Free arena blocks waiting for their (long) arena purge delay, over all arenas: a block freed
    while more than this amount waits is due after the short purge_delay. A few segments
-   churning keep their memory for reuse; a program that shrinks returns the bulk promptly. */
+   churning keep their memory for reuse; a program that shrinks returns the bulk promptly.
+   The budget in force adapts (arena.c, mi_arenas_unpurged_max): up to 32 times this. */
 #define MI_ARENA_UNPURGED_MAX (8 * MI_ARENA_BLOCK_SIZE)     /* 32 MiB */
 
 /* ------------------------------------------------------------------------------------------
