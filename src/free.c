@@ -68,6 +68,20 @@ static void mi_free_block_mt(mi_page_t* page, mi_segment_t* segment, mi_block_t*
   }
 }
 
+/* A free into another thread's page without flags (p is the block): the common cross-thread
+   case, one CAS in a frame-less function; the delayed-free handshake and big blocks go to
+   mi_free_block_mt. */
+static mi_decl_noinline void mi_free_remote(mi_page_t* page, mi_segment_t* segment, mi_block_t* block) {
+  if (mi_unlikely(page->block_size > MI_HUGE_RESET_MIN)) { mi_free_block_mt(page, segment, block); return; }
+  uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
+  uintptr_t tfreex;
+  do {
+    if (mi_unlikely(mi_tf_delayed(tfree) == MI_USE_DELAYED_FREE)) { mi_free_block_mt(page, segment, block); return; }
+    mi_block_set_next(page, block, mi_tf_block(tfree));
+    tfreex = mi_tf_set_block(tfree, block);
+  } while (!mi_atomic_cas_weak_release(&page->xthread_free, &tfree, tfreex));
+}
+
 void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) {
   if (mi_unlikely(!page->segment_in_use)) {   /* e.g. the sentinel: p is just past the segment */
     _mi_error_message(EINVAL, "mi_free: invalid pointer %p (not in a page in use)\n", p);
@@ -122,13 +136,17 @@ mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
   const bool is_local = (_mi_thread_id() == mi_atomic_load_relaxed(&segment->thread_id));
   if (!_mi_debug_free(segment, page, p, is_local)) return;
 #endif
-  if (mi_likely(mi_atomic_load_relaxed(&page->xthread_id) == _mi_thread_id())) {
+  const uintptr_t xtid = mi_atomic_load_relaxed(&page->xthread_id);
+  if (mi_likely(xtid == _mi_thread_id())) {
     mi_block_t* const block = (mi_block_t*)p;
     mi_block_set_next(page, block, page->local_free);
     page->local_free = block;
     if (mi_unlikely(--page->used == 0)) {
       _mi_page_retire(page);
     }
+  }
+  else if (mi_likely((xtid & MI_PAGE_FLAGS_MASK) == 0 && xtid != 0)) {
+    mi_free_remote(page, segment, (mi_block_t*)p);   /* an owner: the page is in use */
   }
   else {
     _mi_free_generic(segment, page, p);
