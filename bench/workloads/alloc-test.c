@@ -17,7 +17,7 @@
  * ops = blocks allocated (over all threads).
  * usage: alloc-test [-n REPLACEMENTS per thread] [-t THREADS (1)] [-w WORKING SET] [-s SEED] [-q]
  */
-#include "../bench.h"
+#include "workload.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -34,7 +34,6 @@ typedef struct job {
   uint64_t rng, allocs, check, ops, seq;
   size_t live;
   slot *ws;
-  pthread_t th;
 } job;
 
 static void corrupt(const slot *s) {
@@ -46,26 +45,10 @@ static uint64_t tag_of(const slot *s) {
   return (UINT64_C(0xA110C7E500000000) | s->seq) ^ ((uint64_t)s->size << 36);
 }
 
-static void fill(const slot *s) {
-  uint64_t t = tag_of(s);
-  if (s->size >= 16) {
-    memcpy(s->p, &t, 8);
-    memcpy(s->p + s->size - 8, &t, 8);
-  } else {
-    memset(s->p, (int)(t & 0xFF), s->size);
-  }
-}
+static void fill(const slot *s) { wl_stamp(s->p, s->size, tag_of(s)); }
 
 static void verify(const slot *s) {
-  uint64_t t = tag_of(s), a, b;
-  if (s->size >= 16) {
-    memcpy(&a, s->p, 8);
-    memcpy(&b, s->p + s->size - 8, 8);
-    if (a != t || b != t) corrupt(s);
-  } else {
-    for (uint32_t i = 0; i < s->size; i++)
-      if (s->p[i] != (unsigned char)(t & 0xFF)) corrupt(s);
-  }
+  if (!wl_stamp_ok(s->p, s->size, tag_of(s))) corrupt(s);
 }
 
 /* upper size limit of phase k: 16, 32, ..., 4096, 2048, ..., 32, then again */
@@ -142,16 +125,7 @@ int main(int argc, char **argv) {
     if (jobs[i].ws == NULL) return 1;
   }
   double t0 = bench_now();
-  if (threads == 1) {
-    run(&jobs[0]);
-  } else {
-    for (unsigned long long i = 0; i < threads; i++)
-      if (pthread_create(&jobs[i].th, NULL, run, &jobs[i]) != 0) {
-        fprintf(stderr, "alloc-test: pthread_create failed\n");
-        return 1;
-      }
-    for (unsigned long long i = 0; i < threads; i++) pthread_join(jobs[i].th, NULL);
-  }
+  wl_run_jobs(jobs, sizeof *jobs, (size_t)threads, run, "alloc-test");
   double secs = bench_now() - t0;
   uint64_t total = 0, check = 0;
   for (unsigned long long i = 0; i < threads; i++) {

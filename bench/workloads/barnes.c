@@ -16,7 +16,7 @@
  * usage: barnes [-n STEPS] [-b BODIES] [-t THREADS] [-s SEED] [-q]
  *   single-threaded by default; with -t N each thread simulates its own system.
  */
-#include "../bench.h"
+#include "workload.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -50,7 +50,6 @@ typedef struct cell {
 typedef struct job {
   uint64_t rng, allocs, check, interactions;
   unsigned nbodies, steps;
-  pthread_t th;
 } job;
 
 static void corrupt(const char *what, const void *p) {
@@ -310,16 +309,7 @@ int main(int argc, char **argv) {
     jobs[i].steps = (unsigned)steps;
   }
   double t0 = bench_now();
-  if (threads == 1) {
-    run(&jobs[0]);
-  } else {
-    for (unsigned long long i = 0; i < threads; i++)
-      if (pthread_create(&jobs[i].th, NULL, run, &jobs[i]) != 0) {
-        fprintf(stderr, "barnes: pthread_create failed\n");
-        return 1;
-      }
-    for (unsigned long long i = 0; i < threads; i++) pthread_join(jobs[i].th, NULL);
-  }
+  wl_run_jobs(jobs, sizeof *jobs, (size_t)threads, run, "barnes");
   double secs = bench_now() - t0;
   uint64_t ops = 0, check = 0;
   for (unsigned long long i = 0; i < threads; i++) {

@@ -17,7 +17,7 @@
  * usage: cfrac [-n STEPS] [-t THREADS] [-s SEED] [-q]
  *   single-threaded by default; with -t N each thread runs its own independent expansion.
  */
-#include "../bench.h"
+#include "workload.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -396,7 +396,6 @@ static void expand(ctx *c, unsigned bits, uint64_t steps) {
 typedef struct job {
   ctx c;
   uint64_t steps;
-  pthread_t th;
 } job;
 
 static void *run(void *arg) {
@@ -440,16 +439,7 @@ int main(int argc, char **argv) {
     jobs[i].steps = steps;
   }
   double t0 = bench_now();
-  if (threads == 1) {
-    run(&jobs[0]);
-  } else {
-    for (unsigned long long i = 0; i < threads; i++)
-      if (pthread_create(&jobs[i].th, NULL, run, &jobs[i]) != 0) {
-        fprintf(stderr, "cfrac: pthread_create failed\n");
-        return 1;
-      }
-    for (unsigned long long i = 0; i < threads; i++) pthread_join(jobs[i].th, NULL);
-  }
+  wl_run_jobs(jobs, sizeof *jobs, (size_t)threads, run, "cfrac");
   double secs = bench_now() - t0;
   uint64_t ops = 0, check = 0;
   for (unsigned long long i = 0; i < threads; i++) {

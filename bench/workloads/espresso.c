@@ -23,7 +23,7 @@
  * usage: espresso [-n PROBLEMS] [-t THREADS] [-s SEED] [-q]
  *   single-threaded by default; with -t N each thread solves its own problems.
  */
-#include "../bench.h"
+#include "workload.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -397,7 +397,6 @@ static void problem_free(problem *p) {
 typedef struct job {
   ctx c;
   uint64_t problems;
-  pthread_t th;
 } job;
 
 static void *run(void *arg) {
@@ -441,16 +440,7 @@ int main(int argc, char **argv) {
     jobs[i].problems = problems;
   }
   double t0 = bench_now();
-  if (threads == 1) {
-    run(&jobs[0]);
-  } else {
-    for (unsigned long long i = 0; i < threads; i++)
-      if (pthread_create(&jobs[i].th, NULL, run, &jobs[i]) != 0) {
-        fprintf(stderr, "espresso: pthread_create failed\n");
-        return 1;
-      }
-    for (unsigned long long i = 0; i < threads; i++) pthread_join(jobs[i].th, NULL);
-  }
+  wl_run_jobs(jobs, sizeof *jobs, (size_t)threads, run, "espresso");
   double secs = bench_now() - t0;
   uint64_t ops = 0, check = 0;
   for (unsigned long long i = 0; i < threads; i++) {

@@ -17,49 +17,18 @@
  *
  * usage: larson [-t THREADS] [-n STEPS] [-r ROUNDS] [-l SLOTS] [-s SEED] [-q]
  */
-#include "../bench.h"
+#include "workload.h"
 
 #include <pthread.h>
 #include <unistd.h>
 
 /* ---- block check: header word at the start, its complement in the last 8 bytes ---- */
-#define BLK_MAGIC UINT64_C(0x5bd1e9955bd1e995)
 #define BLK_MIN 16
 #define BLK_MAX 1000
 
-static inline uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= UINT64_C(0xff51afd7ed558ccd);
-  x ^= x >> 33;
-  x *= UINT64_C(0xc4ceb9fe1a85ec53);
-  x ^= x >> 33;
-  return x;
-}
-static inline uint64_t blk_hdr(size_t size) {
-  return (mix64((uint64_t)size ^ BLK_MAGIC) & UINT64_C(0xffffffff00000000)) | (uint64_t)size;
-}
-static inline void blk_fill(void *p, size_t size) {
-  uint64_t h = blk_hdr(size), t = ~h;
-  memcpy(p, &h, 8);
-  memcpy((char *)p + size - 8, &t, 8);
-}
 /* Verify a block written by blk_fill; returns its header (exits on corruption). */
 static uint64_t blk_check(const void *p, const char *where) {
-  uint64_t h, t;
-  memcpy(&h, p, 8);
-  size_t size = (size_t)(h & 0xffffffffu);
-  if (size < BLK_MIN || size > BLK_MAX || h != blk_hdr(size)) {
-    fprintf(stderr, "CORRUPT larson: bad header %016llx at %p (%s)\n", (unsigned long long)h, p,
-            where);
-    exit(1);
-  }
-  memcpy(&t, (const char *)p + size - 8, 8);
-  if (t != ~h) {
-    fprintf(stderr, "CORRUPT larson: bad trailer %016llx at %p size %zu (%s)\n",
-            (unsigned long long)t, p, size, where);
-    exit(1);
-  }
-  return h;
+  return wl_blk_check(p, BLK_MIN, BLK_MAX, "larson", where);
 }
 
 typedef struct lineage {
@@ -106,7 +75,7 @@ static void *holder_main(void *arg) {
       fprintf(stderr, "larson: out of memory\n");
       exit(1);
     }
-    blk_fill(p, size);
+    wl_blk_fill(p, size);
     slots[j] = p;
   }
   L->rng = rng;
@@ -183,7 +152,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "larson: out of memory\n");
       return 1;
     }
-    uint64_t r0 = mix64(seed * 1000003u + i);
+    uint64_t r0 = wl_mix64(seed * 1000003u + i);
     for (size_t j = 0; j < nslots; j++) {
       uint64_t r = bench_rand(&r0);
       size_t size = BLK_MIN + bench_index(r, BLK_MAX - BLK_MIN + 1);
@@ -192,7 +161,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "larson: out of memory\n");
         return 1;
       }
-      blk_fill(p, size);
+      wl_blk_fill(p, size);
       L->slots[j] = p;
     }
   }

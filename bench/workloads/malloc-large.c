@@ -21,7 +21,7 @@
  *
  * usage: malloc-large [-t THREADS] [-n STEPS] [-l LIVE] [-s SEED] [-q]
  */
-#include "../bench.h"
+#include "workload.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -31,15 +31,7 @@
 #define PAGE 4096
 #define SPARSE (8 * PAGE)
 
-static inline uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= UINT64_C(0xff51afd7ed558ccd);
-  x ^= x >> 33;
-  x *= UINT64_C(0xc4ceb9fe1a85ec53);
-  x ^= x >> 33;
-  return x;
-}
-static inline uint64_t mark(uint64_t tag, size_t off) { return mix64(tag ^ (uint64_t)off); }
+static inline uint64_t mark(uint64_t tag, size_t off) { return wl_mix64(tag ^ (uint64_t)off); }
 static inline void put(void *p, size_t off, uint64_t v) { memcpy((char *)p + off, &v, 8); }
 static inline uint64_t get(const void *p, size_t off) {
   uint64_t v;

@@ -20,7 +20,7 @@
  *
  * usage: rptest [-t THREADS] [-n OPS] [-l SLOTS] [-s SEED] [-q]
  */
-#include "../bench.h"
+#include "workload.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -28,44 +28,19 @@
 #include <unistd.h>
 
 /* ---- block check: header word at the start, its complement in the last 8 bytes ---- */
-#define BLK_MAGIC UINT64_C(0x5bd1e9955bd1e995)
 #define BLK_MIN 16
 #define BLK_MAX (512u << 10)
 
-static inline uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= UINT64_C(0xff51afd7ed558ccd);
-  x ^= x >> 33;
-  x *= UINT64_C(0xc4ceb9fe1a85ec53);
-  x ^= x >> 33;
-  return x;
-}
-static inline uint64_t blk_hdr(size_t size) {
-  return (mix64((uint64_t)size ^ BLK_MAGIC) & UINT64_C(0xffffffff00000000)) | (uint64_t)size;
-}
+/* the header and trailer, the first bytes, and the header again every 4 KiB (touches every
+   page) */
 static inline void blk_fill(void *p, size_t size) {
-  uint64_t h = blk_hdr(size), t = ~h;
-  memcpy(p, &h, 8);
+  wl_blk_fill(p, size);
+  const uint64_t h = wl_blk_hdr(size);
   memset((char *)p + 8, (int)(h >> 56), (size < 80 ? size : 80) - 16); /* touch the start */
   for (size_t off = 4096; off + 16 <= size; off += 4096) memcpy((char *)p + off, &h, 8);
-  memcpy((char *)p + size - 8, &t, 8);
 }
 static uint64_t blk_check(const void *p, const char *where) {
-  uint64_t h, t;
-  memcpy(&h, p, 8);
-  size_t size = (size_t)(h & 0xffffffffu);
-  if (size < BLK_MIN || size > BLK_MAX || h != blk_hdr(size)) {
-    fprintf(stderr, "CORRUPT rptest: bad header %016llx at %p (%s)\n", (unsigned long long)h, p,
-            where);
-    exit(1);
-  }
-  memcpy(&t, (const char *)p + size - 8, 8);
-  if (t != ~h) {
-    fprintf(stderr, "CORRUPT rptest: bad trailer %016llx at %p size %zu (%s)\n",
-            (unsigned long long)t, p, size, where);
-    exit(1);
-  }
-  return h;
+  return wl_blk_check(p, BLK_MIN, BLK_MAX, "rptest", where);
 }
 
 #define HANDOFF_BATCH 64
@@ -177,7 +152,7 @@ static void *thread_main(void *arg) {
       exit(1);
     }
     blk_fill(p, size);
-    sum += blk_hdr(size);
+    sum += wl_blk_hdr(size);
     allocs++;
     slots[j] = p;
   }

@@ -20,7 +20,7 @@
  * usage: sh6bench [-n ROUNDS] [-t THREADS] [-s SEED] [-q]
  *   single-threaded by default; with -t N each thread runs its own rounds (no sharing).
  */
-#include "../bench.h"
+#include "workload.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -49,26 +49,10 @@ static uint64_t tag_of(const slot *s) {
   return (UINT64_C(0x5A17C0DE00000000) | s->seq) ^ ((uint64_t)s->size << 44);
 }
 
-static void fill(const slot *s) {
-  uint64_t t = tag_of(s);
-  if (s->size >= 16) {
-    memcpy(s->p, &t, 8);
-    memcpy(s->p + s->size - 8, &t, 8);
-  } else {
-    memset(s->p, (int)(t & 0xFF), s->size);
-  }
-}
+static void fill(const slot *s) { wl_stamp(s->p, s->size, tag_of(s)); }
 
 static void verify(const slot *s) {
-  uint64_t t = tag_of(s), a, b;
-  if (s->size >= 16) {
-    memcpy(&a, s->p, 8);
-    memcpy(&b, s->p + s->size - 8, 8);
-    if (a != t || b != t) corrupt(s);
-  } else {
-    for (uint32_t i = 0; i < s->size; i++)
-      if (s->p[i] != (unsigned char)(t & 0xFF)) corrupt(s);
-  }
+  if (!wl_stamp_ok(s->p, s->size, tag_of(s))) corrupt(s);
 }
 
 /* next size of the sweep: every class 1..1000 in a scrambled order, every 50th block 1..8 KiB */

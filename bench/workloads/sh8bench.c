@@ -22,7 +22,7 @@
  * ops = blocks allocated (including messages).
  * usage: sh8bench [-n ROUNDS per thread] [-t THREADS (2x CPUs)] [-s SEED] [-q]
  */
-#include "../bench.h"
+#include "workload.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -75,26 +75,10 @@ static uint64_t tag_of(const slot *s) {
          ((uint64_t)s->owner << 33);
 }
 
-static void fill(const slot *s) {
-  uint64_t t = tag_of(s);
-  if (s->size >= 16) {
-    memcpy(s->p, &t, 8);
-    memcpy(s->p + s->size - 8, &t, 8);
-  } else {
-    memset(s->p, (int)(t & 0xFF), s->size);
-  }
-}
+static void fill(const slot *s) { wl_stamp(s->p, s->size, tag_of(s)); }
 
 static void verify(const slot *s) {
-  uint64_t t = tag_of(s), a, b;
-  if (s->size >= 16) {
-    memcpy(&a, s->p, 8);
-    memcpy(&b, s->p + s->size - 8, 8);
-    if (a != t || b != t) corrupt(s);
-  } else {
-    for (uint32_t i = 0; i < s->size; i++)
-      if (s->p[i] != (unsigned char)(t & 0xFF)) corrupt(s);
-  }
+  if (!wl_stamp_ok(s->p, s->size, tag_of(s))) corrupt(s);
 }
 
 static void *xmalloc(job *j, size_t n) {
