@@ -159,22 +159,27 @@ static void mi_segment_slot_purge(mi_segment_t* segment, mi_page_t* page) {
    cycles through the same memory slower than purge_delay) pays a page fault per OS page each
    time: its delay backs off until the memory stays; each collect without such a reuse (every
    10 purge delays, see _mi_heap_collect_periodic) steps it back. */
+static mi_msecs_t mi_segments_slot_purge_max(void) {
+  const long delay = mi_option_get(mi_option_purge_delay);
+  const long mult = mi_option_get(mi_option_arena_purge_mult);
+  return (mult > 1 ? (mi_msecs_t)delay * mult : (mi_msecs_t)delay);
+}
 static mi_msecs_t mi_segments_slot_purge_delay(const mi_tld_t* tld) {
   const long delay = mi_option_get(mi_option_purge_delay);
   if (delay <= 0) return delay;
-  const long mult = mi_option_get(mi_option_arena_purge_mult);
-  const mi_msecs_t max = (mult > 1 ? (mi_msecs_t)delay * mult : (mi_msecs_t)delay);
+  const mi_msecs_t max = mi_segments_slot_purge_max();
   const mi_msecs_t d = (mi_msecs_t)delay << tld->segments.purge_backoff;
   return (d < max ? d : max);
 }
 
-/* A purged slot is taken again: if that is soon after its purge, back off. */
+/* A purged slot is taken again: if that is soon after its purge, back off (no further than
+   the maximum delay, so stepping back starts at once when the reuse stops). */
 static void mi_segments_note_reuse(mi_page_t* page, mi_tld_t* tld) {
   if (page->is_committed || page->purge_expire == 0) return;
   const mi_msecs_t delay = mi_segments_slot_purge_delay(tld);
   if (delay > 0 && _mi_prim_clock_now() - page->purge_expire < 4 * delay) {
     tld->segments.purge_reused = true;
-    if (tld->segments.purge_backoff < 8) tld->segments.purge_backoff++;
+    if (delay < mi_segments_slot_purge_max()) tld->segments.purge_backoff++;
   }
   page->purge_expire = 0;
 }
