@@ -52,6 +52,7 @@ static _Atomic(mi_arena_t*) mi_arenas[MI_MAX_ARENAS];
 static _Atomic(size_t)      mi_arena_count;   /* slots taken (a slot may still be NULL briefly) */
 _Atomic(size_t)             _mi_arenas_purge_pending;   /* some arena may have a purge scheduled */
 static _Atomic(size_t)      mi_arenas_unpurged;         /* blocks with their purge bit set */
+static _Atomic(size_t)      mi_arenas_inuse;            /* blocks handed out (in use by segments) */
 static _Atomic(size_t)      mi_arenas_backoff;          /* the budget is MI_ARENA_UNPURGED_MAX << this */
 static _Atomic(mi_msecs_t)  mi_arenas_backoff_time;     /* last change of the backoff */
 
@@ -331,9 +332,14 @@ static bool mi_arena_commit_blocks(mi_arena_t* arena, size_t idx, size_t count) 
 
 /* The budget of unpurged free blocks adapts like the slot purge delay (segment.c): blocks taken
    again soon after their purge (freed and reused more slowly than purge_delay, e.g. big blocks
-   that come and go) double it, up to 32 times; each second without such a reuse halves it. */
+   that come and go) double it, up to 32 times; each second without such a reuse halves it.
+   Beyond MI_ARENA_UNPURGED_MAX it never exceeds the memory in use: a program that keeps
+   churning keeps at most as much free memory at hand as it uses, and does not grow. */
 static size_t mi_arenas_unpurged_max(void) {
-  return (MI_ARENA_UNPURGED_MAX << mi_atomic_load_relaxed(&mi_arenas_backoff));
+  const size_t budget = MI_ARENA_UNPURGED_MAX << mi_atomic_load_relaxed(&mi_arenas_backoff);
+  const size_t inuse = mi_atomic_load_relaxed(&mi_arenas_inuse) * MI_ARENA_BLOCK_SIZE;
+  const size_t cap = (inuse > MI_ARENA_UNPURGED_MAX ? inuse : MI_ARENA_UNPURGED_MAX);
+  return (budget < cap ? budget : cap);
 }
 
 static void mi_arenas_backoff_step(bool up, mi_msecs_t now) {
@@ -367,6 +373,7 @@ static void* mi_arena_try_alloc_in(mi_arena_t* arena, size_t arena_idx, size_t c
      (4 for 1 GiB), so the scan is short */
   size_t idx;
   if (!_mi_bitmap_try_find_claim(arena->blocks_inuse, arena->field_count, 0, count, &idx)) return NULL;
+  mi_atomic_add_relaxed(&mi_arenas_inuse, count);
   mi_arenas_note_reuse(arena, idx, count);
   const size_t unscheduled = _mi_bitmap_clear_count(arena->blocks_purge, idx, count);   /* reused before its purge */
   if (unscheduled > 0) mi_atomic_sub_relaxed(&mi_arenas_unpurged, unscheduled);
@@ -379,6 +386,7 @@ static void* mi_arena_try_alloc_in(mi_arena_t* arena, size_t arena_idx, size_t c
     if (!mi_arena_commit_blocks(arena, idx, count)) {
       mi_os_stat_counter_increase(arena_rollback_count, 1);
       _mi_bitmap_clear(arena->blocks_inuse, idx, count);
+      mi_atomic_sub_relaxed(&mi_arenas_inuse, count);
       return NULL;
     }
   }
@@ -502,6 +510,9 @@ void _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_memid_
   }
   if (!_mi_bitmap_clear(arena->blocks_inuse, memid->block_index, count)) {
     _mi_error_message(EFAULT, "arena blocks freed twice (%p, %zu bytes)\n", p, size);
+  }
+  else {
+    mi_atomic_sub_relaxed(&mi_arenas_inuse, count);
   }
   _mi_arenas_try_purge(false);
 }
