@@ -263,6 +263,7 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
   size_t page_size;
   page->page_start = _mi_segment_page_start(segment, page, &page_size);
   page->reserved = (uint32_t)(page_size / block_size);
+  mi_assert_internal(page->reserved > 0);
   page->capacity = 0;
   page->used = 0;
   page->free = NULL;

@@ -254,6 +254,9 @@ static size_t mi_segment_info_size(size_t capacity) {
   size_t size = offsetof(mi_segment_t, pages) + (capacity + 1) * sizeof(mi_page_t);
   return _mi_align_up(size, MI_MAX_ALIGN_SIZE);
 }
+/* the first medium page holds one block of the largest medium bin beside the header */
+_Static_assert(offsetof(mi_segment_t, pages) + (MI_MEDIUM_PAGES_PER_SEGMENT + 1) * sizeof(mi_page_t) + MI_MAX_ALIGN_SIZE
+               <= MI_MEDIUM_PAGE_SIZE - MI_MEDIUM_OBJ_SIZE_MAX, "medium header fits beside a largest medium block");
 
 /* Start of a page's blocks. Blocks of a power-of-two size are naturally aligned to their size
    when that costs less than one block, so e.g. 4 KiB blocks serve page-aligned requests. */
