@@ -94,6 +94,32 @@ void* mi_mallocn(size_t count, size_t size) mi_attr_noexcept {
 /* ---------------------------------------------------------------------------------------
    Reallocation
 --------------------------------------------------------------------------------------- */
+/* Grow a huge block in place when the arena blocks after it are free: no copy, and the
+   pages already written stay where they are (growing buffers, e.g. a vector doubling). */
+static bool mi_realloc_grow_huge(void* p, size_t size, size_t newsize, bool zero) {
+  if (newsize <= MI_LARGE_OBJ_SIZE_MAX || newsize > MI_MAX_ALLOC_SIZE) return false;
+  mi_page_t* page = _mi_ptr_page(p);
+  if (!mi_page_is_huge(page)) return false;
+  const size_t old_block_size = page->block_size;
+#if MI_PADDING
+  void* caller = _mi_debug_block_caller(page, (mi_block_t*)p);
+#endif
+  bool ext_zero = false;
+  if (!_mi_segment_huge_try_grow(page, p, newsize + MI_PADDING_SIZE, &ext_zero)) return false;
+  if (zero) {
+    /* the old block beyond the requested size (padding builds), and the added part unless it
+       is known to be zero */
+    uint8_t* old_end = page->page_start + old_block_size;
+    memset((uint8_t*)p + size, 0, (size_t)(old_end - ((uint8_t*)p + size)));
+    if (!ext_zero) memset(old_end, 0, page->block_size - old_block_size);
+  }
+#if MI_PADDING
+  _mi_debug_set_size(p, newsize);
+  _mi_debug_set_caller(page, (mi_block_t*)p, caller);
+#endif
+  return true;
+}
+
 void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post) {
   const size_t size = _mi_usable_size(p);   /* 0 for NULL and for pointers that are not ours */
   if (mi_unlikely(size == 0 && p != NULL && !mi_is_in_heap_block(p))) {
@@ -116,6 +142,10 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero,
 #else
     if (usable_post != NULL) *usable_post = size;
 #endif
+    return p;
+  }
+  if (newsize > size && size > 0 && mi_realloc_grow_huge(p, size, newsize, zero)) {
+    if (usable_post != NULL) *usable_post = _mi_usable_size(p);
     return p;
   }
   void* newp = _mi_heap_malloc_zero(heap, newsize, false);

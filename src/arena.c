@@ -367,12 +367,10 @@ static void mi_arenas_note_reuse(mi_arena_t* arena, size_t idx, size_t count) {
   }
 }
 
-static void* mi_arena_try_alloc_in(mi_arena_t* arena, size_t arena_idx, size_t count, bool commit, mi_memid_t* memid) {
-  /* first fit from the lowest address: blocks freed recently (resident, purge pending) are
-     reused before fresh ones, which keeps the resident set compact; an arena has few fields
-     (4 for 1 GiB), so the scan is short */
-  size_t idx;
-  if (!_mi_bitmap_try_find_claim(arena->blocks_inuse, arena->field_count, 0, count, &idx)) return NULL;
+/* Blocks [idx, idx+count) whose inuse bits the caller just claimed: cancel their pending purge,
+   commit them when asked (or when partly committed), describe them in memid. NULL (and the
+   claim undone) when the commit fails. */
+static void* mi_arena_take(mi_arena_t* arena, size_t arena_idx, size_t idx, size_t count, bool commit, mi_memid_t* memid) {
   mi_atomic_add_relaxed(&mi_arenas_inuse, count);
   mi_arenas_note_reuse(arena, idx, count);
   const size_t unscheduled = _mi_bitmap_clear_count(arena->blocks_purge, idx, count);   /* reused before its purge */
@@ -400,6 +398,34 @@ static void* mi_arena_try_alloc_in(mi_arena_t* arena, size_t arena_idx, size_t c
   memid->initially_zero = !was_dirty;
   memid->purge_zeroes = arena->purge_zeroes;
   return arena->start + idx * MI_ARENA_BLOCK_SIZE;
+}
+
+static void* mi_arena_try_alloc_in(mi_arena_t* arena, size_t arena_idx, size_t count, bool commit, mi_memid_t* memid) {
+  /* first fit from the lowest address: blocks freed recently (resident, purge pending) are
+     reused before fresh ones, which keeps the resident set compact; an arena has few fields
+     (4 for 1 GiB), so the scan is short */
+  size_t idx;
+  if (!_mi_bitmap_try_find_claim(arena->blocks_inuse, arena->field_count, 0, count, &idx)) return NULL;
+  return mi_arena_take(arena, arena_idx, idx, count, commit, memid);
+}
+
+bool _mi_arena_try_expand(mi_memid_t* memid, size_t newsize, bool* ext_zero) {
+  if (memid->arena_idx < 0 || newsize > MI_ARENA_MAX_OBJ_SIZE) return false;
+  mi_arena_t* arena = mi_arena_at((size_t)memid->arena_idx);
+  if (arena == NULL) return false;
+  const size_t count = memid->size / MI_ARENA_BLOCK_SIZE;
+  const size_t newcount = _mi_divide_up(newsize, MI_ARENA_BLOCK_SIZE);
+  if (newcount <= count) return false;
+  const size_t idx = memid->block_index + count;
+  const size_t extra = newcount - count;
+  if (idx + extra > arena->block_count) return false;
+  if (!_mi_bitmap_try_claim(arena->blocks_inuse, idx, extra)) return false;
+  mi_memid_t ext;
+  memset(&ext, 0, sizeof(ext));
+  if (mi_arena_take(arena, (size_t)memid->arena_idx, idx, extra, true, &ext) == NULL) return false;
+  memid->size = newcount * MI_ARENA_BLOCK_SIZE;
+  *ext_zero = ext.initially_zero;
+  return true;
 }
 
 /* Try the arenas: only req_arena_id if given, else the shared ones, those of the thread's

@@ -96,6 +96,10 @@ void* _mi_debug_block_caller(const mi_page_t* page, const mi_block_t* block) {
   return mi_block_padding(page, block)->caller;
 }
 
+void _mi_debug_set_caller(const mi_page_t* page, const mi_block_t* block, void* caller) {
+  mi_block_padding(page, block)->caller = caller;
+}
+
 size_t _mi_debug_requested_size(const mi_page_t* page, const mi_block_t* block, const void* p) {
   const uint8_t* end = mi_padding_end(page, block, p);
   if (end == NULL) end = (const uint8_t*)mi_block_padding(page, block);   /* overwritten: all of it */

@@ -502,6 +502,30 @@ static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_
   return page;
 }
 
+bool _mi_segment_huge_try_grow(mi_page_t* page, void* p, size_t size, bool* ext_zero) {
+  mi_segment_t* segment = _mi_page_segment(page);
+  if (segment->page_kind != MI_PAGE_HUGE || mi_page_has_aligned(page) || (uint8_t*)p != page->page_start) return false;
+  /* other threads read the block size of pages they own (collect); only the owner changes it */
+  if (mi_atomic_load_relaxed(&segment->thread_id) != _mi_thread_id()) return false;
+  const size_t d = (size_t)((uint8_t*)p - (uint8_t*)segment);
+  if (size > MI_ARENA_MAX_OBJ_SIZE - d || d + size <= segment->segment_size) return false;
+  if (!_mi_segment_map_can_hold(segment, _mi_align_up(d + size, MI_ARENA_BLOCK_SIZE))) return false;
+  mi_memid_t memid = segment->memid;
+  bool zero = false;
+  if (!_mi_arena_try_expand(&memid, d + size, &zero)) return false;
+  /* the block takes the whole arena allocation; the old slack past segment_size was never
+     handed out, so it is zero when the allocation was */
+  const size_t delta = memid.size - segment->segment_size;
+  *ext_zero = zero && segment->memid.initially_zero;
+  segment->memid = memid;
+  segment->segment_size = memid.size;
+  page->block_size += delta;
+  mi_segment_map_set(segment, true);
+  mi_os_stat_increase(malloc_huge, delta);
+  mi_os_stat_increase(page_committed, delta);
+  return true;
+}
+
 /* Can a huge block start p satisfy (p + offset) % alignment == 0? Only fails for alignments
    above half a segment with an offset just below a multiple of MI_SEGMENT_SIZE, where the
    block would have to start inside the segment header. */

@@ -118,6 +118,9 @@ void*      _mi_arena_alloc_aligned(size_t size, size_t alignment, size_t align_o
 /* Give memory back with committed_size bytes of it committed (counted): all of it, or none.
    Committed arena blocks are purged after a delay. */
 void       _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_memid_t* memid);
+/* Extend memid's arena allocation in place to at least newsize bytes when the blocks after it
+   are free (committed; *ext_zero: the added memory is zero); false, and nothing changed, else. */
+bool       _mi_arena_try_expand(mi_memid_t* memid, size_t newsize, bool* ext_zero);
 void       _mi_arenas_try_purge(bool force);   /* due purges (all with force); thread-safe */
 bool       _mi_arena_memid_is_suitable(const mi_memid_t* memid, mi_arena_id_t req_arena_id);
 bool       _mi_arena_id_is_valid(mi_arena_id_t id);
@@ -133,6 +136,10 @@ bool       _mi_segment_try_reclaim_abandoned(mi_heap_t* heap, bool all);
 void       _mi_segments_collect(mi_tld_t* tld, bool force);   /* due (all: force) page purges */
 void       _mi_segments_purge_tick(mi_tld_t* tld);            /* due purges, if any pending */
 bool       _mi_segment_map_can_hold(const void* start, size_t size);
+/* realloc: grow the huge block p (its page's start, segment owned by the calling thread) in
+   place so that [p, p + size) fits, taking the free arena blocks after it; *ext_zero tells
+   whether the added bytes are zero. False, and nothing changed, when that is not possible. */
+bool       _mi_segment_huge_try_grow(mi_page_t* page, void* p, size_t size, bool* ext_zero);
 bool       _mi_segment_huge_align_ok(size_t alignment, size_t align_offset);
 bool       _mi_segment_map_covers(const void* p);          /* p is inside one of our segments */
 uint8_t*   _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* page, size_t* page_size);
@@ -230,6 +237,7 @@ bool       _mi_debug_page_block_valid(const mi_page_t* page, const mi_block_t* b
 void       _mi_debug_fill_new_blocks(mi_page_t* page, uint8_t* start, size_t count);
 /* The return address into the program of the allocation of the block (NULL if unknown). */
 void*      _mi_debug_block_caller(const mi_page_t* page, const mi_block_t* block);
+void       _mi_debug_set_caller(const mi_page_t* page, const mi_block_t* block, void* caller);
 
 /* ------------------------------------------------------------------------------------------
    random.c

@@ -3,7 +3,7 @@
 
    Usage: mem-arena exclusive|nocommit|rounding|shared|manage|manage-small|manage-uncommitted|
                     manage-pinned|manage-file|unknown|pending-file-zero|pending-reclaim|
-                    pending-errno
+                    pending-errno|realloc-grow|realloc-grow-nocommit
 
    exclusive   mi_reserve_os_memory_ex(64 MiB, commit, exclusive): id > 0, arena_count + 1, reserved
                + 64 MiB, mi_arena_area = the 4 MiB-aligned 64 MiB; then exercise() (below)
@@ -30,6 +30,11 @@
    pending-reclaim  after mi_heap_delete of a heap whose exclusive arena is full, the first small
                allocation of a new heap of the arena succeeds (abandoned small segment reclaimed)
    pending-errno  that successful allocation (after a failed internal attempt) leaves errno 0
+   realloc-grow[-nocommit]  huge blocks of a heap in an exclusive 64 MiB arena (committed or not)
+               grow in place with mi_heap_realloc when the blocks after them are free (same
+               pointer, contents kept, all of the new size writable), move when another block is
+               in the way; mi_heap_rezalloc growing in place over freed, dirty memory (purging off)
+               gives zeros; the huge-bytes statistic returns to its start value after the frees
    (the pending-* modes were written for library bugs found by these tests, since fixed)
 
    exercise(id): a heap of the arena (mi_heap_new_in_arena) allocates small (16 B, 1000 B),
@@ -589,6 +594,78 @@ static int pending_errno_mode(void) {
   return test_summary("mem-arena pending-errno", NULL);
 }
 
+static void fill_pattern(uint8_t* p, size_t from, size_t to, uint8_t seed) {
+  for (size_t i = from; i < to; i++) p[i] = (uint8_t)(seed + i * 7 + (i >> 12));
+}
+static size_t check_pattern(const uint8_t* p, size_t from, size_t to, uint8_t seed) {
+  for (size_t i = from; i < to; i++) {
+    if (p[i] != (uint8_t)(seed + i * 7 + (i >> 12))) return i;
+  }
+  return SIZE_MAX;
+}
+
+static int realloc_grow_mode(bool commit) {
+  mi_option_set(mi_option_purge_delay, -1);   /* freed blocks stay dirty */
+  mi_arena_id_t id = 0;
+  CHECK_EQ(mi_reserve_os_memory_ex(64 * MiB, commit, false, true, &id), 0);
+  mi_heap_t* heap = mi_heap_new_in_arena(id);
+  CHECK(heap != NULL);
+  if (heap == NULL) return test_summary("mem-arena realloc-grow", "no heap");
+  const int64_t huge0 = mt_stats()->malloc_huge.current;
+
+  /* rezalloc over dirty memory: a (blocks 0) is zero; d (the blocks after it) is written and
+     freed; growing a in place must zero what d left */
+  uint8_t* a = (uint8_t*)mi_heap_zalloc(heap, 3 * MiB);
+  uint8_t* d = (uint8_t*)mi_heap_malloc(heap, 9 * MiB);
+  CHECK(a != NULL && d != NULL);
+  if (a == NULL || d == NULL) return test_summary("mem-arena realloc-grow", "allocation failed");
+  CHECK_MSG(d > a, "d %p after a %p", (void*)d, (void*)a);
+  memset(d, 0xAB, 9 * MiB);
+  mi_free(d);
+  uint8_t* z = (uint8_t*)mi_heap_rezalloc(heap, a, 10 * MiB);
+  CHECK_PTR_EQ(z, a);
+  size_t nonzero = SIZE_MAX;
+  if (z != NULL) {
+    for (size_t i = 0; i < 10 * MiB; i++) if (z[i] != 0) { nonzero = i; break; }
+  }
+  CHECK_MSG(nonzero == SIZE_MAX, "rezalloc grown in place: byte %zu is not zero", nonzero);
+  mi_free(z);
+
+  /* realloc: in place while the blocks after it are free, moving when they are not */
+  uint8_t* p = (uint8_t*)mi_heap_malloc(heap, 6 * MiB);
+  CHECK(p != NULL);
+  if (p == NULL) return test_summary("mem-arena realloc-grow", "allocation failed");
+  fill_pattern(p, 0, 6 * MiB, 1);
+  uint8_t* q = (uint8_t*)mi_heap_realloc(heap, p, 14 * MiB);
+  CHECK_PTR_EQ(q, p);
+  CHECK_GE(mi_usable_size(q), 14 * MiB);
+  CHECK_EQ(check_pattern(q, 0, 6 * MiB, 1), SIZE_MAX);
+  fill_pattern(q, 6 * MiB, 14 * MiB, 1);   /* all of it writable (committed) */
+  uint8_t* b = (uint8_t*)mi_heap_malloc(heap, 5 * MiB);   /* right after q: in the way */
+  CHECK(b != NULL && b > q);
+  uint8_t* r = (uint8_t*)mi_heap_realloc(heap, q, 30 * MiB);
+  CHECK(r != NULL && r != q);
+  if (r != NULL) {
+    CHECK_EQ(check_pattern(r, 0, 14 * MiB, 1), SIZE_MAX);
+    fill_pattern(r, 14 * MiB, 30 * MiB, 1);
+  }
+  mi_free(b);
+  /* r (blocks 6..13 of 16) grows in place to the arena's end, although the blocks before it
+     are free now: growing beats moving */
+  uint8_t* s2 = (uint8_t*)mi_heap_realloc(heap, r, 38 * MiB);
+  CHECK_PTR_EQ(s2, r);
+  if (s2 != NULL) {
+    CHECK_EQ(check_pattern(s2, 0, 30 * MiB, 1), SIZE_MAX);
+    fill_pattern(s2, 30 * MiB, 38 * MiB, 1);
+    CHECK_EQ(check_pattern(s2, 0, 38 * MiB, 1), SIZE_MAX);
+    mi_free(s2);
+  }
+  else mi_free(r);
+  CHECK_EQ(mt_stats()->malloc_huge.current, huge0);
+  mi_heap_delete(heap);
+  return test_summary(commit ? "mem-arena realloc-grow" : "mem-arena realloc-grow-nocommit", "arena %d", id);
+}
+
 int main(int argc, char** argv) {
   const char* mode = (argc > 1 ? argv[1] : "exclusive");
   if (strcmp(mode, "exclusive") == 0) return reserve_mode(true);
@@ -604,6 +681,8 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "pending-reclaim") == 0) return pending_reclaim_mode();
   if (strcmp(mode, "pending-errno") == 0) return pending_errno_mode();
   if (strcmp(mode, "unknown") == 0) return unknown_mode();
+  if (strcmp(mode, "realloc-grow") == 0) return realloc_grow_mode(true);
+  if (strcmp(mode, "realloc-grow-nocommit") == 0) return realloc_grow_mode(false);
   fprintf(stderr, "unknown mode %s\n", mode);
   return 2;
 }
