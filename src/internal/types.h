@@ -322,6 +322,7 @@ typedef struct mi_segments_tld_s {
                                        purge_delay * arena_purge_mult (adaptive, segment.c) */
   bool               purge_reused;  /* a slot purged shortly before was taken again since the
                                        last collect */
+  uint8_t            purge_tick_skip; /* slow-path calls left before the next look at due purges */
   size_t             count;        /* segments owned by this thread */
   size_t             peak_count;   /* most segments owned at once (eager_commit_delay) */
 } mi_segments_tld_t;
