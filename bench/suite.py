@@ -542,6 +542,44 @@ def table(items, allocs, summ, geo, what):
     return lines
 
 
+def best_peers(items, allocs, summ, geo):
+    """Per workload: the fastest and the leanest peer and ours relative to them (ours / it:
+    above 1.00 we are slower or use more); then the geometric means against the best peer."""
+    peers = [a for a in allocs if a["key"] != "ours"]
+    name = {a["key"]: a["name"] for a in allocs}
+    L = ["| workload | ours s | fastest peer | its s | ours / it | ours MiB | leanest peer | its MiB | ours / it |",
+         "|---|---:|---|---:|---:|---:|---|---:|---:|"]
+    t_ratios, r_ratios = [], []
+    for it in items:
+        w = it["name"]
+        ours = summ[w].get("ours", {})
+        if ours.get("wall_s") is None:
+            continue
+        cells = [w]
+        for key, ratios, unit in (("wall_s", t_ratios, 1.0), ("peak_rss_kib", r_ratios, 1024.0)):
+            have = [(summ[w][a["key"]][key], a["key"]) for a in peers if summ[w][a["key"]].get(key)]
+            if not have:
+                cells += ["%.2f" % (ours[key] / unit), "-", "-", "-"]
+                continue
+            best, k = min(have)
+            ratios.append(ours[key] / best)
+            fmt = "%.2f" if key == "wall_s" else "%.1f"
+            cells += [fmt % (ours[key] / unit), name[k], fmt % (best / unit), "%.2f" % (ours[key] / best)]
+        L.append("| " + " | ".join(cells) + " |")
+    g_t, g_r = geomean(t_ratios), geomean(r_ratios)
+    L.append("| **geometric mean** | | | | **%s** | | | | **%s** |" % (fmt_ratio(g_t), fmt_ratio(g_r)))
+    L.append("")
+    timed = [a for a in peers if geo[a["key"]]["time_ratio"]]
+    if timed:
+        best_t = min(timed, key=lambda a: geo[a["key"]]["time_ratio"])
+        L.append("Time, ours / the fastest peer by geometric mean (%s): %.2f. Peak RSS, ours / each peer "
+                 "by geometric mean: " % (best_t["name"], 1.0 / geo[best_t["key"]]["time_ratio"]) +
+                 ", ".join("%s %.2f" % (a["name"], 1.0 / geo[a["key"]]["rss_ratio"])
+                           for a in peers if geo[a["key"]]["rss_ratio"]) + ".")
+        L.append("")
+    return L
+
+
 def report(ctx, items, allocs, runs, failed, summ, geo, stem):
     args = ctx["args"]
     m = ctx["machine"]
@@ -573,6 +611,13 @@ def report(ctx, items, allocs, runs, failed, summ, geo, stem):
     L.append("")
     L += table(items, allocs, summ, geo, "rss")
     L.append("")
+    L.append("## Against the best peer")
+    L.append("")
+    L.append("Per workload the fastest and the leanest peer (medians as above) and ours relative "
+             "to it (ours / it: above 1.00 we are slower or use more memory); the geometric mean "
+             "row is over these per-workload ratios, whichever peer is best on each.")
+    L.append("")
+    L += best_peers(items, allocs, summ, geo)
     if stem:
         L.append("![time and peak RSS relative to ours](%s.svg)" % stem)
         L.append("")
