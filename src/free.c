@@ -27,7 +27,7 @@ static void mi_free_block_local(mi_page_t* page, mi_block_t* block) {
 /* Free by another thread: one CAS on the page's thread_free list, or, the first time a block
    is freed into a full page, a push on the owning heap's delayed list so the owner learns the
    page has space again (see mi_delayed_t). */
-static void mi_free_block_mt(mi_page_t* page, mi_segment_t* segment, mi_block_t* block) {
+static void mi_free_block_mt(mi_block_t* block, mi_page_t* page, mi_segment_t* segment) {
   if (segment->page_kind == MI_PAGE_HUGE && page->block_size > MI_HUGE_RESET_MIN &&
       !segment->memid.is_pinned && mi_option_get(mi_option_purge_delay) >= 0) {
     /* the owner releases the segment later; give the memory back now */
@@ -71,18 +71,18 @@ static void mi_free_block_mt(mi_page_t* page, mi_segment_t* segment, mi_block_t*
 /* A free into another thread's page without flags (p is the block): the common cross-thread
    case, one CAS in a frame-less function; the delayed-free handshake and big blocks go to
    mi_free_block_mt. */
-static mi_decl_noinline void mi_free_remote(mi_page_t* page, mi_segment_t* segment, mi_block_t* block) {
-  if (mi_unlikely(page->block_size > MI_HUGE_RESET_MIN)) { mi_free_block_mt(page, segment, block); return; }
+static mi_decl_noinline void mi_free_remote(mi_block_t* block, mi_page_t* page, mi_segment_t* segment) {
+  if (mi_unlikely(page->block_size > MI_HUGE_RESET_MIN)) { mi_free_block_mt(block, page, segment); return; }
   uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
   uintptr_t tfreex;
   do {
-    if (mi_unlikely(mi_tf_delayed(tfree) == MI_USE_DELAYED_FREE)) { mi_free_block_mt(page, segment, block); return; }
+    if (mi_unlikely(mi_tf_delayed(tfree) == MI_USE_DELAYED_FREE)) { mi_free_block_mt(block, page, segment); return; }
     mi_block_set_next(page, block, mi_tf_block(tfree));
     tfreex = mi_tf_set_block(tfree, block);
   } while (!mi_atomic_cas_weak_release(&page->xthread_free, &tfree, tfreex));
 }
 
-void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) {
+void _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) {
   if (mi_unlikely(!page->segment_in_use)) {   /* e.g. the sentinel: p is just past the segment */
     _mi_error_message(EINVAL, "mi_free: invalid pointer %p (not in a page in use)\n", p);
     return;
@@ -92,7 +92,7 @@ void _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) {
      only takes frees on its thread_free list, also from the thread that owns its segment */
   const bool is_local = ((mi_atomic_load_relaxed(&page->xthread_id) & ~MI_PAGE_FLAGS_MASK) == _mi_thread_id());
   if (is_local) mi_free_block_local(page, block);
-  else mi_free_block_mt(page, segment, block);
+  else mi_free_block_mt(block, page, segment);
 }
 
 /* A block that another thread queued on our heap's delayed list. */
@@ -146,10 +146,10 @@ mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
     }
   }
   else if (mi_likely((xtid & MI_PAGE_FLAGS_MASK) == 0 && xtid != 0)) {
-    mi_free_remote(page, segment, (mi_block_t*)p);   /* an owner: the page is in use */
+    mi_free_remote((mi_block_t*)p, page, segment);   /* an owner: the page is in use */
   }
   else {
-    _mi_free_generic(segment, page, p);
+    _mi_free_generic(p, page, segment);
   }
 }
 

@@ -183,7 +183,7 @@ void*      _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero);
 void*      _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post);
 void*      _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero);
 void       _mi_free_delayed_block(mi_block_t* block);
-void       _mi_free_generic(mi_segment_t* segment, mi_page_t* page, void* p) mi_decl_noinline;
+void       _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) mi_decl_noinline;
 mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p);
 size_t     _mi_usable_size(const void* p);
 void       _mi_block_zero_init(const mi_page_t* page, void* p);
