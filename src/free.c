@@ -137,7 +137,7 @@ mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
   if (!_mi_debug_free(segment, page, p, is_local)) return;
 #endif
   const uintptr_t xtid = mi_atomic_load_relaxed(&page->xthread_id);
-  if (mi_likely(xtid == _mi_thread_id())) {
+  if (mi_likely(_mi_thread_id_is(xtid))) {
     mi_block_t* const block = (mi_block_t*)p;
     mi_block_set_next(page, block, page->local_free);
     page->local_free = block;
