@@ -339,8 +339,10 @@ int main(int argc, char **argv) {
   clock_gettime(CLOCK_MONOTONIC, &t1);
   FILE *f = fopen(argv[1], "w");
   if (f == NULL) { perror(argv[1]); return 126; }
-  fprintf(f, "%d %ld %.6f\n", st, ru.ru_maxrss,
-          (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+  fprintf(f, "%d %ld %.6f %.6f %ld\n", st, ru.ru_maxrss,
+          (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9,
+          (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6,
+          ru.ru_minflt);
   fclose(f);
   if (WIFSIGNALED(st)) {
     signal(WTERMSIG(st), SIG_DFL);
@@ -362,9 +364,10 @@ def build_launcher(cc, tmp):
     return exe
 
 
-def run_program(launcher, exe, argv, env, timeout, tmp):
+def run_program(launcher, exe, argv, env, timeout, tmp, extra=None):
     """(wall_s, problem text or None, ru_maxrss KiB, stdout, stderr) of one run of exe, started
-    by the launcher with env (whose LD_PRELOAD goes to the program only)."""
+    by the launcher with env (whose LD_PRELOAD goes to the program only). extra (a dict), when
+    given, gets the program's cpu_s (user + system) and minor page faults (minflt)."""
     env = dict(env)
     preload = env.pop("LD_PRELOAD", "")
     stat_file = os.path.join(tmp, "launch-stat.txt")
@@ -389,8 +392,10 @@ def run_program(launcher, exe, argv, env, timeout, tmp):
     wall, maxrss, status = None, None, None
     try:
         with open(stat_file) as f:
-            st, rss, w = f.read().split()
+            st, rss, w, cpu, flt = f.read().split()
         status, maxrss, wall = int(st), int(rss), float(w)
+        if extra is not None:
+            extra.update(cpu_s=float(cpu), minflt=int(flt))
     except (OSError, ValueError):
         pass
     if timed_out:
