@@ -509,7 +509,7 @@ static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_
 
 bool _mi_segment_huge_try_grow(mi_page_t* page, void* p, size_t size, bool* ext_zero) {
   mi_segment_t* segment = _mi_page_segment(page);
-  if (segment->page_kind != MI_PAGE_HUGE || mi_page_has_aligned(page) || (uint8_t*)p != page->page_start) return false;
+  if (segment->page_kind != MI_PAGE_HUGE || (uint8_t*)p != page->page_start) return false;
   /* other threads read the block size of pages they own (collect); only the owner changes it */
   if (mi_atomic_load_relaxed(&segment->thread_id) != _mi_thread_id()) return false;
   const size_t d = (size_t)((uint8_t*)p - (uint8_t*)segment);

@@ -624,11 +624,7 @@ static int realloc_grow_mode(bool commit) {
   mi_free(d);
   uint8_t* z = (uint8_t*)mi_heap_rezalloc(heap, a, 10 * MiB);
   CHECK_PTR_EQ(z, a);
-  size_t nonzero = SIZE_MAX;
-  if (z != NULL) {
-    for (size_t i = 0; i < 10 * MiB; i++) if (z[i] != 0) { nonzero = i; break; }
-  }
-  CHECK_MSG(nonzero == SIZE_MAX, "rezalloc grown in place: byte %zu is not zero", nonzero);
+  CHECK_MSG(z != NULL && mt_is_zero(z, 10 * MiB), "rezalloc grown in place: not all zero");
   mi_free(z);
 
   /* realloc: in place while the blocks after it are free, moving when they are not */
