@@ -212,8 +212,29 @@ static void mi_segments_try_purge(mi_tld_t* tld, bool force) {
   }
 }
 
+/* Bytes of orphaned slots (purge_orphaned) in all abandoned segments. */
+static _Atomic(size_t) mi_segments_orphaned;
+
+/* Leave a slot of a segment being abandoned resident, if the budget has room. */
+static bool mi_segment_slot_orphan(mi_segment_t* segment, mi_page_t* page) {
+  const size_t size = mi_segment_slot_size(segment);
+  size_t orphaned = mi_atomic_load_relaxed(&mi_segments_orphaned);
+  do {
+    if (orphaned + size > MI_ABANDONED_RESIDENT_MAX) return false;
+  } while (!mi_atomic_cas_weak_acq_rel(&mi_segments_orphaned, &orphaned, orphaned + size));
+  page->purge_orphaned = 1;
+  return true;
+}
+
+static void mi_segment_slot_unorphan(mi_segment_t* segment, mi_page_t* page) {
+  mi_assert_internal(page->purge_orphaned);
+  page->purge_orphaned = 0;
+  mi_atomic_sub_relaxed(&mi_segments_orphaned, mi_segment_slot_size(segment));
+}
+
 /* Take a segment's slots off the queue: purge them now, or leave them orphaned (resident, for
-   the thread that reclaims the segment to queue again), or neither (the segment is freed). */
+   the thread that reclaims the segment to queue again; purged beyond the budget), or neither
+   (the segment is freed). */
 typedef enum mi_unqueue_e { MI_UNQUEUE_DROP, MI_UNQUEUE_PURGE, MI_UNQUEUE_ORPHAN } mi_unqueue_t;
 static void mi_segment_unqueue_purges(mi_segment_t* segment, mi_tld_t* tld, mi_unqueue_t how) {
   if (segment->page_kind > MI_PAGE_MEDIUM) return;
@@ -221,8 +242,9 @@ static void mi_segment_unqueue_purges(mi_segment_t* segment, mi_tld_t* tld, mi_u
     mi_page_t* page = &segment->pages[i];
     if (!page->purge_pending) continue;
     mi_purge_queue_remove(&tld->segments.purge, page);
-    if (how == MI_UNQUEUE_PURGE) mi_segment_slot_purge(segment, page);
-    else if (how == MI_UNQUEUE_ORPHAN) page->purge_orphaned = 1;
+    if (how == MI_UNQUEUE_PURGE || (how == MI_UNQUEUE_ORPHAN && !mi_segment_slot_orphan(segment, page))) {
+      mi_segment_slot_purge(segment, page);
+    }
   }
 }
 
@@ -365,7 +387,7 @@ static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
 static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, mi_tld_t* tld) {
   mi_assert_internal(!page->segment_in_use);
   if (page->purge_pending) mi_purge_queue_remove(&tld->segments.purge, page);
-  page->purge_orphaned = 0;
+  mi_assert_internal(!page->purge_orphaned);   /* cleared when the segment was reclaimed */
   mi_segments_note_reuse(page, tld);
   if (!mi_segment_slot_commit(segment, page)) return NULL;
   page->segment_in_use = 1;
@@ -450,7 +472,7 @@ static mi_page_t* mi_segment_page_alloc_in(mi_heap_t* heap, mi_page_kind_t kind)
   mi_segment_queue_t* queue = mi_segment_free_queue(kind, tld);
   mi_segment_t* segment = mi_segment_queue_find_suitable(queue, heap);
   if (segment == NULL && !heap->allow_destroy) {
-    if (_mi_segment_try_reclaim_abandoned(heap, false)) segment = mi_segment_queue_find_suitable(queue, heap);
+    if (_mi_segment_try_reclaim_abandoned(heap, false, kind)) segment = mi_segment_queue_find_suitable(queue, heap);
   }
   if (segment == NULL) {
     segment = mi_segment_alloc_standard(kind, heap->arena_id, tld);
@@ -602,7 +624,7 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
     mi_page_t* page = &segment->pages[i];
     if (!page->segment_in_use) {
       if (page->purge_orphaned) {
-        page->purge_orphaned = 0;
+        mi_segment_slot_unorphan(segment, page);
         mi_segment_slot_schedule_purge(segment, page, tld);
       }
       continue;
@@ -660,8 +682,10 @@ static mi_segment_t* mi_abandoned_pop(mi_subproc_t* subproc, mi_arena_id_t arena
 }
 
 /* Reclaim abandoned segments that may serve `heap` into its thread: all of them, or (when
-   !all) until one with free small/medium pages was reclaimed, trying at most a few. */
-bool _mi_segment_try_reclaim_abandoned(mi_heap_t* heap, bool all) {
+   !all) until one with free pages of `kind` (small or medium) was reclaimed, trying at most a
+   few. Segments of other kinds reclaimed on the way stay with the thread (they drain the list:
+   stopping at any kind let threads that exit leaving blocks behind pile up segments). */
+bool _mi_segment_try_reclaim_abandoned(mi_heap_t* heap, bool all, mi_page_kind_t kind) {
   mi_tld_t* tld = heap->tld;
   mi_subproc_t* subproc = tld->subproc;
   size_t max_tries = (all ? SIZE_MAX : 8);
@@ -671,9 +695,9 @@ bool _mi_segment_try_reclaim_abandoned(mi_heap_t* heap, bool all) {
     if (segment == NULL) break;
     reclaimed = true;
     const bool alive = mi_segment_reclaim(segment, heap);
-    /* enough when this one has free small/medium pages (the thread's other free segments
-       may belong to other arenas) */
-    if (!all && alive && segment->page_kind <= MI_PAGE_MEDIUM && segment->used < segment->capacity) break;
+    /* enough when this one has free pages of the kind (the thread's other free segments may
+       belong to other arenas) */
+    if (!all && alive && segment->page_kind == kind && segment->used < segment->capacity) break;
   }
   return reclaimed;
 }

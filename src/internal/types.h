@@ -125,6 +125,11 @@
    churning keep their memory for reuse; a program that shrinks returns the bulk promptly.
    The budget in force adapts (arena.c, mi_arenas_unpurged_max): up to 32 times this. */
 #define MI_ARENA_UNPURGED_MAX (8 * MI_ARENA_BLOCK_SIZE)     /* 32 MiB */
+/* Unused slots left resident in abandoned segments (purge_orphaned), over all segments: a thread
+   that exits while more than this is orphaned purges its unused slots instead. Threads that come
+   and go reuse a few segments' slots without page faults; threads that exit leaving blocks
+   behind cannot pile up resident free memory. */
+#define MI_ABANDONED_RESIDENT_MAX (4 * MI_ARENA_BLOCK_SIZE)   /* 16 MiB */
 
 /* ------------------------------------------------------------------------------------------
    Blocks and pages
@@ -235,7 +240,8 @@ typedef struct mi_page_s {
   uint8_t            is_committed;    /* the page's slot in the segment is committed */
   uint8_t            purge_pending;   /* unused slot in its thread's purge queue (segment.c) */
   uint8_t            purge_orphaned;  /* unused slot left resident when its segment was abandoned:
-                                         the thread that reclaims the segment queues its purge */
+                                         the thread that reclaims the segment queues its purge
+                                         (all such slots: at most MI_ABANDONED_RESIDENT_MAX) */
   mi_msecs_t         purge_expire;    /* when purge_pending: time the slot is due for a purge;
                                          when purged (!is_committed): time of the purge, or 0 */
   _Atomic(uintptr_t) xthread_free;    /* mi_block_t* | mi_delayed_t in the low 2 bits */
