@@ -593,8 +593,11 @@ static void mi_segment_abandon(mi_segment_t* segment, mi_tld_t* tld) {
   mi_os_stat_increase(segments_abandoned, 1);
   mi_atomic_store_release(&segment->thread_id, 0);
   mi_lock_acquire(&subproc->abandoned_lock);
+  mi_segment_t* head = mi_atomic_load_relaxed(&subproc->abandoned);
   segment->prev = NULL;
-  segment->next = mi_atomic_load_relaxed(&subproc->abandoned);
+  segment->next = head;
+  if (head != NULL) head->prev = segment;
+  segment->in_abandoned = true;
   mi_atomic_store_relaxed(&subproc->abandoned, segment);
   subproc->abandoned_count++;
   mi_lock_release(&subproc->abandoned_lock);
@@ -617,7 +620,8 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
   mi_atomic_store_release(&segment->thread_id, _mi_thread_id());
   segment->next = NULL;
   segment->prev = NULL;
-  segment->subproc = tld->subproc;
+  mi_assert_internal(segment->subproc == tld->subproc);   /* taken off this subprocess' list; never
+                                                            written here (reclaim_on_free reads it) */
   tld->segments.count++;
   mi_os_stat_decrease(segments_abandoned, 1);
   for (size_t i = 0; i < segment->capacity; i++) {
@@ -658,27 +662,55 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
   return true;
 }
 
+/* Take a segment off its subprocess' abandoned list (under the lock). */
+static void mi_abandoned_unlink(mi_subproc_t* subproc, mi_segment_t* segment) {
+  mi_assert_internal(segment->in_abandoned);
+  if (segment->prev != NULL) segment->prev->next = segment->next;
+  else mi_atomic_store_relaxed(&subproc->abandoned, segment->next);
+  if (segment->next != NULL) segment->next->prev = segment->prev;
+  segment->next = NULL;
+  segment->prev = NULL;
+  segment->in_abandoned = false;
+  subproc->abandoned_count--;
+}
+
 /* Take an abandoned segment that may serve heaps of `arena_id` (see
    _mi_arena_memid_is_suitable), looking at the first few only. */
 static mi_segment_t* mi_abandoned_pop(mi_subproc_t* subproc, mi_arena_id_t arena_id) {
   if (mi_atomic_load_relaxed(&subproc->abandoned) == NULL) return NULL;   /* a stale peek only delays reclaim */
   mi_lock_acquire(&subproc->abandoned_lock);
-  mi_segment_t* prev = NULL;
   mi_segment_t* segment = mi_atomic_load_relaxed(&subproc->abandoned);
   for (size_t n = 0; segment != NULL && n < 64; n++) {
     if (_mi_arena_memid_is_suitable(&segment->memid, arena_id)) {
-      if (prev == NULL) mi_atomic_store_relaxed(&subproc->abandoned, segment->next);
-      else prev->next = segment->next;
-      subproc->abandoned_count--;
-      segment->next = NULL;
+      mi_abandoned_unlink(subproc, segment);
       break;
     }
-    prev = segment;
     segment = segment->next;
   }
-  if (segment != NULL && !_mi_arena_memid_is_suitable(&segment->memid, arena_id)) segment = NULL;
+  if (segment != NULL && segment->in_abandoned) segment = NULL;   /* none suitable among the first */
   mi_lock_release(&subproc->abandoned_lock);
   return segment;
+}
+
+/* A free by this thread into a page of an abandoned segment: with the option
+   abandoned_reclaim_on_free, the thread reclaims the segment (if it may serve its default heap)
+   and the free becomes local. Returns true if it did (the page is then this thread's). */
+bool _mi_segment_reclaim_on_free(mi_segment_t* segment) {
+  if (!mi_option_is_enabled(mi_option_abandoned_reclaim_on_free)) return false;
+  mi_heap_t* heap = mi_prim_get_default_heap();
+  if (!mi_heap_is_initialized(heap) || heap->allow_destroy) return false;
+  mi_tld_t* tld = heap->tld;
+  if (tld->heap_backing->thread_id != _mi_thread_id()) return false;   /* e.g. the thread is ending */
+  mi_subproc_t* subproc = segment->subproc;   /* stable: set before thread_id became 0 (acquire) */
+  if (subproc != tld->subproc || !_mi_arena_memid_is_suitable(&segment->memid, heap->arena_id)) return false;
+  mi_lock_acquire(&subproc->abandoned_lock);
+  const bool taken = segment->in_abandoned;   /* else another thread is reclaiming it */
+  if (taken) mi_abandoned_unlink(subproc, segment);
+  mi_lock_release(&subproc->abandoned_lock);
+  if (!taken) return false;
+  const bool alive = mi_segment_reclaim(segment, heap);
+  mi_assert_internal(alive);   /* the block being freed is still in use */
+  return alive;
 }
 
 /* Reclaim abandoned segments that may serve `heap` into its thread: all of them, or (when

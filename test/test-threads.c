@@ -25,6 +25,11 @@
        abandoned segments may keep resident (MI_ABANDONED_RESIDENT_MAX): free memory kept at hand
        never exceeds the memory in use (was 3x: 1116 MiB peak for 365 MiB held).
 
+   (g) MIMALLOC_ABANDONED_RECLAIM_ON_FREE (mi_option_abandoned_reclaim_on_free): off, a free
+       into an ended thread's segment leaves it abandoned; on, the freeing thread reclaims it
+       (the abandoned-segment count drops by one) and every block stays intact. Then (e) runs
+       again with the option on, so other threads free into segments being reclaimed.
+
    RSS assertions are skipped under sanitizers (their own bookkeeping dominates RSS).
    Usage: test-threads [churn_threads=4000] [rounds=40] [heap_rounds=150] [rss_margin_mib=8]
    (f) runs churn_threads threads. */
@@ -41,6 +46,7 @@
 #include <unistd.h>
 
 #include "mimalloc.h"
+#include "mimalloc-stats.h"
 #include "testing.h"
 
 #define KiB ((size_t)1024)
@@ -561,6 +567,47 @@ static void test_leavers(long total) {
   }
 }
 
+/* ---------------------------------------------------------------------------------------------
+   (g) reclaim on free
+--------------------------------------------------------------------------------------------- */
+
+enum { RF_BLOCKS = 64 };
+static void* rf_blocks[RF_BLOCKS];
+
+static void* rf_allocator(void* arg) {
+  (void)arg;
+  for (int i = 0; i < RF_BLOCKS; i++) rf_blocks[i] = alloc_filled(48);   /* one small page */
+  return NULL;
+}
+
+static long long abandoned_segments(void) {
+  static mi_stats_t st;
+  st.size = sizeof(st);
+  st.version = MI_STAT_VERSION;
+  CHECK(mi_stats_get(&st));
+  return (long long)st.segments_abandoned.current;
+}
+
+static void test_reclaim_on_free(long rounds) {
+  const long saved = mi_option_get(mi_option_abandoned_reclaim_on_free);
+  mi_free(mi_malloc(8));   /* this thread has a heap: only such a thread reclaims */
+  for (int on = 0; on <= 1; on++) {
+    mi_option_set(mi_option_abandoned_reclaim_on_free, on);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, &rf_allocator, NULL), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    const long long before = abandoned_segments();
+    CHECK_MSG(before > 0, "no abandoned segment after a thread exited with %d live blocks", RF_BLOCKS);
+    verify_free(rf_blocks[0], "reclaim-on-free");
+    const long long after = abandoned_segments();
+    CHECK_MSG(after == before - on, "reclaim_on_free=%d: abandoned segments %lld -> %lld after one free", on, before, after);
+    for (int i = 1; i < RF_BLOCKS; i++) verify_free(rf_blocks[i], "reclaim-on-free rest");
+  }
+  test_exited_blocks(rounds / 2);   /* (e) again, other threads now reclaim as they free */
+  mi_option_set(mi_option_abandoned_reclaim_on_free, saved);
+  printf("  reclaim on free: a free into an ended thread's segment reclaims it only with the option on\n");
+}
+
 int main(int argc, char** argv) {
   verbose = (getenv("TEST_VERBOSE") != NULL);
   long churn = test_arg(argc, argv, 1, 4000);
@@ -576,9 +623,10 @@ int main(int argc, char** argv) {
   test_heaps_concurrent(hrounds);
   test_exited_blocks(rounds);
   test_leavers(churn);
+  test_reclaim_on_free(rounds);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
   return test_summary("threads", "first-call free/realloc, churn of %ld threads, free-only thread %ld rounds, %ld concurrent heaps, "
-                                 "exited-thread blocks %ld rounds, %ld leaving threads; RSS margin %zu MiB%s; %.2f s",
+                                 "exited-thread blocks %ld rounds, %ld leaving threads, reclaim on free; RSS margin %zu MiB%s; %.2f s",
                       churn, rounds, hrounds, rounds, churn, RSS_MARGIN / MiB, check_rss ? "" : " (not checked)", secs);
 }

@@ -263,7 +263,8 @@ struct mi_subproc_s;
 /* A segment. Invariants:
      (uintptr_t)segment % MI_SEGMENT_SIZE == 0;  segment->cookie == _mi_segment_cookie(segment);
      used == number of pages with segment_in_use;  abandoned <= used;
-     thread_id == 0  <=> the segment is abandoned (on its subprocess' abandoned list);
+     thread_id == 0  <=> the segment is abandoned: on its subprocess' abandoned list
+       (in_abandoned), or taken off it by a thread that is reclaiming it;
      commit: a slot of a page in use is committed (is_committed); the header's slot always is;
        when the segment is released every slot is committed again first, so an arena gets
        back whole committed blocks (committed stat = committed slots);
@@ -284,6 +285,7 @@ typedef struct mi_segment_s {
   size_t               page_shift;      /* page index = (p - segment) >> page_shift */
   mi_page_kind_t       page_kind;
   bool                 in_free_queue;
+  bool                 in_abandoned;    /* on its subprocess' abandoned list (under its lock) */
   _Atomic(uintptr_t)   thread_id;       /* owning thread, 0 when abandoned */
   mi_memid_t           memid;           /* origin of the memory (arena or OS) */
   mi_page_t            pages[1];        /* `capacity` page descriptors, then the sentinel */
@@ -304,7 +306,8 @@ typedef struct mi_segment_queue_s {
 } mi_segment_queue_t;
 
 /* A subprocess owns the abandoned segments of its threads (mi_subproc_new); the main
-   subprocess is static. abandoned is a singly linked list through segment->next under lock. */
+   subprocess is static. abandoned is a doubly linked list through segment->next/prev, changed
+   under the lock (a segment that is on it has in_abandoned set). */
 typedef struct mi_subproc_s {
   struct mi_subproc_s* next;          /* all subprocesses, from _mi_subproc_main (init.c, for fork) */
   mi_lock_t     abandoned_lock;
