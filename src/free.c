@@ -90,9 +90,9 @@ void _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) {
   mi_block_t* block = (mi_page_has_aligned(page) ? _mi_page_ptr_unalign(page, p) : (mi_block_t*)p);
   /* local: the page is this thread's (its owner in xthread_id); an abandoned page (no heap)
      only takes frees on its thread_free list, also from the thread that owns its segment */
-  const bool is_local = ((mi_atomic_load_relaxed(&page->xthread_id) & ~MI_PAGE_FLAGS_MASK) == _mi_thread_id());
-  if (is_local) mi_free_block_local(page, block);
-  else if (mi_atomic_load_acquire(&segment->thread_id) == 0 && _mi_segment_reclaim_on_free(segment)) {
+  const uintptr_t owner = (mi_atomic_load_relaxed(&page->xthread_id) & ~MI_PAGE_FLAGS_MASK);
+  if (owner == _mi_thread_id()) mi_free_block_local(page, block);
+  else if (owner == 0 && _mi_segment_reclaim_on_free(segment)) {
     mi_free_block_local(page, block);   /* reclaimed: the page is ours now */
   }
   else mi_free_block_mt(block, page, segment);

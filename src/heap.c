@@ -98,7 +98,7 @@ static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
   }
   _mi_heap_delayed_free_all(heap);
   if (collect == MI_FORCE && mi_heap_is_backing(heap) && !heap->allow_destroy) {
-    _mi_segment_try_reclaim_abandoned(heap, true, MI_PAGE_SMALL);   /* memory of ended threads */
+    _mi_segment_reclaim_all_abandoned(heap);   /* memory of ended threads */
   }
   _mi_heap_collect_retired(heap, force);
   mi_heap_visit_pages(heap, &mi_heap_page_collect, &collect);

@@ -463,6 +463,8 @@ static mi_page_t* mi_segment_find_resident_page(mi_heap_t* heap, mi_page_kind_t 
   return NULL;
 }
 
+static bool mi_segment_try_reclaim_abandoned(mi_heap_t* heap, mi_page_kind_t kind);
+
 /* A small or medium page: a resident unused slot, else from a segment of this thread with a
    free page, else from a reclaimed abandoned segment, else from a fresh segment. */
 static mi_page_t* mi_segment_page_alloc_in(mi_heap_t* heap, mi_page_kind_t kind) {
@@ -472,7 +474,7 @@ static mi_page_t* mi_segment_page_alloc_in(mi_heap_t* heap, mi_page_kind_t kind)
   mi_segment_queue_t* queue = mi_segment_free_queue(kind, tld);
   mi_segment_t* segment = mi_segment_queue_find_suitable(queue, heap);
   if (segment == NULL && !heap->allow_destroy) {
-    if (_mi_segment_try_reclaim_abandoned(heap, false, kind)) segment = mi_segment_queue_find_suitable(queue, heap);
+    if (mi_segment_try_reclaim_abandoned(heap, kind)) segment = mi_segment_queue_find_suitable(queue, heap);
   }
   if (segment == NULL) {
     segment = mi_segment_alloc_standard(kind, heap->arena_id, tld);
@@ -692,11 +694,13 @@ static mi_segment_t* mi_abandoned_pop(mi_subproc_t* subproc, mi_arena_id_t arena
   return segment;
 }
 
-/* A free by this thread into a page of an abandoned segment: with the option
-   abandoned_reclaim_on_free, the thread reclaims the segment (if it may serve its default heap)
-   and the free becomes local. Returns true if it did (the page is then this thread's). */
+/* A free by this thread into an abandoned page: with the option abandoned_reclaim_on_free, if
+   the segment is abandoned too (not just the page, see mi_heap_delete) and may serve the thread's
+   default heap, the thread reclaims it and the free becomes local. Returns true if it did (the
+   page is then this thread's). */
 bool _mi_segment_reclaim_on_free(mi_segment_t* segment) {
   if (!mi_option_is_enabled(mi_option_abandoned_reclaim_on_free)) return false;
+  if (mi_atomic_load_acquire(&segment->thread_id) != 0) return false;
   mi_heap_t* heap = mi_prim_get_default_heap();
   if (!mi_heap_is_initialized(heap) || heap->allow_destroy) return false;
   mi_tld_t* tld = heap->tld;
@@ -713,25 +717,31 @@ bool _mi_segment_reclaim_on_free(mi_segment_t* segment) {
   return alive;
 }
 
-/* Reclaim abandoned segments that may serve `heap` into its thread: all of them, or (when
-   !all) until one with free pages of `kind` (small or medium) was reclaimed, trying at most a
-   few. Segments of other kinds reclaimed on the way stay with the thread (they drain the list:
-   stopping at any kind let threads that exit leaving blocks behind pile up segments). */
-bool _mi_segment_try_reclaim_abandoned(mi_heap_t* heap, bool all, mi_page_kind_t kind) {
-  mi_tld_t* tld = heap->tld;
-  mi_subproc_t* subproc = tld->subproc;
-  size_t max_tries = (all ? SIZE_MAX : 8);
+
+
+/* Reclaim abandoned segments that may serve `heap` into its thread until one with free pages of
+   `kind` (small or medium) was reclaimed, trying at most a few. Segments of other kinds reclaimed
+   on the way stay with the thread (they drain the list: stopping at any kind let threads that
+   exit leaving blocks behind pile up segments). */
+static bool mi_segment_try_reclaim_abandoned(mi_heap_t* heap, mi_page_kind_t kind) {
   bool reclaimed = false;
-  while (max_tries-- > 0) {
-    mi_segment_t* segment = mi_abandoned_pop(subproc, heap->arena_id);
+  for (size_t tries = 0; tries < 8; tries++) {
+    mi_segment_t* segment = mi_abandoned_pop(heap->tld->subproc, heap->arena_id);
     if (segment == NULL) break;
     reclaimed = true;
-    const bool alive = mi_segment_reclaim(segment, heap);
     /* enough when this one has free pages of the kind (the thread's other free segments may
        belong to other arenas) */
-    if (!all && alive && segment->page_kind == kind && segment->used < segment->capacity) break;
+    if (mi_segment_reclaim(segment, heap) && segment->page_kind == kind && segment->used < segment->capacity) break;
   }
   return reclaimed;
+}
+
+/* Reclaim every abandoned segment that may serve `heap` (mi_collect(true)). */
+void _mi_segment_reclaim_all_abandoned(mi_heap_t* heap) {
+  mi_segment_t* segment;
+  while ((segment = mi_abandoned_pop(heap->tld->subproc, heap->arena_id)) != NULL) {
+    mi_segment_reclaim(segment, heap);
+  }
 }
 
 /* Visit the abandoned segments of a subprocess (under its lock, so none is reclaimed). */

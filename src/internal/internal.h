@@ -132,7 +132,7 @@ void       _mi_arenas_init_reserve(void);
 mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t page_alignment, size_t align_offset);
 void       _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld);
 void       _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld);
-bool       _mi_segment_try_reclaim_abandoned(mi_heap_t* heap, bool all, mi_page_kind_t kind);
+void       _mi_segment_reclaim_all_abandoned(mi_heap_t* heap);   /* mi_collect(true) */
 bool       _mi_segment_reclaim_on_free(mi_segment_t* segment);   /* option abandoned_reclaim_on_free */
 void       _mi_segments_collect(mi_tld_t* tld, bool force);   /* due (all: force) page purges */
 void       _mi_segments_purge_tick(mi_tld_t* tld);            /* due purges, if any pending */
