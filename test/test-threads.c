@@ -125,15 +125,31 @@ enum { BATCH = 50, KEEP = 8, CHURN_BLOCKS = 200 };
 
 typedef struct churn_arg_s { long id; void* keep[KEEP]; } churn_arg_t;
 
+/* A short-lived thread's blocks: CHURN_BLOCKS filled blocks of 8 B..2 KiB, every 20th up to
+   64 KiB; with `big_first`, the first is a huge one (1 MiB). */
+static void churn_alloc(void** blocks, test_rng_t* rng, bool big_first) {
+  for (int i = 0; i < CHURN_BLOCKS; i++) {
+    size_t size = 8 + (size_t)test_rand_below(rng, (i % 20 == 0) ? 65536 : 2048);
+    if (i == 0 && big_first) size = MiB + 8;
+    blocks[i] = alloc_filled(size);
+  }
+}
+
+/* Run BATCH threads of `fn` on args[0..BATCH), with ids first_id.., and join them. */
+static void run_batch(void* (*fn)(void*), churn_arg_t* args, long first_id) {
+  pthread_t t[BATCH];
+  for (int i = 0; i < BATCH; i++) {
+    args[i].id = first_id + i;
+    CHECK_EQ(pthread_create(&t[i], NULL, fn, &args[i]), 0);
+  }
+  for (int i = 0; i < BATCH; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
+}
+
 static void* churn_thread(void* varg) {
   churn_arg_t* arg = (churn_arg_t*)varg;
   test_rng_t rng = { (uint64_t)arg->id * 7919 + 1 };
   void* blocks[CHURN_BLOCKS];
-  for (int i = 0; i < CHURN_BLOCKS; i++) {
-    size_t size = 8 + (size_t)test_rand_below(&rng, (i % 20 == 0) ? 65536 : 2048);
-    if (i == 0 && arg->id % 10 == 0) size = MiB + 8;
-    blocks[i] = alloc_filled(size);
-  }
+  churn_alloc(blocks, &rng, arg->id % 10 == 0);
   for (int i = 0; i < CHURN_BLOCKS; i++) {
     if (i < KEEP) arg->keep[i] = blocks[i * 25 + 1]; /* these outlive the thread */
   }
@@ -160,12 +176,7 @@ static void test_churn(long total) {
   for (long b = 0; b < nbatches; b++) {
     churn_arg_t* cur = args[b % 2];
     churn_arg_t* prev = args[(b + 1) % 2];
-    pthread_t t[BATCH];
-    for (int i = 0; i < BATCH; i++) {
-      cur[i].id = b * BATCH + i;
-      CHECK_EQ(pthread_create(&t[i], NULL, &churn_thread, &cur[i]), 0);
-    }
-    for (int i = 0; i < BATCH; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
+    run_batch(&churn_thread, cur, b * BATCH);
     /* free the blocks kept by the previous batch (their threads are long gone) */
     if (b > 0) free_kept(prev);
     rss = rss_now();
@@ -524,10 +535,7 @@ static void* leaver_thread(void* varg) {
   churn_arg_t* arg = (churn_arg_t*)varg;
   test_rng_t rng = { (uint64_t)arg->id * 104729 + 7 };
   void* blocks[CHURN_BLOCKS];
-  for (int i = 0; i < CHURN_BLOCKS; i++) {
-    size_t size = 8 + (size_t)test_rand_below(&rng, (i % 20 == 0) ? 65536 : 2048);
-    blocks[i] = alloc_filled(size);
-  }
+  churn_alloc(blocks, &rng, false);
   arg->keep[0] = blocks[20];   /* a block of up to 64 KiB outlives the thread */
   for (int i = 0; i < CHURN_BLOCKS; i++) {
     if (i != 20) verify_free(blocks[i], "leaver thread");
@@ -544,12 +552,7 @@ static void test_leavers(long total) {
   if (args == NULL) return;
   size_t peak = 0;
   for (long b = 0; b < nbatches; b++) {
-    pthread_t t[BATCH];
-    for (int i = 0; i < BATCH; i++) {
-      args[b * BATCH + i].id = b * BATCH + i;
-      CHECK_EQ(pthread_create(&t[i], NULL, &leaver_thread, &args[b * BATCH + i]), 0);
-    }
-    for (int i = 0; i < BATCH; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
+    run_batch(&leaver_thread, &args[b * BATCH], b * BATCH);
     const size_t rss = rss_now();
     if (verbose) printf("    leavers batch %ld: RSS %.1f MiB\n", b, mib(rss));
     if (rss > peak) peak = rss;
