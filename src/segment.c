@@ -106,9 +106,10 @@ static void mi_segment_insert_in_free_queue(mi_segment_t* segment, mi_tld_t* tld
 }
 
 /* ------------------------------------------------------------------------------------------
-   Page slots: commit and delayed purge. A slot is the page's share of the segment,
-   [segment + idx * page size, + page size), for small and medium segments; large and huge
-   segments have one page, which lives and dies with the segment.
+   Page slots: commit and delayed purge. A slot is [segment + idx * page size, + page size) in
+   a small or medium segment: a page takes one slot, a large page a span of several (types.h),
+   each with its own commit and purge state. A huge segment has one page, which lives and dies
+   with the segment.
 ------------------------------------------------------------------------------------------ */
 static size_t mi_segment_slot_size(const mi_segment_t* segment) {
   return (segment->page_kind <= MI_PAGE_MEDIUM ? ((size_t)1 << segment->page_shift) : segment->memid.size);
@@ -288,8 +289,9 @@ _Static_assert(offsetof(mi_segment_t, pages) + (MI_MEDIUM_PAGES_PER_SEGMENT + 1)
 /* Start of a page's blocks. Blocks of a power-of-two size are naturally aligned to their size
    when that costs less than one block, so e.g. 4 KiB blocks serve page-aligned requests. */
 uint8_t* _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* page, size_t* page_size) {
-  size_t psize = (segment->page_kind <= MI_PAGE_MEDIUM ? ((size_t)1 << segment->page_shift) : segment->segment_size);
-  uint8_t* p = (uint8_t*)segment + page->segment_idx * psize;
+  const size_t slots = (page->slot_count > 1 ? page->slot_count : 1);   /* a span: several */
+  size_t psize = (segment->page_kind <= MI_PAGE_MEDIUM ? slots << segment->page_shift : segment->segment_size);
+  uint8_t* p = (uint8_t*)segment + ((size_t)page->segment_idx << segment->page_shift);   /* (huge: index 0) */
   if (page->segment_idx == 0) {
     p += segment->info_size;
     psize -= segment->info_size;
@@ -331,21 +333,18 @@ static void mi_segment_init_header(mi_segment_t* segment, size_t segment_size, s
   mi_os_stat_increase(segments, 1);
 }
 
-/* A standard (MI_SEGMENT_SIZE) segment for small, medium or large pages. The first
-   eager_commit_delay small/medium segments of a thread commit page by page (a thread that
-   allocates little commits little); all others are committed whole. */
+/* A standard (MI_SEGMENT_SIZE) segment for small or medium (and large) pages. The first
+   eager_commit_delay segments of a thread commit page by page (a thread that allocates little
+   commits little); all others are committed whole. */
 static mi_segment_t* mi_segment_alloc_standard(mi_page_kind_t kind, mi_arena_id_t req_arena_id, mi_tld_t* tld) {
-  const bool eager = (kind == MI_PAGE_LARGE ||
-                      (mi_option_is_enabled(mi_option_eager_commit) &&
-                       tld->segments.peak_count >= (size_t)mi_option_get_clamp(mi_option_eager_commit_delay, 0, 1024)));
+  mi_assert_internal(kind <= MI_PAGE_MEDIUM);
+  const bool eager = (mi_option_is_enabled(mi_option_eager_commit) &&
+                      tld->segments.peak_count >= (size_t)mi_option_get_clamp(mi_option_eager_commit_delay, 0, 1024));
   mi_memid_t memid;
   mi_segment_t* segment = mi_segment_os_alloc(MI_SEGMENT_SIZE, MI_SEGMENT_SIZE, 0, eager, req_arena_id, &memid);
   if (segment == NULL) return NULL;
   const size_t capacity = mi_segment_capacity(kind);
-  /* a large page's shift is the segment's: a pointer one past the segment gets index 1, the
-     sentinel (types.h) */
-  const size_t page_shift = (kind == MI_PAGE_SMALL ? MI_SMALL_PAGE_SHIFT :
-                             kind == MI_PAGE_MEDIUM ? MI_MEDIUM_PAGE_SHIFT : MI_SEGMENT_SHIFT);
+  const size_t page_shift = (kind == MI_PAGE_SMALL ? MI_SMALL_PAGE_SHIFT : MI_MEDIUM_PAGE_SHIFT);
   const bool all_committed = memid.initially_committed || memid.is_pinned;
   if (!all_committed) {
     /* the header's slot, before the header is written */
@@ -382,34 +381,70 @@ static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
 /* ------------------------------------------------------------------------------------------
    Pages inside segments
 ------------------------------------------------------------------------------------------ */
-/* Take an unused page of the segment (committing its slot if needed); NULL if the commit
-   fails. */
-static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, mi_tld_t* tld) {
-  mi_assert_internal(!page->segment_in_use);
-  if (page->purge_pending) mi_purge_queue_remove(&tld->segments.purge, page);
-  mi_assert_internal(!page->purge_orphaned);   /* cleared when the segment was reclaimed */
-  mi_segments_note_reuse(page, tld);
-  if (!mi_segment_slot_commit(segment, page)) return NULL;
+/* The unused slots [page, page + count) become a page in use (committing them if needed);
+   NULL if a commit fails (the slots stay unused). */
+static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, size_t count, mi_tld_t* tld) {
+  mi_assert_internal(count >= 1 && page->segment_idx + count <= segment->capacity);
+  for (size_t i = 0; i < count; i++) {
+    mi_page_t* slot = &page[i];
+    mi_assert_internal(!slot->segment_in_use && slot->span_tail == 0);
+    if (slot->purge_pending) mi_purge_queue_remove(&tld->segments.purge, slot);
+    mi_assert_internal(!slot->purge_orphaned);   /* cleared when the segment was reclaimed */
+    mi_segments_note_reuse(slot, tld);
+    if (!mi_segment_slot_commit(segment, slot)) {
+      for (size_t j = 0; j < i; j++) mi_segment_slot_schedule_purge(segment, &page[j], tld);
+      return NULL;
+    }
+  }
+  for (size_t i = 1; i < count; i++) {
+    page[i].span_tail = (uint8_t)i;
+    if (!page[i].is_zero_init) page->is_zero_init = 0;   /* the span is zero if all its slots are */
+  }
   page->segment_in_use = 1;
+  page->slot_count = (uint8_t)count;
   segment->used++;
+  segment->slots_used += count;
   mi_os_stat_increase(pages, 1);
-  if (segment->used == segment->capacity) {
+  if (segment->slots_used == segment->capacity) {
     mi_segment_remove_from_free_queue(segment, tld);
   }
   return page;
 }
 
-static mi_page_t* mi_segment_find_free_page(mi_segment_t* segment) {
-  for (size_t i = 0; i < segment->capacity; i++) {
-    if (!segment->pages[i].segment_in_use) return &segment->pages[i];
+static bool mi_segment_slot_is_free(const mi_segment_t* segment, size_t i) {
+  return (!segment->pages[i].segment_in_use && segment->pages[i].span_tail == 0);
+}
+
+/* A run of unused slots that holds a page for blocks of `block_size`, and in *count its length:
+   the first unused slot for small and medium blocks; for a large block as many slots as it
+   needs, one more at the header's slot, which is therefore tried last (the slots around a span
+   stay free for medium pages). NULL if there is none. */
+static mi_page_t* mi_segment_find_free_slots(mi_segment_t* segment, size_t block_size, size_t* count) {
+  const size_t n = segment->capacity;
+  if (block_size <= MI_MEDIUM_OBJ_SIZE_MAX) {
+    for (size_t i = 0; i < n; i++) {
+      if (mi_segment_slot_is_free(segment, i)) { *count = 1; return &segment->pages[i]; }
+    }
+    return NULL;
+  }
+  const size_t slot_size = (size_t)1 << segment->page_shift;
+  for (size_t k = 1; k <= n; k++) {
+    const size_t i = k % n;
+    const size_t need = _mi_divide_up(block_size + (i == 0 ? segment->info_size : 0), slot_size);
+    if (i + need > n) continue;
+    size_t free = 0;
+    while (free < need && mi_segment_slot_is_free(segment, i + free)) free++;
+    if (free == need) { *count = need; return &segment->pages[i]; }
   }
   return NULL;
 }
 
-/* Mark a page unused in its segment; returns true when the segment has no pages left in use.
-   The slot keeps its commit state. */
-static bool mi_segment_page_clear(mi_segment_t* segment, mi_page_t* page) {
-  mi_assert_internal(page->segment_in_use);
+/* Mark a page unused in its segment, with the other slots of its span (their number in
+   *slots); returns true when the segment has no pages left in use. The slots keep their commit
+   state. */
+static bool mi_segment_page_clear(mi_segment_t* segment, mi_page_t* page, size_t* slots) {
+  mi_assert_internal(page->segment_in_use && page->slot_count >= 1);
+  const size_t count = page->slot_count;
   mi_os_stat_decrease(pages, 1);
   mi_os_stat_decrease(page_committed, (size_t)page->capacity * page->block_size);
   if (MI_STAT > 1 && page->block_size > 0) mi_os_stat_decrease(page_bins[_mi_bin(page->block_size)], 1);
@@ -419,34 +454,50 @@ static bool mi_segment_page_clear(mi_segment_t* segment, mi_page_t* page) {
   page->segment_idx = idx;
   page->is_committed = committed;
   page->is_zero_init = 0;   /* the memory has been used */
+  for (size_t i = 1; i < count; i++) {
+    mi_assert_internal(page[i].span_tail == i);
+    page[i].span_tail = 0;
+    page[i].is_zero_init = 0;
+  }
   segment->used--;
+  segment->slots_used -= count;
+  *slots = count;
   return (segment->used == 0);
+}
+
+/* The slots of a page just cleared in a segment that stays (see mi_segment_slot_schedule_purge). */
+static void mi_segment_slots_schedule_purge(mi_segment_t* segment, mi_page_t* page, size_t count, mi_tld_t* tld) {
+  for (size_t i = 0; i < count; i++) mi_segment_slot_schedule_purge(segment, &page[i], tld);
 }
 
 static void mi_segment_abandon(mi_segment_t* segment, mi_tld_t* tld);
 
 void _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld) {
   mi_segment_t* segment = _mi_page_segment(page);
-  if (mi_segment_page_clear(segment, page)) {
+  size_t slots;
+  if (mi_segment_page_clear(segment, page, &slots)) {
     mi_segment_free(segment, tld);
   }
   else if (segment->used == segment->abandoned) {
-    mi_segment_slot_schedule_purge(segment, page, tld);
+    mi_segment_slots_schedule_purge(segment, page, slots, tld);
     mi_segment_abandon(segment, tld);     /* only abandoned pages are left (thread exit) */
   }
   else {
-    mi_segment_slot_schedule_purge(segment, page, tld);
+    mi_segment_slots_schedule_purge(segment, page, slots, tld);
     mi_segment_insert_in_free_queue(segment, tld);
   }
   /* a thread that is mostly freeing (shrinking) purges as it goes */
   _mi_segments_purge_tick(tld);
 }
 
-/* The first segment in the queue whose memory may serve `heap` (its arena, see
+/* Free slots for a page of `block_size` (see mi_segment_find_free_slots) in the first segment
+   of the queue that has them and whose memory may serve `heap` (its arena, see
    _mi_arena_memid_is_suitable); usually the first. */
-static mi_segment_t* mi_segment_queue_find_suitable(mi_segment_queue_t* queue, mi_heap_t* heap) {
+static mi_page_t* mi_segment_queue_find_slots(mi_segment_queue_t* queue, mi_heap_t* heap, size_t block_size, size_t* count) {
   for (mi_segment_t* segment = queue->first; segment != NULL; segment = segment->next) {
-    if (_mi_arena_memid_is_suitable(&segment->memid, heap->arena_id)) return segment;
+    if (!_mi_arena_memid_is_suitable(&segment->memid, heap->arena_id)) continue;
+    mi_page_t* page = mi_segment_find_free_slots(segment, block_size, count);
+    if (page != NULL) return page;
   }
   return NULL;
 }
@@ -465,31 +516,29 @@ static mi_page_t* mi_segment_find_resident_page(mi_heap_t* heap, mi_page_kind_t 
 
 static bool mi_segment_try_reclaim_abandoned(mi_heap_t* heap, mi_page_kind_t kind);
 
-/* A small or medium page: a resident unused slot, else from a segment of this thread with a
-   free page, else from a reclaimed abandoned segment, else from a fresh segment. */
-static mi_page_t* mi_segment_page_alloc_in(mi_heap_t* heap, mi_page_kind_t kind) {
+/* A small, medium or large page (of `kind`'s segments, for blocks of `block_size`): a resident
+   unused slot (one-slot pages), else slots of a segment of this thread, else of a reclaimed
+   abandoned segment, else of a fresh segment. */
+static mi_page_t* mi_segment_page_alloc_in(mi_heap_t* heap, mi_page_kind_t kind, size_t block_size) {
   mi_tld_t* tld = heap->tld;
-  mi_page_t* resident = mi_segment_find_resident_page(heap, kind);
-  if (resident != NULL) return mi_segment_page_claim(_mi_page_segment(resident), resident, tld);
-  mi_segment_queue_t* queue = mi_segment_free_queue(kind, tld);
-  mi_segment_t* segment = mi_segment_queue_find_suitable(queue, heap);
-  if (segment == NULL && !heap->allow_destroy) {
-    if (mi_segment_try_reclaim_abandoned(heap, kind)) segment = mi_segment_queue_find_suitable(queue, heap);
+  if (block_size <= MI_MEDIUM_OBJ_SIZE_MAX) {
+    mi_page_t* resident = mi_segment_find_resident_page(heap, kind);
+    if (resident != NULL) return mi_segment_page_claim(_mi_page_segment(resident), resident, 1, tld);
   }
-  if (segment == NULL) {
-    segment = mi_segment_alloc_standard(kind, heap->arena_id, tld);
+  mi_segment_queue_t* queue = mi_segment_free_queue(kind, tld);
+  size_t count = 1;
+  mi_page_t* page = mi_segment_queue_find_slots(queue, heap, block_size, &count);
+  if (page == NULL && !heap->allow_destroy) {
+    if (mi_segment_try_reclaim_abandoned(heap, kind)) page = mi_segment_queue_find_slots(queue, heap, block_size, &count);
+  }
+  if (page == NULL) {
+    mi_segment_t* segment = mi_segment_alloc_standard(kind, heap->arena_id, tld);
     if (segment == NULL) return NULL;
     mi_segment_queue_push(queue, segment);
+    page = mi_segment_find_free_slots(segment, block_size, &count);
+    mi_assert_internal(page != NULL);
   }
-  mi_page_t* page = mi_segment_find_free_page(segment);
-  mi_assert_internal(page != NULL);
-  return mi_segment_page_claim(segment, page, tld);
-}
-
-static mi_page_t* mi_segment_large_page_alloc(mi_heap_t* heap) {
-  mi_segment_t* segment = mi_segment_alloc_standard(MI_PAGE_LARGE, heap->arena_id, heap->tld);
-  if (segment == NULL) return NULL;
-  return mi_segment_page_claim(segment, &segment->pages[0], heap->tld);
+  return mi_segment_page_claim(_mi_page_segment(page), page, count, tld);
 }
 
 /* A huge page: one block of at least `size` bytes in its own segment, with the block start p
@@ -521,7 +570,7 @@ static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_
   mi_segment_t* segment = mi_segment_os_alloc(segment_size, os_alignment, os_offset, true, heap->arena_id, &memid);
   if (segment == NULL) return NULL;
   mi_segment_init_header(segment, segment_size, info_size, MI_PAGE_HUGE, 1, MI_HUGE_PAGE_SHIFT, &memid, true, heap->tld);
-  mi_page_t* page = mi_segment_page_claim(segment, &segment->pages[0], heap->tld);
+  mi_page_t* page = mi_segment_page_claim(segment, &segment->pages[0], 1, heap->tld);
   /* the block starts right after the header (keeps it word aligned); the caller hands out
      the aligned interior pointer segment + d */
   page->page_start = (uint8_t*)segment + info_size;
@@ -571,9 +620,7 @@ mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t pag
   if (mi_unlikely(page_alignment > 0 || block_size > MI_LARGE_OBJ_SIZE_MAX)) {
     return mi_segment_huge_page_alloc(heap, block_size, page_alignment, align_offset);
   }
-  if (block_size <= MI_SMALL_OBJ_SIZE_MAX)  return mi_segment_page_alloc_in(heap, MI_PAGE_SMALL);
-  if (block_size <= MI_MEDIUM_OBJ_SIZE_MAX) return mi_segment_page_alloc_in(heap, MI_PAGE_MEDIUM);
-  return mi_segment_large_page_alloc(heap);
+  return mi_segment_page_alloc_in(heap, (block_size <= MI_SMALL_OBJ_SIZE_MAX ? MI_PAGE_SMALL : MI_PAGE_MEDIUM), block_size);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -645,8 +692,9 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
     _mi_page_use_delayed_free(page, huge ? MI_USE_DELAYED_FREE : MI_NO_DELAYED_FREE, true);
     _mi_page_free_collect(page, false);
     if (mi_page_all_free(page)) {
-      mi_segment_page_clear(segment, page);
-      if (segment->used > 0) mi_segment_slot_schedule_purge(segment, page, tld);
+      size_t slots;
+      mi_segment_page_clear(segment, page, &slots);
+      if (segment->used > 0) mi_segment_slots_schedule_purge(segment, page, slots, tld);
     }
     else {
       mi_page_queue_t* pq = (huge ? &target->pages[MI_BIN_HUGE_INTERNAL] : &target->pages[_mi_bin(page->block_size)]);
@@ -658,7 +706,7 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
     mi_segment_free(segment, tld);
     return false;
   }
-  if (segment->used < segment->capacity) {
+  if (segment->slots_used < segment->capacity) {
     mi_segment_insert_in_free_queue(segment, tld);
   }
   return true;
@@ -731,7 +779,7 @@ static bool mi_segment_try_reclaim_abandoned(mi_heap_t* heap, mi_page_kind_t kin
     reclaimed = true;
     /* enough when this one has free pages of the kind (the thread's other free segments may
        belong to other arenas) */
-    if (mi_segment_reclaim(segment, heap) && segment->page_kind == kind && segment->used < segment->capacity) break;
+    if (mi_segment_reclaim(segment, heap) && segment->page_kind == kind && segment->slots_used < segment->capacity) break;
   }
   return reclaimed;
 }

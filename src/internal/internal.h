@@ -387,10 +387,13 @@ static inline mi_segment_t* _mi_ptr_segment_checked(const void* p) {
 static inline mi_segment_t* _mi_page_segment(const mi_page_t* page) {
   return (mi_segment_t*)((uintptr_t)page & ~MI_SEGMENT_MASK);
 }
+/* The page holding p, also for a pointer inside a large page's span beyond its first slot
+   (free, which only takes block starts, indexes directly). */
 static inline mi_page_t* _mi_segment_page_of(const mi_segment_t* segment, const void* p) {
   size_t idx = ((uintptr_t)p - (uintptr_t)segment) >> segment->page_shift;
   mi_assert_internal(idx <= segment->capacity);   /* == capacity: the sentinel (types.h) */
-  return (mi_page_t*)&segment->pages[idx];
+  const mi_page_t* page = &segment->pages[idx];
+  return (mi_page_t*)(page - page->span_tail);
 }
 static inline mi_page_t* _mi_ptr_page(const void* p) {
   return _mi_segment_page_of(_mi_ptr_segment(p), p);

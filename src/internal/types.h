@@ -4,7 +4,7 @@
      mi_block_t          a free block: just a link to the next free block
      mi_delayed_t        the 2-bit delayed-free state stored in a page's thread_free word
      mi_page_t           a page: blocks of one size, three free lists
-     mi_page_kind_t      small / medium / large / huge segment layouts
+     mi_page_kind_t      small / medium / huge segment layouts
      mi_segment_t        a 4 MiB-aligned region holding the page descriptors and the pages
      mi_page_queue_t     a heap's doubly linked list of pages of one size class
      mi_segment_queue_t  a thread's segments that still have free pages
@@ -89,6 +89,7 @@
 #define MI_SMALL_OBJ_SIZE_MAX   (MI_SMALL_PAGE_SIZE/4)     /* 16 KiB */
 #define MI_MEDIUM_OBJ_SIZE_MAX  (MI_MEDIUM_PAGE_SIZE - MI_MEDIUM_PAGE_SIZE/16)   /* 480 KiB */
 #define MI_LARGE_OBJ_SIZE_MAX   (MI_SEGMENT_SIZE/2)        /* 2 MiB; larger is huge */
+#define MI_SPAN_SLOTS_MAX       (MI_LARGE_OBJ_SIZE_MAX/MI_MEDIUM_PAGE_SIZE + 1)   /* 5: the +1 when the span starts at the header's slot */
 #define MI_MAX_ALLOC_SIZE       ((size_t)1 << 47)           /* user address space on x86-64 */
 
 /* Aligned allocation: alignments up to this are served by over-allocating in a normal page;
@@ -230,6 +231,9 @@ typedef struct mi_page_s {
   uint8_t            free_is_zero;    /* see invariant above */
   uint8_t            retire_expire;   /* heartbeats left before a retired empty page is freed */
   uint8_t            segment_in_use;  /* the segment has handed out this page */
+  uint8_t            span_tail;       /* k > 0: slot k of a span (a large page over several
+                                         medium slots), whose descriptor is `this - k`; never
+                                         in use itself, so a block pointer never maps here */
   size_t             block_size;      /* size of each block (a bin size, or exact for huge) */
   uint8_t*           page_start;      /* first block */
   uint32_t           capacity;        /* blocks whose memory has been made available */
@@ -242,6 +246,8 @@ typedef struct mi_page_s {
   uint8_t            purge_orphaned;  /* unused slot left resident when its segment was abandoned:
                                          the thread that reclaims the segment queues its purge
                                          (all such slots: at most MI_ABANDONED_RESIDENT_MAX) */
+  uint8_t            slot_count;      /* slots the page spans while in use: 1, or up to
+                                         MI_SPAN_SLOTS_MAX for a large page (see mi_page_kind_t) */
   mi_msecs_t         purge_expire;    /* when purge_pending: time the slot is due for a purge;
                                          when purged (!is_committed): time of the purge, or 0 */
   _Atomic(uintptr_t) xthread_free;    /* mi_block_t* | mi_delayed_t in the low 2 bits */
@@ -251,10 +257,16 @@ typedef struct mi_page_s {
 } mi_page_t;
 _Static_assert(sizeof(void*) != 8 || sizeof(mi_page_t) == MI_PAGE_DESC_ALIGN, "page descriptors are 128 bytes");
 
+/* Segment kinds. Large blocks (MI_MEDIUM_OBJ_SIZE_MAX < size <= MI_LARGE_OBJ_SIZE_MAX) live in
+   medium segments too: a large page is a span of 2..MI_SPAN_SLOTS_MAX adjacent medium slots (or
+   one, for a block that fits a slot) holding one block at the span's start. So a thread's large
+   blocks of every size share its medium segments, and a freed one gives back its slots to be
+   reused by any medium or large page (purged after the delay like any unused slot), instead of
+   a 4 MiB segment per size class. The block starts in the span's first slot, so free finds the
+   span's descriptor with the usual shift; the other slots' descriptors are span tails. */
 typedef enum mi_page_kind_e {
   MI_PAGE_SMALL,    /* 64 pages of 64 KiB, blocks <= MI_SMALL_OBJ_SIZE_MAX */
-  MI_PAGE_MEDIUM,   /* 8 pages of 512 KiB, blocks <= MI_MEDIUM_OBJ_SIZE_MAX */
-  MI_PAGE_LARGE,    /* one page spanning the segment, blocks <= MI_LARGE_OBJ_SIZE_MAX */
+  MI_PAGE_MEDIUM,   /* 8 slots of 512 KiB: medium pages of one slot, large pages (spans) */
   MI_PAGE_HUGE      /* one page with one block, segment sized (and aligned) to fit */
 } mi_page_kind_t;
 
@@ -263,6 +275,8 @@ struct mi_subproc_s;
 /* A segment. Invariants:
      (uintptr_t)segment % MI_SEGMENT_SIZE == 0;  segment->cookie == _mi_segment_cookie(segment);
      used == number of pages with segment_in_use;  abandoned <= used;
+     slots_used == sum of slot_count over those pages <= capacity; a span's other slots have
+       span_tail set (and nothing else) while it is in use;
      thread_id == 0  <=> the segment is abandoned: on its subprocess' abandoned list
        (in_abandoned), or taken off it by a thread that is reclaiming it;
      commit: a slot of a page in use is committed (is_committed); the header's slot always is;
@@ -270,7 +284,7 @@ struct mi_subproc_s;
        back whole committed blocks (committed stat = committed slots);
      purge: an unused slot with purge_pending is in its owner thread's purge queue (tld),
        to be purged at purge_expire; slots of abandoned or released segments never are;
-     a small/medium segment of a thread with used < capacity is in that thread's free queue;
+     a small/medium segment of a thread with slots_used < capacity is in that thread's free queue;
      the segment maps [segment, segment + segment_size), all of it ours (segment map bits set). */
 typedef struct mi_segment_s {
   size_t               segment_size;    /* bytes mapped from the segment start */
@@ -280,6 +294,7 @@ typedef struct mi_segment_s {
   struct mi_segment_s* prev;
   struct mi_subproc_s* subproc;
   size_t               used;            /* pages in use */
+  size_t               slots_used;      /* slots of the pages in use (a span counts all its slots) */
   size_t               abandoned;       /* pages in use whose heap is gone */
   size_t               capacity;        /* number of pages */
   size_t               page_shift;      /* page index = (p - segment) >> page_shift */
