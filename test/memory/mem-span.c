@@ -1,0 +1,213 @@
+/* mem-span.c -- large blocks (above 480 KiB, up to 2 MiB) as spans of adjacent 512 KiB slots of a
+   medium segment (src/internal/types.h, mi_page_kind_t). Checked here, in a fresh thread (its own
+   segments) so the layout is predictable:
+   - layout: a large block shares the 4 MiB segment of the thread's medium blocks and starts on a
+     slot boundary, not in the header's slot while others are free;
+   - contents: blocks of every large size class (and medium ones between them), filled, freed in
+     a shuffled order with new ones allocated in between, keep their bytes, and usable_size covers
+     the request;
+   - zero: calloc of large blocks over slots that held dirty blocks (medium pages and other spans)
+     returns zeroed memory, also over a purged slot followed by a dirty one (a span is only zero
+     when all its slots are);
+   - reuse: a freed span of 4 slots (2 MiB) gives its slots to medium pages and to a span of another size
+     without a new segment (segments statistic);
+   - interior pointers: mi_heap_contains_block, mi_heap_check_owned and mi_is_in_heap_region find
+     the block from any of its slots; mi_free of a pointer into a span's later slot is reported
+     as invalid (EINVAL through the error handler) and the block is left intact.
+   Run under the default purge delay, MIMALLOC_PURGE_DELAY=0 (every freed slot purged at once)
+   and MIMALLOC_PURGE_DELAY=-1 (never: dirty slots are always reused). */
+#include "memory-common.h"
+
+#include <pthread.h>
+
+#define SLOT (512 * KiB)
+
+static size_t seg_off(const void* p) { return (uintptr_t)p & (MT_SEGMENT_SIZE - 1); }
+static bool same_segment(const void* a, const void* b) { return (((uintptr_t)a ^ (uintptr_t)b) < MT_SEGMENT_SIZE); }
+
+static uint64_t rng = 0x9E3779B97F4A7C15u;
+static size_t rnd(size_t n) {
+  rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+  return (size_t)(rng % n);
+}
+
+static void fill_seed(void* p, size_t n, uint8_t seed) {
+  uint8_t* b = (uint8_t*)p;
+  for (size_t i = 0; i + 1 < n; i += 512) b[i] = (uint8_t)(seed + i / 512);
+  b[n - 1] = seed;
+}
+static bool check_seed(const void* p, size_t n, uint8_t seed) {
+  const uint8_t* b = (const uint8_t*)p;
+  for (size_t i = 0; i + 1 < n; i += 512) if (b[i] != (uint8_t)(seed + i / 512)) return false;
+  return b[n - 1] == seed;
+}
+
+static void layout(void) {
+  void* m = mi_malloc(100 * KiB);   /* the thread's first medium segment */
+  void* l = mi_malloc(1 * MiB);
+  CHECK(m != NULL && l != NULL);
+  CHECK_MSG(same_segment(m, l), "1 MiB block %p not in the segment of the medium block %p", l, m);
+  CHECK_MSG(seg_off(l) % SLOT == 0 && seg_off(l) >= SLOT, "1 MiB block at offset %zu of its segment", seg_off(l));
+  CHECK(mi_usable_size(l) >= 1 * MiB);
+  void* l2 = mi_malloc(1 * MiB);
+  CHECK(l2 != NULL && same_segment(l, l2) && seg_off(l2) % SLOT == 0);
+  CHECK_MSG(seg_off(l2) >= seg_off(l) + 2 * SLOT || seg_off(l) >= seg_off(l2) + 2 * SLOT,
+            "spans overlap: offsets %zu and %zu", seg_off(l), seg_off(l2));
+  mi_free(l2);
+  mi_free(l);
+  mi_free(m);
+}
+
+enum { NLIVE = 24 };
+static void contents(void) {
+  static const size_t sizes[] = { 480 * KiB + 1, 500 * KiB, 600 * KiB, 700 * KiB, 900 * KiB, 1 * MiB,
+                                  1 * MiB + 1, 1300 * KiB, 1536 * KiB, 1800 * KiB, 2 * MiB - 100, 2 * MiB,
+                                  20 * KiB, 100 * KiB, 300 * KiB, 480 * KiB };
+  const size_t nsizes = sizeof(sizes) / sizeof(sizes[0]);
+  void* live[NLIVE] = { 0 };
+  size_t lsize[NLIVE] = { 0 };
+  uint8_t lseed[NLIVE] = { 0 };
+  for (size_t round = 0; round < 600; round++) {
+    const size_t i = rnd(NLIVE);
+    if (live[i] != NULL) {
+      CHECK_MSG(check_seed(live[i], lsize[i], lseed[i]), "block %p of %zu bytes lost its contents", live[i], lsize[i]);
+      mi_free(live[i]);
+    }
+    lsize[i] = sizes[rnd(nsizes)];
+    lseed[i] = (uint8_t)round;
+    live[i] = mi_malloc(lsize[i]);
+    CHECK(live[i] != NULL);
+    if (live[i] == NULL) continue;
+    CHECK_MSG(mi_usable_size(live[i]) >= lsize[i], "usable size %zu < %zu", mi_usable_size(live[i]), lsize[i]);
+    fill_seed(live[i], lsize[i], lseed[i]);
+  }
+  for (size_t i = 0; i < NLIVE; i++) {
+    if (live[i] == NULL) continue;
+    CHECK_MSG(check_seed(live[i], lsize[i], lseed[i]), "block %p of %zu bytes lost its contents", live[i], lsize[i]);
+    mi_free(live[i]);
+  }
+}
+
+static void zero(void) {
+  for (int round = 0; round < 20; round++) {
+    /* dirty medium pages and spans of several sizes, freed */
+    void* d[12];
+    for (int i = 0; i < 12; i++) {
+      const size_t n = (i % 3 == 0 ? 200 * KiB : i % 3 == 1 ? 700 * KiB : 1700 * KiB);
+      d[i] = mi_malloc(n);
+      CHECK(d[i] != NULL);
+      if (d[i] != NULL) memset(d[i], 0xA5, n);
+    }
+    for (int i = 0; i < 12; i++) mi_free(d[(i * 5) % 12]);
+    /* zeroed spans over those slots */
+    void* z[6];
+    for (int i = 0; i < 6; i++) {
+      const size_t n = (i % 2 == 0 ? 1100 * KiB : 2 * MiB);
+      z[i] = mi_calloc(1, n);
+      CHECK(z[i] != NULL);
+      if (z[i] != NULL) CHECK_MSG(mt_is_zero(z[i], n), "calloc(%zu) = %p is not zero (round %d)", n, z[i], round);
+    }
+    for (int i = 0; i < 6; i++) mi_free(z[i]);
+  }
+}
+
+/* A span over a slot purged earlier (zero) and a slot freed just now (dirty, its purge still
+   pending): calloc must clear it. Needs a fresh thread (the first medium segment's slots). */
+static void zero_mixed(void) {
+  void* a[4];
+  for (int i = 0; i < 4; i++) {
+    a[i] = mi_malloc(400 * KiB);   /* one medium page each: slots 0, 1, 2, 3 */
+    CHECK(a[i] != NULL);
+    if (a[i] == NULL) return;
+    CHECK_MSG(seg_off(a[i]) / SLOT == (size_t)i && same_segment(a[i], a[0]), "400 KiB block %d in slot %zu", i, seg_off(a[i]) / SLOT);
+    memset(a[i], 0xC3, 400 * KiB);
+  }
+  mi_free(a[1]);
+  mt_sleep_ms(50);
+  mi_collect(false);   /* slot 1 is purged (default delay), then reads as zero */
+  mi_free(a[2]);       /* slot 2 stays dirty until its delay is up */
+  const size_t n = 900 * KiB;
+  void* z = mi_calloc(1, n);
+  CHECK(z != NULL);
+  if (z == NULL) return;
+  CHECK_MSG(same_segment(z, a[0]) && seg_off(z) == SLOT, "900 KiB block at offset %zu", seg_off(z));
+  CHECK_MSG(mt_is_zero(z, n), "calloc(%zu) over a purged and a dirty slot is not zero", n);
+  mi_free(z);
+  mi_free(a[0]);
+  mi_free(a[3]);
+}
+
+static void reuse(void) {
+  void* m = mi_malloc(100 * KiB);
+  const size_t n = 2 * MiB - 4096;   /* the 2 MiB bin, also with debug padding (4 slots) */
+  void* big = mi_malloc(n);
+  CHECK(m != NULL && big != NULL && same_segment(m, big));
+  if (big != NULL) memset(big, 1, n);
+  const int64_t segments = mt_stats()->segments.current;
+  mi_free(big);
+  /* four medium pages (one 400 KiB block each) and a 1 MiB span fit in the freed slots */
+  void* p[4];
+  for (int i = 0; i < 4; i++) {
+    p[i] = mi_malloc(400 * KiB);
+    CHECK(p[i] != NULL && same_segment(p[i], m));
+  }
+  for (int i = 0; i < 4; i++) mi_free(p[i]);
+  void* l = mi_malloc(1 * MiB);
+  CHECK(l != NULL && same_segment(l, m));
+  CHECK_EQ(mt_stats()->segments.current, segments);
+  mi_free(l);
+  mi_free(m);
+}
+
+static _Atomic(int) errors_einval;
+static void on_error(int err, void* arg) {
+  (void)arg;
+  if (err == EINVAL) errors_einval++;
+}
+
+static void interior(void) {
+  mi_heap_t* heap = mi_heap_get_default();
+  const size_t n = 1536 * KiB;
+  uint8_t* p = (uint8_t*)mi_malloc(n);
+  CHECK(p != NULL);
+  if (p == NULL) return;
+  memset(p, 0x5A, n);
+  for (size_t off = 0; off < n; off += 256 * KiB) {
+    CHECK_MSG(mi_heap_contains_block(heap, p + off), "contains_block(%p + %zu) is false", (void*)p, off);
+    CHECK_MSG(mi_heap_check_owned(heap, p + off), "check_owned(%p + %zu) is false", (void*)p, off);
+    CHECK(mi_is_in_heap_region(p + off));
+  }
+  mi_register_error(&on_error, NULL);
+  const int before = errors_einval;
+  mi_free(p + SLOT + 4096);   /* not a block start: inside the span's second slot */
+  CHECK_MSG(errors_einval == before + 1, "free of an interior pointer reported %d EINVAL errors", errors_einval - before);
+  mi_register_error(NULL, NULL);
+  CHECK(mt_is_filled(p, n, 0x5A));
+  CHECK(mi_heap_contains_block(heap, p));
+  mi_free(p);
+}
+
+static void* run_zero_mixed(void* arg) {
+  (void)arg;
+  zero_mixed();
+  return NULL;
+}
+
+static void* run(void* arg) {
+  (void)arg;
+  layout();
+  contents();
+  zero();
+  reuse();
+  interior();
+  return NULL;
+}
+
+int main(void) {
+  pthread_t t;
+  CHECK_EQ(pthread_create(&t, NULL, &run_zero_mixed, NULL), 0);
+  CHECK_EQ(pthread_join(t, NULL), 0);
+  CHECK_EQ(pthread_create(&t, NULL, &run, NULL), 0);
+  CHECK_EQ(pthread_join(t, NULL), 0);
+  return test_summary("mem-span", "layout, contents, zero (also over purged + dirty slots), reuse, interior pointers");
+}
