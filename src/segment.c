@@ -185,20 +185,29 @@ static void mi_segments_note_reuse(mi_page_t* page, mi_tld_t* tld) {
   page->purge_expire = 0;
 }
 
-/* A slot became unused in a segment that stays: purge it now, later, or never (purge_delay). */
-static void mi_segment_slot_schedule_purge(mi_segment_t* segment, mi_page_t* page, mi_tld_t* tld) {
+/* A slot became unused in a segment that stays: purge it now, later, or never (purge_delay).
+   The slots of a large page (`span`) wait the longest slot delay: a big block is many OS pages
+   to fault in again, and programs free and allocate them less often than small ones (with the
+   short delay malloc-large took 48K page faults instead of 36K and 20% more time; its blocks
+   had the arena's long delay when each size class had its own segment). The queue stays
+   ordered by purge_expire (the walk back only passes entries that wait longer). */
+static void mi_segment_slot_schedule_purge(mi_segment_t* segment, mi_page_t* page, bool span, mi_tld_t* tld) {
   if (segment->memid.is_pinned || !page->is_committed || segment->page_kind > MI_PAGE_MEDIUM) return;
-  const mi_msecs_t delay = mi_segments_slot_purge_delay(tld);
+  mi_msecs_t delay = mi_segments_slot_purge_delay(tld);
   if (delay < 0) return;
   if (delay == 0) { mi_segment_slot_purge(segment, page); return; }
+  if (span) delay = mi_segments_slot_purge_max();
   mi_purge_queue_t* queue = &tld->segments.purge;
   page->purge_expire = _mi_prim_clock_now() + delay;
   page->purge_pending = 1;
-  page->next = NULL;
-  page->prev = queue->last;
-  if (queue->last != NULL) queue->last->next = page;
+  mi_page_t* before = queue->last;   /* insert after it */
+  while (before != NULL && before->purge_expire > page->purge_expire) before = before->prev;
+  page->prev = before;
+  page->next = (before != NULL ? before->next : queue->first);
+  if (page->next != NULL) page->next->prev = page;
+  else queue->last = page;
+  if (before != NULL) before->next = page;
   else queue->first = page;
-  queue->last = page;
 }
 
 /* Purge the queued slots that are due (all with force), oldest first. */
@@ -392,7 +401,7 @@ static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, 
     mi_assert_internal(!slot->purge_orphaned);   /* cleared when the segment was reclaimed */
     mi_segments_note_reuse(slot, tld);
     if (!mi_segment_slot_commit(segment, slot)) {
-      for (size_t j = 0; j < i; j++) mi_segment_slot_schedule_purge(segment, &page[j], tld);
+      for (size_t j = 0; j < i; j++) mi_segment_slot_schedule_purge(segment, &page[j], count > 1, tld);
       return NULL;
     }
   }
@@ -467,7 +476,7 @@ static bool mi_segment_page_clear(mi_segment_t* segment, mi_page_t* page, size_t
 
 /* The slots of a page just cleared in a segment that stays (see mi_segment_slot_schedule_purge). */
 static void mi_segment_slots_schedule_purge(mi_segment_t* segment, mi_page_t* page, size_t count, mi_tld_t* tld) {
-  for (size_t i = 0; i < count; i++) mi_segment_slot_schedule_purge(segment, &page[i], tld);
+  for (size_t i = 0; i < count; i++) mi_segment_slot_schedule_purge(segment, &page[i], count > 1, tld);
 }
 
 static void mi_segment_abandon(mi_segment_t* segment, mi_tld_t* tld);
@@ -678,7 +687,7 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
     if (!page->segment_in_use) {
       if (page->purge_orphaned) {
         mi_segment_slot_unorphan(segment, page);
-        mi_segment_slot_schedule_purge(segment, page, tld);
+        mi_segment_slot_schedule_purge(segment, page, false, tld);
       }
       continue;
     }

@@ -331,8 +331,8 @@ typedef struct mi_subproc_s {
 } mi_subproc_t;
 
 /* The purge queue of a thread: unused page slots of its segments, linked through the page
-   descriptors' next/prev (free while a slot is unused), oldest first. Every entry was queued
-   with the same delay, so purge_expire never decreases from first to last. */
+   descriptors' next/prev (free while a slot is unused), ordered by purge_expire (the slots of
+   a large page, and slots queued before the delay backed off, wait longer than others). */
 typedef struct mi_purge_queue_s {
   mi_page_t* first;
   mi_page_t* last;

@@ -187,6 +187,44 @@ static void interior(void) {
   mi_free(p);
 }
 
+/* `order` (MIMALLOC_PURGE_DELAY=100, MIMALLOC_ARENA_PURGE_MULT=10): a freed span's slots wait
+   the long delay (1 s), a medium page's slot freed after them the short one (100 ms), and the
+   thread's purge queue stays ordered: the medium slot is purged first although queued last. */
+static void order(void) {
+  void* m = mi_malloc(100 * KiB);   /* slot 0 */
+  void* l = mi_malloc(1 * MiB);     /* a span of slots 1-2 (3 with debug padding) */
+  void* n = mi_malloc(300 * KiB);   /* the next free slot */
+  CHECK(m != NULL && l != NULL && n != NULL && same_segment(m, l) && same_segment(m, n));
+  if (m == NULL || l == NULL || n == NULL) return;
+  memset(l, 1, 1 * MiB);
+  memset(n, 1, 300 * KiB);
+  const size_t span_slots = (seg_off(n) - seg_off(l)) / SLOT;
+  CHECK_MSG(span_slots == 2 || span_slots == 3, "1 MiB span of %zu slots", span_slots);
+  const int64_t before = mt_stats()->purged.total;
+  const long long t0 = mt_now_ms();
+  mi_free(l);
+  mi_free(n);
+  for (int i = 0; i < 5; i++) mi_collect(false);   /* the empty medium page leaves its retired state */
+  mt_sleep_ms(300);
+  mi_collect(false);
+  const long long t1 = mt_now_ms();
+  const int64_t p1 = mt_stats()->purged.total - before;
+  if (t1 - t0 < 900) {   /* (a stalled machine would make the first look late) */
+    CHECK_MSG(p1 == (int64_t)SLOT, "after %lld ms: %lld bytes purged, not the medium slot (%zu)", t1 - t0, (long long)p1, SLOT);
+  }
+  mt_sleep_ms(1200);
+  mi_collect(false);
+  const int64_t p2 = mt_stats()->purged.total - before;
+  CHECK_MSG(p2 == (int64_t)((1 + span_slots) * SLOT), "after %lld ms: %lld bytes purged, not all %zu slots", mt_now_ms() - t0, (long long)p2, 1 + span_slots);
+  mi_free(m);
+}
+
+static void* run_order(void* arg) {
+  (void)arg;
+  order();
+  return NULL;
+}
+
 static void* run_zero_mixed(void* arg) {
   (void)arg;
   zero_mixed();
@@ -203,8 +241,13 @@ static void* run(void* arg) {
   return NULL;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
   pthread_t t;
+  if (argc > 1 && strcmp(argv[1], "order") == 0) {
+    CHECK_EQ(pthread_create(&t, NULL, &run_order, NULL), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    return test_summary("mem-span order", "a span's slots wait the long purge delay, the queue stays ordered");
+  }
   CHECK_EQ(pthread_create(&t, NULL, &run_zero_mixed, NULL), 0);
   CHECK_EQ(pthread_join(t, NULL), 0);
   CHECK_EQ(pthread_create(&t, NULL, &run, NULL), 0);
