@@ -43,7 +43,7 @@ static void mi_free_block_mt(mi_block_t* block, mi_page_t* page, mi_segment_t* s
     }
     else {
       mi_block_set_next(page, block, mi_tf_block(tfree));
-      tfreex = mi_tf_set_block(tfree, block);
+      tfreex = mi_tf_push(tfree, block);
     }
   } while (!mi_atomic_cas_weak_release(&page->xthread_free, &tfree, tfreex));
 
@@ -61,7 +61,7 @@ static void mi_free_block_mt(mi_block_t* block, mi_page_t* page, mi_segment_t* s
       tfreex = tfree;
       if (heap == NULL) {   /* cannot happen by the protocol; keep the block anyway */
         mi_block_set_next(page, block, mi_tf_block(tfree));
-        tfreex = mi_tf_set_block(tfree, block);
+        tfreex = mi_tf_push(tfree, block);
       }
       tfreex = mi_tf_set_delayed(tfreex, MI_NO_DELAYED_FREE);
     } while (!mi_atomic_cas_weak_release(&page->xthread_free, &tfree, tfreex));
@@ -78,7 +78,7 @@ static mi_decl_noinline void mi_free_remote(mi_block_t* block, mi_page_t* page, 
   do {
     if (mi_unlikely(mi_tf_delayed(tfree) == MI_USE_DELAYED_FREE)) { mi_free_block_mt(block, page, segment); return; }
     mi_block_set_next(page, block, mi_tf_block(tfree));
-    tfreex = mi_tf_set_block(tfree, block);
+    tfreex = mi_tf_push(tfree, block);
   } while (!mi_atomic_cas_weak_release(&page->xthread_free, &tfree, tfreex));
 }
 

@@ -155,7 +155,7 @@ static void mi_page_thread_free_collect(mi_page_t* page) {
   uintptr_t tfreex;
   do {
     if (mi_tf_block(tfree) == NULL) return;
-    tfreex = mi_tf_set_block(tfree, NULL);
+    tfreex = mi_tf_make_empty(mi_tf_delayed(tfree));
   } while (!mi_atomic_cas_weak_acq_rel(&page->xthread_free, &tfree, tfreex));
 
   mi_block_t* head = mi_tf_block(tfree);
@@ -185,6 +185,47 @@ static void mi_page_thread_free_collect(mi_page_t* page) {
     mi_heap_t* heap = mi_page_heap(page);
     _mi_stat_blocks_freed(page, (heap == NULL ? NULL : heap->tld), count);
   }
+}
+
+/* For an allocation from a page whose free list is empty: collect both lists without walking
+   either. The thread_free list is taken whole, with its length (mi_tf_count), in one atomic
+   step; local_free becomes the free list and the thread_free list the new local_free (or, when
+   local_free is empty, the free list itself). So remote-freed blocks are touched once, when
+   they are handed out, instead of also by a walk to find the list's end (a cache miss per block
+   that another core wrote). Checked builds take the walking path, which validates every link. */
+static void mi_page_collect_for_alloc(mi_page_t* page) {
+#if MI_DEBUG > 0 || MI_SECURE > 0
+  _mi_page_free_collect(page, false);
+#else
+  if (page->free != NULL) return;
+  mi_block_t* remote = NULL;
+  uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
+  while (mi_tf_block(tfree) != NULL) {
+    if (mi_atomic_cas_weak_acq_rel(&page->xthread_free, &tfree, mi_tf_make_empty(mi_tf_delayed(tfree)))) {
+      const size_t count = mi_tf_count(tfree);
+      if (mi_unlikely(count == 0 || count > page->used)) {   /* a block freed twice, or a wild write */
+        _mi_error_message(EFAULT, "corrupted thread-free list in page %p (block size %zu, %zu blocks for %u in use)\n",
+                          (void*)page, page->block_size, count, page->used);
+        break;   /* leak the list rather than corrupt the page */
+      }
+      remote = mi_tf_block(tfree);
+      page->used -= (uint32_t)count;
+      if (MI_STAT > 1) {
+        mi_heap_t* heap = mi_page_heap(page);
+        _mi_stat_blocks_freed(page, (heap == NULL ? NULL : heap->tld), count);
+      }
+      break;
+    }
+  }
+  if (page->local_free != NULL) {
+    page->free = page->local_free;   /* this thread's own frees: likely still in its cache */
+    page->local_free = remote;
+  }
+  else {
+    page->free = remote;
+  }
+  page->free_is_zero = false;
+#endif
 }
 
 void _mi_page_free_collect(mi_page_t* page, bool force) {
@@ -253,7 +294,7 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
     page->free = (mi_block_t*)page->page_start;
     mi_block_set_next(page, page->free, NULL);
     page->free_is_zero = page->is_zero_init;
-    mi_atomic_store_release(&page->xthread_free, mi_tf_make(NULL, MI_USE_DELAYED_FREE));
+    mi_atomic_store_release(&page->xthread_free, mi_tf_make_empty(MI_USE_DELAYED_FREE));
     mi_os_stat_increase(page_committed, page->block_size);
     if (MI_STAT > 1) mi_os_stat_increase(page_bins[MI_BIN_HUGE_INTERNAL], 1);
     return;
@@ -270,7 +311,7 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
   page->local_free = NULL;
   mi_page_flags_clear(page);
   page->retire_expire = 0;
-  mi_atomic_store_release(&page->xthread_free, mi_tf_make(NULL, MI_NO_DELAYED_FREE));
+  mi_atomic_store_release(&page->xthread_free, mi_tf_make_empty(MI_NO_DELAYED_FREE));
   mi_page_extend_free(page);
 }
 
@@ -383,7 +424,7 @@ static mi_page_t* mi_page_queue_find_free(mi_heap_t* heap, mi_page_queue_t* pq, 
   while (page != NULL) {
     mi_page_t* next = page->next;
     searched++;
-    _mi_page_free_collect(page, false);
+    mi_page_collect_for_alloc(page);
     if (mi_page_immediate_available(page)) break;
     if (page->capacity < page->reserved) {
       mi_page_extend_free(page);
@@ -416,7 +457,7 @@ static mi_page_t* mi_find_free_page(mi_heap_t* heap, size_t size) {
   mi_page_queue_t* pq = &heap->pages[_mi_bin(size)];
   mi_page_t* page = pq->first;
   if (page != NULL) {
-    _mi_page_free_collect(page, false);
+    mi_page_collect_for_alloc(page);
     if (mi_page_immediate_available(page)) {
       page->retire_expire = 0;
       return page;

@@ -173,16 +173,26 @@ static mi_msecs_t mi_segments_slot_purge_delay(const mi_tld_t* tld) {
   return (d < max ? d : max);
 }
 
-/* A purged slot is taken again: if that is soon after its purge, back off (no further than
-   the maximum delay, so stepping back starts at once when the reuse stops). */
-static void mi_segments_note_reuse(mi_page_t* page, mi_tld_t* tld) {
-  if (page->is_committed || page->purge_expire == 0) return;
+/* Slots [slots, slots + count) are taken again: if any of them was purged soon before, back off
+   one step (no further than the maximum delay, so stepping back starts at once when the reuse
+   stops). */
+static void mi_segments_note_reuse(mi_page_t* slots, size_t count, mi_tld_t* tld) {
   const mi_msecs_t delay = mi_segments_slot_purge_delay(tld);
-  if (delay > 0 && _mi_prim_clock_now() - page->purge_expire < 4 * delay) {
+  mi_msecs_t now = 0;
+  bool soon = false;
+  for (size_t i = 0; i < count; i++) {
+    mi_page_t* page = &slots[i];
+    if (page->is_committed || page->purge_expire == 0) continue;
+    if (delay > 0) {
+      if (now == 0) now = _mi_prim_clock_now();
+      if (now - page->purge_expire < 4 * delay) soon = true;
+    }
+    page->purge_expire = 0;
+  }
+  if (soon) {
     tld->segments.purge_reused = true;
     if (delay < mi_segments_slot_purge_max()) tld->segments.purge_backoff++;
   }
-  page->purge_expire = 0;
 }
 
 /* A slot became unused in a segment that stays: purge it now, later, or never (purge_delay).
@@ -393,13 +403,13 @@ static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
 /* The unused slots [page, page + count) become a page in use (committing them if needed);
    NULL if a commit fails (the slots stay unused). */
 static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, size_t count, mi_tld_t* tld) {
-  mi_assert_internal(count >= 1 && page->segment_idx + count <= segment->capacity);
+  mi_assert_internal(count >= 1 && count <= MI_SPAN_SLOTS_MAX && page->segment_idx + count <= segment->capacity);
+  mi_segments_note_reuse(page, count, tld);
   for (size_t i = 0; i < count; i++) {
     mi_page_t* slot = &page[i];
     mi_assert_internal(!slot->segment_in_use && slot->span_tail == 0);
     if (slot->purge_pending) mi_purge_queue_remove(&tld->segments.purge, slot);
     mi_assert_internal(!slot->purge_orphaned);   /* cleared when the segment was reclaimed */
-    mi_segments_note_reuse(slot, tld);
     if (!mi_segment_slot_commit(segment, slot)) {
       for (size_t j = 0; j < i; j++) mi_segment_slot_schedule_purge(segment, &page[j], count > 1, tld);
       return NULL;
@@ -420,6 +430,7 @@ static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, 
   return page;
 }
 
+_Static_assert(MI_SPAN_SLOTS_MAX < MI_MEDIUM_PAGES_PER_SEGMENT, "the largest span fits in a medium segment");
 static bool mi_segment_slot_is_free(const mi_segment_t* segment, size_t i) {
   return (!segment->pages[i].segment_in_use && segment->pages[i].span_tail == 0);
 }

@@ -435,12 +435,25 @@ static inline bool mi_page_all_free(const mi_page_t* page) { return page->used =
 static inline bool mi_page_is_huge(const mi_page_t* page) { return page->block_size > MI_LARGE_OBJ_SIZE_MAX; }
 static inline bool mi_page_immediate_available(const mi_page_t* page) { return page->free != NULL; }
 
-/* thread_free word: a block pointer (blocks are 8-aligned) with the delayed state in 2 bits */
-static inline mi_block_t* mi_tf_block(uintptr_t tf) { return (mi_block_t*)(tf & ~(uintptr_t)3); }
+/* thread_free word: the list head (blocks are 8-aligned and, like every segment, below 2^48:
+   MI_SEGMENT_MAP_ADDR_BITS), the delayed state in bits 0-1 and the list length in bits 48-63
+   (more than the blocks of any page), so the owner takes the list with its length in one
+   exchange, without walking it (mi_page_collect_for_alloc). */
+#define MI_TF_COUNT_SHIFT  (48)
+_Static_assert(MI_SEGMENT_MAP_ADDR_BITS <= MI_TF_COUNT_SHIFT && sizeof(uintptr_t) == 8, "block pointers leave the top 16 bits of the thread_free word free");
+_Static_assert(MI_SMALL_PAGE_SIZE / 8 < ((size_t)1 << (64 - MI_TF_COUNT_SHIFT)), "a page's blocks fit the thread_free count");
+static inline mi_block_t* mi_tf_block(uintptr_t tf) { return (mi_block_t*)(tf & ((((uintptr_t)1) << MI_TF_COUNT_SHIFT) - 4)); }
 static inline mi_delayed_t mi_tf_delayed(uintptr_t tf) { return (mi_delayed_t)(tf & 3); }
-static inline uintptr_t mi_tf_make(mi_block_t* block, mi_delayed_t delayed) { return ((uintptr_t)block | (uintptr_t)delayed); }
-static inline uintptr_t mi_tf_set_delayed(uintptr_t tf, mi_delayed_t delayed) { return mi_tf_make(mi_tf_block(tf), delayed); }
-static inline uintptr_t mi_tf_set_block(uintptr_t tf, mi_block_t* block) { return mi_tf_make(block, mi_tf_delayed(tf)); }
+static inline size_t mi_tf_count(uintptr_t tf) { return (size_t)(tf >> MI_TF_COUNT_SHIFT); }
+/* an empty list in state `delayed` */
+static inline uintptr_t mi_tf_make_empty(mi_delayed_t delayed) { return (uintptr_t)delayed; }
+/* the same list (and length) in another state */
+static inline uintptr_t mi_tf_set_delayed(uintptr_t tf, mi_delayed_t delayed) { return ((tf & ~(uintptr_t)3) | (uintptr_t)delayed); }
+/* the list with `block` pushed (the caller linked it to mi_tf_block(tf)) */
+static inline uintptr_t mi_tf_push(uintptr_t tf, mi_block_t* block) {
+  const uintptr_t keep = ~((((uintptr_t)1) << MI_TF_COUNT_SHIFT) - 4);   /* count and state */
+  return ((tf + (((uintptr_t)1) << MI_TF_COUNT_SHIFT)) & keep) | (uintptr_t)block;
+}
 static inline mi_block_t* mi_page_thread_free(const mi_page_t* page) {
   return mi_tf_block(mi_atomic_load_relaxed(&((mi_page_t*)page)->xthread_free));
 }
