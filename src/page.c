@@ -148,17 +148,30 @@ void _mi_page_use_delayed_free(mi_page_t* page, mi_delayed_t delay, bool overrid
 /* ------------------------------------------------------------------------------------------
    Collecting free lists
 ------------------------------------------------------------------------------------------ */
-/* Take the whole thread_free list with one CAS (keeping the delayed state) and add it to
-   local_free, adjusting `used`. */
-static void mi_page_thread_free_collect(mi_page_t* page) {
+/* Take the whole thread_free list with one CAS (keeping the delayed state); returns the word as
+   it was (its block NULL: there was nothing to take). */
+static uintptr_t mi_page_thread_free_take(mi_page_t* page) {
   uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
-  uintptr_t tfreex;
   do {
-    if (mi_tf_block(tfree) == NULL) return;
-    tfreex = mi_tf_make_empty(mi_tf_delayed(tfree));
-  } while (!mi_atomic_cas_weak_acq_rel(&page->xthread_free, &tfree, tfreex));
+    if (mi_tf_block(tfree) == NULL) return tfree;
+  } while (!mi_atomic_cas_weak_acq_rel(&page->xthread_free, &tfree, mi_tf_make_empty(mi_tf_delayed(tfree))));
+  return tfree;
+}
 
-  mi_block_t* head = mi_tf_block(tfree);
+/* `count` blocks taken from the thread_free list are free again: adjust `used`. */
+static void mi_page_thread_freed(mi_page_t* page, size_t count) {
+  page->used -= (uint32_t)count;
+  if (MI_STAT > 1) {
+    mi_heap_t* heap = mi_page_heap(page);
+    _mi_stat_blocks_freed(page, (heap == NULL ? NULL : heap->tld), count);
+  }
+}
+
+/* Take the thread_free list and add it to local_free, walking it to find its end (and, in
+   debug builds, to validate every link). */
+static void mi_page_thread_free_collect(mi_page_t* page) {
+  mi_block_t* head = mi_tf_block(mi_page_thread_free_take(page));
+  if (head == NULL) return;
   mi_block_t* tail = head;
   uint32_t count = 1;
   const uint32_t max_count = page->capacity;
@@ -180,11 +193,7 @@ static void mi_page_thread_free_collect(mi_page_t* page) {
   }
   mi_block_set_next(page, tail, page->local_free);
   page->local_free = head;
-  page->used -= count;
-  if (MI_STAT > 1) {
-    mi_heap_t* heap = mi_page_heap(page);
-    _mi_stat_blocks_freed(page, (heap == NULL ? NULL : heap->tld), count);
-  }
+  mi_page_thread_freed(page, count);
 }
 
 /* For an allocation from a page whose free list is empty: collect both lists without walking
@@ -198,23 +207,17 @@ static void mi_page_collect_for_alloc(mi_page_t* page) {
   _mi_page_free_collect(page, false);
 #else
   if (page->free != NULL) return;
-  mi_block_t* remote = NULL;
-  uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
-  while (mi_tf_block(tfree) != NULL) {
-    if (mi_atomic_cas_weak_acq_rel(&page->xthread_free, &tfree, mi_tf_make_empty(mi_tf_delayed(tfree)))) {
-      const size_t count = mi_tf_count(tfree);
-      if (mi_unlikely(count == 0 || count > page->used)) {   /* a block freed twice, or a wild write */
-        _mi_error_message(EFAULT, "corrupted thread-free list in page %p (block size %zu, %zu blocks for %u in use)\n",
-                          (void*)page, page->block_size, count, page->used);
-        break;   /* leak the list rather than corrupt the page */
-      }
-      remote = mi_tf_block(tfree);
-      page->used -= (uint32_t)count;
-      if (MI_STAT > 1) {
-        mi_heap_t* heap = mi_page_heap(page);
-        _mi_stat_blocks_freed(page, (heap == NULL ? NULL : heap->tld), count);
-      }
-      break;
+  const uintptr_t tfree = mi_page_thread_free_take(page);
+  mi_block_t* remote = mi_tf_block(tfree);
+  if (remote != NULL) {
+    const size_t count = mi_tf_count(tfree);
+    if (mi_unlikely(count == 0 || count > page->used)) {   /* a block freed twice, or a wild write */
+      _mi_error_message(EFAULT, "corrupted thread-free list in page %p (block size %zu, %zu blocks for %u in use)\n",
+                        (void*)page, page->block_size, count, page->used);
+      remote = NULL;   /* leak the list rather than corrupt the page */
+    }
+    else {
+      mi_page_thread_freed(page, count);
     }
   }
   if (page->local_free != NULL) {

@@ -400,6 +400,12 @@ static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
 /* ------------------------------------------------------------------------------------------
    Pages inside segments
 ------------------------------------------------------------------------------------------ */
+/* Slots [page, page + count) became unused in a segment that stays (see
+   mi_segment_slot_schedule_purge; `span`: they held a large page). */
+static void mi_segment_slots_schedule_purge(mi_segment_t* segment, mi_page_t* page, size_t count, bool span, mi_tld_t* tld) {
+  for (size_t i = 0; i < count; i++) mi_segment_slot_schedule_purge(segment, &page[i], span, tld);
+}
+
 /* The unused slots [page, page + count) become a page in use (committing them if needed);
    NULL if a commit fails (the slots stay unused). */
 static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, size_t count, mi_tld_t* tld) {
@@ -411,7 +417,7 @@ static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, 
     if (slot->purge_pending) mi_purge_queue_remove(&tld->segments.purge, slot);
     mi_assert_internal(!slot->purge_orphaned);   /* cleared when the segment was reclaimed */
     if (!mi_segment_slot_commit(segment, slot)) {
-      for (size_t j = 0; j < i; j++) mi_segment_slot_schedule_purge(segment, &page[j], count > 1, tld);
+      mi_segment_slots_schedule_purge(segment, page, i, count > 1, tld);
       return NULL;
     }
   }
@@ -485,11 +491,6 @@ static bool mi_segment_page_clear(mi_segment_t* segment, mi_page_t* page, size_t
   return (segment->used == 0);
 }
 
-/* The slots of a page just cleared in a segment that stays (see mi_segment_slot_schedule_purge). */
-static void mi_segment_slots_schedule_purge(mi_segment_t* segment, mi_page_t* page, size_t count, mi_tld_t* tld) {
-  for (size_t i = 0; i < count; i++) mi_segment_slot_schedule_purge(segment, &page[i], count > 1, tld);
-}
-
 static void mi_segment_abandon(mi_segment_t* segment, mi_tld_t* tld);
 
 void _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld) {
@@ -499,11 +500,11 @@ void _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld) {
     mi_segment_free(segment, tld);
   }
   else if (segment->used == segment->abandoned) {
-    mi_segment_slots_schedule_purge(segment, page, slots, tld);
+    mi_segment_slots_schedule_purge(segment, page, slots, slots > 1, tld);
     mi_segment_abandon(segment, tld);     /* only abandoned pages are left (thread exit) */
   }
   else {
-    mi_segment_slots_schedule_purge(segment, page, slots, tld);
+    mi_segment_slots_schedule_purge(segment, page, slots, slots > 1, tld);
     mi_segment_insert_in_free_queue(segment, tld);
   }
   /* a thread that is mostly freeing (shrinking) purges as it goes */
@@ -714,7 +715,7 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
     if (mi_page_all_free(page)) {
       size_t slots;
       mi_segment_page_clear(segment, page, &slots);
-      if (segment->used > 0) mi_segment_slots_schedule_purge(segment, page, slots, tld);
+      if (segment->used > 0) mi_segment_slots_schedule_purge(segment, page, slots, slots > 1, tld);
     }
     else {
       mi_page_queue_t* pq = (huge ? &target->pages[MI_BIN_HUGE_INTERNAL] : &target->pages[_mi_bin(page->block_size)]);
@@ -749,17 +750,17 @@ static void mi_abandoned_unlink(mi_subproc_t* subproc, mi_segment_t* segment) {
 static mi_segment_t* mi_abandoned_pop(mi_subproc_t* subproc, mi_arena_id_t arena_id) {
   if (mi_atomic_load_relaxed(&subproc->abandoned) == NULL) return NULL;   /* a stale peek only delays reclaim */
   mi_lock_acquire(&subproc->abandoned_lock);
+  mi_segment_t* found = NULL;
   mi_segment_t* segment = mi_atomic_load_relaxed(&subproc->abandoned);
-  for (size_t n = 0; segment != NULL && n < 64; n++) {
+  for (size_t n = 0; segment != NULL && n < 64; n++, segment = segment->next) {
     if (_mi_arena_memid_is_suitable(&segment->memid, arena_id)) {
       mi_abandoned_unlink(subproc, segment);
+      found = segment;
       break;
     }
-    segment = segment->next;
   }
-  if (segment != NULL && segment->in_abandoned) segment = NULL;   /* none suitable among the first */
   mi_lock_release(&subproc->abandoned_lock);
-  return segment;
+  return found;
 }
 
 /* A free by this thread into an abandoned page: with the option abandoned_reclaim_on_free, if
@@ -784,8 +785,6 @@ bool _mi_segment_reclaim_on_free(mi_segment_t* segment) {
   mi_assert_internal(alive);   /* the block being freed is still in use */
   return alive;
 }
-
-
 
 /* Reclaim abandoned segments that may serve `heap` into its thread until one with free pages of
    `kind` (small or medium) was reclaimed, trying at most a few. Segments of other kinds reclaimed

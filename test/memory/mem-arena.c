@@ -187,12 +187,7 @@ static void exercise(int id, bool exclusive, const char* what) {
   CHECK_MSG(err == ENOMEM, "%s: the allocation that failed set errno %d, not ENOMEM", what, err);
   /* all blocks but the 5 taken above, 3 blocks of 1 MiB per 4 MiB medium segment (spans of 2
      slots of 512 KiB); 2 when debug padding makes the bin larger than 1 MiB (3 slots each) */
-  size_t per_segment = 0;   /* the most blocks seen in one 4 MiB segment */
-  for (size_t i = 0; i < nfill; i++) {
-    size_t same = 0;
-    for (size_t j = 0; j < nfill; j++) same += (((uintptr_t)fill[i] ^ (uintptr_t)fill[j]) < 4 * MiB);
-    if (same > per_segment) per_segment = same;
-  }
+  const size_t per_segment = mt_max_per_segment(fill, nfill);
   CHECK_MSG(per_segment == 3 || per_segment == 2, "%s: %zu blocks of 1 MiB in one segment", what, per_segment);
   CHECK_MSG(nfill >= (blocks - 5) * per_segment - 1 && nfill * MiB <= size, "%s: %zu blocks of 1 MiB before exhaustion (arena %zu MiB)", what, nfill, size / MiB);
   errno = 0;

@@ -101,12 +101,7 @@ static int disallow_os_mode(const char* name) {
   /* a 1 MiB block is a span of 2 medium slots of 512 KiB (3 at the header's slot): 3 per 4 MiB
      segment; 2 when debug padding makes its bin larger than 1 MiB (3 slots each); one or two of
      the 16 segments hold small pages */
-  size_t per_segment = 0;   /* the most blocks seen in one 4 MiB segment */
-  for (size_t i = 0; i < n1; i++) {
-    size_t same = 0;
-    for (size_t j = 0; j < n1; j++) same += (((uintptr_t)fill[i] ^ (uintptr_t)fill[j]) < 4 * MiB);
-    if (same > per_segment) per_segment = same;
-  }
+  const size_t per_segment = mt_max_per_segment(fill, n1);
   CHECK_MSG(per_segment == 3 || per_segment == 2, "%zu blocks of 1 MiB in one segment", per_segment);
   CHECK_MSG(n1 >= 14 * per_segment && n1 <= 15 * per_segment, "%zu blocks of 1 MiB from a 64 MiB arena (%zu per segment)", n1, per_segment);
   errno = 0;

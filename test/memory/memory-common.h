@@ -13,7 +13,8 @@
      with MIMALLOC_VERBOSE);
    - mt_maps_find: the /proc/self/maps or /proc/self/smaps entry of an address (permissions,
      VmFlags);
-   - mt_fill / mt_is_filled / mt_is_zero: byte patterns. */
+   - mt_fill / mt_is_filled / mt_is_zero: byte patterns;
+   - mt_max_per_segment: how many of some blocks share a segment (the layout the tests expect). */
 #ifndef MI_MEMORY_COMMON_H
 #define MI_MEMORY_COMMON_H
 
@@ -92,6 +93,17 @@ static TEST_UNUSED_ const mi_stats_t* mt_stats(void) {
 }
 
 static TEST_UNUSED_ void mt_fill(void* p, size_t n, uint8_t v) { memset(p, v, n); }
+
+/* The most of blocks[0..n) that share one MT_SEGMENT_SIZE-aligned segment. */
+static TEST_UNUSED_ size_t mt_max_per_segment(void* const* blocks, size_t n) {
+  size_t most = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t same = 0;
+    for (size_t j = 0; j < n; j++) same += (((uintptr_t)blocks[i] ^ (uintptr_t)blocks[j]) < MT_SEGMENT_SIZE);
+    if (same > most) most = same;
+  }
+  return most;
+}
 
 static TEST_UNUSED_ bool mt_is_filled(const void* p, size_t n, uint8_t v) {
   const uint8_t* b = (const uint8_t*)p;
