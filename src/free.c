@@ -26,7 +26,10 @@ static void mi_free_block_local(mi_page_t* page, mi_block_t* block) {
 
 /* Free by another thread: one CAS on the page's thread_free list, or, the first time a block
    is freed into a full page, a push on the owning heap's delayed list so the owner learns the
-   page has space again (see mi_delayed_t). */
+   page has space again (see mi_delayed_t). Into a page of an abandoned segment (abandoned form,
+   internal.h) the push needs no handshake; the page's last live block is pushed under the
+   abandoned lock, which releases the page (segment.c): memory of ended threads comes back as
+   soon as its blocks are freed, whoever frees them. */
 static void mi_free_block_mt(mi_block_t* block, mi_page_t* page, mi_segment_t* segment) {
   if (segment->page_kind == MI_PAGE_HUGE && page->block_size > MI_HUGE_RESET_MIN &&
       !segment->memid.is_pinned && mi_option_get(mi_option_purge_delay) >= 0) {
@@ -36,16 +39,29 @@ static void mi_free_block_mt(mi_block_t* block, mi_page_t* page, mi_segment_t* s
   uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
   uintptr_t tfreex;
   bool use_delayed;
-  do {
-    use_delayed = (mi_tf_delayed(tfree) == MI_USE_DELAYED_FREE);
-    if (mi_unlikely(use_delayed)) {
-      tfreex = mi_tf_set_delayed(tfree, MI_DELAYED_FREEING);
-    }
-    else {
+  for (;;) {
+    if (mi_unlikely(mi_tf_is_abandoned(tfree))) {
+      if (mi_tf_count(tfree) + 1 >= MI_TF_ABANDONED_BASE) {   /* the last live block */
+        if (_mi_segment_abandoned_free_last(segment, page, block)) return;
+        tfree = mi_atomic_load_relaxed(&page->xthread_free);   /* owned again */
+        continue;
+      }
+      use_delayed = false;
       mi_block_set_next(page, block, mi_tf_block(tfree));
       tfreex = mi_tf_push(tfree, block);
     }
-  } while (!mi_atomic_cas_weak_release(&page->xthread_free, &tfree, tfreex));
+    else {
+      use_delayed = (mi_tf_delayed(tfree) == MI_USE_DELAYED_FREE);
+      if (mi_unlikely(use_delayed)) {
+        tfreex = mi_tf_set_delayed(tfree, MI_DELAYED_FREEING);
+      }
+      else {
+        mi_block_set_next(page, block, mi_tf_block(tfree));
+        tfreex = mi_tf_push(tfree, block);
+      }
+    }
+    if (mi_atomic_cas_weak_acq_rel(&page->xthread_free, &tfree, tfreex)) break;
+  }
 
   if (mi_unlikely(use_delayed)) {
     /* the owner cannot change xheap while we are MI_DELAYED_FREEING */

@@ -148,14 +148,47 @@ void _mi_page_use_delayed_free(mi_page_t* page, mi_delayed_t delay, bool overrid
 /* ------------------------------------------------------------------------------------------
    Collecting free lists
 ------------------------------------------------------------------------------------------ */
-/* Take the whole thread_free list with one CAS (keeping the delayed state); returns the word as
-   it was (its block NULL: there was nothing to take). */
-static uintptr_t mi_page_thread_free_take(mi_page_t* page) {
+/* Take the whole thread_free list with one CAS (keeping the delayed state; an abandoned-form
+   word keeps its form and count, which does not depend on the list); returns the word as it
+   was (its block NULL: there was nothing to take). */
+static inline uintptr_t mi_page_thread_free_take_ex(mi_page_t* page, bool maybe_abandoned) {
   uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
+  uintptr_t tfreex;
   do {
     if (mi_tf_block(tfree) == NULL) return tfree;
-  } while (!mi_atomic_cas_weak_acq_rel(&page->xthread_free, &tfree, mi_tf_make_empty(mi_tf_delayed(tfree))));
+    tfreex = (maybe_abandoned && mi_tf_is_abandoned(tfree) ? (tfree & ~MI_TF_BLOCK_MASK) : mi_tf_make_empty(mi_tf_delayed(tfree)));
+  } while (!mi_atomic_cas_weak_acq_rel(&page->xthread_free, &tfree, tfreex));
   return tfree;
+}
+static uintptr_t mi_page_thread_free_take(mi_page_t* page) {   /* owned form only */
+  return mi_page_thread_free_take_ex(page, false);
+}
+
+/* The thread_free word of a page whose segment is being abandoned (by its owner, the page's
+   delayed state MI_NEVER_DELAYED_FREE) to the abandoned form (internal.h); returns the number
+   of blocks still live. A list longer than `used` (a block freed twice) counts every block as
+   live: the page then stays until reclaimed rather than being released under a live block. */
+size_t _mi_page_tf_to_abandoned(mi_page_t* page) {
+  uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
+  size_t live;
+  do {
+    mi_assert_internal(!mi_tf_is_abandoned(tfree) && mi_tf_delayed(tfree) == MI_NEVER_DELAYED_FREE);
+    const size_t listed = mi_tf_count(tfree);
+    live = (listed <= page->used ? page->used - listed : page->used);
+  } while (!mi_atomic_cas_weak_acq_rel(&page->xthread_free, &tfree, mi_tf_with_count(tfree, MI_TF_ABANDONED_BASE - live, MI_TF_ABANDONED)));
+  return live;
+}
+
+/* By the thread that took the page's segment off the abandoned list: the thread_free word back
+   to the owned form, in state `delayed` (the count becomes the list length again). */
+void _mi_page_tf_to_owned(mi_page_t* page, mi_delayed_t delayed) {
+  uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
+  size_t listed;
+  do {
+    mi_assert_internal(mi_tf_is_abandoned(tfree));
+    const size_t n = mi_tf_count(tfree) + page->used;   /* live = BASE - count; listed = used - live */
+    listed = (n >= MI_TF_ABANDONED_BASE ? n - MI_TF_ABANDONED_BASE : 0);
+  } while (!mi_atomic_cas_weak_acq_rel(&page->xthread_free, &tfree, mi_tf_with_count(tfree, listed, (uintptr_t)delayed)));
 }
 
 /* `count` blocks taken from the thread_free list are free again: adjust `used`. */
@@ -168,9 +201,10 @@ static void mi_page_thread_freed(mi_page_t* page, size_t count) {
 }
 
 /* Take the thread_free list and add it to local_free, walking it to find its end (and, in
-   debug builds, to validate every link). */
+   debug builds, to validate every link). Also for a page in abandoned form (its segment
+   unowned, under the abandoned lock: visits, the leak report). */
 static void mi_page_thread_free_collect(mi_page_t* page) {
-  mi_block_t* head = mi_tf_block(mi_page_thread_free_take(page));
+  mi_block_t* head = mi_tf_block(mi_page_thread_free_take_ex(page, true));
   if (head == NULL) return;
   mi_block_t* tail = head;
   uint32_t count = 1;

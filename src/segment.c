@@ -376,23 +376,29 @@ static mi_segment_t* mi_segment_alloc_standard(mi_page_kind_t kind, mi_arena_id_
   return segment;
 }
 
+/* Release a segment with no page in use: owned by `tld`'s thread, or (tld NULL) an abandoned
+   segment taken off its list. */
 static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
-  mi_assert_internal(segment->used == 0);
-  mi_segment_remove_from_free_queue(segment, tld);
-  mi_segment_unqueue_purges(segment, tld, MI_UNQUEUE_DROP);
+  mi_assert_internal(segment->used == 0 && !segment->in_abandoned);
+  if (tld != NULL) {
+    mi_segment_remove_from_free_queue(segment, tld);
+    mi_segment_unqueue_purges(segment, tld, MI_UNQUEUE_DROP);
+    if (tld->segments.count > 0) tld->segments.count--;
+  }
+  else {
+    mi_os_stat_decrease(segments_abandoned, 1);
+  }
   mi_segment_map_set(segment, false);
-  if (tld->segments.count > 0) tld->segments.count--;
   mi_os_stat_decrease(segments, 1);
   if (segment->page_kind == MI_PAGE_HUGE) mi_os_stat_decrease(malloc_huge, segment->segment_size - segment->info_size);
   mi_atomic_store_release(&segment->thread_id, 0);
   segment->cookie = 0;
   /* hand back whole committed memory: committing unused slots costs no RSS */
   const mi_memid_t memid = segment->memid;
-  if (segment->page_kind <= MI_PAGE_MEDIUM && !memid.is_pinned) {
-    for (size_t i = 1; i < segment->capacity; i++) {
-      mi_page_t* page = &segment->pages[i];
-      if (!page->is_committed) _mi_os_commit(mi_segment_slot_start(segment, page), mi_segment_slot_size(segment), memid.commit_syscall);
-    }
+  for (size_t i = 0; i < segment->capacity && segment->page_kind <= MI_PAGE_MEDIUM; i++) {
+    mi_page_t* page = &segment->pages[i];
+    if (page->purge_orphaned) mi_segment_slot_unorphan(segment, page);
+    if (i > 0 && !page->is_committed && !memid.is_pinned) _mi_os_commit(mi_segment_slot_start(segment, page), mi_segment_slot_size(segment), memid.commit_syscall);
   }
   _mi_arena_free(segment, memid.size, memid.size, &memid);
 }
@@ -647,19 +653,81 @@ mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t pag
 /* ------------------------------------------------------------------------------------------
    Abandonment: at thread exit the pages still in use are abandoned one by one; when all pages
    in use of a segment are abandoned, the segment goes on its subprocess' abandoned list with
-   thread_id 0. Frees into it go to the pages' thread_free lists (their delayed state is
-   MI_NEVER_DELAYED_FREE) until another thread reclaims the segment.
+   thread_id 0 and its pages' thread_free words in abandoned form (internal.h). Frees into it
+   push on those lists; the free of a page's last live block releases the page under the
+   abandoned lock, and the segment with its last page (_mi_segment_abandoned_free_last), so the
+   memory of ended threads comes back without any thread having to reclaim it. A thread that
+   needs a page reclaims an abandoned segment that has free slots (mi_segment_try_reclaim_abandoned).
+   Who may change an abandoned segment: the thread that took it off the list (reclaim, release),
+   or, while it is on the list, the holder of its subprocess' abandoned lock.
 ------------------------------------------------------------------------------------------ */
+static void mi_abandoned_unlink(mi_subproc_t* subproc, mi_segment_t* segment);
+
+/* An unused slot of a segment that nobody owns (it cannot wait in a thread's purge queue): left
+   resident within the orphan budget, for the thread that reclaims the segment, else purged now
+   (never with purge_delay < 0 or pinned memory). */
+static void mi_segment_slot_leave(mi_segment_t* segment, mi_page_t* page, bool purge) {
+  if (segment->memid.is_pinned || !page->is_committed || mi_option_get(mi_option_purge_delay) < 0) return;
+  if (purge || !mi_segment_slot_orphan(segment, page)) mi_segment_slot_purge(segment, page);
+}
+
+/* Release an abandoned page of `segment` whose blocks are all free (the caller owns the
+   segment, or holds the abandoned lock while the segment is on the list); the page's slots are
+   left resident or purged (mi_segment_slot_leave). Returns true when the segment has no page in
+   use left. */
+static bool mi_segment_abandoned_page_release(mi_segment_t* segment, mi_page_t* page, bool purge) {
+  mi_assert_internal(page->segment_in_use && segment->abandoned > 0);
+  _mi_stat_blocks_freed(page, NULL, page->used);   /* they moved to the totals when abandoned */
+  segment->abandoned--;
+  mi_os_stat_decrease(pages_abandoned, 1);
+  size_t slots;
+  if (mi_segment_page_clear(segment, page, &slots)) return true;
+  for (size_t i = 0; i < slots; i++) mi_segment_slot_leave(segment, &page[i], purge);
+  return false;
+}
+
+/* Under the abandoned lock, with `segment` on the list: release its pages whose last live block
+   was freed (their count reached MI_TF_ABANDONED_BASE). Returns true when no page is left in
+   use: the segment is then off the list and the caller frees it (after the lock). */
+static bool mi_segment_abandoned_release_empty(mi_segment_t* segment) {
+  for (size_t i = 0; i < segment->capacity; i++) {
+    mi_page_t* page = &segment->pages[i];
+    if (!page->segment_in_use) continue;
+    const uintptr_t tfree = mi_atomic_load_acquire(&page->xthread_free);
+    if (!mi_tf_is_abandoned(tfree) || mi_tf_count(tfree) != MI_TF_ABANDONED_BASE) continue;
+    if (mi_segment_abandoned_page_release(segment, page, false)) {
+      mi_abandoned_unlink(segment->subproc, segment);
+      return true;
+    }
+  }
+  return false;
+}
+
 static void mi_segment_abandon(mi_segment_t* segment, mi_tld_t* tld) {
   mi_assert_internal(segment->used == segment->abandoned && segment->used > 0);
+  /* the pages to the abandoned form; pages already empty (their blocks freed by other threads,
+     e.g. pages abandoned earlier by mi_heap_delete) are released now */
+  for (size_t i = 0; i < segment->capacity; i++) {
+    mi_page_t* page = &segment->pages[i];
+    if (!page->segment_in_use) continue;
+    if (_mi_page_tf_to_abandoned(page) > 0) continue;
+    _mi_stat_blocks_freed(page, NULL, page->used);
+    segment->abandoned--;
+    mi_os_stat_decrease(pages_abandoned, 1);
+    size_t slots;
+    if (mi_segment_page_clear(segment, page, &slots)) {
+      mi_segment_free(segment, tld);
+      return;
+    }
+    mi_segment_slots_schedule_purge(segment, page, slots, slots > 1, tld);
+  }
   mi_segment_remove_from_free_queue(segment, tld);
   /* the thread is leaving: its unused slots are purged now (ABANDONED_PAGE_PURGE), or stay
      resident for the thread that reclaims the segment (threads that come and go, e.g. a
      thread pool, would otherwise fault the same memory in again and again) */
   mi_segment_unqueue_purges(segment, tld, mi_option_is_enabled(mi_option_abandoned_page_purge) ? MI_UNQUEUE_PURGE : MI_UNQUEUE_ORPHAN);
   if (tld->segments.count > 0) tld->segments.count--;
-  mi_subproc_t* subproc = tld->subproc;
-  segment->subproc = subproc;
+  mi_subproc_t* subproc = segment->subproc;   /* the creator's: never changes (free reads it) */
   mi_os_stat_increase(segments_abandoned, 1);
   mi_atomic_store_release(&segment->thread_id, 0);
   mi_lock_acquire(&subproc->abandoned_lock);
@@ -670,7 +738,10 @@ static void mi_segment_abandon(mi_segment_t* segment, mi_tld_t* tld) {
   segment->in_abandoned = true;
   mi_atomic_store_relaxed(&subproc->abandoned, segment);
   subproc->abandoned_count++;
+  /* a last block freed since the conversion found the segment not yet on the list */
+  const bool empty = mi_segment_abandoned_release_empty(segment);
   mi_lock_release(&subproc->abandoned_lock);
+  if (empty) mi_segment_free(segment, NULL);
 }
 
 void _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld) {
@@ -683,6 +754,33 @@ void _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld) {
   }
 }
 
+bool _mi_segment_abandoned_free_last(mi_segment_t* segment, mi_page_t* page, mi_block_t* block) {
+  mi_subproc_t* subproc = segment->subproc;   /* stable: our block keeps the segment alive */
+  mi_lock_acquire(&subproc->abandoned_lock);
+  /* at a count of MI_TF_ABANDONED_BASE - 1 every push is made under the lock (free.c) */
+  uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
+  uintptr_t tfreex;
+  do {
+    if (!mi_tf_is_abandoned(tfree)) {
+      mi_lock_release(&subproc->abandoned_lock);
+      return false;
+    }
+    mi_block_set_next(page, block, mi_tf_block(tfree));
+    tfreex = mi_tf_push(tfree, block);
+  } while (!mi_atomic_cas_weak_acq_rel(&page->xthread_free, &tfree, tfreex));
+  /* not on the list: its new owner (or the thread abandoning it) looks at the page itself */
+  bool empty = false;
+  if (segment->in_abandoned && mi_tf_count(tfreex) == MI_TF_ABANDONED_BASE) {
+    if (mi_segment_abandoned_page_release(segment, page, false)) {
+      mi_abandoned_unlink(subproc, segment);
+      empty = true;
+    }
+  }
+  mi_lock_release(&subproc->abandoned_lock);
+  if (empty) mi_segment_free(segment, NULL);
+  return true;
+}
+
 /* Adopt an abandoned segment: its pages in use join the heaps of the calling thread (by tag),
    empty ones are released. Returns false when the whole segment turned out to be free. */
 static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
@@ -690,8 +788,7 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
   mi_atomic_store_release(&segment->thread_id, _mi_thread_id());
   segment->next = NULL;
   segment->prev = NULL;
-  mi_assert_internal(segment->subproc == tld->subproc);   /* taken off this subprocess' list; never
-                                                            written here (reclaim_on_free reads it) */
+  mi_assert_internal(segment->subproc == tld->subproc);   /* taken off this subprocess' list */
   tld->segments.count++;
   mi_os_stat_decrease(segments_abandoned, 1);
   for (size_t i = 0; i < segment->capacity; i++) {
@@ -710,7 +807,7 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
     mi_os_stat_decrease(pages_abandoned, 1);
     _mi_stat_page_transfer(page, NULL, tld);   /* before collecting: the collect decreases */
     const bool huge = (segment->page_kind == MI_PAGE_HUGE);
-    _mi_page_use_delayed_free(page, huge ? MI_USE_DELAYED_FREE : MI_NO_DELAYED_FREE, true);
+    _mi_page_tf_to_owned(page, huge ? MI_USE_DELAYED_FREE : MI_NO_DELAYED_FREE);
     _mi_page_free_collect(page, false);
     if (mi_page_all_free(page)) {
       size_t slots;

@@ -134,6 +134,10 @@ void       _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld);
 void       _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld);
 void       _mi_segment_reclaim_all_abandoned(mi_heap_t* heap);   /* mi_collect(true) */
 bool       _mi_segment_reclaim_on_free(mi_segment_t* segment);   /* option abandoned_reclaim_on_free */
+/* Free `block`, the last live block of `page` (abandoned form, internal.h), under the abandoned
+   lock, releasing the page (and the segment with its last page). False when the page was owned
+   again meanwhile: nothing done, the caller frees the block as into an owned page. */
+bool       _mi_segment_abandoned_free_last(mi_segment_t* segment, mi_page_t* page, mi_block_t* block);
 void       _mi_segments_collect(mi_tld_t* tld, bool force);   /* due (all: force) page purges */
 void       _mi_segments_purge_tick(mi_tld_t* tld);            /* due purges, if any pending */
 bool       _mi_segment_map_can_hold(const void* start, size_t size);
@@ -157,6 +161,8 @@ void       _mi_page_unfull(mi_page_t* page);
 void       _mi_page_free(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_use_delayed_free(mi_page_t* page, mi_delayed_t delay, bool override_never);
+size_t     _mi_page_tf_to_abandoned(mi_page_t* page);   /* returns the live blocks (see internal.h) */
+void       _mi_page_tf_to_owned(mi_page_t* page, mi_delayed_t delayed);
 void       _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size);
 void       _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page);
 void       _mi_page_queue_remove(mi_page_queue_t* pq, mi_page_t* page);
@@ -436,23 +442,38 @@ static inline bool mi_page_is_huge(const mi_page_t* page) { return page->block_s
 static inline bool mi_page_immediate_available(const mi_page_t* page) { return page->free != NULL; }
 
 /* thread_free word: the list head (blocks are 8-aligned and, like every segment, below 2^48:
-   MI_SEGMENT_MAP_ADDR_BITS), the delayed state in bits 0-1 and the list length in bits 48-63
-   (more than the blocks of any page), so the owner takes the list with its length in one
-   exchange, without walking it (mi_page_collect_for_alloc). */
+   MI_SEGMENT_MAP_ADDR_BITS), the delayed state in bits 0-1, the abandoned mark in bit 2 and a
+   count in bits 48-63. Two forms:
+   - owned (bit 2 clear): the count is the list length, so the owner takes the list with its
+     length in one exchange, without walking it (mi_page_collect_for_alloc);
+   - abandoned (bit 2 set, state bits 0): the page's segment has no owner (types.h, abandoned
+     segments); the count is MI_TF_ABANDONED_BASE - (blocks still live), so the free whose push
+     makes it MI_TF_ABANDONED_BASE freed the page's last block and releases the page (free.c).
+     The state bits read as MI_USE_DELAYED_FREE, so the cross-thread fast path, which only
+     pushes directly in the other states, leaves such a page to mi_free_block_mt.
+   Pushes add one to the count in both forms; only the segment's owner (or the holder of the
+   abandoned lock while nobody owns it) converts between them (page.c). */
 #define MI_TF_COUNT_SHIFT  (48)
+#define MI_TF_ABANDONED    ((uintptr_t)4)
+#define MI_TF_ABANDONED_BASE ((size_t)1 << 15)
+#define MI_TF_BLOCK_MASK   ((((uintptr_t)1) << MI_TF_COUNT_SHIFT) - 8)
 _Static_assert(MI_SEGMENT_MAP_ADDR_BITS <= MI_TF_COUNT_SHIFT && sizeof(uintptr_t) == 8, "block pointers leave the top 16 bits of the thread_free word free");
-_Static_assert(MI_SMALL_PAGE_SIZE / 8 < ((size_t)1 << (64 - MI_TF_COUNT_SHIFT)), "a page's blocks fit the thread_free count");
-static inline mi_block_t* mi_tf_block(uintptr_t tf) { return (mi_block_t*)(tf & ((((uintptr_t)1) << MI_TF_COUNT_SHIFT) - 4)); }
+_Static_assert(MI_SMALL_PAGE_SIZE / 8 <= MI_TF_ABANDONED_BASE / 2, "a page's blocks fit the thread_free count, in both forms");
+static inline mi_block_t* mi_tf_block(uintptr_t tf) { return (mi_block_t*)(tf & MI_TF_BLOCK_MASK); }
 static inline mi_delayed_t mi_tf_delayed(uintptr_t tf) { return (mi_delayed_t)(tf & 3); }
 static inline size_t mi_tf_count(uintptr_t tf) { return (size_t)(tf >> MI_TF_COUNT_SHIFT); }
+static inline bool mi_tf_is_abandoned(uintptr_t tf) { return (tf & MI_TF_ABANDONED) != 0; }
 /* an empty list in state `delayed` */
 static inline uintptr_t mi_tf_make_empty(mi_delayed_t delayed) { return (uintptr_t)delayed; }
-/* the same list (and length) in another state */
+/* the same list (and length) in another state (owned form) */
 static inline uintptr_t mi_tf_set_delayed(uintptr_t tf, mi_delayed_t delayed) { return ((tf & ~(uintptr_t)3) | (uintptr_t)delayed); }
 /* the list with `block` pushed (the caller linked it to mi_tf_block(tf)) */
 static inline uintptr_t mi_tf_push(uintptr_t tf, mi_block_t* block) {
-  const uintptr_t keep = ~((((uintptr_t)1) << MI_TF_COUNT_SHIFT) - 4);   /* count and state */
-  return ((tf + (((uintptr_t)1) << MI_TF_COUNT_SHIFT)) & keep) | (uintptr_t)block;
+  return ((tf + (((uintptr_t)1) << MI_TF_COUNT_SHIFT)) & ~MI_TF_BLOCK_MASK) | (uintptr_t)block;
+}
+/* the same list with another count (and form bits `low`: a delayed state, or MI_TF_ABANDONED) */
+static inline uintptr_t mi_tf_with_count(uintptr_t tf, size_t count, uintptr_t low) {
+  return (tf & MI_TF_BLOCK_MASK) | ((uintptr_t)count << MI_TF_COUNT_SHIFT) | low;
 }
 static inline mi_block_t* mi_page_thread_free(const mi_page_t* page) {
   return mi_tf_block(mi_atomic_load_relaxed(&((mi_page_t*)page)->xthread_free));

@@ -12,7 +12,10 @@
      large              mi_malloc(100000) freed twice
      remote-twice       freed twice by another thread
      remote-then-local  freed by another thread, then by the owner
-     abandoned          a block of a thread that has ended, freed twice by the main thread
+     abandoned          a block of a thread that has ended (and left a second block alive),
+                        freed twice by the main thread
+     abandoned-released the only block of a thread that has ended, freed twice: the first free
+                        releases its page and segment, so the second is of a pointer not ours
    debug-pending (double frees that are not detected yet):
      local-then-remote  freed by the owner, then by another thread
      remote-full        freed twice by another thread while its page is full (the first free
@@ -42,9 +45,10 @@ static void free_in_thread(void* p, int times) {
   pthread_join(t, NULL);
 }
 
+static void* volatile kept_block;
 static void* thread_alloc(void* arg) {
-  (void)arg;
   shared_block = mi_malloc(64);
+  if (arg != NULL) kept_block = mi_malloc(64);   /* keeps the page of an ended thread */
   return NULL;
 }
 
@@ -139,13 +143,15 @@ int main(int argc, char** argv) {
     for (size_t i = 1; i <= n; i++) mi_free(blocks[i]);
     mi_heap_delete(heap);
   }
-  else if (strcmp(c, "abandoned") == 0) {
+  else if (strcmp(c, "abandoned") == 0 || strcmp(c, "abandoned-released") == 0) {
+    const bool keep = (strcmp(c, "abandoned") == 0);
     pthread_t t;
-    DBG_CHECK(pthread_create(&t, NULL, &thread_alloc, NULL) == 0);
+    DBG_CHECK(pthread_create(&t, NULL, &thread_alloc, keep ? (void*)&kept_block : NULL) == 0);
     pthread_join(t, NULL);
     void* p = shared_block;
     dbg_var_ptr("p", p);
     free_n(p, 2);
+    if (keep) mi_free(kept_block);
   }
   else {
     return dbg_unknown_case(c);

@@ -107,6 +107,8 @@ case("double-free", P, "large", dbl(106496))
 case("double-free", P, "remote-twice", dbl(80, 1, ET))
 case("double-free", P, "remote-then-local", dbl(80))
 case("double-free", P, "abandoned", dbl(80))
+case("double-free", P, "abandoned-released",
+     [(EINVAL, E + r"mi_free: invalid pointer %(p)s \(not allocated by this allocator; ignored\)")])
 pending(P, "local-then-remote", dbl(80, 1, ET),
         note="a block freed by its owner and then by another thread is pushed a second time")
 pending(P, "remote-full", dbl(80, 1, ET),
