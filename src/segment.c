@@ -663,6 +663,28 @@ mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t pag
 ------------------------------------------------------------------------------------------ */
 static void mi_abandoned_unlink(mi_subproc_t* subproc, mi_segment_t* segment);
 
+/* Is this page of a segment on the abandoned list on its bin's page list (types.h)? */
+static bool mi_abandoned_page_on_list(const mi_page_t* page) {
+  return (page->segment_in_use && page->reserved > 1);
+}
+
+static void mi_abandoned_page_link(mi_subproc_t* subproc, mi_page_t* page) {
+  _Atomic(mi_page_t*)* head = &subproc->abandoned_pages[_mi_bin(page->block_size)];
+  mi_page_t* first = mi_atomic_load_relaxed(head);
+  page->prev = NULL;
+  page->next = first;
+  if (first != NULL) first->prev = page;
+  mi_atomic_store_relaxed(head, page);
+}
+
+static void mi_abandoned_page_unlink(mi_subproc_t* subproc, mi_page_t* page) {
+  if (page->prev != NULL) page->prev->next = page->next;
+  else mi_atomic_store_relaxed(&subproc->abandoned_pages[_mi_bin(page->block_size)], page->next);
+  if (page->next != NULL) page->next->prev = page->prev;
+  page->next = NULL;
+  page->prev = NULL;
+}
+
 /* An unused slot of a segment that nobody owns (it cannot wait in a thread's purge queue): left
    resident within the orphan budget, for the thread that reclaims the segment, else purged now
    (never with purge_delay < 0 or pinned memory). */
@@ -676,7 +698,8 @@ static void mi_segment_slot_leave(mi_segment_t* segment, mi_page_t* page, bool p
    left resident or purged (mi_segment_slot_leave). Returns true when the segment has no page in
    use left. */
 static bool mi_segment_abandoned_page_release(mi_segment_t* segment, mi_page_t* page, bool purge) {
-  mi_assert_internal(page->segment_in_use && segment->abandoned > 0);
+  mi_assert_internal(page->segment_in_use && segment->abandoned > 0 && segment->in_abandoned);
+  if (mi_abandoned_page_on_list(page)) mi_abandoned_page_unlink(segment->subproc, page);
   _mi_stat_blocks_freed(page, NULL, page->used);   /* they moved to the totals when abandoned */
   segment->abandoned--;
   mi_os_stat_decrease(pages_abandoned, 1);
@@ -738,6 +761,10 @@ static void mi_segment_abandon(mi_segment_t* segment, mi_tld_t* tld) {
   segment->in_abandoned = true;
   mi_atomic_store_relaxed(&subproc->abandoned, segment);
   subproc->abandoned_count++;
+  for (size_t i = 0; i < segment->capacity; i++) {
+    mi_page_t* page = &segment->pages[i];
+    if (mi_abandoned_page_on_list(page)) mi_abandoned_page_link(subproc, page);
+  }
   /* a last block freed since the conversion found the segment not yet on the list */
   const bool empty = mi_segment_abandoned_release_empty(segment);
   mi_lock_release(&subproc->abandoned_lock);
@@ -833,6 +860,10 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
 /* Take a segment off its subprocess' abandoned list (under the lock). */
 static void mi_abandoned_unlink(mi_subproc_t* subproc, mi_segment_t* segment) {
   mi_assert_internal(segment->in_abandoned);
+  for (size_t i = 0; i < segment->capacity; i++) {
+    mi_page_t* page = &segment->pages[i];
+    if (mi_abandoned_page_on_list(page)) mi_abandoned_page_unlink(subproc, page);
+  }
   if (segment->prev != NULL) segment->prev->next = segment->next;
   else mi_atomic_store_relaxed(&subproc->abandoned, segment->next);
   if (segment->next != NULL) segment->next->prev = segment->prev;
@@ -898,6 +929,33 @@ static bool mi_segment_try_reclaim_abandoned(mi_heap_t* heap, mi_page_kind_t kin
     if (mi_segment_reclaim(segment, heap) && segment->page_kind == kind && segment->slots_used < segment->capacity) break;
   }
   return reclaimed;
+}
+
+/* For a page of blocks of `block_size` in `heap`: reclaim an abandoned segment that has a page
+   of that size class with room (of the heap's tag, in memory that may serve it), among the
+   first few of the class' list, so that the thread fills the free blocks of ended threads'
+   pages before it takes fresh memory. Returns true if it reclaimed one. */
+bool _mi_segment_reclaim_for_bin(mi_heap_t* heap, size_t block_size) {
+  if (heap->allow_destroy || block_size > MI_LARGE_OBJ_SIZE_MAX) return false;
+  mi_subproc_t* subproc = heap->tld->subproc;
+  _Atomic(mi_page_t*)* head = &subproc->abandoned_pages[_mi_bin(block_size)];
+  if (mi_atomic_load_relaxed(head) == NULL) return false;   /* a stale peek only delays reclaim */
+  mi_segment_t* found = NULL;
+  mi_lock_acquire(&subproc->abandoned_lock);
+  size_t n = 0;
+  for (mi_page_t* page = mi_atomic_load_relaxed(head); page != NULL && n < 8; page = page->next, n++) {
+    mi_segment_t* segment = _mi_page_segment(page);
+    if (page->heap_tag != heap->tag || !_mi_arena_memid_is_suitable(&segment->memid, heap->arena_id)) continue;
+    const size_t live = MI_TF_ABANDONED_BASE - mi_tf_count(mi_atomic_load_relaxed(&page->xthread_free));
+    if (live >= page->reserved) continue;   /* full (until more of its blocks are freed) */
+    mi_abandoned_unlink(subproc, segment);
+    found = segment;
+    break;
+  }
+  mi_lock_release(&subproc->abandoned_lock);
+  if (found == NULL) return false;
+  mi_segment_reclaim(found, heap);
+  return true;
 }
 
 /* Reclaim every abandoned segment that may serve `heap` (mi_collect(true)). */

@@ -133,6 +133,7 @@ mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t pag
 void       _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld);
 void       _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld);
 void       _mi_segment_reclaim_all_abandoned(mi_heap_t* heap);   /* mi_collect(true) */
+bool       _mi_segment_reclaim_for_bin(mi_heap_t* heap, size_t block_size);   /* page.c, before a fresh page */
 bool       _mi_segment_reclaim_on_free(mi_segment_t* segment);   /* option abandoned_reclaim_on_free */
 /* Free `block`, the last live block of `page` (abandoned form, internal.h), under the abandoned
    lock, releasing the page (and the segment with its last page). False when the page was owned
