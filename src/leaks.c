@@ -84,30 +84,33 @@ static bool mi_leak_visit_block(const mi_heap_t* heap, const mi_heap_area_t* are
 }
 
 /* Visit the live blocks of every page of ours; `print` selects the pass. */
-static void mi_leak_walk(mi_leak_report_t* report, bool print, size_t bin_only) {
-  const uintptr_t self = _mi_thread_id();
-  const uint64_t* words = (const uint64_t*)(const void*)_mi_segment_map_start;
-  for (size_t w = 0; w < MI_SEGMENT_MAP_CHUNKS / sizeof(uint64_t); w++) {
-    if (words[w] == 0) continue;
-    for (size_t k = 0; k < sizeof(uint64_t); k++) {
-      const size_t chunk = w * sizeof(uint64_t) + k;
-      if (mi_atomic_load_relaxed(&_mi_segment_map_start[chunk]) == 0) continue;
-      mi_segment_t* segment = (mi_segment_t*)(chunk << MI_SEGMENT_SHIFT);
-      const uintptr_t owner = mi_atomic_load_acquire(&segment->thread_id);
-      for (size_t i = 0; i < segment->capacity; i++) {
-        mi_page_t* page = &segment->pages[i];
-        if (!page->segment_in_use || page->block_size == 0 || page->used == 0) continue;
-        if (bin_only != SIZE_MAX && _mi_bin(page->block_size) != bin_only) continue;
-        if (owner != self && owner != 0) {
-          if (!print) report->running_count += page->used;
-          continue;
-        }
-        _mi_page_free_collect(page, true);   /* ours or abandoned: nobody else touches it */
-        mi_leak_visit_t visit = { report, page, print };
-        _mi_heap_area_visit_blocks(NULL, page, true, &mi_leak_visit_block, &visit);
-      }
+typedef struct mi_leak_walk_s {
+  mi_leak_report_t* report;
+  bool print;
+  size_t bin_only;
+  uintptr_t self;
+} mi_leak_walk_t;
+
+static void mi_leak_walk_segment(mi_segment_t* segment, void* arg) {
+  mi_leak_walk_t* walk = (mi_leak_walk_t*)arg;
+  const uintptr_t owner = mi_atomic_load_acquire(&segment->thread_id);
+  for (size_t i = 0; i < segment->capacity; i++) {
+    mi_page_t* page = &segment->pages[i];
+    if (!page->segment_in_use || page->block_size == 0 || page->used == 0) continue;
+    if (walk->bin_only != SIZE_MAX && _mi_bin(page->block_size) != walk->bin_only) continue;
+    if (owner != walk->self && owner != 0) {
+      if (!walk->print) walk->report->running_count += page->used;
+      continue;
     }
+    _mi_page_free_collect(page, true);   /* ours or abandoned: nobody else touches it */
+    mi_leak_visit_t visit = { walk->report, page, walk->print };
+    _mi_heap_area_visit_blocks(NULL, page, true, &mi_leak_visit_block, &visit);
   }
+}
+
+static void mi_leak_walk(mi_leak_report_t* report, bool print, size_t bin_only) {
+  mi_leak_walk_t walk = { report, print, bin_only, _mi_thread_id() };
+  _mi_segment_map_visit(&mi_leak_walk_segment, &walk);
 }
 
 static void mi_leak_amount(char* buf, size_t size, size_t n) {

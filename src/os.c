@@ -32,6 +32,15 @@ size_t _mi_os_good_alloc_size(size_t size) {
   return _mi_align_up(size, align);
 }
 
+/* Memory for the allocator's own permanent tables (parts of the segment map), committed and
+   zero: never freed, and like static data not counted in the statistics. NULL on failure. */
+void* _mi_os_alloc_static(size_t size) {
+  void* p = NULL;
+  bool is_large = false;
+  if (size == 0 || _mi_prim_alloc(NULL, _mi_os_good_alloc_size(size), true, false, &is_large, &p) != 0) return NULL;
+  return p;
+}
+
 /* Memory for the allocator's own metadata (thread data, arena bitmaps): committed, zero. */
 void* _mi_os_alloc(size_t size, bool* is_zero) {
   if (size == 0) return NULL;

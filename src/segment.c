@@ -3,21 +3,52 @@
    map (which 4 MiB chunks are ours), the cache of empty segments, and abandonment/reclaim of
    segments of threads that have ended. */
 #include "internal/internal.h"
+#include "prim/prim.h"
 
 /* ------------------------------------------------------------------------------------------
-   Segment maps, zero-initialised data only touched where we have segments:
+   Segment maps:
    - _mi_segment_map_start (internal.h): a byte per chunk where one of our segments starts,
      holding its page_shift; free and usable_size check it, so pointers that are not ours,
-     including the inside of a huge block beyond its first chunk, are never dereferenced;
-   - mi_segment_map_covered: a bit per chunk covered by one of our segments
-     (mi_is_in_heap_region).
+     including the inside of a huge block beyond its first chunk, are never dereferenced.
+     Zero-initialised data (32 MiB of address space on x86-64), touched only where we have
+     segments; the last chunk is never a segment's (NULL - 1 looks there);
+   - the covered map: a bit per chunk covered by one of our segments (mi_is_in_heap_region,
+     the leak report), in parts of one OS page each (MI_COVERED_PART_CHUNKS chunks, 128 GiB of
+     addresses) that come from the OS the first time a segment lies in their range and are
+     kept: the process starts without any, and a few cover any heap.
    Entries are set before a segment hands out blocks and cleared before it is released.
 ------------------------------------------------------------------------------------------ */
-_Atomic(uint8_t) _mi_segment_map_start[MI_SEGMENT_MAP_LOOKUP_CHUNKS];   /* upper half always 0 */
-static _Atomic(uintptr_t) mi_segment_map_covered[MI_SEGMENT_MAP_CHUNKS / MI_INTPTR_BITS];
+_Atomic(uint8_t) _mi_segment_map_start[MI_SEGMENT_MAP_CHUNKS];
+
+#define MI_COVERED_PART_SIZE   ((size_t)4096)
+#define MI_COVERED_PART_CHUNKS (MI_COVERED_PART_SIZE * 8)
+#define MI_COVERED_PARTS       (MI_SEGMENT_MAP_CHUNKS / MI_COVERED_PART_CHUNKS)
+static _Atomic(uintptr_t*) mi_segment_map_covered[MI_COVERED_PARTS];
 
 bool _mi_segment_map_can_hold(const void* start, size_t size) {
-  return ((uintptr_t)start + size - 1) >> MI_SEGMENT_SHIFT < MI_SEGMENT_MAP_CHUNKS;
+  return ((uintptr_t)start + size - 1) >> MI_SEGMENT_SHIFT < MI_SEGMENT_MAP_CHUNKS - 1;
+}
+
+/* Make sure the covered map has the parts for [start, start + size) (which it can hold). */
+static bool mi_segment_map_prepare(const void* start, size_t size) {
+  const uintptr_t first = ((uintptr_t)start >> MI_SEGMENT_SHIFT) / MI_COVERED_PART_CHUNKS;
+  const uintptr_t last = (((uintptr_t)start + size - 1) >> MI_SEGMENT_SHIFT) / MI_COVERED_PART_CHUNKS;
+  for (uintptr_t part = first; part <= last; part++) {
+    if (mi_atomic_load_acquire(&mi_segment_map_covered[part]) != NULL) continue;
+    uintptr_t* bits = (uintptr_t*)_mi_os_alloc_static(MI_COVERED_PART_SIZE);   /* zeroed */
+    if (bits == NULL) return false;
+    uintptr_t* expected = NULL;
+    if (!mi_atomic_cas_strong_acq_rel(&mi_segment_map_covered[part], &expected, bits)) {
+      _mi_prim_free(bits, MI_COVERED_PART_SIZE);   /* another thread installed one */
+    }
+  }
+  return true;
+}
+
+static _Atomic(uintptr_t)* mi_segment_map_covered_word(uintptr_t chunk) {
+  uintptr_t* bits = mi_atomic_load_acquire(&mi_segment_map_covered[chunk / MI_COVERED_PART_CHUNKS]);
+  if (bits == NULL) return NULL;
+  return (_Atomic(uintptr_t)*)&bits[(chunk % MI_COVERED_PART_CHUNKS) / MI_INTPTR_BITS];
 }
 
 static void mi_segment_map_set(const mi_segment_t* segment, bool on) {
@@ -27,7 +58,9 @@ static void mi_segment_map_set(const mi_segment_t* segment, bool on) {
   mi_atomic_store_release(&_mi_segment_map_start[start], (uint8_t)(on ? segment->page_shift : 0));
   for (uintptr_t chunk = start; chunk <= end; chunk++) {
     const uintptr_t bit = (uintptr_t)1 << (chunk % MI_INTPTR_BITS);
-    _Atomic(uintptr_t)* word = &mi_segment_map_covered[chunk / MI_INTPTR_BITS];
+    _Atomic(uintptr_t)* word = mi_segment_map_covered_word(chunk);
+    mi_assert_internal(word != NULL);   /* mi_segment_map_prepare */
+    if (word == NULL) continue;
     if (on) mi_atomic_or_acq_rel(word, bit);
     else    mi_atomic_and_acq_rel(word, ~bit);
   }
@@ -43,14 +76,35 @@ static mi_segment_t* mi_segment_os_alloc(size_t size, size_t alignment, size_t a
     _mi_arena_free(p, memid->size, (memid->initially_committed ? memid->size : 0), memid);
     return NULL;
   }
+  if (p != NULL && !mi_segment_map_prepare(p, memid->size)) {
+    _mi_arena_free(p, memid->size, (memid->initially_committed ? memid->size : 0), memid);
+    return NULL;
+  }
   return (mi_segment_t*)p;
 }
 
 bool _mi_segment_map_covers(const void* p) {
   const uintptr_t chunk = (uintptr_t)p >> MI_SEGMENT_SHIFT;
   if (chunk >= MI_SEGMENT_MAP_CHUNKS) return false;
-  const uintptr_t word = mi_atomic_load_relaxed(&mi_segment_map_covered[chunk / MI_INTPTR_BITS]);
-  return ((word >> (chunk % MI_INTPTR_BITS)) & 1) != 0;
+  _Atomic(uintptr_t)* word = mi_segment_map_covered_word(chunk);
+  if (word == NULL) return false;
+  return ((mi_atomic_load_relaxed(word) >> (chunk % MI_INTPTR_BITS)) & 1) != 0;
+}
+
+/* Call `visit` on every segment of ours (their start chunks); for the leak report. */
+void _mi_segment_map_visit(void (*visit)(mi_segment_t* segment, void* arg), void* arg) {
+  for (size_t part = 0; part < MI_COVERED_PARTS; part++) {
+    const uintptr_t* bits = mi_atomic_load_acquire(&mi_segment_map_covered[part]);
+    if (bits == NULL) continue;
+    for (size_t w = 0; w < MI_COVERED_PART_CHUNKS / MI_INTPTR_BITS; w++) {
+      uintptr_t x = mi_atomic_load_relaxed((_Atomic(uintptr_t)*)&bits[w]);
+      while (x != 0) {
+        const size_t chunk = part * MI_COVERED_PART_CHUNKS + w * MI_INTPTR_BITS + (size_t)__builtin_ctzll((unsigned long long)x);
+        x &= x - 1;
+        if (mi_atomic_load_relaxed(&_mi_segment_map_start[chunk]) != 0) visit((mi_segment_t*)(chunk << MI_SEGMENT_SHIFT), arg);
+      }
+    }
+  }
 }
 
 static _Atomic(uintptr_t) mi_segment_cookie_key;
@@ -614,7 +668,8 @@ bool _mi_segment_huge_try_grow(mi_page_t* page, void* p, size_t size, bool* ext_
   if (mi_atomic_load_relaxed(&segment->thread_id) != _mi_thread_id()) return false;
   const size_t d = (size_t)((uint8_t*)p - (uint8_t*)segment);
   if (size > MI_ARENA_MAX_OBJ_SIZE - d || d + size <= segment->segment_size) return false;
-  if (!_mi_segment_map_can_hold(segment, _mi_align_up(d + size, MI_ARENA_BLOCK_SIZE))) return false;
+  if (!_mi_segment_map_can_hold(segment, _mi_align_up(d + size, MI_ARENA_BLOCK_SIZE)) ||
+      !mi_segment_map_prepare(segment, _mi_align_up(d + size, MI_ARENA_BLOCK_SIZE))) return false;
   mi_memid_t memid = segment->memid;
   bool zero = false;
   if (!_mi_arena_try_expand(&memid, d + size, &zero)) return false;

@@ -87,6 +87,7 @@ size_t     _mi_os_large_page_size(void);
 bool       _mi_os_has_overcommit(void);
 /* Committed, zeroed memory for the allocator's own metadata. */
 void*      _mi_os_alloc(size_t size, bool* is_zero);
+void*      _mi_os_alloc_static(size_t size);   /* permanent tables: never freed, not counted */
 /* Memory q with (q + align_offset) % alignment == 0; alignment a power of two >= page size.
    commit false: a reservation (inaccessible until committed). *is_large: pinned large pages. */
 void*      _mi_os_alloc_aligned_at(size_t size, size_t alignment, size_t align_offset, bool commit, bool allow_large, bool* is_large, bool* is_zero);
@@ -148,6 +149,7 @@ bool       _mi_segment_map_can_hold(const void* start, size_t size);
 bool       _mi_segment_huge_try_grow(mi_page_t* page, void* p, size_t size, bool* ext_zero);
 bool       _mi_segment_huge_align_ok(size_t alignment, size_t align_offset);
 bool       _mi_segment_map_covers(const void* p);          /* p is inside one of our segments */
+void       _mi_segment_map_visit(void (*visit)(mi_segment_t* segment, void* arg), void* arg);   /* every segment */
 uint8_t*   _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* page, size_t* page_size);
 uintptr_t  _mi_segment_cookie(const mi_segment_t* segment);
 bool       _mi_abandoned_visit(mi_subproc_t* subproc, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
@@ -359,28 +361,26 @@ static inline mi_segment_t* _mi_ptr_segment(const void* p) {
    page_shift (16, 19 or 63), so free gets its page index without loading the header field.
    x86-64 Linux never maps user memory at or above 2^47 without an explicit hint (also with
    5-level paging); segments the OS places beyond MI_SEGMENT_MAP_ADDR_BITS are refused
-   (segment.c). The map has twice as many entries (MI_SEGMENT_MAP_LOOKUP_BITS) so a lookup
-   needs no range check: the index drops the top bits of p - 1, and every pointer with bit
-   MI_SEGMENT_MAP_ADDR_BITS set (NULL - 1, the kernel half) lands in the upper half, which is
-   always 0 (never touched: it costs no memory). */
+   (segment.c). A lookup needs no range check: the index keeps bits [ADDR_BITS-1, 22] of p - 1.
+   NULL - 1 lands on the last chunk, which never holds a segment (refused like the ones beyond),
+   so its entry stays 0. A pointer that is not a user address (the kernel half, non-canonical
+   values), which no allocator hands out, may alias a user chunk: such garbage is not detected.
+   32 MiB of zero-initialised address space on x86-64, touched only where we have segments. */
 #if defined(__x86_64__)
 #define MI_SEGMENT_MAP_ADDR_BITS  (47)
 #else
 #define MI_SEGMENT_MAP_ADDR_BITS  (48)
 #endif
-#define MI_SEGMENT_MAP_LOOKUP_BITS (MI_SEGMENT_MAP_ADDR_BITS + 1)
 #define MI_INTPTR_BITS            (8*sizeof(uintptr_t))
 #define MI_SEGMENT_MAP_CHUNKS     ((uintptr_t)1 << (MI_SEGMENT_MAP_ADDR_BITS - MI_SEGMENT_SHIFT))
-#define MI_SEGMENT_MAP_LOOKUP_CHUNKS ((uintptr_t)1 << (MI_SEGMENT_MAP_LOOKUP_BITS - MI_SEGMENT_SHIFT))
-extern _Atomic(uint8_t) _mi_segment_map_start[MI_SEGMENT_MAP_LOOKUP_CHUNKS];
+extern _Atomic(uint8_t) _mi_segment_map_start[MI_SEGMENT_MAP_CHUNKS];
 
 /* The page shift of our segment whose first chunk holds p - 1, which every block we hand out
-   satisfies (see _mi_ptr_segment); 0 for NULL and for every pointer that is not ours, so free
-   and realloc never dereference a foreign pointer. (A non-canonical value, which no allocator
-   can hand out, may alias a user chunk: garbage of that kind is not detected.) */
+   satisfies (see _mi_ptr_segment); 0 for NULL and for every user-space pointer that is not
+   ours, so free and realloc never dereference a foreign pointer. */
 static inline size_t _mi_ptr_page_shift(const void* p) {
-  const uintptr_t chunk = (((uintptr_t)p - 1) << (MI_INTPTR_BITS - MI_SEGMENT_MAP_LOOKUP_BITS))
-                          >> (MI_INTPTR_BITS - MI_SEGMENT_MAP_LOOKUP_BITS + MI_SEGMENT_SHIFT);
+  const uintptr_t chunk = (((uintptr_t)p - 1) << (MI_INTPTR_BITS - MI_SEGMENT_MAP_ADDR_BITS))
+                          >> (MI_INTPTR_BITS - MI_SEGMENT_MAP_ADDR_BITS + MI_SEGMENT_SHIFT);
   return mi_atomic_load_relaxed(&_mi_segment_map_start[chunk]);
 }
 /* The segment of p when p is known to be ours. */
