@@ -20,15 +20,24 @@
    mi_arenas_unpurged_max) wait (purge_delay 0:
    at once, -1: never). Every block has its own deadline (purge_due), so a pass purges only the
    blocks that are due, never one freed a moment ago (which is the one most likely to be reused
-   right away); the arena's purge_expire is the earliest deadline. Due purges run from ordinary allocator activity (arena allocation and
+   right away); the arena's purge_expire is the earliest deadline.
+
+   Release: an arena reserved on demand whose blocks are all free is unmapped by the purge pass
+   that finds it so (after the arena purge delay; never with purge_delay < 0), except the
+   lowest-numbered such arena, which stays for the next allocations. Its slot keeps the
+   descriptor with every block claimed, so nothing allocates there, and is mapped again before
+   a new arena is reserved. So the address space follows the memory in use: at most one empty
+   reservation beyond it. Due purges run from ordinary allocator activity (arena allocation and
    free, the allocation slow path) and from mi_collect(true). _mi_arenas_try_purge is
    thread-safe and needs no thread state: it is the seam for a background purger. */
 #include "internal/internal.h"
 #include "internal/bitmap.h"
 #include "prim/prim.h"
 
+typedef enum mi_arena_state_e { MI_ARENA_MAPPED, MI_ARENA_RELEASED, MI_ARENA_BUSY } mi_arena_state_t;
+
 typedef struct mi_arena_s {
-  uint8_t*             start;
+  _Atomic(uint8_t*)    start;            /* NULL while released */
   size_t               block_count;
   size_t               field_count;
   size_t               meta_size;        /* bytes of this descriptor (from the OS) */
@@ -39,6 +48,11 @@ typedef struct mi_arena_s {
   bool                 is_huge_pages;    /* 1 GiB pages */
   bool                 purge_zeroes;     /* our private anonymous memory: a decommit zeroes it
                                             (not so for memory we manage, e.g. a shared file) */
+  bool                 on_demand;        /* reserved by us when memory ran out: released when
+                                            it is entirely free (except the first such arena)
+                                            and mapped again when needed (mi_arena_try_release) */
+  _Atomic(int)         state;            /* mi_arena_state_t (always MAPPED unless on_demand) */
+  _Atomic(size_t)      blocks_used;      /* blocks handed out */
   _Atomic(mi_msecs_t)  purge_expire;     /* 0: no purge scheduled; else <= every due block's deadline */
   _Atomic(mi_msecs_t)* purge_due;        /* per block: deadline of its purge while its purge bit is
                                             set; after a purge: the time of the purge (or 0) */
@@ -55,6 +69,10 @@ static _Atomic(size_t)      mi_arenas_unpurged;         /* blocks with their pur
 static _Atomic(size_t)      mi_arenas_inuse;            /* blocks handed out (in use by segments) */
 static _Atomic(size_t)      mi_arenas_backoff;          /* the budget is MI_ARENA_UNPURGED_MAX << this */
 static _Atomic(mi_msecs_t)  mi_arenas_backoff_time;     /* last change of the backoff */
+
+static uint8_t* mi_arena_start(mi_arena_t* arena) {
+  return mi_atomic_load_relaxed(&arena->start);
+}
 
 static mi_arena_t* mi_arena_at(size_t idx) {
   return (idx < MI_MAX_ARENAS ? mi_atomic_load_acquire(&mi_arenas[idx]) : NULL);
@@ -105,7 +123,7 @@ static bool mi_arena_add(mi_arena_t* arena, mi_arena_id_t* arena_id) {
 /* Make an arena of [start, start+size); start is aligned up to a block and the size truncated
    to whole blocks. */
 static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_pinned, bool is_zero,
-                            int numa_node, bool exclusive, bool is_huge_pages, bool owned, mi_arena_id_t* arena_id) {
+                            int numa_node, bool exclusive, bool is_huge_pages, bool owned, bool on_demand, mi_arena_id_t* arena_id) {
   if (arena_id != NULL) *arena_id = 0;
   const uintptr_t astart = _mi_align_up((uintptr_t)start, MI_ARENA_BLOCK_SIZE);
   if (start == NULL || astart - (uintptr_t)start >= size) return false;
@@ -127,7 +145,7 @@ static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_p
                            + block_count * sizeof(mi_msecs_t);
   mi_arena_t* arena = (mi_arena_t*)_mi_os_alloc(meta_size, NULL);   /* zeroed */
   if (arena == NULL) return false;
-  arena->start = (uint8_t*)astart;
+  mi_atomic_store_relaxed(&arena->start, (uint8_t*)astart);
   arena->block_count = block_count;
   arena->field_count = fields;
   arena->meta_size = meta_size;
@@ -137,6 +155,7 @@ static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_p
   arena->commit_syscall = !accessible;
   arena->is_huge_pages = is_huge_pages;
   arena->purge_zeroes = owned;
+  arena->on_demand = on_demand && owned && !is_pinned && !exclusive;
   arena->blocks_committed = &arena->blocks_inuse[fields];
   arena->blocks_dirty = &arena->blocks_inuse[2*fields];
   arena->blocks_purge = &arena->blocks_inuse[3*fields];
@@ -162,7 +181,7 @@ bool mi_manage_os_memory_ex(void* start, size_t size, bool is_committed, bool is
   if (arena_id != NULL) *arena_id = 0;
   mi_process_init();
   return mi_arena_manage(start, size, is_committed || is_large, is_large, is_zero,
-                         (numa_node < 0 ? -1 : numa_node), exclusive, false, false, arena_id);
+                         (numa_node < 0 ? -1 : numa_node), exclusive, false, false, false, arena_id);
 }
 
 bool mi_manage_os_memory(void* start, size_t size, bool is_committed, bool is_large, bool is_zero, int numa_node) mi_attr_noexcept {
@@ -171,14 +190,14 @@ bool mi_manage_os_memory(void* start, size_t size, bool is_committed, bool is_la
 
 /* Reserve fresh OS memory as an arena; commit makes it accessible up front (it is counted as
    committed block by block when used). */
-static int mi_arena_reserve_os(size_t size, bool commit, bool allow_large, bool exclusive, int numa_node, mi_arena_id_t* arena_id) {
+static int mi_arena_reserve_os(size_t size, bool commit, bool allow_large, bool exclusive, bool on_demand, int numa_node, mi_arena_id_t* arena_id) {
   if (arena_id != NULL) *arena_id = 0;
   if (size == 0 || size > MI_MAX_ALLOC_SIZE) return ENOMEM;
   size = _mi_align_up(size, MI_ARENA_BLOCK_SIZE);
   bool is_large = false;
   void* p = _mi_os_reserve_aligned(size, MI_ARENA_BLOCK_SIZE, commit, allow_large, &is_large);
   if (p == NULL) return ENOMEM;
-  if (!mi_arena_manage(p, size, commit || is_large, is_large, true, numa_node, exclusive, false, true, arena_id)) {
+  if (!mi_arena_manage(p, size, commit || is_large, is_large, true, numa_node, exclusive, false, true, on_demand, arena_id)) {
     _mi_os_free_ex(p, size, 0);
     return ENOMEM;
   }
@@ -189,13 +208,41 @@ static int mi_arena_reserve_os(size_t size, bool commit, bool allow_large, bool 
 
 int mi_reserve_os_memory_ex(size_t size, bool commit, bool allow_large, bool exclusive, mi_arena_id_t* arena_id) mi_attr_noexcept {
   mi_process_init();
-  const int err = mi_arena_reserve_os(size, commit, allow_large, exclusive, -1, arena_id);
+  const int err = mi_arena_reserve_os(size, commit, allow_large, exclusive, false, -1, arena_id);
   if (err != 0) _mi_warning_message("failed to reserve %zu KiB of OS memory as an arena\n", _mi_divide_up(size, MI_KiB));
   return err;
 }
 
 int mi_reserve_os_memory(size_t size, bool commit, bool allow_large) mi_attr_noexcept {
   return mi_reserve_os_memory_ex(size, commit, allow_large, false, NULL);
+}
+
+/* Map a released arena (see the top of this file) of at least `size` bytes again, with the
+   same properties; false if there is none or the OS refuses. */
+static bool mi_arena_try_revive(size_t size, bool commit, bool allow_large, mi_arena_id_t* arena_id) {
+  const size_t n = mi_arenas_count();
+  for (size_t i = 0; i < n; i++) {
+    mi_arena_t* arena = mi_arena_at(i);
+    if (arena == NULL || !arena->on_demand || arena->block_count * MI_ARENA_BLOCK_SIZE < size) continue;
+    int expected = MI_ARENA_RELEASED;
+    if (!mi_atomic_cas_strong_acq_rel(&arena->state, &expected, MI_ARENA_BUSY)) continue;
+    const size_t asize = arena->block_count * MI_ARENA_BLOCK_SIZE;
+    bool is_large = false;
+    void* p = _mi_os_reserve_aligned(asize, MI_ARENA_BLOCK_SIZE, commit, allow_large, &is_large);
+    if (p == NULL || is_large || arena->commit_syscall == commit || !_mi_segment_map_can_hold(p, asize)) {
+      if (p != NULL) _mi_os_free_ex(p, asize, 0);
+      mi_atomic_store_release(&arena->state, MI_ARENA_RELEASED);
+      return false;
+    }
+    mi_atomic_store_relaxed(&arena->start, (uint8_t*)p);
+    mi_atomic_store_relaxed(&arena->purge_expire, 0);
+    mi_atomic_store_release(&arena->state, MI_ARENA_MAPPED);
+    _mi_bitmap_clear(arena->blocks_inuse, 0, arena->block_count);   /* (release) open for use */
+    _mi_verbose_message("mapped a released arena of %zu MiB again\n", asize / MI_MiB);
+    *arena_id = (mi_arena_id_t)(i + 1);
+    return true;
+  }
+  return false;
 }
 
 /* An arena reserved on demand: arena_reserve bytes, doubling every 8 arenas (fewer, larger
@@ -213,7 +260,8 @@ static bool mi_arena_reserve_on_demand(size_t size, bool allow_large, mi_arena_i
   const long eager = mi_option_get(mi_option_arena_eager_commit);
   const bool commit = (eager == 1 || (eager == 2 && _mi_os_has_overcommit()));
   const int numa_node = (_mi_os_numa_node_count() > 1 ? _mi_os_numa_node() : -1);
-  return (mi_arena_reserve_os(reserve, commit, allow_large, false, numa_node, arena_id) == 0);
+  if (mi_arena_try_revive(size, commit, allow_large, arena_id)) return true;
+  return (mi_arena_reserve_os(reserve, commit, allow_large, false, true, numa_node, arena_id) == 0);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -255,7 +303,7 @@ int mi_reserve_huge_os_pages_at_ex(size_t pages, int numa_node, size_t timeout_m
   mi_os_stat_increase(reserved, size);
   mi_os_stat_counter_increase(mmap_calls, obtained);
   mi_arena_id_t id = 0;
-  if (!mi_arena_manage(base, size, true, true, true, numa_node, exclusive, true, true, &id)) {
+  if (!mi_arena_manage(base, size, true, true, true, numa_node, exclusive, true, true, false, &id)) {
     _mi_os_free_ex(base, size, 0);
     return ENOMEM;
   }
@@ -324,7 +372,7 @@ void _mi_arenas_init_reserve(void) {
 static bool mi_arena_commit_blocks(mi_arena_t* arena, size_t idx, size_t count) {
   for (size_t i = idx; i < idx + count; i++) {
     if (_mi_bitmap_is_all_set(arena->blocks_committed, i, 1)) continue;
-    if (!_mi_os_commit(arena->start + i * MI_ARENA_BLOCK_SIZE, MI_ARENA_BLOCK_SIZE, arena->commit_syscall)) return false;
+    if (!_mi_os_commit(mi_arena_start(arena) + i * MI_ARENA_BLOCK_SIZE, MI_ARENA_BLOCK_SIZE, arena->commit_syscall)) return false;
     _mi_bitmap_set(arena->blocks_committed, i, 1, NULL);
   }
   return true;
@@ -372,6 +420,7 @@ static void mi_arenas_note_reuse(mi_arena_t* arena, size_t idx, size_t count) {
    claim undone) when the commit fails. */
 static void* mi_arena_take(mi_arena_t* arena, size_t arena_idx, size_t idx, size_t count, bool commit, mi_memid_t* memid) {
   mi_atomic_add_relaxed(&mi_arenas_inuse, count);
+  mi_atomic_add_relaxed(&arena->blocks_used, count);
   mi_arenas_note_reuse(arena, idx, count);
   const size_t unscheduled = _mi_bitmap_clear_count(arena->blocks_purge, idx, count);   /* reused before its purge */
   if (unscheduled > 0) mi_atomic_sub_relaxed(&mi_arenas_unpurged, unscheduled);
@@ -385,6 +434,7 @@ static void* mi_arena_take(mi_arena_t* arena, size_t arena_idx, size_t idx, size
       mi_os_stat_counter_increase(arena_rollback_count, 1);
       _mi_bitmap_clear(arena->blocks_inuse, idx, count);
       mi_atomic_sub_relaxed(&mi_arenas_inuse, count);
+      mi_atomic_sub_relaxed(&arena->blocks_used, count);
       return NULL;
     }
   }
@@ -397,7 +447,7 @@ static void* mi_arena_take(mi_arena_t* arena, size_t arena_idx, size_t idx, size
   memid->initially_committed = (all_committed || commit || any_committed);
   memid->initially_zero = !was_dirty;
   memid->purge_zeroes = arena->purge_zeroes;
-  return arena->start + idx * MI_ARENA_BLOCK_SIZE;
+  return mi_arena_start(arena) + idx * MI_ARENA_BLOCK_SIZE;
 }
 
 static void* mi_arena_try_alloc_in(mi_arena_t* arena, size_t arena_idx, size_t count, bool commit, mi_memid_t* memid) {
@@ -495,7 +545,7 @@ static void mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count)
   const mi_msecs_t delay = mi_arena_purge_delay();
   if (arena->is_pinned || delay < 0) return;
   if (delay == 0) {
-    if (_mi_os_purge(arena->start + idx * MI_ARENA_BLOCK_SIZE, count * MI_ARENA_BLOCK_SIZE, arena->commit_syscall)) {
+    if (_mi_os_purge(mi_arena_start(arena) + idx * MI_ARENA_BLOCK_SIZE, count * MI_ARENA_BLOCK_SIZE, arena->commit_syscall)) {
       _mi_bitmap_clear(arena->blocks_committed, idx, count);
       if (arena->purge_zeroes) _mi_bitmap_clear(arena->blocks_dirty, idx, count);
     }
@@ -520,7 +570,7 @@ void _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_memid_
   }
   mi_arena_t* arena = mi_arena_at((size_t)memid->arena_idx);
   const size_t count = memid->size / MI_ARENA_BLOCK_SIZE;
-  if (arena == NULL || memid->block_index + count > arena->block_count || (uint8_t*)p != arena->start + memid->block_index * MI_ARENA_BLOCK_SIZE) {
+  if (arena == NULL || memid->block_index + count > arena->block_count || (uint8_t*)p != mi_arena_start(arena) + memid->block_index * MI_ARENA_BLOCK_SIZE) {
     _mi_error_message(EINVAL, "trying to free arena memory that is not from this arena (%p)\n", p);
     return;
   }
@@ -539,6 +589,11 @@ void _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_memid_
   }
   else {
     mi_atomic_sub_relaxed(&mi_arenas_inuse, count);
+    if (mi_atomic_sub_relaxed(&arena->blocks_used, count) == count && arena->on_demand && mi_arena_purge_delay() >= 0) {
+      /* empty: the purge pass releases it when it is still empty after the delay */
+      mi_arena_expire_at_most(arena, _mi_prim_clock_now() + mi_arena_purge_delay());
+      mi_atomic_store_release(&_mi_arenas_purge_pending, 1);
+    }
   }
   _mi_arenas_try_purge(false);
 }
@@ -562,7 +617,7 @@ static size_t mi_arena_purge_claimed(mi_arena_t* arena, size_t idx, size_t count
     if (!mi_arena_block_is_due(arena, i, now, force)) { i++; continue; }
     size_t len = 1;
     while (i + len < idx + count && mi_arena_block_is_due(arena, i + len, now, force)) len++;
-    const bool ok = _mi_os_purge(arena->start + i * MI_ARENA_BLOCK_SIZE, len * MI_ARENA_BLOCK_SIZE, arena->commit_syscall);
+    const bool ok = _mi_os_purge(mi_arena_start(arena) + i * MI_ARENA_BLOCK_SIZE, len * MI_ARENA_BLOCK_SIZE, arena->commit_syscall);
     if (ok) {
       _mi_bitmap_clear(arena->blocks_committed, i, len);
       if (arena->purge_zeroes) _mi_bitmap_clear(arena->blocks_dirty, i, len);
@@ -616,6 +671,35 @@ static mi_msecs_t mi_arena_purge_due(mi_arena_t* arena, mi_msecs_t now, bool for
   return next;
 }
 
+/* Unmap arena `idx` if it was reserved on demand, is entirely free and is not the lowest-
+   numbered such arena still mapped (see the top of this file). */
+static void mi_arena_try_release(mi_arena_t* arena, size_t idx) {
+  if (!arena->on_demand || mi_atomic_load_relaxed(&arena->blocks_used) != 0 || mi_arena_purge_delay() < 0) return;
+  bool other = false;
+  for (size_t j = 0; j < idx && !other; j++) {
+    mi_arena_t* a = mi_arena_at(j);
+    other = (a != NULL && a->on_demand && mi_atomic_load_relaxed(&a->state) == MI_ARENA_MAPPED);
+  }
+  if (!other) return;
+  int expected = MI_ARENA_MAPPED;
+  if (!mi_atomic_cas_strong_acq_rel(&arena->state, &expected, MI_ARENA_BUSY)) return;
+  const size_t n = arena->block_count;
+  if (!_mi_bitmap_try_claim(arena->blocks_inuse, 0, n)) {   /* taken meanwhile */
+    mi_atomic_store_release(&arena->state, MI_ARENA_MAPPED);
+    return;
+  }
+  /* every block is ours: nothing allocates, frees or purges here any more */
+  const size_t unpurged = _mi_bitmap_clear_count(arena->blocks_purge, 0, n);
+  if (unpurged > 0) mi_atomic_sub_relaxed(&mi_arenas_unpurged, unpurged);
+  const size_t committed = _mi_bitmap_clear_count(arena->blocks_committed, 0, n);
+  _mi_bitmap_clear(arena->blocks_dirty, 0, n);
+  for (size_t i = 0; i < n; i++) mi_atomic_store_relaxed(&arena->purge_due[i], 0);
+  uint8_t* start = mi_atomic_exchange_acq_rel(&arena->start, NULL);
+  _mi_os_free_ex(start, n * MI_ARENA_BLOCK_SIZE, committed * MI_ARENA_BLOCK_SIZE);
+  _mi_verbose_message("released an empty arena of %zu MiB\n", n * MI_ARENA_BLOCK_SIZE / MI_MiB);
+  mi_atomic_store_release(&arena->state, MI_ARENA_RELEASED);
+}
+
 void _mi_arenas_try_purge(bool force) {
   if (!force && mi_atomic_load_relaxed(&_mi_arenas_purge_pending) == 0) return;
   const size_t n = mi_arenas_count();
@@ -635,6 +719,7 @@ void _mi_arenas_try_purge(bool force) {
     const mi_msecs_t next = mi_arena_purge_due(arena, now, force, &purged);
     if (purged > 0) mi_os_stat_counter_increase(arena_purges, 1);
     if (next != 0) { mi_arena_expire_at_most(arena, next); pending = true; }
+    else mi_arena_try_release(arena, i);
   }
   if (pending) mi_atomic_store_release(&_mi_arenas_purge_pending, 1);
 }
@@ -647,7 +732,7 @@ void* mi_arena_area(mi_arena_id_t arena_id, size_t* size) {
   mi_arena_t* arena = mi_arena_from_id(arena_id);
   if (arena == NULL) return NULL;
   if (size != NULL) *size = arena->block_count * MI_ARENA_BLOCK_SIZE;
-  return arena->start;
+  return mi_arena_start(arena);
 }
 
 static size_t mi_debug_show_bitmap(const char* header, mi_bitmap_field_t* bitmap, size_t block_count) {
@@ -674,8 +759,12 @@ void mi_debug_show_arenas(void) mi_attr_noexcept {
     mi_arena_t* arena = mi_arena_at(i);
     if (arena == NULL) continue;
     shown++;
+    if (mi_atomic_load_relaxed(&arena->state) == MI_ARENA_RELEASED) {
+      _mi_message("arena %zu: %zu blocks of %zu MiB, released (unmapped while empty)\n", i + 1, arena->block_count, MI_ARENA_BLOCK_SIZE / MI_MiB);
+      continue;
+    }
     _mi_message("arena %zu: %zu blocks of %zu MiB at %p%s%s%s, numa node %d\n", i + 1, arena->block_count,
-                MI_ARENA_BLOCK_SIZE / MI_MiB, (void*)arena->start,
+                MI_ARENA_BLOCK_SIZE / MI_MiB, (void*)mi_arena_start(arena),
                 (arena->is_pinned ? ", pinned" : ""), (arena->is_huge_pages ? " (1 GiB pages)" : ""),
                 (arena->exclusive ? ", exclusive" : ""), arena->numa_node);
     inuse_total += mi_debug_show_bitmap("inuse:", arena->blocks_inuse, arena->block_count);

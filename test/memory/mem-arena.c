@@ -666,6 +666,61 @@ static int realloc_grow_mode(bool commit) {
   return test_summary(commit ? "mem-arena realloc-grow" : "mem-arena realloc-grow-nocommit", "arena %d", id);
 }
 
+/* Arenas reserved on demand are released when entirely free (all but the first) and mapped
+   again when needed: the address space follows the memory in use. 3 GiB in 64 MiB blocks
+   (never touched) take arenas beyond the first; once freed, after the arena purge delay and
+   some allocator activity, the address space is back within 64 MiB of the start (the first
+   arena stays), mi_debug_show_arenas says "released", and the same allocations again reuse the
+   released arenas' slots (no new arena is created). With `keep` (PURGE_DELAY=-1) nothing is
+   released. */
+static size_t arena_vsz(void) {
+  char buf[128];
+  unsigned long size = 0;
+  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  ssize_t n = (fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1);
+  if (fd >= 0) close(fd);
+  if (n > 0) { buf[n] = 0; if (sscanf(buf, "%lu", &size) != 1) size = 0; }
+  return (size_t)size * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static int release_mode(bool keep) {
+  enum { N = 48 };
+  static void* blocks[N];
+  mt_activity(1000);   /* the first arena exists */
+  const size_t vsz0 = arena_vsz();
+  size_t created = 0;
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < N; i++) {
+      blocks[i] = mi_malloc(64 * MiB);
+      CHECK(blocks[i] != NULL);
+      if (blocks[i] != NULL) ((volatile char*)blocks[i])[0] = (char)i;
+    }
+    const size_t vsz1 = arena_vsz();
+    const size_t arenas = (size_t)mt_stats()->arena_count.total;
+    CHECK_MSG(vsz1 >= vsz0 + 2 * GiB, "round %d: address space only +%.0f MiB for 3 GiB", round, mt_mib_diff(vsz1, vsz0));
+    for (int i = 0; i < N; i++) {
+      if (blocks[i] != NULL) CHECK_EQ(((volatile char*)blocks[i])[0], (char)i);
+      mi_free(blocks[i]);
+    }
+    const long delay = mi_option_get(mi_option_purge_delay) * mi_option_get(mi_option_arena_purge_mult);
+    for (int k = 0; k < 3; k++) { mt_sleep_ms(delay > 0 ? 2 * delay + 20 : 20); mt_activity(2000); }
+    const size_t vsz2 = arena_vsz();
+    printf("round %d: address space start %.0f MiB, with 3 GiB +%.0f MiB, freed +%.0f MiB; arenas created %zu\n",
+           round, mt_mib(vsz0), mt_mib_diff(vsz1, vsz0), mt_mib_diff(vsz2, vsz0), arenas);
+    if (keep) CHECK_MSG(vsz2 >= vsz0 + 2 * GiB, "round %d: arenas released although PURGE_DELAY=-1", round);
+    else CHECK_MSG(vsz2 <= vsz0 + 64 * MiB, "round %d: address space +%.0f MiB after all was freed", round, mt_mib_diff(vsz2, vsz0));
+    if (round == 0) created = arenas;
+    else CHECK_MSG(arenas == created, "arenas created: %zu in the first round, %zu after the second", created, arenas);
+  }
+  static mt_capture_t cap;
+  mt_capture_reset(&cap);
+  mi_register_output(&mt_capture_out, &cap);
+  mi_debug_show_arenas();
+  mi_register_output(NULL, NULL);
+  CHECK_MSG((mt_count(cap.text, "released") > 0) == !keep, "mi_debug_show_arenas:\n%s", cap.text);
+  return test_summary(keep ? "mem-arena release-keep" : "mem-arena release", NULL);
+}
+
 int main(int argc, char** argv) {
   const char* mode = (argc > 1 ? argv[1] : "exclusive");
   if (strcmp(mode, "exclusive") == 0) return reserve_mode(true);
@@ -683,6 +738,8 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "unknown") == 0) return unknown_mode();
   if (strcmp(mode, "realloc-grow") == 0) return realloc_grow_mode(true);
   if (strcmp(mode, "realloc-grow-nocommit") == 0) return realloc_grow_mode(false);
+  if (strcmp(mode, "release") == 0) return release_mode(false);
+  if (strcmp(mode, "release-keep") == 0) return release_mode(true);
   fprintf(stderr, "unknown mode %s\n", mode);
   return 2;
 }
