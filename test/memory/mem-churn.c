@@ -31,7 +31,8 @@
    here exceeded a bound (resident and address space grew with the number of threads: 150+ MiB
    and tens of GiB after 20,000 threads of the small case).
 
-   usage: mem-churn sizes=small|medium|large|huge|mixed delay=N [threads=N] [conc=N]
+   usage: mem-churn huge-now   (see huge_now_mode)
+          mem-churn sizes=small|medium|large|huge|mixed delay=N [threads=N] [conc=N]
                     [blocks=N] [handed=N] [alloc=0|1] */
 #include "memory-common.h"
 #include <pthread.h>
@@ -186,7 +187,48 @@ static bool churn_arg(const char* a, const char* key, size_t* v) {
   return true;
 }
 
+/* `huge-now`: huge blocks of an ended thread, freed by another thread, give back their memory
+   and their segment at once (no wait, no allocation, no collect): one of 64 MiB (from an arena)
+   and one of 300 MiB (straight from the OS), both touched. Right after the two frees: resident
+   down by at least 330 MiB, address space down by at least 300 MiB (the OS mapping is gone),
+   no abandoned segment left and the segment count back where it was. */
+static void* huge_blocks[2];
+static void* huge_thread(void* arg) {
+  (void)arg;
+  const size_t sizes[2] = { 64 * MiB, 300 * MiB };
+  for (int i = 0; i < 2; i++) {
+    huge_blocks[i] = mi_malloc(sizes[i]);
+    if (huge_blocks[i] != NULL) memset(huge_blocks[i], 0x5a, sizes[i]);
+  }
+  return NULL;
+}
+
+static int huge_now_mode(void) {
+  mt_activity(1000);
+  const int64_t segments0 = mt_stats()->segments.current;
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, &huge_thread, NULL) == 0);
+  pthread_join(t, NULL);
+  CHECK(huge_blocks[0] != NULL && huge_blocks[1] != NULL);
+  const size_t rss1 = mt_rss(), vsz1 = mt_vsz();
+  CHECK_EQ(mt_stats()->segments_abandoned.current, 2);
+  mi_free(huge_blocks[0]);
+  mi_free(huge_blocks[1]);
+  const size_t rss2 = mt_rss(), vsz2 = mt_vsz();
+  const mi_stats_t* st = mt_stats();
+  printf("huge blocks of an ended thread freed: resident -%.1f MiB, address space -%.0f MiB, abandoned segments %lld, segments %lld (before %lld)\n",
+         mt_mib_diff(rss1, rss2), mt_mib_diff(vsz1, vsz2), (long long)st->segments_abandoned.current, (long long)st->segments.current, (long long)segments0);
+  CHECK_EQ(st->segments_abandoned.current, 0);
+  CHECK_EQ(st->segments.current, segments0);
+  if (MT_RSS_ASSERTS) {
+    CHECK_MSG(rss2 + 330 * MiB <= rss1, "resident only -%.1f MiB", mt_mib_diff(rss1, rss2));
+    CHECK_MSG(vsz2 + 300 * MiB <= vsz1, "address space only -%.0f MiB", mt_mib_diff(vsz1, vsz2));
+  }
+  return test_summary("memory-churn", "huge-now");
+}
+
 int main(int argc, char** argv) {
+  if (argc == 2 && strcmp(argv[1], "huge-now") == 0) return huge_now_mode();
   for (int i = 1; i < argc; i++) {
     size_t v;
     if (strncmp(argv[i], "sizes=", 6) == 0) {
