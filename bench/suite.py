@@ -73,6 +73,7 @@ WORKLOADS = {
     "cache-scratch": ("cache-scratch", [], ["-q"]),
     "cache-thrash": ("cache-thrash", [], ["-q"]),
     "malloc-large": ("malloc-large", [], ["-q"]),
+    "thread-churn": ("thread-churn", [], ["-q"]),
     "bench-mem": ("bench-mem", [], ["-q"]),
 }
 SOURCES = {"bench-mem": os.path.join(BENCH_DIR, "bench-mem.c")}  # else bench/workloads/<prog>.c
@@ -585,6 +586,42 @@ def best_peers(items, allocs, summ, geo):
     return L
 
 
+def reported_figures(items, allocs, runs):
+    """Tables of the memory figures programs report themselves (RESULT fields ending in _mib,
+    e.g. thread-churn's address space and resident set at the end): medians per allocator."""
+    L = []
+    for it in items:
+        w = it["name"]
+        keys = []
+        for r in runs:
+            if r["workload"] == w and r["ok"]:
+                keys += [k for k in r.get("result", {}) if k.endswith("_mib") and k not in keys]
+        if not keys:
+            continue
+        L.append("### %s" % w)
+        L.append("")
+        L.append("| allocator | " + " | ".join(k[:-4].replace("_", " ") + " (MiB)" for k in keys) + " |")
+        L.append("|---|" + "---|" * len(keys))
+        for a in allocs:
+            cells = []
+            for k in keys:
+                xs = []
+                for r in runs:
+                    if r["workload"] == w and r["allocator"] == a["key"] and r["ok"]:
+                        try:
+                            xs.append(float(r["result"][k]))
+                        except (KeyError, ValueError):
+                            pass
+                cells.append("%.1f" % statistics.median(xs) if xs else "-")
+            L.append("| %s | %s |" % (a["name"], " | ".join(cells)))
+        L.append("")
+    if L:
+        L = ["## Memory figures the programs report", "",
+             "Medians of what the programs measure themselves (see each program's comment; "
+             "vsz: address space, /proc/self/statm size; rss: resident set).", ""] + L
+    return L
+
+
 def report(ctx, items, allocs, runs, failed, summ, geo, stem):
     args = ctx["args"]
     m = ctx["machine"]
@@ -623,6 +660,7 @@ def report(ctx, items, allocs, runs, failed, summ, geo, stem):
              "row is over these per-workload ratios, whichever peer is best on each.")
     L.append("")
     L += best_peers(items, allocs, summ, geo)
+    L += reported_figures(items, allocs, runs)
     if stem:
         L.append("![time and peak RSS relative to ours](%s.svg)" % stem)
         L.append("")

@@ -478,7 +478,7 @@ static mi_page_t* mi_page_queue_find_free(mi_heap_t* heap, mi_page_queue_t* pq, 
   mi_stat_counter_increase(heap->tld, page_searches_count, 1);
   if (page == NULL) {
     _mi_heap_collect_retired(heap, false);
-    /* pages of ended threads with room for this size class come before fresh memory */
+    /* a thread without free slots takes an ended thread's page of this class with room first */
     if (first_try && _mi_segment_reclaim_for_bin(heap, pq->block_size)) {
       return mi_page_queue_find_free(heap, pq, false);
     }

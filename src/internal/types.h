@@ -1,5 +1,12 @@
 /* Internal data types of the allocator and the invariants that tie them together.
 
+   Thread exit (DESIGN.md idea 7), in short: a thread that ends abandons its pages that hold live
+   blocks; the segment goes on its subprocess' abandoned list once all its pages in use are
+   abandoned. From then on any thread's free of a page's last live block releases the page (and
+   the segment with its last page) under the abandoned lock, and a thread that needs a page of
+   some size class reclaims a segment with such a page with room (per-bin page lists) before it
+   takes fresh memory. See mi_segment_t, mi_subproc_t and the thread_free word (internal.h).
+
    Types, in order:
      mi_block_t          a free block: just a link to the next free block
      mi_delayed_t        the 2-bit delayed-free state stored in a page's thread_free word
@@ -285,7 +292,14 @@ struct mi_subproc_s;
      slots_used == sum of slot_count over those pages <= capacity; a span's other slots have
        span_tail set (and nothing else) while it is in use;
      thread_id == 0  <=> the segment is abandoned: on its subprocess' abandoned list
-       (in_abandoned), or taken off it by a thread that is reclaiming it;
+       (in_abandoned), or taken off it by a thread that is reclaiming or releasing it;
+     abandoned (thread exit, segment.c): while in_abandoned, nobody owns the segment; only the
+       holder of its subprocess' abandoned lock changes it (releasing pages whose blocks were
+       all freed, unlinking it for a reclaim), and every page in use has its thread_free word
+       in the abandoned form (internal.h: a count of live blocks in the word, so the free of
+       the last one is known without a lock); those with reserved > 1 are on their bin's
+       abandoned page list (mi_subproc_t);
+     subproc: the subprocess of the creating thread, never changed (free reads it unlocked);
      commit: a slot of a page in use is committed (is_committed); the header's slot always is;
        when the segment is released every slot is committed again first, so an arena gets
        back whole committed blocks (committed stat = committed slots);
