@@ -373,7 +373,8 @@ mi_decl_export bool mi_heap_check_owned(mi_heap_t* heap, const void* p);
 mi_decl_export bool mi_check_owned(const void* p);
 /* Walk the areas (and optionally the live blocks) of `heap`; true if completed. */
 mi_decl_export bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
-/* Walk abandoned memory of a subprocess (heap_tag -1 = all tags). */
+/* Walk abandoned memory of a subprocess (heap_tag -1 = all tags); the visitor runs under the
+   subprocess' abandoned lock and must not allocate or free. */
 mi_decl_export bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
 /* Constant-time test whether `p` points into memory managed by the allocator. */
 mi_decl_nodiscard mi_decl_export bool mi_is_in_heap_region(const void* p) mi_attr_noexcept;
