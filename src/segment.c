@@ -929,14 +929,15 @@ static void mi_abandoned_unlink(mi_subproc_t* subproc, mi_segment_t* segment) {
 }
 
 /* Take an abandoned segment that may serve heaps of `arena_id` (see
-   _mi_arena_memid_is_suitable), looking at the first few only. */
-static mi_segment_t* mi_abandoned_pop(mi_subproc_t* subproc, mi_arena_id_t arena_id) {
+   _mi_arena_memid_is_suitable), looking at the first few only; not a huge one unless `huge`
+   (it has no room for anything, and its block's free releases it anyway). */
+static mi_segment_t* mi_abandoned_pop(mi_subproc_t* subproc, mi_arena_id_t arena_id, bool huge) {
   if (mi_atomic_load_relaxed(&subproc->abandoned) == NULL) return NULL;   /* a stale peek only delays reclaim */
   mi_lock_acquire(&subproc->abandoned_lock);
   mi_segment_t* found = NULL;
   mi_segment_t* segment = mi_atomic_load_relaxed(&subproc->abandoned);
   for (size_t n = 0; segment != NULL && n < 64; n++, segment = segment->next) {
-    if (_mi_arena_memid_is_suitable(&segment->memid, arena_id)) {
+    if ((huge || segment->page_kind != MI_PAGE_HUGE) && _mi_arena_memid_is_suitable(&segment->memid, arena_id)) {
       mi_abandoned_unlink(subproc, segment);
       found = segment;
       break;
@@ -976,7 +977,7 @@ bool _mi_segment_reclaim_on_free(mi_segment_t* segment) {
 static bool mi_segment_try_reclaim_abandoned(mi_heap_t* heap, mi_page_kind_t kind) {
   bool reclaimed = false;
   for (size_t tries = 0; tries < 8; tries++) {
-    mi_segment_t* segment = mi_abandoned_pop(heap->tld->subproc, heap->arena_id);
+    mi_segment_t* segment = mi_abandoned_pop(heap->tld->subproc, heap->arena_id, false);
     if (segment == NULL) break;
     reclaimed = true;
     /* enough when this one has free pages of the kind (the thread's other free segments may
@@ -1023,7 +1024,7 @@ bool _mi_segment_reclaim_for_bin(mi_heap_t* heap, size_t block_size) {
 /* Reclaim every abandoned segment that may serve `heap` (mi_collect(true)). */
 void _mi_segment_reclaim_all_abandoned(mi_heap_t* heap) {
   mi_segment_t* segment;
-  while ((segment = mi_abandoned_pop(heap->tld->subproc, heap->arena_id)) != NULL) {
+  while ((segment = mi_abandoned_pop(heap->tld->subproc, heap->arena_id, true)) != NULL) {
     mi_segment_reclaim(segment, heap);
   }
 }

@@ -191,7 +191,8 @@ static bool churn_arg(const char* a, const char* key, size_t* v) {
    and their segment at once (no wait, no allocation, no collect): one of 64 MiB (from an arena)
    and one of 300 MiB (straight from the OS), both touched. Right after the two frees: resident
    down by at least 330 MiB, address space down by at least 300 MiB (the OS mapping is gone),
-   no abandoned segment left and the segment count back where it was. */
+   no abandoned segment left and the segment count back where it was. Before, a thread that
+   starts and allocates does not take the huge segments over. */
 static void* huge_blocks[2];
 static void* huge_thread(void* arg) {
   (void)arg;
@@ -203,6 +204,17 @@ static void* huge_thread(void* arg) {
   return NULL;
 }
 
+/* a fresh thread that needs a page reclaims ended threads' segments, but never a huge one (it
+   has no room, and the free of its block releases it anyway) */
+static _Atomic(long long) huge_seen_abandoned = -1;
+static void* huge_bystander(void* arg) {
+  (void)arg;
+  void* p = mi_malloc(100);
+  huge_seen_abandoned = mt_stats()->segments_abandoned.current;
+  mi_free(p);
+  return NULL;
+}
+
 static int huge_now_mode(void) {
   mt_activity(1000);
   const int64_t segments0 = mt_stats()->segments.current;
@@ -210,6 +222,9 @@ static int huge_now_mode(void) {
   CHECK(pthread_create(&t, NULL, &huge_thread, NULL) == 0);
   pthread_join(t, NULL);
   CHECK(huge_blocks[0] != NULL && huge_blocks[1] != NULL);
+  CHECK(pthread_create(&t, NULL, &huge_bystander, NULL) == 0);
+  pthread_join(t, NULL);
+  CHECK_EQ(huge_seen_abandoned, 2);
   const size_t rss1 = mt_rss(), vsz1 = mt_vsz();
   CHECK_EQ(mt_stats()->segments_abandoned.current, 2);
   mi_free(huge_blocks[0]);
