@@ -160,9 +160,6 @@ static inline uintptr_t mi_page_thread_free_take_ex(mi_page_t* page, bool maybe_
   } while (!mi_atomic_cas_weak_acq_rel(&page->xthread_free, &tfree, tfreex));
   return tfree;
 }
-static uintptr_t mi_page_thread_free_take(mi_page_t* page) {   /* owned form only */
-  return mi_page_thread_free_take_ex(page, false);
-}
 
 /* The thread_free word of a page whose segment is being abandoned (by its owner, the page's
    delayed state MI_NEVER_DELAYED_FREE) to the abandoned form (internal.h); returns the number
@@ -241,7 +238,7 @@ static void mi_page_collect_for_alloc(mi_page_t* page) {
   _mi_page_free_collect(page, false);
 #else
   if (page->free != NULL) return;
-  const uintptr_t tfree = mi_page_thread_free_take(page);
+  const uintptr_t tfree = mi_page_thread_free_take_ex(page, false);   /* owned form only */
   mi_block_t* remote = mi_tf_block(tfree);
   if (remote != NULL) {
     const size_t count = mi_tf_count(tfree);
