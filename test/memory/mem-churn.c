@@ -25,6 +25,8 @@
                        (16 MiB, MI_ABANDONED_RESIDENT_MAX), thread stacks and metadata.
      peak resident     2 L + 56 MiB: also the free arena blocks waiting for their purge (32 MiB,
                        MI_ARENA_UNPURGED_MAX) and page slots in the threads' purge queues.
+     (3 L in the Debug build: it fills every freed block with a pattern that the next malloc
+     checks, so blocks freed into ended threads' pages are never given back to the OS.)
      address space     4 L + 1.25 GiB: the first arena reservation (1 GiB), segments of 4 MiB
                        only partly filled, thread stacks (8 MiB each, `conc` live at once).
    Before abandoned segments released themselves and were reclaimed by size class, every case
@@ -37,8 +39,13 @@
 #include "memory-common.h"
 #include <pthread.h>
 
-#define MT_CHURN_RSS_BOUND(live)  (2 * (live) + 20 * MiB)
-#define MT_CHURN_PEAK_BOUND(live) (2 * (live) + 56 * MiB)
+#ifdef NDEBUG
+#define MT_CHURN_LIVE_FACTOR      2
+#else   /* the Debug build (MI_DEBUG): freed blocks are filled and kept resident (see above) */
+#define MT_CHURN_LIVE_FACTOR      3
+#endif
+#define MT_CHURN_RSS_BOUND(live)  (MT_CHURN_LIVE_FACTOR * (live) + 20 * MiB)
+#define MT_CHURN_PEAK_BOUND(live) (MT_CHURN_LIVE_FACTOR * (live) + 56 * MiB)
 #define MT_CHURN_VSZ_BOUND(live)  (4 * (live) + GiB + 256 * MiB)
 #define MT_CHURN_MAX_BLOCKS       16
 #define MT_CHURN_MAX_CONC         8
