@@ -587,15 +587,17 @@ def best_peers(items, allocs, summ, geo):
 
 
 def reported_figures(items, allocs, runs):
-    """Tables of the memory figures programs report themselves (RESULT fields ending in _mib,
-    e.g. thread-churn's address space and resident set at the end): medians per allocator."""
+    """Tables of the memory figures programs measure themselves (RESULT fields ending in _mib
+    that name an address space or a resident set, e.g. thread-churn's at the end): medians per
+    allocator."""
     L = []
     for it in items:
         w = it["name"]
         keys = []
         for r in runs:
             if r["workload"] == w and r["ok"]:
-                keys += [k for k in r.get("result", {}) if k.endswith("_mib") and k not in keys]
+                keys += [k for k in r.get("result", {}) if k.endswith("_mib") and k not in keys
+                         and ("rss" in k or "vsz" in k)]
         if not keys:
             continue
         L.append("### %s" % w)
