@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A/B comparison of allocator builds on one program (python3 standard library only).
 
   bench/ab.py [--reps N] [--timeout S] LIB_A LIB_B [LIB ...] -- PROGRAM [ARGS ...]

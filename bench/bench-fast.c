@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-fast: drives malloc and free for per-call instruction counts of the fast paths.
  *
  * bench/callgrind.sh runs it under callgrind with --toggle-collect on the allocator's malloc

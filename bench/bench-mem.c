@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-mem: memory use over time of a long-running server with load phases.
  *
  * Model: the "server under varying load" pattern used in the allocator literature to study

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-pair: N times { p = malloc(SIZE); write p[0]; free(p); } for instruction counting.
  *
  * bench/callgrind.sh runs it under callgrind with N and 2N iterations; the difference of the two

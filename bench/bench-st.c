@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-st: single-thread malloc/free of mixed small sizes.
  *
  * Model: a program holding a working set of LIVE objects that it keeps replacing. Each step picks

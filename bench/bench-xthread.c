@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-xthread: one thread allocates, another frees (the cross-thread free path).
  *
  * Model: a producer/consumer pipeline (e.g. a network thread handing buffers to a worker).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench.h: shared helpers for the allocator micro-benchmarks.
  *
  * Allocator selection (compile time):

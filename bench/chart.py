@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Chart of a benchmark-suite result: time and peak RSS of every allocator relative to ours.
 
   /usr/bin/python3 bench/chart.py RESULT.json OUT_STEM      -> OUT_STEM.png and OUT_STEM.svg

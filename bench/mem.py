@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Memory use over time of a server-like program under several allocators (python3 standard
 library only).
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* origin.c: which shared object serves `malloc` in this process?
  *
  * Written for this project's benchmark suite (bench/suite.py); it models no published code.

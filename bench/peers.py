@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The peer allocators of the benchmark suite (python3 standard library only).
 
     peers(args) -> list of dicts {key, name, version, lib, env, note, source}

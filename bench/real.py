@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """real.py: real-program workloads for the benchmark suite (imported by bench/suite.py).
 
 Written for this project; no code or text is taken from published benchmarks. The idea of

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Build the allocator micro-benchmarks and compare allocators (python3 standard library only).
 
   bench/run.sh        [--build-dir DIR] [--reps N] [--quick]   throughput table (markdown)

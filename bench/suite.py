@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The allocator benchmark suite: every workload under every allocator (python3 standard library
 only; the chart uses Debian's python3-matplotlib through /usr/bin/python3, and is skipped with a
 message when that is not available).
@@ -148,6 +149,7 @@ def models_of(src):
             head = f.read(4000)
     except OSError:
         return ""
+    head = re.sub(r"^\s*/\*\s*SPDX-License-Identifier:[^*]*\*/", "", head)
     m = re.match(r"\s*/\*(.*?)(?:\n\s*\*\s*\n|\*/)", head, re.S)
     if not m:
         return ""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A small real program on the library: counts word frequencies of a text (a file given as
    argument, or a generated one) in a hash table whose nodes and strings come from a
    first-class heap, then hands half of a batch of blocks to a second thread to free. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ----------------------------------------------------------------------------
   mimalloc-new-delete.h -- route C++ operator new/delete to this allocator.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ----------------------------------------------------------------------------
   mimalloc-override.h -- redirect the standard allocation names to mi_ ones.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ----------------------------------------------------------------------------
   mimalloc-stats.h -- machine-readable statistics.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ----------------------------------------------------------------------------
   mimalloc.h -- public C/C++ interface.
 

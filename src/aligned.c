@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Aligned allocation. Small alignments are natural (every block >= 16 bytes is 16-byte
    aligned and power-of-two blocks are aligned to their size); moderate ones over-allocate in
    a normal page and hand out an interior pointer (the page is flagged has_aligned so free and

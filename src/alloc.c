@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Allocation entry points: malloc and friends, zeroed, counted, reallocation, strings. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* realpath */

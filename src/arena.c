@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Arenas: large reservations of OS memory (default 1 GiB, MIMALLOC_ARENA_RESERVE) from which
    segments get runs of whole blocks (MI_ARENA_BLOCK_SIZE = one segment). An arena is also made
    from memory the program hands us (mi_manage_os_memory), from an explicit reservation

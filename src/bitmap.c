@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Atomic bitmaps over arena blocks (contracts in internal/bitmap.h). */
 #include "internal/internal.h"
 #include "internal/bitmap.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Heap-misuse checks of debug builds (MI_DEBUG > 0): the padding after every block
    (byte-precise overflow detection, see mi_padding_t in types.h), fill patterns for new and
    freed memory, free-list validation (writes after free), double and invalid frees, and the

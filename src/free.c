@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Freeing: the owner-thread fast path, the cross-thread single-CAS push with the delayed-free
    handshake, and the slow cases (aligned interior pointers, full pages, empty pages). */
 #include "internal/internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* First-class heaps: creation, deletion (live blocks move to the backing heap), destruction
    (all blocks freed at once), collection, thread-exit abandonment, and introspection. */
 #include "internal/internal.h"

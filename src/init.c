@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Process and thread life cycle: the static empty and main heaps, lazy reentrancy-safe
    process initialisation, thread initialisation on the first slow-path allocation, and
    thread-exit abandonment (DESIGN.md ideas 1, 7 and 11). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The leak report (MIMALLOC_SHOW_LEAKS=1, for development): at process exit, every block
    still allocated, grouped by size class with counts and bytes; in debug builds also the
    first few blocks of each class with the return address of their allocating call,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The one C++ function of the library: call a std::new_handler on behalf of a nothrow
    allocation and turn a std::bad_alloc it throws into a `false` result, as nothrow operator
    new must. Every C++ runtime symbol this needs is weak, so C programs that never reach this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* C++ allocation helpers with standard operator-new failure semantics: call the installed
    std::new_handler and retry; with no handler throw std::bad_alloc (the nothrow forms return
    NULL). The library is C: the C++ runtime is reached through weak references, so C programs

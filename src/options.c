@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Options (read lazily from MIMALLOC_<NAME> environment variables), message output through
    one small allocation-free formatter, error reporting and the deferred-free hook. */
 #include "internal/internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Memory from the OS: page-granular, optionally aligned, through the prim layer only. */
 #include "internal/internal.h"
 #include "prim/prim.h"

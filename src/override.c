@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Drop-in replacement: the standard allocation symbols of C, POSIX, glibc and the Itanium
    C++ ABI, defined as aliases of the mi_ functions (API.md section 14). Exported from
    libmimalloc.so they take over a whole process under LD_PRELOAD; linked first (mimalloc.o,

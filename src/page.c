@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Pages and page queues: free-list construction, collecting the local and thread free lists,
    moving pages between a heap's bin queues and its full queue, retiring empty pages, and the
    generic (slow-path) allocation that finds or makes a page with a free block. */

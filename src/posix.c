@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* POSIX, BSD, glibc, macOS and MSVC compatibility functions (thin wrappers). */
 #include "internal/internal.h"
 #include <stdlib.h>

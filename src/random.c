@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Process-wide pseudo-random numbers for cookies and keys: splitmix64 over an atomic state
    seeded from the OS. Not for cryptography; secure builds derive per-page keys from it. */
 #include "internal/internal.h"

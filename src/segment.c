@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Segments: 4 MiB-aligned regions that hold page descriptors and pages (see types.h).
    This file owns segment allocation and release, the page slots inside a segment, the segment
    map (which 4 MiB chunks are ours), the cache of empty segments, and abandonment/reclaim of

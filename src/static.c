@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The library is compiled as this one translation unit. That lets the compiler inline across
    files (the fast paths call into page.c and segment.c helpers), and lets override.c define
    malloc, free and operator new/delete as aliases of the mi_ functions: an alias must be in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Statistics: thread and process figures (see mi_stats_data_t in types.h for who updates
    what and why no figure goes negative), merging, the text layout of mimalloc v2.4 (API.md
    section 16), mi_stats_get, the JSON rendering and process information. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The whole test suite: a Release build with every ctest test, the same suite against the
 # Debug build (libmimalloc-debug: invariant assertions, heap-misuse checks, per-bin statistics),
 # under AddressSanitizer+UBSan, and the multi-threaded stress tests under ThreadSanitizer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // A translation unit of test-api-cpp that includes nothing but mimalloc.h: it relies only on the
 // standard headers that mimalloc.h promises to bring in under C++ (<cstddef>, <cstdint>,
 // <type_traits>, <utility>, <memory>), as programs written for mimalloc v2 may do.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // test-api-cpp.cpp -- the C++ side of the API: the mi_new family with the standard new-handler
 // and std::bad_alloc semantics (our deliberate difference 2: call the installed handler, then
 // throw; the nothrow forms return NULL; never abort), and the STL allocators.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-api.c -- the public C API of issue 2, function by function, with edge cases.
 
    Groups covered: basic and extended allocation, usable-size variants, aligned allocation (every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-model.c -- random operations mirrored in a shadow model.
 
    run_ops() interprets a byte string as a sequence of allocator operations (malloc, zalloc,

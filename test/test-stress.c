@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-stress.c -- multi-threaded stress test.
 
    THREADS worker threads run at a time. Each performs ITERS steps; in each step it allocates a

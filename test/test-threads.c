@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-threads.c -- thread life-cycle tests.
 
    (a) churn: thousands of short-lived threads allocate and free; some of their blocks outlive

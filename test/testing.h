@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* testing.h -- a tiny check-and-count harness shared by every test program.
 
    CHECK(cond)                 the condition must hold

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* alloc-test: allocation-intensive size-class sweep over a per-thread working set.
  *
  * Models the pattern of the "alloc-test" benchmark of the rpmalloc/mimalloc benchmark suites:

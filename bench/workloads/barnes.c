@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* barnes: Barnes-Hut N-body force calculation; allocation-light, pointer-chasing.
  *
  * Models the pattern of the "barnes" benchmark (the hierarchical N-body code from the SPLASH-2

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cache-scratch: passive false sharing induced by the allocator.
  *
  * Pattern modelled: Hoard's cache-scratch benchmark (Berger et al., "Hoard: A Scalable Memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cache-thrash: active false sharing between objects the allocator hands to different threads.
  *
  * Pattern modelled: Hoard's cache-thrash benchmark (Berger et al., "Hoard: A Scalable Memory

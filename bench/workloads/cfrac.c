@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cfrac: many small, short-lived allocations in one thread (bignum arithmetic).
  *
  * Models the allocation pattern of the "cfrac" benchmark (continued-fraction factoring on top of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* espresso: one thread, many small/medium blocks of varying sizes with mixed lifetimes and
  * frequent realloc of growing arrays (two-level logic minimisation).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* larson: a server whose worker threads hand their state to fresh threads ("bleeding").
  *
  * Pattern modelled: the Larson & Krishnan server benchmark ("larson"). Each of T lineages owns

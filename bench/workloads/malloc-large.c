@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* malloc-large: large blocks and buffers grown with realloc.
  *
  * Pattern modelled: the "malloc-large" test of mimalloc-bench (large allocations of many

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mstress: short-lived threads whose objects outlive them.
  *
  * Pattern modelled: mimalloc's stress test (mimalloc-test-stress, "mstress" in mimalloc-bench).

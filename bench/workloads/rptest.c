@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rptest: a realistic mixed-size multi-threaded working set with cross-thread handoff.
  *
  * Pattern modelled: rpmalloc's benchmark (rptest): every thread keeps a working set of blocks

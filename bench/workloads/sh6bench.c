@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sh6bench: batches over many size classes, freed mostly in reverse (LIFO) order, partly in
  * random order, plus a pool of longer-lived survivors.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sh8bench: sh6bench-style batches over many size classes, with blocks moving between threads
  * (cross-thread frees).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* thread-churn: short-lived threads whose blocks outlive them by many other threads.
  *
  * Pattern modelled: servers with per-request threads or thread pools that hand results to a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* workload.h: helpers shared by the workload programs of bench/workloads/ (see bench.h for the
  * random numbers, the clock and the RESULT line): the data checks every program runs on its
  * blocks, and running one job per thread. */

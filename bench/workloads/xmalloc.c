@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* xmalloc: asymmetric producer/consumer; one set of threads only allocates, another only frees.
  *
  * Pattern modelled: xmalloc-test (Lever & Boreham's "malloc() performance in a multithreaded

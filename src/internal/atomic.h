@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Atomic operations (C11 <stdatomic.h>) and the one internal lock type.
    Memory orders are explicit at every use so each site documents what it synchronises. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Atomic bitmaps over arena blocks (bitmap.c). A bitmap is an array of `field_count` words of
    MI_BITMAP_FIELD_BITS bits; a range is (index of its first bit, count) and may span words.
    Every operation is lock-free: single-word changes are one atomic RMW, a claim across words

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal functions, grouped by the file that owns them, and the inline helpers of the fast
    paths. Public names are mi_, internal ones _mi_, everything else is static. */
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal data types of the allocator and the invariants that tie them together.
 
    Thread exit (DESIGN.md idea 7), in short: a thread that ends abandons its pages that hold live

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The OS layer: every system call of the allocator goes through these primitives, one file per
    OS (src/prim/unix.c). Each returns 0 on success or an errno value, and never allocates. */
 #pragma once

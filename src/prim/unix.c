@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The OS layer for Linux and other Unix-like systems (see prim.h for the contracts). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Double frees (EAGAIN, "double free detected of block <p> with size <block size> (ignored)").
    The extra free must be ignored: afterwards the heap hands out every block at most once.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Error codes of failing calls (none of them aborts: EOVERFLOW, ENOMEM and EINVAL return).
    Every failing allocation returns NULL with errno ENOMEM (API.md "deliberate differences" 1)
    and leaves errno alone when it succeeds.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fill patterns of the debug build (no misuse reported: expects no message at all).
    Case "all":
      - a fresh mi_malloc(100) block reads 0xD0 in all 100 bytes, and its slack (the bytes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Invalid frees (EINVAL, ignored): pointers that are not the start of a block of ours.
    Afterwards the block they point into (if any) is still valid: its bytes and usable size are
    unchanged, it can be reallocated and freed without any message, and the heap still works.

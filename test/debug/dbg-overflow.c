@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Buffer overflows past the requested size, found by mi_free (padding check, EFAULT).
 
    Cases (each writes past the end of one block, then frees it):

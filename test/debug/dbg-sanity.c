@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Correct use only: lots of allocation, reallocation, aligned allocation and freeing, also
    across threads, writing every usable byte of every block. The debug checks must stay
    silent: the driver expects no output on stderr at all and no error code.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Writes into freed blocks (EFAULT), found when the block is about to be handed out again.
 
    Setup (default heap, size 48: 64-byte blocks, a class nothing else here uses): 200 live blocks with distinct patterns, then p = mi_malloc(48) freed,

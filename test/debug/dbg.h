@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dbg.h -- shared helpers of the deliberately wrong programs in test/debug (debug build only).
 
    Every program is run as   prog CASE MODE   with MODE

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Debug-build checks (label debug), driven from ctest: runs the deliberately wrong programs of
 test/debug against the debug library and checks, for every case, in both modes:
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Runs leaky (see leaky.c) with MIMALLOC_SHOW_LEAKS and checks that the report lists exactly
 its leaks: the total, one line per size class with the exact block count, and in debug
 builds the allocating function of every leaked block and of nothing else.

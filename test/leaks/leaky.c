@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program with known leaks for the leak report (MIMALLOC_SHOW_LEAKS=1): three 40-byte
    blocks from leak_small, one 300000-byte block from leak_big, one 3 MiB block from
    leak_huge; everything else it allocates is freed. With the argument "none" it leaks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mem-arena.c -- arenas made by the program: mi_reserve_os_memory(_ex), mi_manage_os_memory(_ex),
    mi_arena_area, mi_heap_new_in_arena, mi_debug_show_arenas.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mem-churn.c -- threads that end while blocks they allocated live on (memory-churn-* tests).
 
    Worker threads are started `conc` at a time, `threads` in all. Each allocates `blocks` blocks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mem-os.c -- OS-memory options read at start-up, and huge OS pages.
 
    Usage: mem-os <mode>   (the environment each mode needs is set by CMakeLists.txt)

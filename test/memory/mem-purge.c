@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mem-purge.c -- delayed purging: statistics, timing, and reuse of purged memory.
 
    Usage: mem-purge cycle|delay|now

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mem-rss.c -- freed memory goes back to the OS (RSS), according to MIMALLOC_PURGE_DELAY.
 
    Usage: mem-rss small|large collect|activity|now|never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mem-span.c -- large blocks (above 480 KiB, up to 2 MiB) as spans of adjacent 512 KiB slots of a
    medium segment (src/internal/types.h, mi_page_kind_t). Checked here, in a fresh thread (its own
    segments) so the layout is predictable:

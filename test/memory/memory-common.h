@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* memory-common.h -- helpers shared by the OS-memory tests (test/memory, label "memory").
 
    - mt_rss: the true resident set size, from /proc/self/statm (field 2 x page size);

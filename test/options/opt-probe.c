@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opt-probe.c -- reports option values and produces messages on request, for run-options.py.
 
    The driver runs this program with a chosen environment and checks stdout and stderr

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Option tests (API.md "Options (functions)", sections 7 and 15), driven from ctest.
 
 Runs opt-probe / opt-api in a clean environment (nothing inherited but PATH and sanitizer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlopen-alloc.c -- dlopen/dlclose of a library that allocates (libov-plugin.so): in its
    constructor (freed in its destructor) and in functions the program's threads call. Threads
    started before the dlopen wait for it, threads started after it join them; they trade

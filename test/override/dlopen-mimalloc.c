@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlopen-mimalloc.c -- dlopen of a library that itself links libmimalloc.so (DT_NEEDED), from a
    program that neither links nor preloads it: the dlopen succeeds (libmimalloc's initial-exec
    TLS fits the loader's surplus static TLS: no "cannot allocate memory in static TLS block"),

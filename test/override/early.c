@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* early.c -- libov-early.so: its constructor allocates before libmimalloc's constructor runs.
 
    The library has no DT_NEEDED on libmimalloc (see ov-early.h), and the executables list it

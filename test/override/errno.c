@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* errno.c -- successful calls through the override leave errno alone; failures set ENOMEM.
 
    errno is set to a sentinel before each successful call of malloc, calloc, realloc (grow in

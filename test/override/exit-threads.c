@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exit-threads.c -- process exit while other threads are still allocating.
 
    A child process (this program run again) starts 8 threads in tight malloc/realloc/free loops

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* foreign.c -- free, realloc, reallocarray and malloc_usable_size of pointers that are not ours:
    a stack address, a global, a string literal, anonymous mmap memory (also at a 4 MiB boundary,
    where a segment header would be), small and large blocks of glibc's own malloc (found with

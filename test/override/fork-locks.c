@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fork-locks.c -- the allocator's internal locks are fork-safe.
 
    The abandoned-segment lock is taken when a thread exits with live blocks (its segments are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fork-threads.c -- fork() in a multi-threaded program.
 
    Worker threads allocate, reallocate and free continuously and trade blocks through shared

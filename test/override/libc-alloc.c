@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libc-alloc.c -- memory that glibc allocates for the caller comes from our heap: strdup,
    strndup, getline and getdelim (from NULL and growing a buffer of ours), asprintf, vasprintf,
    realpath(path, NULL), getcwd(NULL, 0), get_current_dir_name, the open_memstream buffer,

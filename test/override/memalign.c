@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* memalign.c -- posix_memalign, aligned_alloc, memalign, valloc and pvalloc through the
    override: argument errors and valid cases.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* miplugin.c -- libov-miplugin.so: a library that links libmimalloc.so (DT_NEEDED) and uses the
    mi_ API, for dlopen-mimalloc.c, whose program neither links nor preloads libmimalloc. */
 #define _GNU_SOURCE

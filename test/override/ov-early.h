@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ov-early.h -- the allocation exercise run before libmimalloc's constructor: from the
    executable's .preinit_array (preinit.c) and from the constructor of libov-early.so
    (early.c). Both include this file; each copy counts its own checks (testing.h counters are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ov.h -- helpers shared by the drop-in override tests (test/override/).
 
    Every program here is built either linked against libmimalloc.so (its malloc resolves to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plugin.c -- libov-plugin.so, dlopen'ed by dlopen-alloc.c. A plain library (no link to
    libmimalloc): its malloc is whatever the process has, which must be ours. Its constructor
    allocates a table that its destructor frees; its functions allocate, reallocate and free

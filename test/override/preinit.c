@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* preinit.c -- allocation before any constructor: from the executable's .preinit_array (runs
    before every shared library constructor) and from libov-early.so's constructor (runs before
    libmimalloc's). Each calls malloc/calloc/realloc/free/posix_memalign/strdup and checks the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Deterministic git session for program-git (run-program.sh git): run once without and once
 # with the preload, each in its own empty directory; stdout, stderr and the exit status must
 # be the same. Dates, names, e-mails, HOME and the config are fixed, so every hash is too.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // STL-heavy program for program-gxx (run-program.sh gxx): compiled by g++ -O2 with and
 // without the preload (the object files must be identical), then run with and without it
 // (the outputs must be identical). Deterministic: its own LCG, sorted output of hashed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Preloaded after libmimalloc.so by the program tests (run-program.sh): at the exit of every
    process that has MI_PRELOAD_CHECK_OUT set, append one line to that file telling whether the
    process really ran on our allocator:

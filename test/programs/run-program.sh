@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs a real program with and without LD_PRELOAD of our libmimalloc.so and checks
 #   1. that our allocator really served it: libmi-preload-check.so, preloaded after ours,
 #      appends one line per exiting process to a check file (see preload-check.c). Rule: at

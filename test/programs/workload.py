@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Deterministic allocation workload for program-python (run-program.sh python).
 
 Exercises CPython's allocator paths (small objects through pymalloc arenas, which come from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // cxx-threads.cpp -- every operator new/delete variant from several threads, under
 // LD_PRELOAD=libmimalloc.so (tests static-cxx-threads and static-cxx-threads-nopreload).
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cxx-variants.h -- the 20 replaceable global operators new/delete, shared by static-cxx.cpp,
    new-delete-header.cpp and cxx-threads.cpp (include testing.h first).
 

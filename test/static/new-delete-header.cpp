@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // new-delete-header.cpp -- <mimalloc-new-delete.h> (test static-new-delete-header).
 //
 // new-delete-header-defs.cpp includes the header; this unit does not, and uses the operators

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* override-header.c -- <mimalloc-override.h> (test static-override-header).
 
    The header turns the standard allocation names into macros for the mi_ functions. Checked

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Runs one test program after checking its ELF dynamic section (cmake -P; used by CMakeLists.txt).
 #
 #   PROG               the program (required)

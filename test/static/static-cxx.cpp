@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // static-cxx.cpp -- the static override in C++ (test static-cxx): linked with mimalloc.o first.
 //
 // Checks that each of the 20 global operators new/delete

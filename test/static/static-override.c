@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* static-override.c -- the static override in C (tests static-object and static-archive).
 
    Linked with mimalloc.o first, or with libmimalloc.a inside --whole-archive, and never with

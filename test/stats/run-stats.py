@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """run-stats.py -- JSON and exit-time statistics checks (ctest stats-json, stats-exit-*, label stats).
 
 Runs stats-child (stats-child.c) in a clean environment (only PATH and sanitizer settings are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats-child.c -- the program run-stats.py starts (JSON and exit-time statistics).
 
    stats-child json <dir>     workload, then with no allocation in between: mi_stats_get

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats-common.h -- helpers shared by the statistics tests (test/stats, label "stats").
 
    - ts_capture_t / ts_capture_out: an mi_output_fun that appends to a static buffer (never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats-pending.c -- statistics behaviour the specification asks for that was missing when these
    checks were written; one ctest test per case (stats-pending-<case>), label stats. They run
    like the others and fail until src/ is fixed; cases that need rows a build does not print

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats-process.c -- mi_process_info (ctest stats-process, label stats).
 
    - every pointer may be NULL;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats-text.c -- the statistics text (API.md section 16) and mi_stats_get (section 11) after a
    known single-thread workload; ctest stats-text (shared library) and stats-text-static.
 

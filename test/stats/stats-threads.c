@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats-threads.c -- statistics under threads (ctest stats-threads, label stats).
 
    Rounds of worker threads allocate blocks of all kinds (small, medium, large, the odd huge

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Consumer of an installed mimalloc: allocates through the API and malloc, and reports the
    version and which libmimalloc file (if any) is mapped, for run-consumers.sh to check.
    Usage: consumer [1]   -- with 1, malloc must be served by mimalloc (override on). */
