@@ -114,6 +114,8 @@ static void mi_leak_walk(mi_leak_report_t* report, bool print, size_t bin_only) 
   _mi_segment_map_visit(&mi_leak_walk_segment, &walk);
 }
 
+static const char* mi_plural(size_t n) { return (n == 1 ? "" : "s"); }
+
 static void mi_leak_amount(char* buf, size_t size, size_t n) {
   if (n < 1024) _mi_snprintf(buf, size, "%zu bytes", n);
   else if (n < MI_MiB) _mi_snprintf(buf, size, "%zu.%zu KiB", n / 1024, (n % 1024) * 10 / 1024);
@@ -130,20 +132,20 @@ void _mi_leaks_report(void) {
     _mi_message("leak report: no blocks are still allocated\n");
     return;
   }
-  _mi_message("leak report: %zu blocks (%s) still allocated at exit\n", report.count, amount);
+  _mi_message("leak report: %zu block%s (%s) still allocated at exit\n", report.count, mi_plural(report.count), amount);
   for (size_t bin = 0; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
     const mi_leak_class_t* cls = &report.classes[bin];
     if (cls->count == 0) continue;
     mi_leak_amount(amount, sizeof(amount), cls->bytes);
     if (bin == MI_BIN_HUGE_INTERNAL) {
-      _mi_message("leaks: %zu huge blocks, %s%s\n", cls->count, amount, (MI_PADDING ? " requested" : ""));
+      _mi_message("leaks: %zu huge block%s, %s%s\n", cls->count, mi_plural(cls->count), amount, (MI_PADDING ? " requested" : ""));
     }
     else {
-      _mi_message("leaks: %zu blocks of size class %zu, %s%s\n", cls->count, _mi_bin_size(bin), amount, (MI_PADDING ? " requested" : ""));
+      _mi_message("leaks: %zu block%s of size class %zu, %s%s\n", cls->count, mi_plural(cls->count), _mi_bin_size(bin), amount, (MI_PADDING ? " requested" : ""));
     }
     if (MI_DEBUG > 0) mi_leak_walk(&report, true, bin);
   }
   if (report.running_count > 0) {
-    _mi_message("leaks: %zu more blocks in pages of threads still running (not examined)\n", report.running_count);
+    _mi_message("leaks: %zu more block%s in pages of threads still running (not examined)\n", report.running_count, mi_plural(report.running_count));
   }
 }

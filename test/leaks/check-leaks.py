@@ -24,13 +24,13 @@ def run(args, env_extra):
 err = run([], {"MIMALLOC_SHOW_LEAKS": "1"})
 lines = [l for l in err.splitlines() if l.startswith("mimalloc: ")]
 check(all(l.startswith("mimalloc: ") for l in err.splitlines()), f"unprefixed output:\n{err}")
-m = [re.match(r"mimalloc: leak report: (\d+) blocks \((.*)\) still allocated at exit$", l) for l in lines]
+m = [re.match(r"mimalloc: leak report: (\d+) blocks? \((.*)\) still allocated at exit$", l) for l in lines]
 m = [x for x in m if x]
 check(len(m) == 1 and m[0].group(1) == "5", f"expected one summary line with 5 blocks:\n{err}")
 classes = {}
 for l in lines:
-    c = re.match(r"mimalloc: leaks: (\d+) blocks of size class (\d+), (.*)$", l)
-    h = re.match(r"mimalloc: leaks: (\d+) huge blocks, (.*)$", l)
+    c = re.match(r"mimalloc: leaks: (\d+) blocks? of size class (\d+), (.*)$", l)
+    h = re.match(r"mimalloc: leaks: (\d+) huge blocks?, (.*)$", l)
     if c: classes[int(c.group(2))] = (int(c.group(1)), c.group(3))
     if h: classes["huge"] = (int(h.group(1)), h.group(2))
 small = 64 if debug else 48          # 40 bytes (+16 bytes of padding in debug builds)
@@ -38,6 +38,10 @@ check(classes.get(small, (0,))[0] == 3, f"expected 3 blocks of class {small}: {c
 check(classes.get(327680, (0,))[0] == 1, f"expected 1 block of class 327680: {classes}")
 check(classes.get("huge", (0,))[0] == 1, f"expected 1 huge block: {classes}")
 check(len(classes) == 3, f"expected exactly 3 classes: {classes}")
+# one block is "1 block", not "1 blocks"
+check(any(l.startswith("mimalloc: leaks: 1 block of size class 327680, ") for l in lines), f"singular class line:\n{err}")
+check(any(l.startswith("mimalloc: leaks: 1 huge block, ") for l in lines), f"singular huge line:\n{err}")
+check(any(l.startswith("mimalloc: leaks: 3 blocks of size class ") for l in lines), f"plural class line:\n{err}")
 if debug:
     check(classes.get(small, (0, ""))[1] == "120 bytes requested", f"small class bytes: {classes.get(small)}")
     check(classes.get("huge", (0, ""))[1] == "3.0 MiB requested", f"huge bytes: {classes.get('huge')}")
