@@ -744,24 +744,31 @@ static void mi_abandoned_page_unlink(mi_subproc_t* subproc, mi_page_t* page) {
 /* An unused slot of a segment that nobody owns (it cannot wait in a thread's purge queue): left
    resident within the orphan budget, for the thread that reclaims the segment, else purged now
    (never with purge_delay < 0 or pinned memory). */
-static void mi_segment_slot_leave(mi_segment_t* segment, mi_page_t* page, bool purge) {
+static void mi_segment_slot_leave(mi_segment_t* segment, mi_page_t* page) {
   if (segment->memid.is_pinned || !page->is_committed || mi_option_get(mi_option_purge_delay) < 0) return;
-  if (purge || !mi_segment_slot_orphan(segment, page)) mi_segment_slot_purge(segment, page);
+  if (!mi_segment_slot_orphan(segment, page)) mi_segment_slot_purge(segment, page);
 }
 
-/* Release an abandoned page of `segment` whose blocks are all free (the caller owns the
-   segment, or holds the abandoned lock while the segment is on the list); the page's slots are
-   left resident or purged (mi_segment_slot_leave). Returns true when the segment has no page in
-   use left. */
-static bool mi_segment_abandoned_page_release(mi_segment_t* segment, mi_page_t* page, bool purge) {
-  mi_assert_internal(page->segment_in_use && segment->abandoned > 0 && segment->in_abandoned);
-  if (mi_abandoned_page_on_list(page)) mi_abandoned_page_unlink(segment->subproc, page);
+/* An abandoned page whose blocks are all free leaves its segment (the caller owns the segment,
+   or holds the abandoned lock while it is on the list); returns true when the segment has no
+   page in use left, and in *slots the slots the page took. */
+static bool mi_segment_abandoned_page_clear(mi_segment_t* segment, mi_page_t* page, size_t* slots) {
+  mi_assert_internal(page->segment_in_use && segment->abandoned > 0);
   _mi_stat_blocks_freed(page, NULL, page->used);   /* they moved to the totals when abandoned */
   segment->abandoned--;
   mi_os_stat_decrease(pages_abandoned, 1);
+  return mi_segment_page_clear(segment, page, slots);
+}
+
+/* Under the abandoned lock, with `segment` on the list: release a page whose blocks are all
+   free (off its bin's list; its slots left resident or purged, mi_segment_slot_leave). Returns
+   true when the segment has no page in use left. */
+static bool mi_segment_abandoned_page_release(mi_segment_t* segment, mi_page_t* page) {
+  mi_assert_internal(segment->in_abandoned);
+  if (mi_abandoned_page_on_list(page)) mi_abandoned_page_unlink(segment->subproc, page);
   size_t slots;
-  if (mi_segment_page_clear(segment, page, &slots)) return true;
-  for (size_t i = 0; i < slots; i++) mi_segment_slot_leave(segment, &page[i], purge);
+  if (mi_segment_abandoned_page_clear(segment, page, &slots)) return true;
+  for (size_t i = 0; i < slots; i++) mi_segment_slot_leave(segment, &page[i]);
   return false;
 }
 
@@ -774,7 +781,7 @@ static bool mi_segment_abandoned_release_empty(mi_segment_t* segment) {
     if (!page->segment_in_use) continue;
     const uintptr_t tfree = mi_atomic_load_acquire(&page->xthread_free);
     if (!mi_tf_is_abandoned(tfree) || mi_tf_count(tfree) != MI_TF_ABANDONED_BASE) continue;
-    if (mi_segment_abandoned_page_release(segment, page, false)) {
+    if (mi_segment_abandoned_page_release(segment, page)) {
       mi_abandoned_unlink(segment->subproc, segment);
       return true;
     }
@@ -790,11 +797,8 @@ static void mi_segment_abandon(mi_segment_t* segment, mi_tld_t* tld) {
     mi_page_t* page = &segment->pages[i];
     if (!page->segment_in_use) continue;
     if (_mi_page_tf_to_abandoned(page) > 0) continue;
-    _mi_stat_blocks_freed(page, NULL, page->used);
-    segment->abandoned--;
-    mi_os_stat_decrease(pages_abandoned, 1);
     size_t slots;
-    if (mi_segment_page_clear(segment, page, &slots)) {
+    if (mi_segment_abandoned_page_clear(segment, page, &slots)) {
       mi_segment_free(segment, tld);
       return;
     }
@@ -854,7 +858,7 @@ bool _mi_segment_abandoned_free_last(mi_segment_t* segment, mi_page_t* page, mi_
   /* not on the list: its new owner (or the thread abandoning it) looks at the page itself */
   bool empty = false;
   if (segment->in_abandoned && mi_tf_count(tfreex) == MI_TF_ABANDONED_BASE) {
-    if (mi_segment_abandoned_page_release(segment, page, false)) {
+    if (mi_segment_abandoned_page_release(segment, page)) {
       mi_abandoned_unlink(subproc, segment);
       empty = true;
     }
