@@ -674,21 +674,11 @@ static int realloc_grow_mode(bool commit) {
    arena stays), mi_debug_show_arenas says "released", and the same allocations again reuse the
    released arenas' slots (no new arena is created). With `keep` (PURGE_DELAY=-1) nothing is
    released. */
-static size_t arena_vsz(void) {
-  char buf[128];
-  unsigned long size = 0;
-  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  ssize_t n = (fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1);
-  if (fd >= 0) close(fd);
-  if (n > 0) { buf[n] = 0; if (sscanf(buf, "%lu", &size) != 1) size = 0; }
-  return (size_t)size * (size_t)sysconf(_SC_PAGESIZE);
-}
-
 static int release_mode(bool keep) {
   enum { N = 48 };
   static void* blocks[N];
   mt_activity(1000);   /* the first arena exists */
-  const size_t vsz0 = arena_vsz();
+  const size_t vsz0 = mt_vsz();
   size_t created = 0;
   for (int round = 0; round < 2; round++) {
     for (int i = 0; i < N; i++) {
@@ -696,7 +686,7 @@ static int release_mode(bool keep) {
       CHECK(blocks[i] != NULL);
       if (blocks[i] != NULL) ((volatile char*)blocks[i])[0] = (char)i;
     }
-    const size_t vsz1 = arena_vsz();
+    const size_t vsz1 = mt_vsz();
     const size_t arenas = (size_t)mt_stats()->arena_count.total;
     CHECK_MSG(vsz1 >= vsz0 + 2 * GiB, "round %d: address space only +%.0f MiB for 3 GiB", round, mt_mib_diff(vsz1, vsz0));
     for (int i = 0; i < N; i++) {
@@ -705,7 +695,7 @@ static int release_mode(bool keep) {
     }
     const long delay = mi_option_get(mi_option_purge_delay) * mi_option_get(mi_option_arena_purge_mult);
     for (int k = 0; k < 3; k++) { mt_sleep_ms(delay > 0 ? 2 * delay + 20 : 20); mt_activity(2000); }
-    const size_t vsz2 = arena_vsz();
+    const size_t vsz2 = mt_vsz();
     printf("round %d: address space start %.0f MiB, with 3 GiB +%.0f MiB, freed +%.0f MiB; arenas created %zu\n",
            round, mt_mib(vsz0), mt_mib_diff(vsz1, vsz0), mt_mib_diff(vsz2, vsz0), arenas);
     if (keep) CHECK_MSG(vsz2 >= vsz0 + 2 * GiB, "round %d: arenas released although PURGE_DELAY=-1", round);

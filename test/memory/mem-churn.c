@@ -64,19 +64,6 @@ static const churn_class_t* cls;
 static size_t threads = 4000, conc = 4, blocks = 6, handed = 3, delay = 1000;
 static bool main_allocs = false;
 
-static size_t mt_vsz(void) {
-  char buf[128];
-  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  unsigned long size = 0;
-  if (sscanf(buf, "%lu", &size) != 1) return 0;
-  return (size_t)size * (size_t)sysconf(_SC_PAGESIZE);
-}
-
 /* ---- blocks: size log-uniform in the class, tag at both ends and every 4 KiB ---- */
 typedef struct churn_block_s { uint8_t* p; size_t size; uint64_t tag; size_t born; } churn_block_t;
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* memory-common.h -- helpers shared by the OS-memory tests (test/memory, label "memory").
 
-   - mt_rss: the true resident set size, from /proc/self/statm (field 2 x page size);
+   - mt_rss, mt_vsz: the true resident set size and the address space, from /proc/self/statm;
    - MT_RSS_ASSERTS: 0 under a sanitizer (ASan's shadow memory and quarantine change the RSS
      figures), so the RSS assertions are skipped there and only the workloads and the
      statistics checks run;
@@ -53,7 +53,8 @@
 #define MT_RSS_ASSERTS 1
 #endif
 
-static TEST_UNUSED_ size_t mt_rss(void) {
+/* field `field` of /proc/self/statm (0: address space, 1: resident) in bytes, or 0 */
+static TEST_UNUSED_ size_t mt_statm(int field) {
   char buf[128];
   int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
@@ -61,10 +62,12 @@ static TEST_UNUSED_ size_t mt_rss(void) {
   close(fd);
   if (n <= 0) return 0;
   buf[n] = 0;
-  unsigned long size = 0, resident = 0;
-  if (sscanf(buf, "%lu %lu", &size, &resident) != 2) return 0;
-  return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+  unsigned long f[2] = { 0, 0 };
+  if (sscanf(buf, "%lu %lu", &f[0], &f[1]) != 2) return 0;
+  return (size_t)f[field] * (size_t)sysconf(_SC_PAGESIZE);
 }
+static TEST_UNUSED_ size_t mt_rss(void) { return mt_statm(1); }
+static TEST_UNUSED_ size_t mt_vsz(void) { return mt_statm(0); }
 
 static TEST_UNUSED_ double mt_mib(size_t bytes) { return (double)bytes / (double)MiB; }
 static TEST_UNUSED_ double mt_mib_diff(size_t a, size_t b) { return ((double)a - (double)b) / (double)MiB; }
