@@ -364,7 +364,10 @@ void _mi_arenas_init_reserve(void) {
     else mi_reserve_huge_os_pages_interleave((size_t)huge, 0, (size_t)huge * 500);
   }
   const size_t os_memory = mi_option_get_size(mi_option_reserve_os_memory);
-  if (os_memory > 0) mi_reserve_os_memory(os_memory, true, true);
+  if (os_memory > 0 && mi_arena_reserve_os(os_memory, true, true, false, false, -1, NULL) != 0) {
+    _mi_warning_always("mimalloc_reserve_os_memory: could not reserve %zu MiB of OS memory; continuing without it\n",
+                       _mi_divide_up(os_memory, MI_MiB));
+  }
 }
 
 /* ------------------------------------------------------------------------------------------

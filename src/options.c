@@ -3,6 +3,7 @@
    one small allocation-free formatter, error reporting and the deferred-free hook. */
 #include "internal/internal.h"
 #include "prim/prim.h"
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -21,6 +22,8 @@ typedef struct mi_option_desc_s {
   const char* name;
   const char* legacy_name;
   bool        is_kib;      /* size option stored in KiB */
+  long        min;         /* every stored value lies in [min, max] (mi_option_clamp) */
+  long        max;
 } mi_option_desc_t;
 
 #if MI_DEBUG > 0
@@ -29,54 +32,65 @@ typedef struct mi_option_desc_s {
 #define MI_DEFAULT_SHOW_ERRORS 0
 #endif
 
+/* Ranges: booleans 0..1; delays in ms up to a day (so delay * arena_purge_mult cannot
+   overflow); sizes in KiB up to half the user address space; negative means "off/never/
+   unlimited" where the option documents it (clamped to -1 unless any negative is meaningful). */
+#define MI_MS_MAX     (24L*60*60*1000)
+#define MI_KIB_MAX    ((long)(MI_MAX_ALLOC_SIZE / 2 / MI_KiB))
+#define MI_OPT(value, option, name, legacy, is_kib, min, max) \
+  { value, MI_UNINIT, mi_option_##option, name, legacy, is_kib, min, max }
+
 static mi_option_desc_t mi_options[_mi_option_last] = {
-  { MI_DEFAULT_SHOW_ERRORS, MI_UNINIT, mi_option_show_errors, "show_errors", NULL, false },
-  { 0,    MI_UNINIT, mi_option_show_stats, "show_stats", NULL, false },
-  { 0,    MI_UNINIT, mi_option_verbose, "verbose", NULL, false },
-  { 1,    MI_UNINIT, mi_option_eager_commit, "eager_commit", NULL, false },
-  { 2,    MI_UNINIT, mi_option_arena_eager_commit, "arena_eager_commit", "eager_region_commit", false },
-  { 1,    MI_UNINIT, mi_option_purge_decommits, "purge_decommits", "reset_decommits", false },
-  { 0,    MI_UNINIT, mi_option_allow_large_os_pages, "allow_large_os_pages", "large_os_pages", false },
-  { 0,    MI_UNINIT, mi_option_reserve_huge_os_pages, "reserve_huge_os_pages", NULL, false },
-  { -1,   MI_UNINIT, mi_option_reserve_huge_os_pages_at, "reserve_huge_os_pages_at", NULL, false },
-  { 0,    MI_UNINIT, mi_option_reserve_os_memory, "reserve_os_memory", NULL, true },
-  { 0,    MI_UNINIT, mi_option_deprecated_segment_cache, "deprecated_segment_cache", NULL, false },
-  { 0,    MI_UNINIT, mi_option_deprecated_page_reset, "deprecated_page_reset", NULL, false },
-  { 0,    MI_UNINIT, mi_option_abandoned_page_purge, "abandoned_page_purge", "abandoned_page_reset", false },
-  { 0,    MI_UNINIT, mi_option_deprecated_segment_reset, "deprecated_segment_reset", NULL, false },
-  { 1,    MI_UNINIT, mi_option_eager_commit_delay, "eager_commit_delay", NULL, false },
-  { 10,   MI_UNINIT, mi_option_purge_delay, "purge_delay", "reset_delay", false },
-  { 0,    MI_UNINIT, mi_option_use_numa_nodes, "use_numa_nodes", NULL, false },
-  { 0,    MI_UNINIT, mi_option_disallow_os_alloc, "disallow_os_alloc", "limit_os_alloc", false },
-  { 100,  MI_UNINIT, mi_option_os_tag, "os_tag", NULL, false },
-  { 32,   MI_UNINIT, mi_option_max_errors, "max_errors", NULL, false },
-  { 32,   MI_UNINIT, mi_option_max_warnings, "max_warnings", NULL, false },
-  { 10,   MI_UNINIT, mi_option_max_segment_reclaim, "max_segment_reclaim", NULL, false },
-  { 0,    MI_UNINIT, mi_option_destroy_on_exit, "destroy_on_exit", NULL, false },
-  { 1024L*1024L, MI_UNINIT, mi_option_arena_reserve, "arena_reserve", NULL, true },
-  { 10,   MI_UNINIT, mi_option_arena_purge_mult, "arena_purge_mult", NULL, false },
-  { 1,    MI_UNINIT, mi_option_purge_extend_delay, "purge_extend_delay", "decommit_extend_delay", false },
-  { 0,    MI_UNINIT, mi_option_abandoned_reclaim_on_free, "abandoned_reclaim_on_free", NULL, false },
-  { 0,    MI_UNINIT, mi_option_disallow_arena_alloc, "disallow_arena_alloc", NULL, false },
-  { 400,  MI_UNINIT, mi_option_retry_on_oom, "retry_on_oom", NULL, false },
-  { 0,    MI_UNINIT, mi_option_visit_abandoned, "visit_abandoned", NULL, false },
-  { 0,    MI_UNINIT, mi_option_guarded_min, "guarded_min", NULL, false },
-  { 1024L*1024L*1024L, MI_UNINIT, mi_option_guarded_max, "guarded_max", NULL, false },
-  { 0,    MI_UNINIT, mi_option_guarded_precise, "guarded_precise", NULL, false },
-  { 0,    MI_UNINIT, mi_option_guarded_sample_rate, "guarded_sample_rate", NULL, false },
-  { 0,    MI_UNINIT, mi_option_guarded_sample_seed, "guarded_sample_seed", NULL, false },
-  { 0,    MI_UNINIT, mi_option_target_segments_per_thread, "target_segments_per_thread", NULL, false },
-  { 10000, MI_UNINIT, mi_option_generic_collect, "generic_collect", NULL, false },
-  { 1,    MI_UNINIT, mi_option_allow_thp, "allow_thp", NULL, false },
+  MI_OPT(MI_DEFAULT_SHOW_ERRORS, show_errors, "show_errors", NULL, false, 0, 1),
+  MI_OPT(0,     show_stats, "show_stats", NULL, false, 0, 1),
+  MI_OPT(0,     verbose, "verbose", NULL, false, 0, 2),
+  MI_OPT(1,     eager_commit, "eager_commit", NULL, false, 0, 1),
+  MI_OPT(2,     arena_eager_commit, "arena_eager_commit", "eager_region_commit", false, 0, 2),
+  MI_OPT(1,     purge_decommits, "purge_decommits", "reset_decommits", false, 0, 1),
+  MI_OPT(0,     allow_large_os_pages, "allow_large_os_pages", "large_os_pages", false, 0, 1),
+  MI_OPT(0,     reserve_huge_os_pages, "reserve_huge_os_pages", NULL, false, 0, 128L*1024),
+  MI_OPT(-1,    reserve_huge_os_pages_at, "reserve_huge_os_pages_at", NULL, false, -1, 1023),
+  MI_OPT(0,     reserve_os_memory, "reserve_os_memory", NULL, true, 0, MI_KIB_MAX),
+  MI_OPT(0,     deprecated_segment_cache, "deprecated_segment_cache", NULL, false, LONG_MIN, LONG_MAX),
+  MI_OPT(0,     deprecated_page_reset, "deprecated_page_reset", NULL, false, LONG_MIN, LONG_MAX),
+  MI_OPT(0,     abandoned_page_purge, "abandoned_page_purge", "abandoned_page_reset", false, 0, 1),
+  MI_OPT(0,     deprecated_segment_reset, "deprecated_segment_reset", NULL, false, LONG_MIN, LONG_MAX),
+  MI_OPT(1,     eager_commit_delay, "eager_commit_delay", NULL, false, 0, 1024),
+  MI_OPT(10,    purge_delay, "purge_delay", "reset_delay", false, -1, MI_MS_MAX),
+  MI_OPT(0,     use_numa_nodes, "use_numa_nodes", NULL, false, 0, 1024),
+  MI_OPT(0,     disallow_os_alloc, "disallow_os_alloc", "limit_os_alloc", false, 0, 1),
+  MI_OPT(100,   os_tag, "os_tag", NULL, false, LONG_MIN, LONG_MAX),   /* macOS: outside 100..255 means 254 */
+  MI_OPT(32,    max_errors, "max_errors", NULL, false, LONG_MIN, LONG_MAX),     /* negative: unlimited */
+  MI_OPT(32,    max_warnings, "max_warnings", NULL, false, LONG_MIN, LONG_MAX),
+  MI_OPT(10,    max_segment_reclaim, "max_segment_reclaim", NULL, false, 0, 100),
+  MI_OPT(0,     destroy_on_exit, "destroy_on_exit", NULL, false, 0, 2),
+  MI_OPT(1024L*1024L, arena_reserve, "arena_reserve", NULL, true, 0, MI_KIB_MAX),
+  MI_OPT(10,    arena_purge_mult, "arena_purge_mult", NULL, false, 0, 1000),
+  MI_OPT(1,     purge_extend_delay, "purge_extend_delay", "decommit_extend_delay", false, 0, MI_MS_MAX),
+  MI_OPT(0,     abandoned_reclaim_on_free, "abandoned_reclaim_on_free", NULL, false, 0, 1),
+  MI_OPT(0,     disallow_arena_alloc, "disallow_arena_alloc", NULL, false, 0, 1),
+  MI_OPT(400,   retry_on_oom, "retry_on_oom", NULL, false, 0, 2000),
+  MI_OPT(0,     visit_abandoned, "visit_abandoned", NULL, false, 0, 1),
+  MI_OPT(0,     guarded_min, "guarded_min", NULL, false, 0, LONG_MAX),
+  MI_OPT(1024L*1024L*1024L, guarded_max, "guarded_max", NULL, false, 0, LONG_MAX),
+  MI_OPT(0,     guarded_precise, "guarded_precise", NULL, false, 0, 1),
+  MI_OPT(0,     guarded_sample_rate, "guarded_sample_rate", NULL, false, 0, LONG_MAX),
+  MI_OPT(0,     guarded_sample_seed, "guarded_sample_seed", NULL, false, LONG_MIN, LONG_MAX),
+  MI_OPT(0,     target_segments_per_thread, "target_segments_per_thread", NULL, false, 0, 1000000),
+  MI_OPT(10000, generic_collect, "generic_collect", NULL, false, 1, 1000000),
+  MI_OPT(1,     allow_thp, "allow_thp", NULL, false, 0, 1),
 };
 
 static void mi_option_init(mi_option_desc_t* desc);
+static void mi_env_check_entry(const char* entry, void* arg);
+static void mi_vfprintf(const char* prefix, const char* fmt, va_list args);
 
 void _mi_options_init(void) {
   for (int i = 0; i < _mi_option_last; i++) {
     long value = mi_option_get((mi_option_t)i);   /* reads the environment */
     (void)value;
   }
+  (void)_mi_prim_env_visit(&mi_env_check_entry, NULL);
 }
 
 long mi_option_get(mi_option_t option) {
@@ -102,9 +116,14 @@ size_t mi_option_get_size(mi_option_t option) {
   return size;
 }
 
+static long mi_option_clamp(const mi_option_desc_t* desc, long value) {
+  return (value < desc->min ? desc->min : (value > desc->max ? desc->max : value));
+}
+
 void mi_option_set(mi_option_t option, long value) {
   if ((int)option < 0 || option >= _mi_option_last) return;
   mi_option_desc_t* desc = &mi_options[option];
+  value = mi_option_clamp(desc, value);
   mi_atomic_store_relaxed(&desc->value, value);
   mi_atomic_store_release(&desc->init, MI_INITIALIZED);
   if (option == mi_option_guarded_min && mi_option_get(mi_option_guarded_max) < value) {
@@ -119,7 +138,7 @@ void mi_option_set_default(mi_option_t option, long value) {
   if ((int)option < 0 || option >= _mi_option_last) return;
   mi_option_desc_t* desc = &mi_options[option];
   if (mi_atomic_load_relaxed(&desc->init) != MI_INITIALIZED) {
-    mi_atomic_store_relaxed(&desc->value, value);   /* init stays: an environment value not read yet still wins */
+    mi_atomic_store_relaxed(&desc->value, mi_option_clamp(desc, value));   /* init stays: an environment value not read yet still wins */
   }
 }
 
@@ -142,7 +161,9 @@ void mi_options_print(void) mi_attr_noexcept {
   _mi_message("mem tracking: none\n");
 }
 
-/* Parse an environment value (see API.md section 15). */
+/* Parse an environment value (the value syntax of the README's options section). Numbers
+   that do not fit saturate at LONG_MIN/LONG_MAX; sizes in bytes saturate in KiB alike; the
+   caller clamps to the option's range. */
 static bool mi_option_parse(const char* s, bool is_kib, long* result) {
   char buf[65];
   size_t len = 0;
@@ -171,14 +192,32 @@ static bool mi_option_parse(const char* s, bool is_kib, long* result) {
     else if (*end == 'T') { mult = 1024L*1024*1024; end++; }
     if (*end == 'I' && *(end+1) == 'B') end += 2;
     else if (*end == 'B') end++;
-    if (value < 0) value = 0;
-    if (mult == 0) value = (long)_mi_divide_up(((size_t)value > MI_MAX_ALLOC_SIZE ? MI_MAX_ALLOC_SIZE : (size_t)value), 1024);
+    if (value <= 0) { /* negative: out of range, reported by the caller */ }
+    else if (mult == 0) value = (long)_mi_divide_up(((size_t)value > MI_MAX_ALLOC_SIZE ? MI_MAX_ALLOC_SIZE : (size_t)value), 1024);
     else if (value > (long)(MI_MAX_ALLOC_SIZE / MI_KiB) / mult) value = (long)(MI_MAX_ALLOC_SIZE / MI_KiB);
     else value *= mult;
   }
   if (*end != 0) return false;
   *result = value;
   return true;
+}
+
+/* A warning about the user's own settings: shown unless show_errors was explicitly set to 0
+   (a mistyped or out-of-range setting silently ignored misleads), within max_warnings. */
+static _Atomic(size_t) mi_warning_count;
+
+void _mi_warning_always(const char* fmt, ...) {
+  if (!mi_option_is_enabled(mi_option_verbose)) {   /* verbose shows every warning */
+    const mi_option_desc_t* show = &mi_options[mi_option_show_errors];
+    const long shown = mi_option_get(mi_option_show_errors);   /* read first: table order must not matter */
+    if (shown == 0 && mi_atomic_load_acquire(&show->init) == MI_INITIALIZED) return;
+    const long max = mi_option_get(mi_option_max_warnings);
+    if (max >= 0 && mi_atomic_add_relaxed(&mi_warning_count, 1) >= (size_t)max) return;
+  }
+  va_list args;
+  va_start(args, fmt);
+  mi_vfprintf("mimalloc: warning: ", fmt, args);
+  va_end(args);
 }
 
 /* A boolean environment setting outside the option table (e.g. MIMALLOC_SHOW_LEAKS): the
@@ -188,7 +227,7 @@ bool _mi_env_flag(const char* name) {
   if (!_mi_prim_getenv(name, value, sizeof(value))) return false;
   long result;
   if (!mi_option_parse(value, false, &result)) {
-    _mi_warning_message("environment setting %s has an invalid value.\n", name);
+    _mi_warning_always("environment setting %s has an invalid value.\n", name);
     return false;
   }
   return (result != 0);
@@ -209,23 +248,99 @@ static void mi_option_init(mi_option_desc_t* desc) {
   if (found) {
     long result;
     if (mi_option_parse(value, desc->is_kib, &result)) {
-      mi_atomic_store_relaxed(&desc->value, result);
-      mi_atomic_store_release(&desc->init, MI_INITIALIZED);
+      const long clamped = mi_option_clamp(desc, result);
+      mi_atomic_store_relaxed(&desc->value, clamped);
+      mi_atomic_store_release(&desc->init, MI_INITIALIZED);   /* before warning: it reads options */
+      if (clamped != result) {
+        _mi_warning_always("environment option mimalloc_%s=%s is out of range (%ld to %ld%s); using %ld%s.\n",
+                           desc->name, value, desc->min, desc->max, (desc->is_kib ? " KiB" : ""),
+                           clamped, (desc->is_kib ? " KiB" : ""));
+      }
     }
     else {
       mi_atomic_store_release(&desc->init, MI_DEFAULTED);
-      if (desc->option == mi_option_verbose) {
-        mi_atomic_store_relaxed(&desc->value, 1);   /* force this one warning out */
-        _mi_warning_message("environment option mimalloc_%s has an invalid value.\n", desc->name);
-        mi_atomic_store_relaxed(&desc->value, 0);
-      }
-      else {
-        _mi_warning_message("environment option mimalloc_%s has an invalid value.\n", desc->name);
-      }
+      _mi_warning_always("environment option mimalloc_%s has an invalid value.\n", desc->name);
     }
   }
   else if (_mi_process_is_initialized) {
     mi_atomic_store_release(&desc->init, MI_DEFAULTED);   /* the environment was accessible: it is absent */
+  }
+}
+
+/* ---------------------------------------------------------------------------------------
+   Unknown MIMALLOC_ variables: a name close to a setting (MIMALLOC_SHOWSTATS) is a typo the
+   user would never notice, so it is always reported; others only with show_errors/verbose.
+--------------------------------------------------------------------------------------- */
+static const char* mi_env_extra_names[] = {   /* settings read outside the option table */
+  "SHOW_LEAKS", "STATS_JSON", "STATS_LAYOUT", "DISABLE_REDIRECT"
+};
+
+static char mi_upper(char c) { return (c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c); }
+
+/* Edit distance of a and b ignoring case and '_', capped at 3 (enough to tell a typo). */
+static size_t mi_name_distance(const char* a, size_t alen, const char* b) {
+  char x[64], y[64];
+  size_t n = 0, m = 0;
+  for (size_t i = 0; i < alen && n < sizeof(x); i++) if (a[i] != '_') x[n++] = mi_upper(a[i]);
+  for (size_t i = 0; b[i] != 0 && m < sizeof(y); i++) if (b[i] != '_') y[m++] = mi_upper(b[i]);
+  if ((n > m ? n - m : m - n) > 3) return 3;
+  size_t row[65];
+  for (size_t j = 0; j <= m; j++) row[j] = j;
+  for (size_t i = 1; i <= n; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= m; j++) {
+      const size_t up = row[j];
+      size_t best = diag + (x[i-1] == y[j-1] ? 0 : 1);
+      if (up + 1 < best) best = up + 1;
+      if (row[j-1] + 1 < best) best = row[j-1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return (row[m] < 3 ? row[m] : 3);
+}
+
+static bool mi_name_equals(const char* a, size_t alen, const char* b) {
+  size_t i = 0;
+  for (; i < alen && b[i] != 0; i++) if (mi_upper(a[i]) != mi_upper(b[i])) return false;
+  return (i == alen && b[i] == 0);
+}
+
+static void mi_env_check_entry(const char* entry, void* arg) {
+  (void)arg;
+  static const char prefix[] = "MIMALLOC_";
+  for (size_t i = 0; i < sizeof(prefix) - 1; i++) {
+    if (mi_upper(entry[i]) != prefix[i]) return;
+  }
+  const char* name = entry + sizeof(prefix) - 1;
+  size_t len = 0;
+  while (name[len] != 0 && name[len] != '=') len++;
+  const char* closest = NULL;
+  size_t closest_dist = 3;
+  for (size_t k = 0; k < 2 * _mi_option_last + sizeof(mi_env_extra_names) / sizeof(mi_env_extra_names[0]); k++) {
+    const char* known = (k < _mi_option_last ? mi_options[k].name
+                         : k < 2 * _mi_option_last ? mi_options[k - _mi_option_last].legacy_name
+                         : mi_env_extra_names[k - 2 * _mi_option_last]);
+    if (known == NULL) continue;
+    if (mi_name_equals(name, len, known)) return;
+    const size_t d = mi_name_distance(name, len, known);
+    if (d < closest_dist) { closest_dist = d; closest = known; }
+  }
+  char shown[64];
+  _mi_snprintf(shown, sizeof(shown), "%s", entry);
+  for (size_t i = 0; i < sizeof(shown) && shown[i] != 0; i++) if (shown[i] == '=') { shown[i] = 0; break; }
+  /* a typo: distance 1 for short names, 2 for longer ones (distance 0: only '_' or case differ) */
+  const size_t limit = (len <= 6 ? 1 : 2);
+  if (closest != NULL && closest_dist <= limit) {
+    char upper[64];
+    size_t i = 0;
+    for (; closest[i] != 0 && i < sizeof(upper) - 1; i++) upper[i] = mi_upper(closest[i]);
+    upper[i] = 0;
+    _mi_warning_always("environment variable %s is not a setting of this allocator (ignored); did you mean MIMALLOC_%s?\n", shown, upper);
+  }
+  else {
+    _mi_warning_message("environment variable %s is not a setting of this allocator (ignored).\n", shown);
   }
 }
 
@@ -310,8 +425,15 @@ void _mi_verbose_message(const char* fmt, ...) {
   va_end(args);
 }
 
+void _mi_trace_message(const char* fmt, ...) {
+  if (mi_option_get(mi_option_verbose) < 2) return;
+  va_list args;
+  va_start(args, fmt);
+  mi_vfprintf("mimalloc: ", fmt, args);
+  va_end(args);
+}
+
 static _Atomic(size_t) mi_error_count;
-static _Atomic(size_t) mi_warning_count;
 
 static bool mi_should_show(_Atomic(size_t)* count, mi_option_t max_option) {
   if (mi_option_is_enabled(mi_option_verbose)) return true;

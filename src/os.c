@@ -57,6 +57,7 @@ void* _mi_os_alloc(size_t size, bool* is_zero) {
   mi_os_stat_increase(reserved, size);
   mi_os_stat_increase(committed, size);
   mi_os_stat_counter_increase(mmap_calls, 1);
+  _mi_trace_message("os: mapped %zu KiB at %p (metadata)\n", size / MI_KiB, p);
   return p;
 }
 
@@ -64,6 +65,7 @@ void _mi_os_free_ex(void* p, size_t size, size_t committed_size) {
   if (p == NULL || size == 0) return;
   size = _mi_os_good_alloc_size(size);
   int err = _mi_prim_free(p, size);
+  _mi_trace_message("os: unmapped %zu KiB at %p\n", size / MI_KiB, p);
   mi_os_stat_decrease(reserved, size);
   if (committed_size > 0) mi_os_stat_decrease(committed, committed_size);
   if (err != 0) {
@@ -92,6 +94,7 @@ bool _mi_os_commit(void* p, size_t size, bool syscall) {
   uint8_t* start; size_t len;
   if (!mi_os_page_range(p, size, &start, &len)) return true;
   int err = _mi_prim_commit(start, len);
+  _mi_trace_message("os: committed %zu KiB at %p\n", len / MI_KiB, (void*)start);
   if (err != 0) {
     mi_os_stat_decrease(committed, size);
     _mi_warning_message("unable to commit OS memory (error %d (0x%x), address %p, size 0x%zx bytes)\n", err, err, (void*)start, len);
@@ -105,6 +108,7 @@ void _mi_os_decommit(void* p, size_t size, bool protect) {
   uint8_t* start; size_t len;
   if (!mi_os_page_range(p, size, &start, &len)) return;
   int err = _mi_prim_decommit(start, len, protect);
+  _mi_trace_message("os: decommitted %zu KiB at %p\n", len / MI_KiB, (void*)start);
   if (err != 0) {
     _mi_warning_message("unable to decommit OS memory (error %d (0x%x), address %p, size 0x%zx bytes)\n", err, err, (void*)start, len);
   }
@@ -115,6 +119,7 @@ bool _mi_os_discard(void* p, size_t size) {
   if (!mi_os_page_range(p, size, &start, &len)) return false;
   const bool decommits = mi_option_is_enabled(mi_option_purge_decommits);
   int err = (decommits ? _mi_prim_decommit(start, len, false) : _mi_prim_reset(start, len));
+  _mi_trace_message("os: %s %zu KiB at %p\n", (decommits ? "decommitted" : "reset"), len / MI_KiB, (void*)start);
   mi_os_stat_counter_increase(reset, len);
   mi_os_stat_counter_increase(reset_calls, 1);
   if (err != 0) {
@@ -175,6 +180,8 @@ static void* mi_os_alloc_aligned_ex(size_t size, size_t alignment, size_t align_
   mi_os_stat_increase(reserved, size);
   if (commit && count_commit) mi_os_stat_increase(committed, size);
   mi_os_stat_counter_increase(mmap_calls, 1);
+  _mi_trace_message("os: mapped %zu KiB at %p (%s%s)\n", size / MI_KiB, (void*)aligned,
+                    (commit ? "committed" : "reserved"), (large ? ", large OS pages" : ""));
   return (void*)aligned;
 }
 

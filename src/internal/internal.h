@@ -69,7 +69,9 @@ void       _mi_options_init(void);
 void       _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* message);
 void       _mi_message(const char* fmt, ...);
 void       _mi_verbose_message(const char* fmt, ...);
-void       _mi_warning_message(const char* fmt, ...);
+void       _mi_trace_message(const char* fmt, ...);     /* verbose >= 2: each OS call */
+void       _mi_warning_message(const char* fmt, ...);   /* with show_errors or verbose */
+void       _mi_warning_always(const char* fmt, ...);    /* about the user's settings: unless show_errors=0 was set */
 void       _mi_error_message(int err, const char* fmt, ...);
 int        _mi_vsnprintf(char* buf, size_t bufsize, const char* fmt, va_list args);
 int        _mi_snprintf(char* buf, size_t bufsize, const char* fmt, ...);

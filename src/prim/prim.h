@@ -62,6 +62,10 @@ int   _mi_prim_write_file(const char* path, const char* buf, size_t len);
    false when absent. Never allocates; works before libc is fully initialised. */
 bool  _mi_prim_getenv(const char* name, char* result, size_t result_size);
 
+/* Call `visit` on each "NAME=value" entry of the environment; false if the environment is
+   not accessible yet. Never allocates. */
+bool  _mi_prim_env_visit(void (*visit)(const char* entry, void* arg), void* arg);
+
 /* Fill `buf` with random bytes from the OS; false if none are available. */
 bool  _mi_prim_random_buf(void* buf, size_t buf_len);
 

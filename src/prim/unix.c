@@ -309,6 +309,13 @@ bool _mi_prim_getenv(const char* name, char* result, size_t result_size) {
   return false;
 }
 
+bool _mi_prim_env_visit(void (*visit)(const char* entry, void* arg), void* arg) {
+  char** env = environ;
+  if (env == NULL) return false;
+  for (size_t i = 0; env[i] != NULL; i++) visit(env[i], arg);
+  return true;
+}
+
 bool _mi_prim_random_buf(void* buf, size_t buf_len) {
 #if defined(__linux__)
   uint8_t* p = (uint8_t*)buf;

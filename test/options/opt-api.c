@@ -133,12 +133,32 @@ static void scenario_basic(void) {
   CHECK_EQ(mi_option_get(mi_option_abandoned_page_purge), 0);
   /* is_enabled is "value != 0", including negative values */
   CHECK(mi_option_is_enabled(mi_option_reserve_huge_os_pages_at));   /* default -1 */
-  mi_option_set(mi_option_eager_commit_delay, 5);
-  CHECK(mi_option_is_enabled(mi_option_eager_commit_delay));
+  mi_option_set(mi_option_max_errors, 5);
+  CHECK(mi_option_is_enabled(mi_option_max_errors));
+  mi_option_set(mi_option_max_errors, -3);
+  CHECK(mi_option_is_enabled(mi_option_max_errors));
+  mi_option_set(mi_option_max_errors, 0);
+  CHECK(!mi_option_is_enabled(mi_option_max_errors));
+
+  /* set and set_default clamp to the option's range (README, Options) */
+  mi_option_set(mi_option_purge_delay, -5);
+  CHECK_EQ(mi_option_get(mi_option_purge_delay), -1);
+  mi_option_set(mi_option_purge_delay, LONG_MAX);
+  CHECK_EQ(mi_option_get(mi_option_purge_delay), 24L * 60 * 60 * 1000);
   mi_option_set(mi_option_eager_commit_delay, -3);
-  CHECK(mi_option_is_enabled(mi_option_eager_commit_delay));
-  mi_option_set(mi_option_eager_commit_delay, 0);
-  CHECK(!mi_option_is_enabled(mi_option_eager_commit_delay));
+  CHECK_EQ(mi_option_get(mi_option_eager_commit_delay), 0);
+  mi_option_set(mi_option_show_stats, 42);
+  CHECK_EQ(mi_option_get(mi_option_show_stats), 1);
+  mi_option_set(mi_option_show_stats, 0);
+  mi_option_set(mi_option_arena_purge_mult, LONG_MIN);
+  CHECK_EQ(mi_option_get(mi_option_arena_purge_mult), 0);
+  mi_option_set(mi_option_arena_purge_mult, 10);
+  mi_option_set(mi_option_max_warnings, LONG_MIN);                  /* any negative: unlimited */
+  CHECK_EQ(mi_option_get(mi_option_max_warnings), LONG_MIN);
+  mi_option_set(mi_option_max_warnings, 32);
+  CHECK_EQ(mi_option_get(mi_option_retry_on_oom), 400);
+  mi_option_set_default(mi_option_retry_on_oom, 99999);
+  CHECK_EQ(mi_option_get(mi_option_retry_on_oom), 2000);
 
   /* set_enabled_default: applies to an option not yet set, never after an explicit set */
   mi_option_set_enabled_default(mi_option_guarded_precise, true);
@@ -170,10 +190,12 @@ static void scenario_basic(void) {
   CHECK_EQ(mi_option_get_clamp(mi_option_generic_collect, 600, 1000), 600);
   CHECK_EQ(mi_option_get_clamp(mi_option_generic_collect, 1, 100), 100);
   CHECK_EQ(mi_option_get_clamp(mi_option_generic_collect, 500, 500), 500);
-  mi_option_set(mi_option_generic_collect, -7);
-  CHECK_EQ(mi_option_get_clamp(mi_option_generic_collect, -5, 5), -5);
-  CHECK_EQ(mi_option_get_clamp(mi_option_generic_collect, -10, 5), -7);
-  CHECK_EQ(mi_option_get(mi_option_generic_collect), -7);   /* clamping does not store */
+  mi_option_set(mi_option_max_errors, -7);
+  CHECK_EQ(mi_option_get_clamp(mi_option_max_errors, -5, 5), -5);
+  CHECK_EQ(mi_option_get_clamp(mi_option_max_errors, -10, 5), -7);
+  CHECK_EQ(mi_option_get(mi_option_max_errors), -7);   /* get_clamp does not store */
+  mi_option_set(mi_option_generic_collect, -7);          /* below its range 1..1000000 */
+  CHECK_EQ(mi_option_get(mi_option_generic_collect), 1);
 
   /* get_size: negative -> 0, plain value for ordinary options, bytes for the KiB options */
   mi_option_set(mi_option_purge_delay, -1);
@@ -194,15 +216,16 @@ static void scenario_basic(void) {
   CHECK_EQ(mi_option_get_size(mi_option_reserve_os_memory), 0);
   mi_option_set(mi_option_reserve_os_memory, 0);
   CHECK_EQ(mi_option_get_size(mi_option_reserve_os_memory), 0);
-  /* saturation instead of wrap-around: LONG_MAX KiB does not fit in bytes */
+  /* sizes are clamped to half the 47-bit address space (64 TiB): no overflow in bytes */
   mi_option_set(mi_option_arena_reserve, LONG_MAX);
   size_t sat1 = mi_option_get_size(mi_option_arena_reserve);
   mi_option_set(mi_option_arena_reserve, LONG_MAX / 3);
   size_t sat2 = mi_option_get_size(mi_option_arena_reserve);
   CHECK_EQ(sat1, sat2);
-  CHECK_GE(sat1, (size_t)1 << 40);
-  CHECK_LE(sat1, (size_t)PTRDIFF_MAX);
-  CHECK_EQ(mi_option_get(mi_option_arena_reserve), LONG_MAX / 3);    /* the stored value is kept */
+  CHECK_EQ(sat1, (size_t)1 << 46);
+  CHECK_EQ(mi_option_get(mi_option_arena_reserve), 1L << 36);        /* in KiB */
+  mi_option_set(mi_option_reserve_os_memory, -5);
+  CHECK_EQ(mi_option_get(mi_option_reserve_os_memory), 0);
 
   /* guarded_min / guarded_max keep min <= max */
   mi_option_set(mi_option_guarded_max, 4096);

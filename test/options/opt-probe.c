@@ -18,6 +18,7 @@
      unregister        mi_register_output(NULL, NULL)
      set <i> <v>       mi_option_set(i, v)
      mark              writes "MARK\n" to stderr (lets the driver see what came before/after)
+     alloc             mi_free(mi_malloc(100)), then "alloc ok" (or "alloc NULL")
 
    Output goes through write(2) from static buffers, so that the probe itself needs no heap
    memory while it reports (several options concern where memory comes from). */
@@ -138,6 +139,11 @@ int main(int argc, char** argv) {
     }
     else if (strcmp(cmd, "mark") == 0) {
       out_fd(2, "MARK\n", 5);
+    }
+    else if (strcmp(cmd, "alloc") == 0) {
+      void* p = mi_malloc(100);
+      say("alloc %s\n", (p != NULL ? "ok" : "NULL"));
+      mi_free(p);
     }
     else {
       say("unknown command '%s'\n", cmd);

@@ -12,11 +12,17 @@ usage: run-options.py --probe P --probe-static PS --api A --api-static AS [--deb
 Groups:
   defaults     every option's built-in value, get_size and is_enabled; enum aliases (shared+static)
   env-each     each of the 38 MIMALLOC_<NAME> variables alone: that option changes, no other does
-  env-names    case-insensitive names, all 38 variables at once, near-miss names are ignored
+  env-names    case-insensitive names, all 38 variables at once, near-miss names are not taken
+               for the variable
+  unknown      unknown MIMALLOC_ names: a near miss always warns with "did you mean", others
+               only with show_errors/verbose; known names (options, legacy, other settings) never
   syntax       booleans, empty value, signs, size units and rounding, truncation at 64 chars
   syntax-clamp huge sizes saturate alike whatever the spelling (bytes, K, T, strtol overflow)
+  ranges       every option clamps to its documented range, with one warning naming the range
+  fuzz         random values for random options, checked against a model of the parser and
+               the ranges (value stored, warning or not), 300 runs with a fixed seed
   invalid      malformed values: default kept, exactly one warning line naming the variable,
-               only with show_errors (verbose forces its own warning)
+               unless show_errors was set to 0 (verbose shows it anyway)
   legacy       legacy variable names: used when the new name is absent, deprecation warning,
                new name wins
   api-basic    opt-api basic (shared and static library): enable/disable/set_enabled(_default),
@@ -26,12 +32,14 @@ Groups:
                environment
   output       mimalloc: prefix, one line per message, mi_register_output replay, max_warnings,
                max_errors, mi_options_print lines
-  verbose-startup   MIMALLOC_VERBOSE=1 prints the option list at start-up
+  verbose-startup   MIMALLOC_VERBOSE=1 prints the option list at start-up; 2 adds a trace line
+                    per OS call
   print-levels      mi_options_print ends with debug, secure and tracking level lines
   thread-prefix     messages from a non-main thread carry "thread 0x<id>: "
 """
 import argparse
 import os
+import random
 import re
 import shlex
 import subprocess
@@ -81,6 +89,26 @@ OPTIONS = [
 assert len(OPTIONS) == 38
 INDEX = {name: i for i, (name, _, _) in enumerate(OPTIONS)}
 
+LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
+MS_MAX = 24 * 60 * 60 * 1000
+KIB_MAX = 1 << 36           # half the 47-bit user address space, in KiB
+SAT_KIB = 1 << 37           # the parser's saturation for sizes (2^47 bytes) before clamping
+# the documented range of every option (README, Options); no range: any long
+RANGES = {name: (LONG_MIN, LONG_MAX) for name, _, _ in OPTIONS}
+for _n in ("show_errors", "show_stats", "eager_commit", "purge_decommits", "allow_large_os_pages",
+           "abandoned_page_purge", "disallow_os_alloc", "abandoned_reclaim_on_free",
+           "disallow_arena_alloc", "visit_abandoned", "guarded_precise", "allow_thp"):
+    RANGES[_n] = (0, 1)
+RANGES.update({
+    "verbose": (0, 2), "arena_eager_commit": (0, 2), "reserve_huge_os_pages": (0, 128 * 1024),
+    "reserve_huge_os_pages_at": (-1, 1023), "reserve_os_memory": (0, KIB_MAX),
+    "eager_commit_delay": (0, 1024), "purge_delay": (-1, MS_MAX), "use_numa_nodes": (0, 1024),
+    "max_segment_reclaim": (0, 100), "destroy_on_exit": (0, 2), "arena_reserve": (0, KIB_MAX),
+    "arena_purge_mult": (0, 1000), "purge_extend_delay": (0, MS_MAX), "retry_on_oom": (0, 2000),
+    "guarded_min": (0, LONG_MAX), "guarded_max": (0, LONG_MAX), "guarded_sample_rate": (0, LONG_MAX),
+    "target_segments_per_thread": (0, 1000000), "generic_collect": (1, 1000000),
+})
+
 # A non-default value for every option (as written in the environment, and as stored),
 # harmless for a short run.
 ENV_VALUES = {
@@ -101,8 +129,8 @@ ENV_VALUES = {
     "target_segments_per_thread": ("8", 8), "generic_collect": ("500", 500),
     "allow_thp": ("0", 0),
 }
-# reserve_huge_os_pages would try to reserve 1 GiB pages: use -2 (stored as is, reserves nothing)
-ENV_VALUES["reserve_huge_os_pages"] = ("-2", -2)
+# reserve_huge_os_pages tries to reserve 1 GiB pages: one (there are none on a test machine)
+ENV_VALUES["reserve_huge_os_pages"] = ("1", 1)
 assert set(ENV_VALUES) == set(INDEX)
 
 LEGACY = [  # legacy variable, option, value, stored value
@@ -209,6 +237,64 @@ def warn_invalid(name):
     return "mimalloc: warning: environment option mimalloc_%s has an invalid value.\n" % name
 
 
+def warn_range(name, text, value):
+    lo, hi = RANGES[name]
+    unit = " KiB" if OPTIONS[INDEX[name]][2] else ""
+    return ("mimalloc: warning: environment option mimalloc_%s=%s is out of range (%d to %d%s); using %d%s.\n"
+            % (name, text, lo, hi, unit, value, unit))
+
+
+def warn_unknown(var, suggestion=None):
+    if suggestion is None:
+        return "mimalloc: warning: environment variable %s is not a setting of this allocator (ignored).\n" % var
+    return ("mimalloc: warning: environment variable %s is not a setting of this allocator (ignored); "
+            "did you mean MIMALLOC_%s?\n" % (var, suggestion))
+
+
+def clamp(name, v):
+    lo, hi = RANGES[name]
+    return lo if v < lo else (hi if v > hi else v)
+
+
+def model_parse(name, text):
+    """The value syntax (README, Options): (stored value, warning line or "") or None if invalid."""
+    kib = OPTIONS[INDEX[name]][2]
+    raw = text[:64]
+    t = raw.upper()
+    if t in ("", "1", "TRUE", "YES", "ON"):
+        v = 1
+    elif t in ("0", "FALSE", "NO", "OFF"):
+        v = 0
+    else:
+        m = re.match(r"^[ \t\n\v\f\r]*([+-]?)([0-9]+)", t)
+        if not m:
+            return None
+        v = int(m.group(2)) * (-1 if m.group(1) == "-" else 1)
+        v = max(LONG_MIN, min(LONG_MAX, v))
+        rest = t[m.end():]
+        if kib:
+            mult = 0
+            if rest[:1] in ("K", "M", "G", "T") and rest[:1] != "":
+                mult = {"K": 1, "M": 1024, "G": 1 << 20, "T": 1 << 30}[rest[0]]
+                rest = rest[1:]
+            if rest.startswith("IB"):
+                rest = rest[2:]
+            elif rest.startswith("B"):
+                rest = rest[1:]
+            if v <= 0:
+                pass
+            elif mult == 0:
+                v = (min(v, 1 << 47) + 1023) // 1024
+            elif v > SAT_KIB // mult:
+                v = SAT_KIB
+            else:
+                v *= mult
+        if rest != "":
+            return None
+    c = clamp(name, v)
+    return c, ("" if c == v else warn_range(name, raw, c))
+
+
 def warn_legacy(old, new):
     return 'mimalloc: warning: environment option "mimalloc_%s" is deprecated -- use "mimalloc_%s" instead.\n' % (old, new)
 
@@ -255,13 +341,18 @@ def group_env_names(ctx):
           "MIMALLOC": "1", "MIMALLOC_PURGE_DELAY ": "11", "PURGE_DELAY": "12", "MIMALLOC_OS_TAG2": "3",
           "MIMALLOC_VERBOSE1": "1", "MIMALLOC_MAX_ERRORSS": "5"}, {INDEX["show_errors"]: 1}),
     ]
+    near = {"MIMALLOC_PURGE_DELAYX": "PURGE_DELAY", "MIMALLOC_PURGE_DELA": "PURGE_DELAY",
+            "MIMALLOC_PURGE_DELAY_": "PURGE_DELAY", "MIMALLOC_PURGE": None, "MIMALLOC_": None,
+            "MIMALLOC_PURGE_DELAY ": "PURGE_DELAY", "MIMALLOC_OS_TAG2": "OS_TAG",
+            "MIMALLOC_VERBOSE1": "VERBOSE", "MIMALLOC_MAX_ERRORSS": "MAX_ERRORS"}
     for env, expect in cases:
         what = "env-names %s" % " ".join("%s=%s" % kv for kv in env.items())
         r = ctx.probe(env, what)
         if r is not None:
             check_dump(ctx, r[0], expect, what)
             if "MIMALLOC_SHOW_ERRORS" in env:
-                ctx.eq(r[1], "", what, "stderr")
+                want = sorted(warn_unknown(k, v) for k, v in near.items() if k in env)
+                ctx.eq(sorted(r[1].splitlines(keepends=True)), want, what, "stderr")
     # all 38 at once, in mixed-case spellings (verbose/show_stats print to stderr: not checked)
     env, expect = {}, {}
     for k, (name, _, _) in enumerate(OPTIONS):
@@ -288,7 +379,9 @@ def group_syntax(ctx):
         cases.append(("eager_commit", t, 0))
         cases.append(("allow_thp", t, 0))
     for t, v in (("-1", -1), ("0", 0), ("250", 250), ("  42", 42), ("+42", 42), ("-0", 0),
-                 ("007", 7), ("-250", -250), ("2147483648", 2147483648)):
+                 ("007", 7), ("-250", -250), ("2147483648", 2147483648), ("86400000", MS_MAX),
+                 ("86400001", 86400001), ("-2", -2), ("99999999999999999999", LONG_MAX),
+                 ("-99999999999999999999", LONG_MIN)):
         cases.append(("purge_delay", t, v))
     cases.append(("reserve_huge_os_pages_at", "-1", -1))
     cases.append(("reserve_huge_os_pages_at", "3", 3))
@@ -299,7 +392,7 @@ def group_syntax(ctx):
              ("1024K", 1024), ("512m", 524288), ("512M", 524288), ("512MiB", 524288), ("512mb", 524288),
              ("4G", 4194304), ("4g", 4194304), ("4GiB", 4194304), ("4GB", 4194304),
              ("1T", 1073741824), ("1TiB", 1073741824), ("2tb", 2147483648),
-             ("-1", 0), ("-4096", 0), ("-5G", 0), ("-1K", 0), (" 8k", 8), ("+8k", 8)]
+             ("-1", -1), ("-4096", -4096), ("-5G", -5), ("-1K", -1), (" 8k", 8), ("+8k", 8)]   # negative: clamped to 0
     for t, v in sizes:
         cases.append(("arena_reserve", t, v))
         cases.append(("reserve_os_memory", t, v))
@@ -312,14 +405,18 @@ def group_syntax(ctx):
         if r is None:
             continue
         out, err = r
-        expect = {INDEX[name]: value, INDEX["show_errors"]: 1}
+        stored = clamp(name, value)
+        expect = {INDEX[name]: stored, INDEX["show_errors"]: 1}
         check_dump(ctx, out, expect, what)
-        ctx.eq(err, "", what, "stderr (a valid value gives no warning)")
+        ctx.eq(err, "" if stored == value else warn_range(name, text[:64], stored), what,
+               "stderr (a valid value in range gives no warning)")
+        ctx.eq(model_parse(name, text), (stored, "" if stored == value else warn_range(name, text[:64], stored)),
+               what, "the test's own model of the parser")
 
 
 def group_syntax_clamp(ctx):
-    # clamping of huge sizes: every spelling of "too much" saturates to the same value, which
-    # is at least 1 TiB, at most LONG_MAX KiB, and converts to bytes without overflow
+    # clamping of huge sizes: every spelling of "too much" gives the same value, the top of the
+    # range (64 TiB in KiB), with a warning, and converts to bytes without overflow
     huge = ["99999999999T", "9223372036854775807", "9223372036854775807K", "9223372036854775807B",
             "99999999999999999999", "8388608T", "9007199254740991G"]
     results = {}
@@ -331,16 +428,165 @@ def group_syntax_clamp(ctx):
         vals = parse_dump(r[0])
         if 23 in vals:
             results[t] = vals[23]
-        ctx.eq(r[1], "", what, "stderr")
+        ctx.eq(r[1], warn_range("arena_reserve", t, KIB_MAX), what, "stderr")
     if results:
         ref = results[huge[0]]
         what = "syntax clamp"
-        ctx.check(1 << 30 <= ref[0] <= (1 << 63) - 1, what, "saturated KiB value %d out of range" % ref[0])
+        ctx.eq(ref[0], KIB_MAX, what, "clamped KiB value")
         ctx.check(ref[1] == ref[0] * 1024 and ref[1] <= (1 << 63) - 1, what,
                   "get_size %d of the saturated value %d KiB" % (ref[1], ref[0]))
         for t, v in results.items():
             ctx.check(v == ref, what, "MIMALLOC_ARENA_RESERVE=%s gives %r, but %s gives %r (all must saturate alike)"
                       % (t, v, huge[0], ref))
+
+
+def group_unknown(ctx):
+    # (env, expected warning lines) with show_errors on, then the same without show_errors:
+    # only the near misses remain
+    cases = [
+        ({"MIMALLOC_SHOWSTATS": "1"}, [("MIMALLOC_SHOWSTATS", "SHOW_STATS")]),
+        ({"MIMALLOC_show_stat": "1"}, [("MIMALLOC_show_stat", "SHOW_STATS")]),
+        ({"MIMALLOC_PURGEDELAY": "5", "MIMALLOC_VERBSE": "1"},
+         [("MIMALLOC_PURGEDELAY", "PURGE_DELAY"), ("MIMALLOC_VERBSE", "VERBOSE")]),
+        ({"MIMALLOC_RESERVE_OS_MEMMORY": "1G"}, [("MIMALLOC_RESERVE_OS_MEMMORY", "RESERVE_OS_MEMORY")]),
+        ({"MIMALLOC_SHOW_LEAK": "1"}, [("MIMALLOC_SHOW_LEAK", "SHOW_LEAKS")]),
+        ({"MIMALLOC_RESETDELAY": "1"}, [("MIMALLOC_RESETDELAY", "RESET_DELAY")]),
+        ({"MIMALLOC_FOO": "1", "MIMALLOC_PAGE_RESET": "1"}, [("MIMALLOC_FOO", None), ("MIMALLOC_PAGE_RESET", None)]),
+        ({"MIMALLOC_THIS_IS_NOT_AN_OPTION": "x"}, [("MIMALLOC_THIS_IS_NOT_AN_OPTION", None)]),
+        ({"MIMALLOC_TAG": "1"}, [("MIMALLOC_TAG", None)]),   # short name: distance 2 is not a typo
+        # known names never warn: options, legacy names, settings outside the table
+        ({"MIMALLOC_PURGE_DELAY": "5", "mimalloc_show_leaks": "0", "MIMALLOC_STATS_JSON": "",
+          "MIMALLOC_STATS_LAYOUT": "mimalloc", "MIMALLOC_DISABLE_REDIRECT": "1", "MIMALLOC_RESET_DELAY": "7",
+          "NOT_MIMALLOC_X": "1", "MIMALLOCX": "1"}, []),
+    ]
+    for env, warned in cases:
+        for show in ("1", None):
+            full = dict(env)
+            if show is not None:
+                full["MIMALLOC_SHOW_ERRORS"] = show
+            what = "unknown %s (show_errors %s)" % (" ".join("%s=%s" % kv for kv in env.items()), show or "unset")
+            r = ctx.probe(full, what)
+            if r is None:
+                continue
+            lines = [l for l in r[1].splitlines(keepends=True) if "deprecated" not in l]
+            want = [warn_unknown(v, sug) for v, sug in warned if show is not None or sug is not None]
+            if show is None and ctx.args.debug:   # debug builds show errors by default
+                want = [warn_unknown(v, sug) for v, sug in warned]
+            ctx.eq(sorted(lines), sorted(want), what, "stderr")
+    # show_errors=0 silences even a near miss; verbose shows everything
+    what = "unknown MIMALLOC_SHOWSTATS=1 with show_errors=0"
+    r = ctx.probe({"MIMALLOC_SHOWSTATS": "1", "MIMALLOC_SHOW_ERRORS": "0"}, what)
+    if r is not None:
+        ctx.eq(r[1], "", what, "stderr")
+
+
+def group_ranges(ctx):
+    # each option below its range and above it (where it has a bound), as the environment sets it
+    for name, _, _ in OPTIONS:
+        lo, hi = RANGES[name]
+        if name in ("show_errors", "verbose", "show_stats", "max_warnings", "reserve_os_memory",
+                    "reserve_huge_os_pages", "destroy_on_exit"):
+            continue   # side effects on the output or the process; checked below
+        tries = []
+        if lo > LONG_MIN:
+            tries.append((str(lo - 1), lo))
+            tries.append(("-99999999999999999999", lo))
+        if hi < LONG_MAX:
+            tries.append((str(hi + 1), hi))
+            tries.append(("99999999999999999999", hi))
+        for text, value in tries:
+            if OPTIONS[INDEX[name]][2] and text == str(hi + 1):
+                text = "%dK" % (hi + 1)
+            what = "ranges %s=%s" % (env_name(name), text)
+            r = ctx.probe({env_name(name): text, "MIMALLOC_SHOW_ERRORS": "1"}, what)
+            if r is not None:
+                check_dump(ctx, r[0], {INDEX[name]: value, INDEX["show_errors"]: 1}, what)
+                ctx.eq(r[1], warn_range(name, text, value), what, "stderr")
+    # the user's example: a 100 TiB reservation becomes 64 TiB, said once
+    what = "ranges MIMALLOC_RESERVE_OS_MEMORY=100TiB"
+    r = ctx.probe({"MIMALLOC_RESERVE_OS_MEMORY": "100TiB", "MIMALLOC_ARENA_EAGER_COMMIT": "0",
+                   "MIMALLOC_SHOW_ERRORS": "1"}, what)
+    if r is not None:
+        check_dump(ctx, r[0], {INDEX["reserve_os_memory"]: KIB_MAX, INDEX["show_errors"]: 1,
+                               INDEX["arena_eager_commit"]: 0}, what)
+        ctx.check(r[1].startswith(warn_range("reserve_os_memory", "100TiB", KIB_MAX)), what, "stderr: %r" % r[1])
+    for name, text, value in (("verbose", "5", 2), ("show_stats", "-1", 0), ("destroy_on_exit", "3", 2),
+                              ("reserve_huge_os_pages", "-2", 0)):
+        what = "ranges %s=%s" % (env_name(name), text)
+        r = ctx.probe({env_name(name): text, "MIMALLOC_SHOW_ERRORS": "1"}, what)
+        if r is not None:
+            check_dump(ctx, r[0], {INDEX[name]: value, INDEX["show_errors"]: 1}, what)
+            ctx.check(warn_range(name, text, value) in r[1], what, "stderr: %r" % r[1][:400])
+    # PURGE_DELAY=-5: purging is off, and the start-up line says so truthfully
+    what = "ranges MIMALLOC_PURGE_DELAY=-5 (verbose)"
+    r = ctx.probe({"MIMALLOC_PURGE_DELAY": "-5", "MIMALLOC_VERBOSE": "1"}, what)
+    if r is not None:
+        ctx.check(warn_range("purge_delay", "-5", -1) in r[1], what, "range warning: %r" % r[1][:300])
+        ctx.check("purging is off (purge_delay=-1)" in r[1], what, "purge line: %r" % r[1][:600])
+    # a huge delay: the arena delay is the product, printed without overflow
+    what = "ranges MIMALLOC_PURGE_DELAY=99999999999999999999 (verbose)"
+    r = ctx.probe({"MIMALLOC_PURGE_DELAY": "99999999999999999999", "MIMALLOC_ARENA_PURGE_MULT": "1000",
+                   "MIMALLOC_VERBOSE": "1"}, what)
+    if r is not None:
+        ctx.check("after %d ms, free arena blocks after %d ms" % (MS_MAX, MS_MAX * 1000) in r[1], what,
+                  "purge line: %r" % r[1][:800])
+
+
+FUZZ_SKIP = ("show_errors", "verbose", "show_stats", "max_warnings", "reserve_os_memory",
+             "reserve_huge_os_pages", "destroy_on_exit", "disallow_os_alloc", "allow_large_os_pages")
+
+
+def fuzz_value(rng):
+    kind = rng.randrange(9)
+    if kind == 0:
+        w = rng.choice(["1", "0", "true", "false", "yes", "no", "on", "off", "", "TRUE", "oN", "nO"])
+        return w
+    if kind == 1:   # small numbers
+        return str(rng.randint(-3, 3000))
+    if kind == 2:   # big numbers, maybe beyond the long range
+        return ("-" if rng.random() < 0.3 else "") + str(rng.randint(0, 10 ** rng.randint(5, 25)))
+    if kind == 3:   # with a unit
+        return str(rng.randint(-5, 99999)) + rng.choice(["K", "M", "G", "T", "k", "m", "g", "t", "KB", "kib",
+                                                          "MiB", "GB", "B", "b", "X", "KiBB", "Ki"])
+    if kind == 4:   # signs and blanks
+        return rng.choice([" ", "\t", "", "  "]) + rng.choice(["+", "-", "", "+-", "--"]) + str(rng.randint(0, 999))
+    if kind == 5:   # junk
+        alphabet = "0123456789+- kKmMgGtTbBiIxX.eE,_"
+        return "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+    if kind == 6:   # long values, truncated at 64
+        return rng.choice(["0", "9", " "]) * rng.randint(60, 70) + str(rng.randint(0, 9))
+    if kind == 7:   # near the bounds
+        return str(rng.choice([-1, 0, 1, 100, 1000, 1024, 2000, 86400000, 1 << 31, 1 << 36, (1 << 63) - 1, -(1 << 63)])
+                   + rng.randint(-1, 1))
+    return rng.choice(["10ms", "0x10", "1e3", "1.5", "abc", "-", "+", "K", "1,000"])
+
+
+def group_fuzz(ctx):
+    rng = random.Random(20261125)
+    names = [n for n, _, _ in OPTIONS if n not in FUZZ_SKIP]
+    runs = 300 if not ctx.wrapper else 40
+    for k in range(runs):
+        chosen = rng.sample(names, rng.randint(1, 4))
+        env = {"MIMALLOC_SHOW_ERRORS": "1"}
+        expect = {INDEX["show_errors"]: 1}
+        want = []
+        for name in chosen:
+            text = fuzz_value(rng)
+            env[env_name(name)] = text
+            m = model_parse(name, text)
+            if m is None:
+                want.append(warn_invalid(name))
+            else:
+                expect[INDEX[name]] = m[0]
+                if m[1]:
+                    want.append(m[1])
+        # the guarded min/max pair keeps min <= max only through mi_option_set; the environment
+        # stores each as parsed
+        what = "fuzz #%d %s" % (k, " ".join("%s=%r" % kv for kv in env.items()))
+        r = ctx.probe(env, what)
+        if r is not None:
+            check_dump(ctx, r[0], expect, what)
+            ctx.eq(sorted(r[1].splitlines(keepends=True)), sorted(want), what, "stderr")
 
 
 def group_invalid(ctx):
@@ -369,29 +615,32 @@ def group_invalid(ctx):
     r = ctx.probe({"MIMALLOC_SHOW_ERRORS": "1", "mimalloc_os_tag": "x"}, what)
     if r is not None:
         ctx.eq(r[1], warn_invalid("os_tag"), what, "stderr")
-    # no show_errors variable at all: silent in release builds (debug builds show errors)
+    # no show_errors variable at all: the user's own setting is wrong, so it is shown anyway
     what = "invalid MIMALLOC_PURGE_DELAY=10ms (no show_errors variable)"
     r = ctx.probe({"MIMALLOC_PURGE_DELAY": "10ms"}, what)
     if r is not None:
         check_dump(ctx, r[0], {}, what)
-        ctx.eq(r[1], warn_invalid("purge_delay") if ctx.args.debug else "", what, "stderr")
-    # an invalid show_errors value: the default stays, so the warning shows only in debug builds
+        ctx.eq(r[1], warn_invalid("purge_delay"), what, "stderr")
+    # an invalid show_errors value: the default stays, and the warning shows
     what = "invalid MIMALLOC_SHOW_ERRORS=maybe"
     r = ctx.probe({"MIMALLOC_SHOW_ERRORS": "maybe"}, what)
     if r is not None:
         check_dump(ctx, r[0], {}, what)
-        ctx.eq(r[1], warn_invalid("show_errors") if ctx.args.debug else "", what, "stderr")
-    # an invalid verbose value forces its one warning out, and verbose stays off
-    for env in ({"MIMALLOC_VERBOSE": "maybe", "MIMALLOC_SHOW_ERRORS": "0"},
-                {"MIMALLOC_VERBOSE": "2x", "MIMALLOC_SHOW_ERRORS": "0"},
-                {"MIMALLOC_VERBOSE": "maybe", "MIMALLOC_SHOW_ERRORS": "1"},
-                {"MIMALLOC_VERBOSE": "maybe", "MIMALLOC_SHOW_ERRORS": "0", "MIMALLOC_MAX_WARNINGS": "0"}):
+        ctx.eq(r[1], warn_invalid("show_errors"), what, "stderr")
+    # an invalid verbose value: verbose stays off; its warning follows the same rule (hidden
+    # only by an explicit show_errors=0 or max_warnings=0)
+    for env, shown in (({"MIMALLOC_VERBOSE": "maybe", "MIMALLOC_SHOW_ERRORS": "0"}, False),
+                       ({"MIMALLOC_VERBOSE": "2x"}, True),
+                       ({"MIMALLOC_VERBOSE": "maybe", "MIMALLOC_SHOW_ERRORS": "1"}, True),
+                       ({"MIMALLOC_VERBOSE": "maybe", "MIMALLOC_SHOW_ERRORS": "1", "MIMALLOC_MAX_WARNINGS": "0"}, False)):
         what = "invalid %s" % " ".join("%s=%s" % kv for kv in env.items())
         r = ctx.probe(env, what)
         if r is not None:
-            check_dump(ctx, r[0], {INDEX["show_errors"]: int(env["MIMALLOC_SHOW_ERRORS"]),
-                                   **({INDEX["max_warnings"]: 0} if "MIMALLOC_MAX_WARNINGS" in env else {})}, what)
-            ctx.eq(r[1], warn_invalid("verbose"), what, "stderr")
+            expect = {INDEX["max_warnings"]: 0} if "MIMALLOC_MAX_WARNINGS" in env else {}
+            if "MIMALLOC_SHOW_ERRORS" in env:
+                expect[INDEX["show_errors"]] = int(env["MIMALLOC_SHOW_ERRORS"])
+            check_dump(ctx, r[0], expect, what)
+            ctx.eq(r[1], warn_invalid("verbose") if shown else "", what, "stderr")
     # several invalid values: one line each
     env = {"MIMALLOC_SHOW_ERRORS": "1", "MIMALLOC_PURGE_DELAY": "x", "MIMALLOC_OS_TAG": "y",
            "MIMALLOC_ARENA_RESERVE": "z", "MIMALLOC_GENERIC_COLLECT": "1,000"}
@@ -624,6 +873,17 @@ def group_verbose_startup(ctx):
               "mimalloc: option 'arena_reserve': 65536 KiB\n", "mimalloc: option 'max_errors': 32\n"):
         ctx.eq(lines.count(l), 1, what, "occurrences of %r" % l)
     message_lines_ok(ctx, r[1], what, allow_stats=True)
+    ctx.check(not any(" os: " in l for l in lines), what, "level 1 has no trace lines")
+    # level 2 adds a trace line per OS call: the first arena (64 MiB here) is one of them
+    env["MIMALLOC_VERBOSE"] = "2"
+    what = "MIMALLOC_VERBOSE=2 traces OS calls"
+    r = ctx.probe(env, what, ("alloc",))
+    if r is None:
+        return
+    trace = [l for l in r[1].splitlines() if l.startswith("mimalloc: os: ")]
+    ctx.check(any(re.match(r"^mimalloc: os: mapped 65536 KiB at 0x[0-9a-f]+ \((committed|reserved)\)$", l)
+                  for l in trace), what, "no trace of the 64 MiB arena mapping: %r" % trace[:10])
+    ctx.check("mimalloc: option 'verbose': 2\n" in r[1], what, "verbose 2 in the option list")
 
 
 def group_print_levels(ctx):
@@ -652,6 +912,7 @@ def group_thread_prefix(ctx):
 
 GROUPS = {
     "defaults": group_defaults, "env-each": group_env_each, "env-names": group_env_names,
+    "unknown": group_unknown, "ranges": group_ranges, "fuzz": group_fuzz,
     "syntax": group_syntax, "syntax-clamp": group_syntax_clamp, "invalid": group_invalid,
     "legacy": group_legacy, "api-basic": lambda ctx: run_api(ctx, "basic"),
     "api-env": lambda ctx: run_api(ctx, "env"), "api-early": lambda ctx: run_api(ctx, "early"),
