@@ -3,6 +3,7 @@
    process initialisation, thread initialisation on the first slow-path allocation, and
    thread-exit abandonment (DESIGN.md ideas 1, 7 and 11). */
 #include "internal/internal.h"
+#include "internal/version.h"
 #include "prim/prim.h"
 
 /* The empty page: free == NULL, so the fast path falls through to the slow path. */
@@ -81,6 +82,58 @@ static void mi_fork_child(void);
 static _Atomic(int) mi_process_init_state;   /* 0: not started, 1: running, 2: done */
 static _Atomic(uintptr_t) mi_process_init_thread;
 
+/* Say whether this library really serves the program's malloc and operator new: with another
+   allocator earlier in LD_PRELOAD, or linked before us, the program's calls bind to that one
+   even though we are loaded. A definition elsewhere that forwards to us (operators from
+   mimalloc-new-delete.h in the program) is recognised by a probe: one block allocated and
+   freed through it. Checked only when there is someone to tell (verbose or show_errors). */
+typedef void* (mi_alloc_fun_t)(size_t);
+typedef void  (mi_free_fun_t)(void*);
+
+static int mi_serves_pair(const char* alloc_name, const char* free_name, char* path, size_t path_size) {
+  void* alloc_addr = NULL;
+  void* free_addr = NULL;
+  char free_path[256];
+  const int alloc_ours = _mi_prim_symbol_provider(alloc_name, (const void*)&mi_serves_pair, &alloc_addr, path, path_size);
+  const int free_ours = _mi_prim_symbol_provider(free_name, (const void*)&mi_serves_pair, &free_addr, free_path, sizeof(free_path));
+  if (alloc_ours != 0 && free_ours != 0) return 1;   /* ours, or cannot tell */
+  if (alloc_addr == NULL || free_addr == NULL) return 0;
+  void* p = ((mi_alloc_fun_t*)alloc_addr)(16);
+  const bool ours = (p != NULL && _mi_segment_map_covers(p));   /* not the exported mi_is_in_heap_region: it may be interposed too */
+  ((mi_free_fun_t*)free_addr)(p);
+  if (alloc_ours == 0 && free_ours != 0) { /* path names the allocating side already */ }
+  else if (alloc_ours != 0) _mi_snprintf(path, path_size, "%s", free_path);
+  return (ours ? 1 : 0);
+}
+
+static void mi_report_active(void) {
+  const bool verbose = mi_option_is_enabled(mi_option_verbose);
+  if (!verbose && !mi_option_is_enabled(mi_option_show_errors)) return;
+  const char* serves = "";
+#if MI_MALLOC_OVERRIDE
+  char malloc_path[256], new_path[256];
+  const bool malloc_ours = (mi_serves_pair("malloc", "free", malloc_path, sizeof(malloc_path)) != 0);
+  const bool new_ours = (mi_serves_pair("_Znwm", "_ZdlPv", new_path, sizeof(new_path)) != 0);
+  if (!malloc_ours && !new_ours && strcmp(malloc_path, new_path) == 0) {
+    _mi_warning_message("loaded, but malloc/free and operator new/delete are provided by %s: this allocator does not serve those calls\n", malloc_path);
+  }
+  else {
+    if (!malloc_ours) _mi_warning_message("loaded, but malloc/free are provided by %s: this allocator does not serve those calls\n", malloc_path);
+    if (!new_ours) _mi_warning_message("loaded, but operator new/delete are provided by %s: this allocator does not serve those calls\n", new_path);
+  }
+  serves = (malloc_ours && new_ours ? ", overrides malloc and new/delete"
+            : malloc_ours ? ", overrides malloc but not new/delete" : NULL);
+#endif
+  if (serves == NULL) {
+    _mi_verbose_message("allocator loaded but not in use for malloc: version %s (independent implementation of the mimalloc %d.%d.%d API)\n",
+                        MI_IMPL_VERSION, MI_MALLOC_VERSION / 10000, (MI_MALLOC_VERSION / 100) % 100, MI_MALLOC_VERSION % 100);
+    return;
+  }
+  _mi_verbose_message("allocator active: version %s (independent implementation of the mimalloc %d.%d.%d API; %s build%s)\n",
+                      MI_IMPL_VERSION, MI_MALLOC_VERSION / 10000, (MI_MALLOC_VERSION / 100) % 100, MI_MALLOC_VERSION % 100,
+                      (MI_DEBUG > 0 ? "debug" : "release"), serves);
+}
+
 void mi_process_init(void) mi_attr_noexcept {
   if (mi_atomic_load_acquire(&mi_process_init_state) == 2) return;
   int expected = 0;
@@ -108,10 +161,7 @@ void mi_process_init(void) mi_attr_noexcept {
   if (!_mi_prim_atfork(&mi_fork_prepare, &mi_fork_parent, &mi_fork_child)) {
     _mi_warning_message("unable to register the fork handlers\n");
   }
-  _mi_verbose_message("allocator active: version %d.%d.%d (independent implementation of the mimalloc v2 API; %s build%s)\n",
-                      MI_MALLOC_VERSION / 10000, (MI_MALLOC_VERSION / 100) % 100, MI_MALLOC_VERSION % 100,
-                      (MI_DEBUG > 0 ? "debug" : "release"),
-                      (MI_MALLOC_OVERRIDE ? ", overrides malloc and new/delete" : ""));
+  mi_report_active();
   if (mi_option_is_enabled(mi_option_verbose)) mi_options_print();
   _mi_arenas_init_reserve();   /* MIMALLOC_RESERVE_HUGE_OS_PAGES(_AT), MIMALLOC_RESERVE_OS_MEMORY */
 }

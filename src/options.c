@@ -2,6 +2,7 @@
 /* Options (read lazily from MIMALLOC_<NAME> environment variables), message output through
    one small allocation-free formatter, error reporting and the deferred-free hook. */
 #include "internal/internal.h"
+#include "internal/version.h"
 #include "prim/prim.h"
 #include <limits.h>
 #include <stdarg.h>
@@ -149,7 +150,7 @@ void mi_option_enable(mi_option_t option)                     { mi_option_set_en
 void mi_option_disable(mi_option_t option)                    { mi_option_set_enabled(option, false); }
 
 void mi_options_print(void) mi_attr_noexcept {
-  _mi_message("v%d.%d.%d (independent implementation of the mimalloc v2 API)%s\n",
+  _mi_message("version %s (independent implementation of the mimalloc %d.%d.%d API)%s\n", MI_IMPL_VERSION,
               MI_MALLOC_VERSION / 10000, (MI_MALLOC_VERSION / 100) % 100, MI_MALLOC_VERSION % 100,
               (MI_DEBUG > 0 ? ", debug build" : ""));
   for (int i = 0; i < _mi_option_last; i++) {

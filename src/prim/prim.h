@@ -62,6 +62,12 @@ int   _mi_prim_write_file(const char* path, const char* buf, size_t len);
    false when absent. Never allocates; works before libc is fully initialised. */
 bool  _mi_prim_getenv(const char* name, char* result, size_t result_size);
 
+/* Which loaded object the program's calls to the function `name` bind to (the first definition
+   in load order): 1 the one that contains `self`, 0 another one (its path in `path`), -1
+   unknown; `addr` is the definition's address. Reads the loaded objects' symbol tables in
+   place: never allocates, takes no lock. */
+int   _mi_prim_symbol_provider(const char* name, const void* self, void** addr, char* path, size_t path_size);
+
 /* Call `visit` on each "NAME=value" entry of the environment; false if the environment is
    not accessible yet. Never allocates. */
 bool  _mi_prim_env_visit(void (*visit)(const char* entry, void* arg), void* arg);

@@ -13,6 +13,8 @@
 #include <fcntl.h>
 #include <time.h>
 #include <pthread.h>
+#include <dlfcn.h>
+#include <link.h>
 #if defined(__linux__)
 #include <sys/random.h>
 #endif
@@ -307,6 +309,87 @@ bool _mi_prim_getenv(const char* name, char* result, size_t result_size) {
     }
   }
   return false;
+}
+
+/* Does the loaded object `map` define the function `name`? Its dynamic symbol table is
+   searched through its hash table (GNU or SysV), read in place: no dlsym, which may allocate
+   or take locks, and which answers a PLT stub of a non-PIE program (python3 takes malloc's
+   address) where the call really goes to the next definition. */
+static uintptr_t mi_dyn_ptr(const struct link_map* map, uintptr_t ptr) {
+  return (ptr < (uintptr_t)map->l_addr ? ptr + (uintptr_t)map->l_addr : ptr);   /* relocated or not */
+}
+
+static void* mi_elf_defines(const struct link_map* map, const char* name) {
+  const ElfW(Sym)* symtab = NULL;
+  const char* strtab = NULL;
+  const uint32_t* gnu_hash = NULL;
+  const uint32_t* sysv_hash = NULL;
+  if (map->l_ld == NULL) return NULL;
+  for (const ElfW(Dyn)* d = map->l_ld; d->d_tag != DT_NULL; d++) {
+    if (d->d_tag == DT_SYMTAB) symtab = (const ElfW(Sym)*)mi_dyn_ptr(map, d->d_un.d_ptr);
+    else if (d->d_tag == DT_STRTAB) strtab = (const char*)mi_dyn_ptr(map, d->d_un.d_ptr);
+    else if (d->d_tag == DT_GNU_HASH) gnu_hash = (const uint32_t*)mi_dyn_ptr(map, d->d_un.d_ptr);
+    else if (d->d_tag == DT_HASH) sysv_hash = (const uint32_t*)mi_dyn_ptr(map, d->d_un.d_ptr);
+  }
+  if (symtab == NULL || strtab == NULL) return NULL;
+  const ElfW(Sym)* found = NULL;
+  if (gnu_hash != NULL) {
+    uint32_t h = 5381;
+    for (const char* c = name; *c != 0; c++) h = h * 33 + (uint8_t)*c;
+    const uint32_t nbuckets = gnu_hash[0], symoffset = gnu_hash[1], bloom_size = gnu_hash[2];
+    if (nbuckets == 0) return NULL;
+    const uint32_t* buckets = (const uint32_t*)((const ElfW(Addr)*)(gnu_hash + 4) + bloom_size);
+    const uint32_t* chain = buckets + nbuckets;
+    uint32_t i = buckets[h % nbuckets];
+    if (i < symoffset) return NULL;
+    for (;; i++) {
+      const uint32_t h2 = chain[i - symoffset];
+      if ((h | 1) == (h2 | 1) && strcmp(strtab + symtab[i].st_name, name) == 0) { found = &symtab[i]; break; }
+      if ((h2 & 1) != 0) break;
+    }
+  }
+  else if (sysv_hash != NULL) {
+    uint32_t h = 0;
+    for (const char* c = name; *c != 0; c++) {
+      h = (h << 4) + (uint8_t)*c;
+      const uint32_t g = h & 0xf0000000u;
+      if (g != 0) h ^= g >> 24;
+      h &= ~g;
+    }
+    const uint32_t nbucket = sysv_hash[0];
+    const uint32_t* bucket = sysv_hash + 2;
+    const uint32_t* chain = bucket + nbucket;
+    if (nbucket == 0) return NULL;
+    for (uint32_t i = bucket[h % nbucket]; i != STN_UNDEF; i = chain[i]) {
+      if (strcmp(strtab + symtab[i].st_name, name) == 0) { found = &symtab[i]; break; }
+    }
+  }
+  if (found == NULL || found->st_shndx == SHN_UNDEF || found->st_value == 0) return NULL;
+  const int type = ELF64_ST_TYPE(found->st_info), bind = ELF64_ST_BIND(found->st_info);
+  if (type != STT_FUNC || (bind != STB_GLOBAL && bind != STB_WEAK)) return NULL;   /* (an ifunc is its resolver) */
+  return (void*)((uintptr_t)map->l_addr + (uintptr_t)found->st_value);
+}
+
+int _mi_prim_symbol_provider(const char* name, const void* self, void** addr, char* path, size_t path_size) {
+  if (path_size > 0) path[0] = 0;
+  *addr = NULL;
+  Dl_info info;
+  struct link_map* self_map = NULL;
+  if (dladdr1(self, &info, (void**)&self_map, RTLD_DL_LINKMAP) == 0 || self_map == NULL) return -1;
+  /* the objects loaded at start-up, in load order: the program, LD_PRELOAD, then the needed
+     libraries; calls bind to the first definition in this order (the vDSO defines nothing) */
+  for (struct link_map* map = _r_debug.r_map; map != NULL; map = map->l_next) {
+    if (map->l_name != NULL && strstr(map->l_name, "linux-vdso") != NULL) continue;
+    *addr = mi_elf_defines(map, name);
+    if (*addr == NULL) continue;
+    if (map == self_map) return 1;
+    const char* fname = (map->l_name != NULL && map->l_name[0] != 0 ? map->l_name : "the program itself");
+    size_t k = 0;
+    while (fname[k] != 0 && k + 1 < path_size) { path[k] = fname[k]; k++; }
+    if (path_size > 0) path[k] = 0;
+    return 0;
+  }
+  return -1;
 }
 
 bool _mi_prim_env_visit(void (*visit)(const char* entry, void* arg), void* arg) {
