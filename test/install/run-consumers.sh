@@ -10,7 +10,7 @@
 #   (e) main.c linked after the installed mimalloc.o (static override)
 #
 # usage: run-consumers.sh BUILD_DIR SOURCE_DIR C_COMPILER GENERATOR [--cmake=CMAKE]
-#          [--make-program=PROG] [--basename=mimalloc] --version=X.Y.Z [--libdir=lib]
+#          [--make-program=PROG] [--basename=mimalloc] --version=X.Y.Z --impl-version=X.Y.Z [--libdir=lib]
 #          [--includedir=include] [--override=1|0]
 # (ctest passes all of them; see CMakeLists.txt here)
 set -euo pipefail
@@ -28,6 +28,7 @@ for arg in "$@"; do
     --make-program=*) make_program=${arg#*=} ;;
     --basename=*)     basename=${arg#*=} ;;
     --version=*)      version=${arg#*=} ;;
+    --impl-version=*) impl_version=${arg#*=} ;;
     --libdir=*)       libdir=${arg#*=} ;;
     --includedir=*)   includedir=${arg#*=} ;;
     --override=*)     override=${arg#*=} ;;
@@ -35,6 +36,7 @@ for arg in "$@"; do
   esac
 done
 [ -n "$version" ] || { echo "--version=X.Y.Z is required" >&2; exit 2; }
+[ -n "${impl_version:-}" ] || { echo "--impl-version=X.Y.Z is required" >&2; exit 2; }
 IFS=. read -r major minor patch <<<"$version"
 numeric_version=$((major * 10000 + minor * 100 + patch))   # as MI_MALLOC_VERSION / mi_version()
 
@@ -115,6 +117,8 @@ for target in mimalloc mimalloc-static; do
   grep -qxF -- "-- mimalloc_DIR=$lib/cmake/mimalloc" "$tmp/configure.log" \
     || fail "find_package did not find the package in $prefix"
   grep -qxF -- "-- mimalloc_VERSION=$version" "$tmp/configure.log" || fail "package version is not $version"
+  grep -qxF -- "-- MIMALLOC_IMPLEMENTATION_VERSION=$impl_version" "$tmp/configure.log" \
+    || fail "MIMALLOC_IMPLEMENTATION_VERSION is not $impl_version"
   "$cmake" --build "$dir"
   if [ "$target" = mimalloc ]; then
     run_consumer "$dir/consumer" "$lib/$so.$version"
@@ -143,6 +147,8 @@ if command -v pkg-config >/dev/null; then
   export PKG_CONFIG_PATH=$lib/pkgconfig
   pc_version=$(pkg-config --modversion mimalloc)
   [ "$pc_version" = "$version" ] || fail "pkg-config --modversion mimalloc: $pc_version, expected $version"
+  pc_impl=$(pkg-config --variable=implementation_version mimalloc)
+  [ "$pc_impl" = "$impl_version" ] || fail "pkg-config --variable=implementation_version: '$pc_impl', expected $impl_version"
   flags=$(pkg-config --cflags --libs mimalloc)
   echo "pkg-config --cflags --libs mimalloc: $flags"
   # the .pc file locates the prefix relative to itself (${pcfiledir}/../..): compare resolved dirs
