@@ -22,6 +22,27 @@ static uint32_t mi_padding_canary(const mi_page_t* page, const mi_block_t* block
   return (uint32_t)(segment->cookie ^ (uintptr_t)block ^ ((uintptr_t)delta * 0x9E3779B1u));
 }
 
+/* A freed block keeps its padding's delta (so a double free can report the size the program
+   asked for) under a canary of another form, which no live block's padding has. */
+#define MI_PADDING_FREED_XOR  (0xA5C3F00Fu)
+
+static bool mi_padding_keeps_delta(const mi_page_t* page) {   /* not where the free-list link is */
+  return (page->block_size >= MI_PADDING_SIZE + sizeof(mi_block_t));
+}
+
+static bool mi_padding_is_freed(const mi_page_t* page, const mi_block_t* block) {
+  if (!mi_padding_keeps_delta(page)) return false;
+  const mi_padding_t* padding = mi_block_padding(page, block);
+  return (padding->delta <= page->block_size &&
+          padding->canary == (mi_padding_canary(page, block, padding->delta) ^ MI_PADDING_FREED_XOR));
+}
+
+static void mi_padding_set_freed(const mi_page_t* page, mi_block_t* block, uint32_t delta) {
+  mi_padding_t* padding = mi_block_padding(page, block);
+  padding->delta = delta;
+  padding->canary = mi_padding_canary(page, block, delta) ^ MI_PADDING_FREED_XOR;
+}
+
 /* Record that the block serves [block .. end) and fill the slack up to the padding. */
 static void mi_padding_set(const mi_page_t* page, mi_block_t* block, uint8_t* end) {
   mi_padding_t* padding = mi_block_padding(page, block);
@@ -151,8 +172,18 @@ bool _mi_debug_malloc_check(mi_page_t* page, mi_block_t* block) {
     return false;
   }
   if (!mi_page_is_huge(page)) {
+    /* all freed fill, except the padding's canary and delta when they are in freed form */
+    const size_t pad_offset = (mi_padding_keeps_delta(page) ? page->block_size - MI_PADDING_SIZE : page->block_size);
+    const size_t kept = (mi_padding_is_freed(page, block) ? 2 * sizeof(uint32_t) : 0);
     size_t offset = 0;
-    if (mi_unlikely(!mi_bytes_are((uint8_t*)block + sizeof(mi_block_t), page->block_size - sizeof(mi_block_t), MI_DEBUG_FREED, &offset))) {
+    bool intact = mi_bytes_are((uint8_t*)block + sizeof(mi_block_t), pad_offset - sizeof(mi_block_t), MI_DEBUG_FREED, &offset);
+    if (intact) offset = pad_offset - sizeof(mi_block_t);
+    if (intact && pad_offset < page->block_size &&
+        !mi_bytes_are((uint8_t*)block + pad_offset + kept, MI_PADDING_SIZE - kept, MI_DEBUG_FREED, &offset)) {
+      intact = false;
+      offset += pad_offset + kept - sizeof(mi_block_t);
+    }
+    if (mi_unlikely(!intact)) {
       _mi_error_message(EFAULT, "block %p (size %zu) was written after it was freed (at offset %zu)\n",
                         (void*)block, page->block_size, offset + sizeof(mi_block_t));
     }
@@ -209,23 +240,31 @@ bool _mi_debug_free(mi_segment_t* segment, mi_page_t* page, void* p, bool is_loc
   /* double free: a freed block is filled (the huge ones are not: always look) */
   const bool huge = mi_page_is_huge(page);
   const size_t probe = (bsize - sizeof(mi_block_t) < 16 ? bsize - sizeof(mi_block_t) : 16);
-  if (huge || mi_bytes_are((uint8_t*)block + sizeof(mi_block_t), probe, MI_DEBUG_FREED, NULL)) {
+  if (huge || mi_padding_is_freed(page, block) ||
+      mi_bytes_are((uint8_t*)block + sizeof(mi_block_t), probe, MI_DEBUG_FREED, NULL)) {
     /* a block freed by its owner or queued on the owner's heap cannot be searched from
        another thread; but its padding then holds the freed fill, which a live block's
        padding (canary) never does */
     const mi_padding_t* pad = mi_block_padding(page, block);
-    const bool padding_freed = !huge && pad->canary != mi_padding_canary(page, block, pad->delta) &&
-                               mi_bytes_are((const uint8_t*)pad, sizeof(uint32_t), MI_DEBUG_FREED, NULL);
+    const bool padding_freed = !huge && (mi_padding_is_freed(page, block) ||
+                               mi_bytes_are((const uint8_t*)pad, sizeof(uint32_t), MI_DEBUG_FREED, NULL));
     const bool found = padding_freed || mi_list_contains(page, mi_page_thread_free(page), block) ||
                        (is_local && (mi_list_contains(page, page->free, block) || mi_list_contains(page, page->local_free, block)));
     if (found) {
-      _mi_error_message(EAGAIN, "double free detected of block %p with size %zu (ignored)\n", p, bsize);
+      /* the size the program asked for, when the freed padding still says it */
+      const size_t usable = (size_t)((const uint8_t*)pad - (const uint8_t*)p);
+      const size_t size = (!huge && mi_padding_is_freed(page, block) && pad->delta <= usable ? usable - pad->delta
+                           : !mi_padding_keeps_delta(page) ? usable   /* only padding: malloc(0) */
+                           : bsize);
+      _mi_error_message(EAGAIN, "double free detected of block %p with size %zu (ignored)\n", p, size);
       return false;
     }
   }
   /* overflow: every byte between the requested size and the padding's canary must be intact */
   const mi_padding_t* padding = mi_block_padding(page, block);
   const size_t delta = padding->delta;
+  const bool padding_intact = (delta <= (size_t)((const uint8_t*)padding - (const uint8_t*)p) &&
+                               padding->canary == mi_padding_canary(page, block, (uint32_t)delta));
   if (delta > (size_t)((const uint8_t*)padding - (const uint8_t*)p)) {
     _mi_error_message(EFAULT, "buffer overflow in heap block %p of block size %zu: the padding after it was overwritten\n", p, bsize);
   }
@@ -246,7 +285,11 @@ bool _mi_debug_free(mi_segment_t* segment, mi_page_t* page, void* p, bool is_loc
                         p, (size_t)(end - (const uint8_t*)p), overwritten, last);
     }
   }
-  if (!huge) memset((uint8_t*)block + sizeof(mi_block_t), MI_DEBUG_FREED, bsize - sizeof(mi_block_t));
+  if (!huge) {
+    memset((uint8_t*)block + sizeof(mi_block_t), MI_DEBUG_FREED, bsize - sizeof(mi_block_t));
+    /* the requested size for a later double-free report; never from a corrupted padding */
+    if (padding_intact && mi_padding_keeps_delta(page)) mi_padding_set_freed(page, block, (uint32_t)delta);
+  }
 #endif
 #if MI_STAT > 1
   if (is_local) _mi_stat_blocks_freed(page, mi_page_heap(page)->tld, 1);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Double frees (EAGAIN, "double free detected of block <p> with size <block size> (ignored)").
+/* Double frees (EAGAIN, "double free detected of block <p> with size <requested size> (ignored)").
    The extra free must be ignored: afterwards the heap hands out every block at most once.
 
    Cases (p = mi_malloc(64), a block of 80 bytes with the padding, unless said otherwise):

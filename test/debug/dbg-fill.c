@@ -43,7 +43,11 @@ int main(int argc, char** argv) {
 
   mi_free(p);
   all_bytes(p, 8, 100, 0xDF, "freed block");
-  all_bytes(p, 8, bsize, 0xDF, "freed block (to its end)");
+  /* the padding keeps its delta (the requested size, for a double-free report) under a
+     canary of the freed form: 8 bytes; its last 8 bytes are freed fill */
+  all_bytes(p, 8, bsize - DBG_PADDING_SIZE, 0xDF, "freed block (to its padding)");
+  all_bytes(p, bsize - DBG_PADDING_SIZE + 8, bsize, 0xDF, "freed block (end of its padding)");
+  DBG_CHECK(*(const uint32_t*)(p + bsize - DBG_PADDING_SIZE + 4) == bsize - DBG_PADDING_SIZE - 100);   /* delta */
 
   /* the same block handed out again: uninitialised bytes are 0xD0 again */
   mi_heap_collect(heap, true);

@@ -90,7 +90,7 @@ pending(P, "aligned-small", ovf(10, 1, 1), abort_step="free",
         note="mi_malloc_aligned(10, 16) gets 16 requested bytes: p[10] is not checked")
 
 # ---------------------------------------------------------------------------------------------
-# 2. double frees: one EAGAIN per extra free, ignored; the size is the block size
+# 2. double frees: one EAGAIN per extra free, ignored; the size is the one the program asked for
 
 
 def dbl(size, n=1, prefix=E):
@@ -98,21 +98,21 @@ def dbl(size, n=1, prefix=E):
 
 
 P = "dbg-double-free"
-case("double-free", P, "twice", dbl(80))
-case("double-free", P, "thrice", dbl(80, 2))
-case("double-free", P, "buried", dbl(80))
-case("double-free", P, "reused", dbl(80))
-case("double-free", P, "small", dbl(32))
-case("double-free", P, "zero", dbl(16))
-case("double-free", P, "large", dbl(106496))
-case("double-free", P, "remote-twice", dbl(80, 1, ET))
-case("double-free", P, "remote-then-local", dbl(80))
-case("double-free", P, "abandoned", dbl(80))
+case("double-free", P, "twice", dbl(64))
+case("double-free", P, "thrice", dbl(64, 2))
+case("double-free", P, "buried", dbl(64))
+case("double-free", P, "reused", dbl(64))
+case("double-free", P, "small", dbl(8))
+case("double-free", P, "zero", dbl(0))
+case("double-free", P, "large", dbl(100000))
+case("double-free", P, "remote-twice", dbl(64, 1, ET))
+case("double-free", P, "remote-then-local", dbl(64))
+case("double-free", P, "abandoned", dbl(64))
 case("double-free", P, "abandoned-released",
      [(EINVAL, E + r"mi_free: invalid pointer %(p)s \(not allocated by this allocator; ignored\)")])
-pending(P, "local-then-remote", dbl(80, 1, ET),
+pending(P, "local-then-remote", dbl(64, 1, ET),
         note="a block freed by its owner and then by another thread is pushed a second time")
-pending(P, "remote-full", dbl(80, 1, ET),
+pending(P, "remote-full", dbl(64, 1, ET),
         note="the first remote free into a full page goes to the heap's delayed list, not searched")
 
 # ---------------------------------------------------------------------------------------------
