@@ -303,24 +303,29 @@ static void mi_json_bins(mi_json_t* json, const char* name, const mi_stat_count_
   mi_json_add(json, "\n  ]");
 }
 
-static void mi_stats_json(mi_json_t* json) {
+static void mi_stats_json(mi_json_t* json, const mi_stats_data_t* data, const mi_process_info_t* info) {
+  mi_json_add(json, "{\n  \"stat_version\": %d,\n  \"mimalloc_version\": %d,\n  \"stat_level\": %d,\n  \"debug\": %d", MI_STAT_VERSION, MI_MALLOC_VERSION, MI_STAT, MI_DEBUG);
+  mi_json_add(json, ",\n  \"process\": { \"elapsed_msecs\": %lld, \"user_msecs\": %lld, \"system_msecs\": %lld, \"page_faults\": %zu, ",
+              (long long)info->elapsed, (long long)info->utime, (long long)info->stime, info->page_faults);
+  mi_json_add(json, "\"rss_current\": %zu, \"rss_peak\": %zu, \"commit_current\": %zu, \"commit_peak\": %zu }",
+              info->current_rss, info->peak_rss, info->current_commit, info->peak_commit);
+#define MI_STAT_COUNT(name)    mi_json_count(json, #name, &data->name);
+#define MI_STAT_COUNTER(name)  mi_json_add(json, ",\n  \"%s\": %lld", #name, (long long)data->name.total);
+  MI_STAT_FIELDS()
+#undef MI_STAT_COUNT
+#undef MI_STAT_COUNTER
+  mi_json_bins(json, "malloc_bins", data->malloc_bins);
+  mi_json_bins(json, "page_bins", data->page_bins);
+  mi_json_add(json, "\n}\n");
+}
+
+/* Each pass renders the figures of its own moment (the allocated buffer counts in the second). */
+static void mi_stats_json_now(mi_json_t* json) {
   mi_stats_data_t data;
   mi_stats_snapshot(&data);
   mi_process_info_t info;
   mi_process_info_get(&info);
-  mi_json_add(json, "{\n  \"stat_version\": %d,\n  \"mimalloc_version\": %d,\n  \"stat_level\": %d,\n  \"debug\": %d", MI_STAT_VERSION, MI_MALLOC_VERSION, MI_STAT, MI_DEBUG);
-  mi_json_add(json, ",\n  \"process\": { \"elapsed_msecs\": %lld, \"user_msecs\": %lld, \"system_msecs\": %lld, \"page_faults\": %zu, ",
-              (long long)info.elapsed, (long long)info.utime, (long long)info.stime, info.page_faults);
-  mi_json_add(json, "\"rss_current\": %zu, \"rss_peak\": %zu, \"commit_current\": %zu, \"commit_peak\": %zu }",
-              info.current_rss, info.peak_rss, info.current_commit, info.peak_commit);
-#define MI_STAT_COUNT(name)    mi_json_count(json, #name, &data.name);
-#define MI_STAT_COUNTER(name)  mi_json_add(json, ",\n  \"%s\": %lld", #name, (long long)data.name.total);
-  MI_STAT_FIELDS()
-#undef MI_STAT_COUNT
-#undef MI_STAT_COUNTER
-  mi_json_bins(json, "malloc_bins", data.malloc_bins);
-  mi_json_bins(json, "page_bins", data.page_bins);
-  mi_json_add(json, "\n}\n");
+  mi_stats_json(json, &data, &info);
 }
 
 char* mi_stats_get_json(size_t buf_size, char* buf) mi_attr_noexcept {
@@ -328,12 +333,12 @@ char* mi_stats_get_json(size_t buf_size, char* buf) mi_attr_noexcept {
   mi_json_t json = { buf, buf_size, 0 };
   if (buf == NULL || buf_size == 0) {
     mi_json_t measure = { NULL, 0, 0 };
-    mi_stats_json(&measure);
+    mi_stats_json_now(&measure);
     json.size = measure.len + 1024;   /* figures may grow a few digits between the passes */
     json.buf = (char*)mi_malloc(json.size);
     if (json.buf == NULL) return NULL;
   }
-  mi_stats_json(&json);
+  mi_stats_json_now(&json);
   if (json.len >= json.size) {
     if (buf == NULL || buf_size == 0) mi_free(json.buf);
     return NULL;
@@ -343,27 +348,36 @@ char* mi_stats_get_json(size_t buf_size, char* buf) mi_attr_noexcept {
 }
 
 /* MIMALLOC_STATS_JSON=<path>: the JSON document written at exit, through memory from the OS
-   (the heap may be in any state then). */
-static void mi_stats_write_json_file(void) {
+   (the heap may be in any state then). It shows the same snapshot as the exit-time text, so
+   its own buffer is not counted in it. */
+static void mi_stats_write_json_file(const mi_stats_data_t* data, const mi_process_info_t* info) {
   char path[1024];
   if (!_mi_prim_getenv("MIMALLOC_STATS_JSON", path, sizeof(path)) || path[0] == 0) return;
   mi_json_t measure = { NULL, 0, 0 };
-  mi_stats_json(&measure);
-  const size_t size = measure.len + 1024;
+  mi_stats_json(&measure, data, info);
+  const size_t size = measure.len + 1;
   char* buf = (char*)_mi_os_alloc(size, NULL);
   if (buf == NULL) { _mi_warning_message("unable to render the statistics as JSON\n"); return; }
   mi_json_t json = { buf, size, 0 };
-  mi_stats_json(&json);
+  mi_stats_json(&json, data, info);
   const size_t len = (json.len < size ? json.len : 0);
   const int err = _mi_prim_write_file(path, buf, len);
   if (err != 0) _mi_warning_message("unable to write the statistics to \"%s\" (error %d)\n", path, err);
   _mi_os_free(buf, size);
 }
 
+/* The text (show_stats, verbose) and the JSON file at exit describe one moment: one snapshot
+   of the figures and one reading of the process information. */
 void _mi_stats_at_exit(void) {
   mi_stats_merge();
-  if (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose)) {
-    mi_stats_print_out(NULL, NULL);
-  }
-  mi_stats_write_json_file();
+  const bool show = (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose));
+  char path[2];
+  const bool json = _mi_prim_getenv("MIMALLOC_STATS_JSON", path, sizeof(path)) && path[0] != 0;
+  if (!show && !json) return;
+  mi_stats_data_t data;
+  mi_stats_snapshot(&data);
+  mi_process_info_t info;
+  mi_process_info_get(&info);
+  if (show) _mi_stats_print_text(&data, &info, false, NULL, NULL);
+  if (json) mi_stats_write_json_file(&data, &info);
 }
