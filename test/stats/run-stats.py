@@ -162,8 +162,12 @@ def clean_env(extra):
     return env
 
 
-def run_child(args, extra_env, timeout=60):
-    p = subprocess.run([ARGS.child] + args, env=clean_env(extra_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+def run_child(args, extra_env, timeout=60, layout="mimalloc"):
+    """layout: the MIMALLOC_STATS_LAYOUT value, or None to leave it unset (the readable layout)"""
+    env = dict(extra_env)
+    if layout is not None:
+        env.setdefault("MIMALLOC_STATS_LAYOUT", layout)
+    p = subprocess.run([ARGS.child] + args, env=clean_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        timeout=timeout)
     out = p.stdout.decode("utf-8", "replace")
     err = p.stderr.decode("utf-8", "replace")
