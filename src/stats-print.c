@@ -360,16 +360,17 @@ static void mi_print_section(mi_line_t* line, const mi_stats_data_t* stats, cons
 }
 
 /* Per size class (per-block statistics, MI_STAT > 1): blocks now, at their peak and
-   allocated in total, their bytes now, and the pages of the class now. */
-static void mi_print_bins(mi_line_t* line, const mi_stats_data_t* stats) {
+   allocated in total, their bytes now, and the pages of the class now (pages are counted
+   for the process only: a thread's print has no such column). */
+static void mi_print_bins(mi_line_t* line, const mi_stats_data_t* stats, bool with_pages) {
   static const char* const columns[] = { "now", "peak", "allocated", "bytes now", "pages now" };
   bool header = false;
   for (size_t bin = 1; bin < MI_BIN_HUGE_INTERNAL; bin++) {
     const mi_stat_count_t* b = &stats->malloc_bins[bin];
     const mi_stat_count_t* p = &stats->page_bins[bin];
-    if (b->total <= 0 && b->current <= 0 && b->peak <= 0 && p->current <= 0) continue;
+    if (b->total <= 0 && b->current <= 0 && b->peak <= 0 && (!with_pages || p->current <= 0)) continue;
     if (!header) {
-      mi_section_header(line, "blocks by size", columns, MI_COUNT_OF(columns));
+      mi_section_header(line, "blocks by size", columns, MI_COUNT_OF(columns) - (with_pages ? 0 : 1));
       header = true;
     }
     const size_t bsize = _mi_bin_size(bin);
@@ -380,7 +381,7 @@ static void mi_print_bins(mi_line_t* line, const mi_stats_data_t* stats) {
     mi_cell_number(line, b->peak);
     mi_cell_number(line, b->total);
     mi_cell_bytes(line, (b->current < 0 ? 0 : b->current) * (int64_t)bsize);
-    mi_cell_number(line, p->current);
+    if (with_pages) mi_cell_number(line, p->current);
     mi_line_end(line);
   }
 }
@@ -410,7 +411,7 @@ static void mi_stats_print_readable(const mi_stats_data_t* stats, const mi_proce
     mi_print_summary(line, stats, info);
   }
   mi_print_section(line, stats, "memory", amounts, MI_COUNT_OF(amounts), mi_rows_memory, MI_COUNT_OF(mi_rows_memory));
-  mi_print_bins(line, stats);
+  mi_print_bins(line, stats, !thread);
   mi_print_section(line, stats, "threads, segments and pages", amounts, MI_COUNT_OF(amounts), mi_rows_objects, MI_COUNT_OF(mi_rows_objects));
   mi_print_section(line, stats, "activity", totals, MI_COUNT_OF(totals), mi_rows_activity, MI_COUNT_OF(mi_rows_activity));
   mi_line_add(line, "(rows that are zero are not shown; MIMALLOC_STATS_LAYOUT=mimalloc prints mimalloc's layout)");
