@@ -188,9 +188,8 @@ static void mi_stats_print_mimalloc(const mi_stats_data_t* stats, const mi_proce
    docs/statistics.md explains every row; its list of row names and the names here must
    agree (test/stats/run-stats.py checks the printed names against it).
 --------------------------------------------------------------------------------------- */
-#define MI_ROW_INDENT   2
-#define MI_ROW_NAME     38     /* the longest row name fits */
-#define MI_ROW_CELL     11
+/* Widths: a section title takes 40 columns, a row name 2 blanks and 38 columns (the longest
+   name has 37 characters), each cell 11, right-aligned; a line stays under 100 columns. */
 
 /* Bytes in the largest binary unit that leaves at least 1, to three significant digits at
    most, rounded to nearest: "0", "640 B", "1.5 MiB", "16 KiB", "245 MiB", "1.0 GiB". */
@@ -291,9 +290,10 @@ static const mi_stat_count_t* mi_row_count(const mi_stats_data_t* stats, const m
   return (const mi_stat_count_t*)((const uint8_t*)stats + row->offset);
 }
 
-/* The total of a counter, or of a count (both structs start with `total`). */
+/* The total of a counter, or of a count: both structs start with it. */
+_Static_assert(offsetof(mi_stat_count_t, total) == 0 && offsetof(mi_stat_counter_t, total) == 0, "total first");
 static int64_t mi_row_total(const mi_stats_data_t* stats, const mi_row_t* row) {
-  return ((const mi_stat_counter_t*)((const uint8_t*)stats + row->offset))->total;
+  return *(const int64_t*)((const uint8_t*)stats + row->offset);
 }
 
 static bool mi_row_is_zero(const mi_stats_data_t* stats, const mi_row_t* row) {
