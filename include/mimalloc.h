@@ -392,7 +392,8 @@ mi_decl_export void mi_stats_reset(void) mi_attr_noexcept;
 mi_decl_export void mi_stats_merge(void) mi_attr_noexcept;
 /* Legacy printer: `out` is an mi_output_fun* (or NULL for the default output). */
 mi_decl_export void mi_stats_print(void* out) mi_attr_noexcept;
-/* Merge this thread, then print the process-wide statistics through `out`. */
+/* Merge this thread, then print the process-wide statistics through `out`.
+   Layout (every printer): mimalloc's if MIMALLOC_STATS_LAYOUT=mimalloc, else readable (docs/statistics.md). */
 mi_decl_export void mi_stats_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept;
 /* Print only the calling thread's not yet merged statistics. */
 mi_decl_export void mi_thread_stats_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept;

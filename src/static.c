@@ -30,6 +30,7 @@ void _mi_text_begin(void) { }
 #include "random.c"
 #include "segment.c"
 #include "stats.c"
+#include "stats-print.c"
 #include "prim/unix.c"
 #if MI_MALLOC_OVERRIDE
 #include "override.c"

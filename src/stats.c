@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Statistics: thread and process figures (see mi_stats_data_t in types.h for who updates
-   what and why no figure goes negative), merging, the text layout of mimalloc v2.4 (API.md
-   section 16), mi_stats_get, the JSON rendering and process information. */
+   what and why no figure goes negative), merging, mi_stats_get, the JSON rendering and
+   process information. The text layouts are in stats-print.c. */
 #include "internal/internal.h"
 #include "prim/prim.h"
 #include <stdio.h>   /* only to recognise stdout/stderr in mi_stats_print */
@@ -192,185 +192,15 @@ void mi_process_info(size_t* elapsed_msecs, size_t* user_msecs, size_t* system_m
 }
 
 /* ---------------------------------------------------------------------------------------
-   Text output (API.md section 16): one line at a time through the output function.
+   Printing (the text layouts are in stats-print.c)
 --------------------------------------------------------------------------------------- */
-typedef struct mi_line_s {
-  char  buf[256];
-  size_t len;
-  mi_output_fun* out;
-  void* arg;
-} mi_line_t;
-
-static void mi_line_add(mi_line_t* line, const char* fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  line->len += (size_t)_mi_vsnprintf(line->buf + line->len, sizeof(line->buf) - line->len, fmt, args);
-  va_end(args);
-}
-
-static void mi_line_end(mi_line_t* line) {
-  mi_line_add(line, "\n");
-  _mi_fputs(line->out, line->arg, NULL, line->buf);
-  line->len = 0;
-  line->buf[0] = 0;
-}
-
-/* One number: base 1024 for bytes (unit > 0) and binary counts (unit < 0), 1000 for decimal
-   counts (unit == 0); truncated tenths above the base, e.g. "16.4 KiB", "1.8 K", "640   B". */
-static void mi_format_amount(char* buf, size_t size, int64_t n, int64_t unit) {
-  const bool bytes = (unit > 0);
-  const int64_t base = (unit == 0 ? 1000 : 1024);
-  const char* suffix = (n == 0 ? "" : (bytes ? "B" : " "));
-  const int64_t pos = (n < 0 ? -n : n);
-  if (bytes && n == 1) { buf[0] = 0; return; }   /* as mimalloc: "1 byte" is an empty cell */
-  if (pos < base) {
-    _mi_snprintf(buf, size, "%lld   %-3s", (long long)n, suffix);
-    return;
-  }
-  int64_t divider = base;
-  const char* magnitude = "K";
-  if (pos >= base*base*base) { divider = base*base*base; magnitude = "G"; }
-  else if (pos >= base*base) { divider = base*base; magnitude = "M"; }
-  char unit_name[4];
-  _mi_snprintf(unit_name, sizeof(unit_name), "%s%s", magnitude, (base == 1024 ? (bytes ? "iB" : "i") : ""));
-  const int64_t tenths = n / (divider / 10);
-  const int64_t whole = tenths / 10;
-  const int64_t frac = (tenths % 10 < 0 ? -(tenths % 10) : tenths % 10);
-  _mi_snprintf(buf, size, "%s%lld.%lld %-3s", (n < 0 && whole == 0 ? "-" : ""), (long long)whole, (long long)frac, unit_name);
-}
-
-static void mi_line_amount(mi_line_t* line, int64_t n, int64_t unit) {
-  char buf[32];
-  mi_format_amount(buf, sizeof(buf), n, unit);
-  mi_line_add(line, "%12s", buf);
-}
-
-/* label, then peak/total/current in bytes (count * unit), the unit, the count, and a status */
-static void mi_print_amount_row(mi_line_t* line, const char* label, const mi_stat_count_t* stat, int64_t unit, const char* note) {
-  mi_line_add(line, "%10s:", label);
-  const int64_t mult = (unit > 0 ? unit : 1);        /* bins count blocks of `unit` bytes */
-  const int64_t format = (unit < 0 ? -1 : 1);        /* binary counts, or bytes */
-  mi_line_amount(line, stat->peak * mult, format);
-  mi_line_amount(line, stat->total * mult, format);
-  mi_line_amount(line, stat->current * mult, format);
-  if (unit > 1) {
-    mi_line_amount(line, unit, 1);
-    mi_line_amount(line, stat->total, 0);
-  }
-  else {
-    mi_line_add(line, "%24s", "");
-  }
-  if (stat->current == 0) mi_line_add(line, "  ok");
-  else mi_line_add(line, "  %s", note);
-  mi_line_end(line);
-}
-
-static void mi_print_count_row(mi_line_t* line, const char* label, const mi_stat_count_t* stat) {
-  mi_line_add(line, "%10s:", label);
-  mi_line_amount(line, stat->peak, 0);
-  mi_line_amount(line, stat->total, 0);
-  mi_line_amount(line, stat->current, 0);
-  mi_line_end(line);
-}
-
-static void mi_print_counter_row(mi_line_t* line, const char* label, const mi_stat_counter_t* stat, bool bytes) {
-  mi_line_add(line, "%10s:", label);
-  mi_line_amount(line, stat->total, (bytes ? 1 : 0));
-  mi_line_end(line);
-}
-
-static void mi_print_header(mi_line_t* line) {
-  mi_line_add(line, "%10s: %11s %11s %11s %11s %11s", "heap stats", "peak   ", "total   ", "current   ", "block   ", "total#   ");
-  mi_line_end(line);
-}
-
-static void mi_stats_print_data(const mi_stats_data_t* stats, mi_output_fun* out, void* arg) {
-  mi_line_t line;
-  line.len = 0;
-  line.buf[0] = 0;
-  line.out = out;
-  line.arg = arg;
-  mi_print_header(&line);
-  if (MI_STAT > 1) {
-    bool any = false;
-    for (size_t bin = 1; bin < MI_BIN_HUGE_INTERNAL; bin++) {
-      const mi_stat_count_t* stat = &stats->malloc_bins[bin];
-      if (stat->total == 0 && stat->current == 0) continue;
-      char label[16];
-      _mi_snprintf(label, sizeof(label), "bin %3zu", bin);
-      mi_print_amount_row(&line, label, stat, (int64_t)_mi_bin_size(bin), "not all freed");
-      any = true;
-    }
-    if (any) {
-      mi_line_end(&line);
-      mi_print_header(&line);
-    }
-    mi_stat_count_t total;
-    total.peak = stats->malloc_normal.peak + stats->malloc_huge.peak;
-    total.total = stats->malloc_normal.total + stats->malloc_huge.total;
-    total.current = stats->malloc_normal.current + stats->malloc_huge.current;
-    /* binary counts when no such allocation was counted (section 16) */
-    mi_print_amount_row(&line, "binned", &stats->malloc_normal, (stats->malloc_normal_count.total == 0 ? -1 : 1), "not all freed");
-    mi_print_amount_row(&line, "huge", &stats->malloc_huge, (stats->malloc_huge_count.total == 0 ? -1 : 1), "not all freed");
-    mi_print_amount_row(&line, "total", &total, 1, "");
-    mi_line_add(&line, "%10s:", "malloc req");
-    mi_line_add(&line, "%12s", "");
-    mi_line_amount(&line, stats->malloc_requested.total, 1);
-    mi_line_end(&line);
-    mi_line_end(&line);
-  }
-  mi_print_amount_row(&line, "reserved", &stats->reserved, 1, "");
-  mi_print_amount_row(&line, "committed", &stats->committed, 1, "");
-  mi_print_counter_row(&line, "reset", &stats->reset, true);
-  mi_print_counter_row(&line, "purged", &stats->purged, true);
-  mi_print_amount_row(&line, "touched", &stats->page_committed, 1, "");
-  mi_print_count_row(&line, "segments", &stats->segments);
-  mi_print_count_row(&line, "-abandoned", &stats->segments_abandoned);
-  mi_print_count_row(&line, "-cached", &stats->segments_cache);
-  mi_print_count_row(&line, "pages", &stats->pages);
-  mi_print_count_row(&line, "-abandoned", &stats->pages_abandoned);
-  mi_print_counter_row(&line, "-extended", &stats->pages_extended, false);
-  mi_print_counter_row(&line, "-retire", &stats->pages_retire, false);
-  mi_print_counter_row(&line, "arenas", &stats->arena_count, false);
-  mi_print_counter_row(&line, "-rollback", &stats->arena_rollback_count, false);
-  mi_print_counter_row(&line, "mmaps", &stats->mmap_calls, false);
-  mi_print_counter_row(&line, "commits", &stats->commit_calls, false);
-  mi_print_counter_row(&line, "resets", &stats->reset_calls, false);
-  mi_print_counter_row(&line, "purges", &stats->purge_calls, false);
-  mi_print_counter_row(&line, "guarded", &stats->malloc_guarded_count, false);
-  mi_print_count_row(&line, "threads", &stats->threads);
-  const int64_t searches = stats->page_searches.total;
-  const int64_t count = stats->page_searches_count.total;
-  const int64_t avg10 = (count == 0 ? 0 : (searches * 10) / count);
-  mi_line_add(&line, "%10s: %5lld.%lld avg", "searches", (long long)(avg10 / 10), (long long)(avg10 % 10));
-  mi_line_end(&line);
-  mi_line_add(&line, "%10s: %5zu", "numa nodes", _mi_os_numa_node_count());
-  mi_line_end(&line);
-
-  mi_process_info_t info;
-  mi_process_info_get(&info);
-  mi_line_add(&line, "%10s: %5lld.%03lld s", "elapsed", (long long)(info.elapsed / 1000), (long long)(info.elapsed % 1000));
-  mi_line_end(&line);
-  char peak_rss[32];
-  mi_format_amount(peak_rss, sizeof(peak_rss), (int64_t)info.peak_rss, 1);
-  mi_line_add(&line, "%10s: user: %lld.%03lld s, system: %lld.%03lld s, faults: %zu, peak rss: %s", "process",
-              (long long)(info.utime / 1000), (long long)(info.utime % 1000),
-              (long long)(info.stime / 1000), (long long)(info.stime % 1000), info.page_faults, peak_rss);
-  if (info.peak_commit > 0) {
-    char peak_commit[32];
-    mi_format_amount(peak_commit, sizeof(peak_commit), (int64_t)info.peak_commit, 1);
-    mi_line_add(&line, ", peak commit: %s", peak_commit);
-  }
-  mi_line_end(&line);
-}
-
-/* Trailing blanks of the fixed-width layout stay; the unit suffix of amounts below the base
-   adds blanks too ("640   B  "), as in mimalloc's output. */
 void mi_stats_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept {
   mi_stats_merge();
   mi_stats_data_t stats;
   mi_stats_snapshot(&stats);
-  mi_stats_print_data(&stats, out, arg);
+  mi_process_info_t info;
+  mi_process_info_get(&info);
+  _mi_stats_print_text(&stats, &info, false, out, arg);
 }
 
 void mi_stats_print(void* out) mi_attr_noexcept {
@@ -379,16 +209,18 @@ void mi_stats_print(void* out) mi_attr_noexcept {
 }
 
 void mi_thread_stats_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept {
+  mi_process_info_t info;
+  mi_process_info_get(&info);
   mi_tld_t* tld = mi_current_tld();
   if (tld == NULL) {
     mi_stats_data_t empty;
     memset(&empty, 0, sizeof(empty));
-    mi_stats_print_data(&empty, out, arg);
+    _mi_stats_print_text(&empty, &info, true, out, arg);
   }
   else {
     /* the thread's live figures (blocks in its pages), also after a merge: subtracting what
        was merged could print negative values once the thread frees merged blocks */
-    mi_stats_print_data(&tld->stats, out, arg);
+    _mi_stats_print_text(&tld->stats, &info, true, out, arg);
   }
 }
 
@@ -471,24 +303,29 @@ static void mi_json_bins(mi_json_t* json, const char* name, const mi_stat_count_
   mi_json_add(json, "\n  ]");
 }
 
-static void mi_stats_json(mi_json_t* json) {
+static void mi_stats_json(mi_json_t* json, const mi_stats_data_t* data, const mi_process_info_t* info) {
+  mi_json_add(json, "{\n  \"stat_version\": %d,\n  \"mimalloc_version\": %d,\n  \"stat_level\": %d,\n  \"debug\": %d", MI_STAT_VERSION, MI_MALLOC_VERSION, MI_STAT, MI_DEBUG);
+  mi_json_add(json, ",\n  \"process\": { \"elapsed_msecs\": %lld, \"user_msecs\": %lld, \"system_msecs\": %lld, \"page_faults\": %zu, ",
+              (long long)info->elapsed, (long long)info->utime, (long long)info->stime, info->page_faults);
+  mi_json_add(json, "\"rss_current\": %zu, \"rss_peak\": %zu, \"commit_current\": %zu, \"commit_peak\": %zu }",
+              info->current_rss, info->peak_rss, info->current_commit, info->peak_commit);
+#define MI_STAT_COUNT(name)    mi_json_count(json, #name, &data->name);
+#define MI_STAT_COUNTER(name)  mi_json_add(json, ",\n  \"%s\": %lld", #name, (long long)data->name.total);
+  MI_STAT_FIELDS()
+#undef MI_STAT_COUNT
+#undef MI_STAT_COUNTER
+  mi_json_bins(json, "malloc_bins", data->malloc_bins);
+  mi_json_bins(json, "page_bins", data->page_bins);
+  mi_json_add(json, "\n}\n");
+}
+
+/* Each pass renders the figures of its own moment (the allocated buffer counts in the second). */
+static void mi_stats_json_now(mi_json_t* json) {
   mi_stats_data_t data;
   mi_stats_snapshot(&data);
   mi_process_info_t info;
   mi_process_info_get(&info);
-  mi_json_add(json, "{\n  \"stat_version\": %d,\n  \"mimalloc_version\": %d,\n  \"stat_level\": %d,\n  \"debug\": %d", MI_STAT_VERSION, MI_MALLOC_VERSION, MI_STAT, MI_DEBUG);
-  mi_json_add(json, ",\n  \"process\": { \"elapsed_msecs\": %lld, \"user_msecs\": %lld, \"system_msecs\": %lld, \"page_faults\": %zu, ",
-              (long long)info.elapsed, (long long)info.utime, (long long)info.stime, info.page_faults);
-  mi_json_add(json, "\"rss_current\": %zu, \"rss_peak\": %zu, \"commit_current\": %zu, \"commit_peak\": %zu }",
-              info.current_rss, info.peak_rss, info.current_commit, info.peak_commit);
-#define MI_STAT_COUNT(name)    mi_json_count(json, #name, &data.name);
-#define MI_STAT_COUNTER(name)  mi_json_add(json, ",\n  \"%s\": %lld", #name, (long long)data.name.total);
-  MI_STAT_FIELDS()
-#undef MI_STAT_COUNT
-#undef MI_STAT_COUNTER
-  mi_json_bins(json, "malloc_bins", data.malloc_bins);
-  mi_json_bins(json, "page_bins", data.page_bins);
-  mi_json_add(json, "\n}\n");
+  mi_stats_json(json, &data, &info);
 }
 
 char* mi_stats_get_json(size_t buf_size, char* buf) mi_attr_noexcept {
@@ -496,12 +333,12 @@ char* mi_stats_get_json(size_t buf_size, char* buf) mi_attr_noexcept {
   mi_json_t json = { buf, buf_size, 0 };
   if (buf == NULL || buf_size == 0) {
     mi_json_t measure = { NULL, 0, 0 };
-    mi_stats_json(&measure);
+    mi_stats_json_now(&measure);
     json.size = measure.len + 1024;   /* figures may grow a few digits between the passes */
     json.buf = (char*)mi_malloc(json.size);
     if (json.buf == NULL) return NULL;
   }
-  mi_stats_json(&json);
+  mi_stats_json_now(&json);
   if (json.len >= json.size) {
     if (buf == NULL || buf_size == 0) mi_free(json.buf);
     return NULL;
@@ -511,27 +348,36 @@ char* mi_stats_get_json(size_t buf_size, char* buf) mi_attr_noexcept {
 }
 
 /* MIMALLOC_STATS_JSON=<path>: the JSON document written at exit, through memory from the OS
-   (the heap may be in any state then). */
-static void mi_stats_write_json_file(void) {
+   (the heap may be in any state then). It shows the same snapshot as the exit-time text, so
+   its own buffer is not counted in it. */
+static void mi_stats_write_json_file(const mi_stats_data_t* data, const mi_process_info_t* info) {
   char path[1024];
   if (!_mi_prim_getenv("MIMALLOC_STATS_JSON", path, sizeof(path)) || path[0] == 0) return;
   mi_json_t measure = { NULL, 0, 0 };
-  mi_stats_json(&measure);
-  const size_t size = measure.len + 1024;
+  mi_stats_json(&measure, data, info);
+  const size_t size = measure.len + 1;
   char* buf = (char*)_mi_os_alloc(size, NULL);
   if (buf == NULL) { _mi_warning_message("unable to render the statistics as JSON\n"); return; }
   mi_json_t json = { buf, size, 0 };
-  mi_stats_json(&json);
+  mi_stats_json(&json, data, info);
   const size_t len = (json.len < size ? json.len : 0);
   const int err = _mi_prim_write_file(path, buf, len);
   if (err != 0) _mi_warning_message("unable to write the statistics to \"%s\" (error %d)\n", path, err);
   _mi_os_free(buf, size);
 }
 
+/* The text (show_stats, verbose) and the JSON file at exit describe one moment: one snapshot
+   of the figures and one reading of the process information. */
 void _mi_stats_at_exit(void) {
   mi_stats_merge();
-  if (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose)) {
-    mi_stats_print_out(NULL, NULL);
-  }
-  mi_stats_write_json_file();
+  const bool show = (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose));
+  char path[2];
+  const bool json = _mi_prim_getenv("MIMALLOC_STATS_JSON", path, sizeof(path)) && path[0] != 0;
+  if (!show && !json) return;
+  mi_stats_data_t data;
+  mi_stats_snapshot(&data);
+  mi_process_info_t info;
+  mi_process_info_get(&info);
+  if (show) _mi_stats_print_text(&data, &info, false, NULL, NULL);
+  if (json) mi_stats_write_json_file(&data, &info);
 }

@@ -220,6 +220,11 @@ void       _mi_stat_block_malloc(mi_tld_t* tld, const mi_page_t* page, size_t si
 void       _mi_stats_merge_thread(mi_tld_t* tld);     /* add the thread's figures to the totals */
 void       _mi_stats_at_exit(void);                    /* show_stats, verbose, stats JSON */
 
+/* stats-print.c: the statistics as text, from a snapshot and the process information of the
+   same moment; `thread`: the figures are the calling thread's own (mi_thread_stats_print_out). */
+void       _mi_stats_print_text(const mi_stats_data_t* stats, const mi_process_info_t* info, bool thread,
+                                mi_output_fun* out, void* arg);
+
 #define mi_stat_counter_increase(tld, stat, n)  ((tld)->stats.stat.total += (int64_t)(n))
 #define mi_os_stat_increase(stat, n)            _mi_stat_atomic_increase(&_mi_stats_main.stat, (n))
 #define mi_os_stat_decrease(stat, n)            _mi_stat_atomic_decrease(&_mi_stats_main.stat, (n))

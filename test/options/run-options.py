@@ -726,13 +726,19 @@ def run_api(ctx, scenario):
 
 def message_lines_ok(ctx, err, what, allow_stats=False):
     """Every stderr line is a `mimalloc: ` message, except (if allowed) one contiguous
-    statistics block starting with its `heap stats:` header."""
+    statistics block: mimalloc's layout starting with its `heap stats:` header, or the
+    readable layout's sections between its `mimalloc: peak RSS` summary line and its closing
+    `(rows that are zero ...)` line (docs/statistics.md)."""
     lines = err.splitlines()
     other = [k for k, l in enumerate(lines) if not l.startswith("mimalloc: ") and l != "MARK"]
     if not other:
         return
-    if allow_stats and "heap stats:" in lines[other[0]] and other == list(range(other[0], other[-1] + 1)):
-        return
+    if allow_stats and other == list(range(other[0], other[-1] + 1)):
+        if "heap stats:" in lines[other[0]]:
+            return
+        if (other[0] > 0 and lines[other[0] - 1].startswith("mimalloc: peak RSS ") and
+                lines[other[-1]].startswith("(rows that are zero are not shown")):
+            return
     ctx.fail(what, "stderr lines without the `mimalloc: ` prefix: %r" % [lines[k] for k in other][:5])
 
 

@@ -24,6 +24,30 @@ inherited, plus the MIMALLOC_* variables of the group) and checks:
                     registered function (stdout, "OUT|" prefix), nothing to stderr.
   legacy-print      mi_stats_print(NULL / stdout / stderr) prints to the default output (stderr)
                     three times and returns (pending when written: the FILE pointers crash).
+
+The groups above check mimalloc's layout: they run with MIMALLOC_STATS_LAYOUT=mimalloc. The
+readable layout (the default, docs/statistics.md) is checked by:
+
+  readable-show     MIMALLOC_SHOW_STATS=1 with MIMALLOC_STATS_JSON: the text on stderr equals,
+                    line by line, the text built here from the exit JSON (same snapshot): the
+                    summary line first (peak RSS = process.rss_peak, peak in use =
+                    page_committed.peak, elapsed/user/system, page faults), then the sections
+                    with exactly the rows that are not zero; every row name is in the tables of
+                    docs/statistics.md, no cell is empty, no line is wider than 100 columns
+                    (the summary 120), none holds one of mimalloc's labels ("-abandoned",
+                    "heap stats", ...). Per-block statistics (debug builds): a "blocks by size"
+                    section with a row per size class of the workload, named by its exact block
+                    size; without them: no block rows at all.
+  readable-freed    the same after the child freed everything and collected: rows whose current
+                    value is 0 (huge blocks, ended threads' segments and pages) print "0".
+  readable-verbose  MIMALLOC_VERBOSE=1: the same structure among "mimalloc: " messages.
+  readable-output   mi_register_output: one line per call, the same structure.
+  readable-legacy   mi_stats_print(NULL / stdout / stderr): three readable blocks on stderr.
+  readable-thread   mi_thread_stats_print_out: the thread heading instead of the summary; a
+                    thread that never allocated prints no rows; a busy thread's figures (with
+                    per-block statistics: its 100- and 200-byte size classes).
+  layout-select     MIMALLOC_STATS_LAYOUT: "mimalloc" in any case selects mimalloc's layout;
+                    unset, empty, "readable" or anything else the readable one.
 """
 import argparse
 import json
@@ -162,8 +186,12 @@ def clean_env(extra):
     return env
 
 
-def run_child(args, extra_env, timeout=60):
-    p = subprocess.run([ARGS.child] + args, env=clean_env(extra_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+def run_child(args, extra_env, timeout=60, layout="mimalloc"):
+    """layout: the MIMALLOC_STATS_LAYOUT value, or None to leave it unset (the readable layout)"""
+    env = dict(extra_env)
+    if layout is not None:
+        env.setdefault("MIMALLOC_STATS_LAYOUT", layout)
+    p = subprocess.run([ARGS.child] + args, env=clean_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        timeout=timeout)
     out = p.stdout.decode("utf-8", "replace")
     err = p.stderr.decode("utf-8", "replace")
@@ -412,6 +440,252 @@ def validate_text(lines, stat_level, what, doc=None):
 
 
 # ------------------------------------------------------------------------------------------
+# the readable layout (docs/statistics.md)
+# ------------------------------------------------------------------------------------------
+DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "statistics.md")
+SUMMARY_PREFIX = "mimalloc: peak RSS "
+THREAD_HEADING = "mimalloc: statistics of this thread only (the process totals: mi_stats_print_out)"
+CLOSING = "(rows that are zero are not shown; MIMALLOC_STATS_LAYOUT=mimalloc prints mimalloc's layout)"
+# mimalloc's labels, which must not appear in the readable layout
+OLD_LABELS = ["-abandoned", "-extended", "-retire", "-cached", "-rollback", "heap stats", "malloc req", "binned",
+              "touched", "numa nodes", "not all freed", "total#"]
+COLS_AMOUNT = ("now", "peak", "total")
+COLS_BINS = ("now", "peak", "allocated", "bytes now", "pages now")
+COLS_BINS_THREAD = COLS_BINS[:4]     # pages are counted for the process only
+COLS_TOTAL = ("total",)
+# the rows as the documentation defines them: (name, JSON field, kind); kinds: B bytes count,
+# N object count, TB/TN total in bytes / number, S page searches (with the average)
+R_MEMORY = [("blocks (up to 2 MiB each)", "malloc_normal", "B"), ("huge blocks (over 2 MiB each)", "malloc_huge", "B"),
+            ("in use (pages set up for blocks)", "page_committed", "B"), ("committed", "committed", "B"),
+            ("reserved (address space)", "reserved", "B")]
+R_OBJECTS = [("threads", "threads", "N"), ("segments", "segments", "N"),
+             ("segments of ended threads (abandoned)", "segments_abandoned", "N"),
+             ("segments cached", "segments_cache", "N"), ("pages in use", "pages", "N"),
+             ("pages of ended threads (abandoned)", "pages_abandoned", "N")]
+R_ACTIVITY = [("memory requested by the program", "malloc_requested", "TB"),
+              ("blocks allocated (up to 2 MiB each)", "malloc_normal_count", "TN"),
+              ("huge blocks allocated", "malloc_huge_count", "TN"),
+              ("guarded blocks allocated", "malloc_guarded_count", "TN"),
+              ("memory purged (given back to the OS)", "purged", "TB"),
+              ("memory discarded (reset)", "reset", "TB"),
+              ("OS memory mappings (mmap)", "mmap_calls", "TN"), ("OS commit calls", "commit_calls", "TN"),
+              ("OS purge calls", "purge_calls", "TN"), ("OS reset calls", "reset_calls", "TN"),
+              ("arenas reserved", "arena_count", "TN"), ("arena commit rollbacks", "arena_rollback_count", "TN"),
+              ("arena purge passes", "arena_purges", "TN"), ("page extensions", "pages_extended", "TN"),
+              ("pages retired (emptied)", "pages_retire", "TN"), ("slow-path page searches", "page_searches_count", "S")]
+NOTES = {"reserved (address space)": "not memory in use"}
+SECTIONS = [("memory", COLS_AMOUNT), ("blocks by size", COLS_BINS), ("threads, segments and pages", COLS_AMOUNT),
+            ("activity", COLS_TOTAL)]
+READABLE_BYTES = r"(0|\d+ B|\d\.\d (KiB|MiB|GiB|TiB|PiB)|\d+ (KiB|MiB|GiB|TiB|PiB))"
+
+
+def rbytes(n):
+    """bytes as the readable layout prints them (docs/statistics.md, "Sections, columns and units")"""
+    if n <= 0:
+        return "0"
+    if n < 1024:
+        return "%d B" % n
+    units = ["KiB", "MiB", "GiB", "TiB", "PiB"]
+    unit, u = 1024, 0
+    while u + 1 < len(units) and n // 1024 >= unit:
+        unit, u = unit * 1024, u + 1
+    while True:
+        tenths = (n // unit) * 10 + ((n % unit) * 10 + unit // 2) // unit
+        if tenths < 100:
+            return "%d.%d %s" % (tenths // 10, tenths % 10, units[u])
+        whole = n // unit + (1 if (n % unit) * 2 >= unit else 0)
+        if whole >= 1024 and u + 1 < len(units):
+            unit, u = unit * 1024, u + 1
+            continue
+        return "%d %s" % (whole, units[u])
+
+
+def rsize(n):
+    """a size class exactly"""
+    if n >= 1 << 20 and n % (1 << 20) == 0:
+        return "%d MiB" % (n >> 20)
+    if n >= 1024 and n % 1024 == 0:
+        return "%d KiB" % (n >> 10)
+    return "%d B" % n
+
+
+def rsecs(ms):
+    return "%d.%03d s" % (ms // 1000, ms % 1000)
+
+
+def rheader(title, cols):
+    return "%-40s" % title + "".join("%11s" % c for c in cols)
+
+
+def rrow(name, cells, note=None):
+    return "  %-38s" % name + "".join("%11s" % c for c in cells) + ("  (%s)" % note if note else "")
+
+
+def rsummary(doc):
+    p = doc["process"]
+    return "mimalloc: peak RSS %s, peak in use %s, %s (user %s, system %s), %d page fault%s" % (
+        rbytes(p["rss_peak"]), rbytes(doc["page_committed"]["peak"]), rsecs(p["elapsed_msecs"]), rsecs(p["user_msecs"]),
+        rsecs(p["system_msecs"]), p["page_faults"], "" if p["page_faults"] == 1 else "s")
+
+
+def readable_self_test():
+    for n, want in [(0, "0"), (1, "1 B"), (640, "640 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (1075, "1.0 KiB"),
+                    (1076, "1.1 KiB"), (10188, "9.9 KiB"), (10200, "10 KiB"), (16768, "16 KiB"), (16896, "17 KiB"),
+                    (1572864, "1.5 MiB"), (1048166, "1.0 MiB"), (1047552, "1023 KiB"), (1 << 30, "1.0 GiB"),
+                    (5 << 40, "5.0 TiB"), (3 << 60, "3072 PiB")]:
+        check(rbytes(n) == want, "rbytes(%d) = %r, expected %r" % (n, rbytes(n), want))
+    for n, want in [(48, "48 B"), (1152, "1152 B"), (9216, "9 KiB"), (1179648, "1152 KiB"), (2 << 20, "2 MiB")]:
+        check(rsize(n) == want, "rsize(%d) = %r, expected %r" % (n, rsize(n), want))
+    names, sections = doc_names()
+    for name, _, _ in R_MEMORY + R_OBJECTS + R_ACTIVITY:
+        check(name in names, "row %r is not in the tables of docs/statistics.md" % name)
+    for title, _ in SECTIONS:
+        check(title in sections, "section %r is not in docs/statistics.md" % title)
+    check(set(names) == set(n for n, _, _ in R_MEMORY + R_OBJECTS + R_ACTIVITY),
+          "docs/statistics.md lists rows %s that this test does not know" %
+          sorted(set(names) - set(n for n, _, _ in R_MEMORY + R_OBJECTS + R_ACTIVITY)))
+
+
+_doc_names = None
+
+
+def doc_names():
+    """the row names of the tables in docs/statistics.md ("### Rows") and its section titles"""
+    global _doc_names
+    if _doc_names is None:
+        text = open(DOCS).read()
+        start = text.find("### Rows")
+        end = text.find("\n## ", start)
+        part = text[start:end] if start >= 0 else ""
+        check(start >= 0, "docs/statistics.md has no \"### Rows\" section")
+        _doc_names = (re.findall(r"^\| `([^`]+)` \|", part, re.M), re.findall(r"^Section `([^`]+)`", part, re.M))
+    return _doc_names
+
+
+def readable_expected(doc, thread=False):
+    """the whole readable text for the figures of a JSON document"""
+    lines = [THREAD_HEADING if thread else rsummary(doc)]
+
+    def section(title, cols, rows):
+        out = []
+        for name, field, kind in rows:
+            v = doc[field]
+            if kind in ("B", "N"):
+                if v["current"] == 0 and v["peak"] == 0 and v["total"] == 0:
+                    continue
+                f = rbytes if kind == "B" else str
+                out.append(rrow(name, [f(v["current"]), f(v["peak"]), f(v["total"])], NOTES.get(name)))
+            else:
+                t = v["total"] if isinstance(v, dict) else v
+                if t == 0:
+                    continue
+                line = rrow(name, [rbytes(t) if kind == "TB" else str(t)], NOTES.get(name))
+                if kind == "S":
+                    avg10 = (doc["page_searches"] * 10 + t // 2) // t
+                    line += "  (%d.%d pages visited on average)" % (avg10 // 10, avg10 % 10)
+                out.append(line)
+        return [rheader(title, cols)] + out if out else []
+
+    lines += section("memory", COLS_AMOUNT, R_MEMORY)
+    bins = []
+    for b, e in enumerate(doc["malloc_bins"]):
+        pg = doc["page_bins"][b]
+        if not 1 <= b < 122 or (e["total"] == 0 and e["current"] == 0 and e["peak"] == 0 and pg["current"] == 0):
+            continue
+        bins.append(rrow(rsize(e["block_size"]), [str(e["current"]), str(e["peak"]), str(e["total"]),
+                                                  rbytes(e["current"] * e["block_size"]), str(pg["current"])]))
+    if bins:
+        lines += [rheader("blocks by size", COLS_BINS)] + bins
+    lines += section("threads, segments and pages", COLS_AMOUNT, R_OBJECTS)
+    lines += section("activity", COLS_TOTAL, R_ACTIVITY)
+    return lines + [CLOSING]
+
+
+def readable_block(text, what, thread=False):
+    """the readable statistics in `text`: from the summary (or thread heading) to the closing line"""
+    lines = text.split("\n")
+    first = THREAD_HEADING if thread else SUMMARY_PREFIX
+    i = next((k for k, l in enumerate(lines) if l.startswith(first)), None)
+    if not check(i is not None, "%s: no line starting with %r in %r" % (what, first, text[:400])):
+        return None
+    j = next((k for k in range(i, len(lines)) if lines[k] == CLOSING), None)
+    if not check(j is not None, "%s: no closing line after the summary" % what):
+        return None
+    return lines[i:j + 1]
+
+
+def validate_readable(block, what, stat_level, thread=False):
+    """structure of a readable block (without figures to compare); returns {row name: line}"""
+    names, _ = doc_names()
+    bin_names = set(rsize(bin_size(b)) for b in range(1, 122))
+    rows = {}
+    if thread:
+        check(block[0] == THREAD_HEADING, "%s: first line %r" % (what, block[0]))
+    else:
+        pat = (r"mimalloc: peak RSS %s, peak in use %s, \d+\.\d{3} s \(user \d+\.\d{3} s, system \d+\.\d{3} s\), "
+               r"\d+ page faults?" % (READABLE_BYTES, READABLE_BYTES))
+        check(re.fullmatch(pat, block[0]) is not None, "%s: summary line %r" % (what, block[0]))
+        check(len(block[0]) <= 120, "%s: summary line of %d columns" % (what, len(block[0])))
+    check(block[-1] == CLOSING, "%s: last line %r" % (what, block[-1]))
+    order = [t for t, _ in SECTIONS]
+    seen = []
+    cols = None
+    for l in block[1:-1]:
+        check(len(l) <= 100, "%s: line of %d columns: %r" % (what, len(l), l))
+        for old in OLD_LABELS:
+            check(old not in l, "%s: mimalloc's label %r in %r" % (what, old, l))
+        if not l.startswith("  "):
+            title = l[:40].rstrip()
+            sec = dict(SECTIONS).get(title)
+            if thread and title == "blocks by size":
+                sec = COLS_BINS_THREAD
+            if not check(sec is not None and l == rheader(title, sec), "%s: not a section header: %r" % (what, l)):
+                cols = None
+                continue
+            check(title not in seen and all(order.index(t) < order.index(title) for t in seen),
+                  "%s: section %r after %s" % (what, title, seen))
+            seen.append(title)
+            cols = sec
+            continue
+        if not check(cols is not None, "%s: a row outside a section: %r" % (what, l)):
+            continue
+        name = l[2:40].rstrip()
+        if seen[-1] == "blocks by size":
+            check(name in bin_names, "%s: %r is not the block size of a size class" % (what, name))
+        else:
+            check(name in names, "%s: row name %r is not in docs/statistics.md" % (what, name))
+        rows[name] = l
+        cells = [l[40 + 11 * k:40 + 11 * (k + 1)] for k in range(len(cols))]
+        for k, c in enumerate(cells):
+            ok = len(c) == 11 and c.strip() != "" and c == "%11s" % c.strip()
+            kind_ok = re.fullmatch(READABLE_BYTES + "|" + r"\d+", c.strip()) is not None
+            check(ok and kind_ok, "%s: column %r of %r is empty or malformed: %r" % (what, cols[k], name, c))
+        rest = l[40 + 11 * len(cols):]
+        if name == "reserved (address space)":
+            check(rest == "  (not memory in use)", "%s: reserved row ends with %r" % (what, rest))
+        elif name == "slow-path page searches":
+            check(re.fullmatch(r"  \(\d+\.\d pages visited on average\)", rest) is not None, "%s: searches row ends with %r" % (what, rest))
+        else:
+            check(rest == "", "%s: row %r ends with %r" % (what, name, rest))
+    if stat_level >= 2:
+        # the per-block statistics are shown, by size class
+        if not thread:
+            check("blocks by size" in seen and "blocks (up to 2 MiB each)" in rows, "%s: no block rows with per-block statistics" % what)
+    else:
+        check("blocks by size" not in seen and "blocks (up to 2 MiB each)" not in rows and
+              "memory requested by the program" not in rows, "%s: block rows without per-block statistics" % what)
+    return rows
+
+
+def compare_readable(block, doc, what, thread=False):
+    want = readable_expected(doc, thread)
+    check(len(block) == len(want), "%s: %d lines, the JSON gives %d:\n%s\n--- expected:\n%s" %
+          (what, len(block), len(want), "\n".join(block), "\n".join(want)))
+    for k, (g, w) in enumerate(zip(block, want)):
+        check(g == w, "%s: line %d\n  got      %r\n  expected %r" % (what, k + 1, g, w))
+
+
+# ------------------------------------------------------------------------------------------
 # groups
 # ------------------------------------------------------------------------------------------
 def group_json():
@@ -573,9 +847,148 @@ def group_legacy_print():
     check("heap stats" not in out, "statistics on stdout")
 
 
+def group_readable_show(freed=False):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "exit.json")
+        rc, out, err = run_child(["exit"] + (["freed"] if freed else []), {"MIMALLOC_SHOW_STATS": "1", "MIMALLOC_STATS_JSON": path}, layout=None)
+        check(rc == 0, "child exited with %d" % rc)
+        debug, stat = parse_build(out)
+        check(SUMMARY_PREFIX not in out and CLOSING not in out, "statistics on stdout")
+        doc = load_json(open(path).read(), "exit.json") if os.path.exists(path) else None
+        check(doc is not None, "no exit JSON")
+    block = readable_block(err, "MIMALLOC_SHOW_STATS=1")
+    if block is None:
+        return
+    check(err == "\n".join(block) + "\n", "stderr has more than the statistics: %r" % err[:300])
+    check(err.startswith(SUMMARY_PREFIX), "the summary is not the first line: %r" % err[:100])
+    rows = validate_readable(block, "exit text", stat)
+    if doc is None:
+        return
+    check(doc.get("stat_level") == stat, "stat_level %r, the child measured %d" % (doc.get("stat_level"), stat))
+    # the summary's figures, one by one, then the whole text
+    m = re.fullmatch(r"mimalloc: peak RSS (.+), peak in use (.+), (\S+ s) \(user (\S+ s), system (\S+ s)\), (\d+) page faults?", block[0])
+    if check(m is not None, "summary %r" % block[0]):
+        p = doc["process"]
+        for k, (name, want) in enumerate([("peak RSS", rbytes(p["rss_peak"])), ("peak in use", rbytes(doc["page_committed"]["peak"])),
+                                          ("elapsed", rsecs(p["elapsed_msecs"])), ("user", rsecs(p["user_msecs"])),
+                                          ("system", rsecs(p["system_msecs"])), ("page faults", str(p["page_faults"]))]):
+            check(m.group(k + 1) == want, "summary: %s %r, the JSON gives %r" % (name, m.group(k + 1), want))
+    compare_readable(block, doc, "exit text")
+    if freed:
+        # everything freed: rows whose current value is 0 print "0" (no empty column)
+        for name in ("huge blocks (over 2 MiB each)", "pages of ended threads (abandoned)", "segments of ended threads (abandoned)"):
+            check(name in rows and rows[name][40:51] == "%11s" % "0", "freed: row %r" % rows.get(name))
+        return
+    # the workload: a thread that ended with live blocks, huge blocks, the 1 GiB arena
+    for name in ("threads", "pages of ended threads (abandoned)", "segments of ended threads (abandoned)",
+                 "huge blocks (over 2 MiB each)", "huge blocks allocated", "reserved (address space)"):
+        check(name in rows, "exit text: no row %r" % name)
+    check(rows.get("threads") == rrow("threads", ["1", "2", "2"]), "threads row %r" % rows.get("threads"))
+    if stat >= 2:
+        # the child's sizes 24 + 40 k (k = 0..6) plus the 16-byte padding of debug builds, 48 and 256
+        pad = 16 if debug else 0
+        sizes = set(rsize(bin_size(next(b for b in range(1, 122) if bin_size(b) >= n + pad)))
+                    for n in [24 + 40 * k for k in range(7)] + [48, 256])
+        shown = set(l[2:40].rstrip() for l in block if l.startswith("  ") and l[2:40].rstrip() in
+                    set(rsize(bin_size(b)) for b in range(1, 122)))
+        check(sizes <= shown, "blocks by size: rows %s, expected at least %s" % (sorted(shown), sorted(sizes)))
+
+
+def group_readable_verbose():
+    rc, out, err = run_child(["exit"], {"MIMALLOC_VERBOSE": "1"}, layout=None)
+    check(rc == 0, "child exited with %d" % rc)
+    debug, stat = parse_build(out)
+    block = readable_block(err, "MIMALLOC_VERBOSE=1")
+    if block is None:
+        return
+    validate_readable(block, "verbose exit text", stat)
+    lines = err.split("\n")
+    i = lines.index(block[0])
+    others = [l for k, l in enumerate(lines) if l and not (i < k < i + len(block))]
+    check(len(others) > 1 and all(l.startswith("mimalloc: ") for l in others), "other verbose lines: %r" % others[:5])
+
+
+def group_readable_output():
+    rc, out, err = run_child(["exit", "out"], {"MIMALLOC_SHOW_STATS": "1"}, layout=None)
+    check(rc == 0, "child exited with %d" % rc)
+    debug, stat = parse_build(out)
+    check(SUMMARY_PREFIX not in err, "statistics on stderr despite mi_register_output: %r" % err[:300])
+    # one line per call: every line of the statistics carries the prefix
+    stray = [l for l in out.split("\n") if l and not l.startswith(("OUT|", "build ")) and not re.match(r"^[a-z_]+( -?\d+)+$", l)]
+    check(not stray, "stdout lines without the prefix: %r" % stray[:5])
+    block = readable_block("\n".join(l[4:] for l in out.split("\n") if l.startswith("OUT|")), "registered output")
+    if block is not None:
+        validate_readable(block, "registered output", stat)
+
+
+def group_readable_legacy():
+    rc, out, err = run_child(["legacy-print"], {}, layout=None)
+    check(rc == 0, "mi_stats_print: the child exited with %d" % rc)
+    debug, stat = parse_build(out)
+    parts = err.split("--\n")
+    check(len(parts) == 3, "expected three statistics blocks on stderr separated by --, got %d parts" % len(parts))
+    for k, part in enumerate(parts):
+        block = readable_block(part, "mi_stats_print #%d" % (k + 1))
+        if block is not None:
+            check(part == "\n".join(block) + "\n", "mi_stats_print #%d: more than the statistics: %r" % (k + 1, part[:200]))
+            validate_readable(block, "mi_stats_print #%d" % (k + 1), stat)
+
+
+def group_readable_thread():
+    rc, out, err = run_child(["thread-print"], {}, layout=None)
+    check(rc == 0 and "done" in out, "thread-print: the child exited with %d" % rc)
+    debug, stat = parse_build(out)
+    idle = [l[2:] for l in out.split("\n") if l.startswith("I|")]
+    check(idle == [THREAD_HEADING, CLOSING], "a thread that never allocated printed %r" % idle)
+    busy = readable_block("\n".join(l[2:] for l in out.split("\n") if l.startswith("T|")), "thread print", thread=True)
+    if busy is None:
+        return
+    rows = validate_readable(busy, "thread print", stat, thread=True)
+    check("page extensions" in rows, "thread print: no page extensions: %r" % busy)
+    # memory, segments and pages are counted for the process only
+    for name in ("committed", "reserved (address space)", "segments", "pages in use", "threads"):
+        check(name not in rows, "thread print: process figure %r" % name)
+    if stat >= 2:
+        pad = 16 if debug else 0
+        b100 = next(b for b in range(1, 122) if bin_size(b) >= 100 + pad)
+        b200 = next(b for b in range(1, 122) if bin_size(b) >= 200 + pad)
+        n100, n200 = rsize(bin_size(b100)), rsize(bin_size(b200))
+        check(rows.get(n100) == rrow(n100, ["30", "30", "30", rbytes(30 * bin_size(b100))]), "thread print: %r row %r" % (n100, rows.get(n100)))
+        check(rows.get(n200) == rrow(n200, ["0", "10", "10", "0"]), "thread print: %r row %r" % (n200, rows.get(n200)))
+        check(rows.get("blocks (up to 2 MiB each)") == rrow("blocks (up to 2 MiB each)", [rbytes(30 * bin_size(b100)), rbytes(30 * bin_size(b100) + 10 * bin_size(b200)), rbytes(30 * bin_size(b100) + 10 * bin_size(b200))]),
+              "thread print: blocks row %r" % rows.get("blocks (up to 2 MiB each)"))
+        check(rows.get("blocks allocated (up to 2 MiB each)") == rrow("blocks allocated (up to 2 MiB each)", ["40"]), "thread print: %r" % rows.get("blocks allocated (up to 2 MiB each)"))
+
+
+def group_layout_select():
+    for value, mimalloc in ((None, False), ("", False), ("readable", False), ("mimalloc", True), ("MiMalloc", True),
+                            ("MIMALLOC", True), ("mimalloc2", False), ("mimal", False), ("json", False)):
+        env = {"MIMALLOC_SHOW_STATS": "1"}
+        if value is not None:
+            env["MIMALLOC_STATS_LAYOUT"] = value
+        rc, out, err = run_child(["exit"], env, layout=None)
+        what = "MIMALLOC_STATS_LAYOUT=%r" % value
+        check(rc == 0, "%s: child exited with %d" % (what, rc))
+        debug, stat = parse_build(out)
+        if mimalloc:
+            check(err.startswith(HEADER + "\n") and SUMMARY_PREFIX not in err, "%s: not mimalloc's layout: %r" % (what, err[:200]))
+            block = stats_block(err, what)
+            if block is not None:
+                validate_text(block, stat, what)
+        else:
+            check(err.startswith(SUMMARY_PREFIX) and HEADER not in err, "%s: not the readable layout: %r" % (what, err[:200]))
+            block = readable_block(err, what)
+            if block is not None:
+                validate_readable(block, what, stat)
+
+
 GROUPS = {"json": group_json, "exit-json": group_exit_json, "exit-json-badpath": group_exit_json_badpath,
           "exit-show": group_exit_show, "exit-verbose": group_exit_verbose, "exit-quiet": group_exit_quiet,
-          "exit-output": group_exit_output, "legacy-print": group_legacy_print}
+          "exit-output": group_exit_output, "legacy-print": group_legacy_print,
+          "readable-show": group_readable_show, "readable-freed": lambda: group_readable_show(freed=True),
+          "readable-verbose": group_readable_verbose,
+          "readable-output": group_readable_output, "readable-legacy": group_readable_legacy,
+          "readable-thread": group_readable_thread, "layout-select": group_layout_select}
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
@@ -583,6 +996,7 @@ if __name__ == "__main__":
     ap.add_argument("group", choices=sorted(GROUPS))
     ARGS = ap.parse_args()
     self_test()
+    readable_self_test()
     GROUPS[ARGS.group]()
     if failures:
         print("FAIL stats %s: %d of %d checks failed" % (ARGS.group, failures, checks))

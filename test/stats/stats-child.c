@@ -7,14 +7,19 @@
                               (<dir>/alloc.json, released with mi_free) and with size 0 and a
                               buffer (<dir>/size0.json); checks in C that a too-small caller
                               buffer gives NULL and that nothing is written beyond its size.
-   stats-child exit [out]     workload, then writes its final mi_stats_get figures to stdout
+   stats-child exit [out|freed]  workload, then writes its final mi_stats_get figures to stdout
                               (key=value lines) and returns; the statistics at exit are what
                               MIMALLOC_SHOW_STATS / MIMALLOC_VERBOSE / MIMALLOC_STATS_JSON
                               produce. With "out": mi_register_output first, so the exit
-                              statistics go to stdout as "OUT|<line>".
+                              statistics go to stdout as "OUT|<line>". With "freed": every
+                              block is freed and mi_collect(true) called before (figures
+                              whose current value is 0 while their peak is not).
    stats-child legacy-print   mi_stats_print(NULL), mi_stats_print(stdout), mi_stats_print(stderr)
                               (API.md: NULL or the stdout/stderr FILE pointers select the default
                               output), then "done" on stdout.
+   stats-child thread-print   a thread that never allocated prints its own statistics
+                              (mi_thread_stats_print_out, lines "I|..." on stdout), then a thread
+                              that keeps 30 blocks of 100 bytes and frees 10 of 200 ("T|...").
 
    Files and stdout are written with write(2): stdio would allocate through us and change the
    figures between the snapshots. The first stdout line is "build debug=<0|1> stat=<1|2>". */
@@ -78,8 +83,8 @@ static void* worker(void* arg) {
 }
 
 static void* kept[16];
+static void* small[1000];
 static void workload(void) {
-  static void* small[1000];
   for (int i = 0; i < 1000; i++) small[i] = mi_malloc(24 + (size_t)(i % 7) * 40);
   for (int i = 0; i < 1000; i += 3) mi_free(small[i]);
   kept[0] = mi_malloc(70 * 1024);
@@ -153,9 +158,15 @@ static void out_fun(const char* msg, void* arg) {
   put(1, msg);
 }
 
-static int mode_exit(bool registered) {
+static int mode_exit(bool registered, bool freed) {
   if (registered) mi_register_output(&out_fun, NULL);
   workload();
+  if (freed) {
+    for (int i = 0; i < 1000; i++) if (i % 3 != 0) mi_free(small[i]);
+    for (int i = 0; i < 3; i++) mi_free(kept[i]);
+    for (int i = 10; i < 20; i++) mi_free(thread_left[i]);
+    mi_collect(true);
+  }
   mi_stats_merge();
   mi_stats_t_decl(s);
   mi_stats_get(&s);
@@ -176,14 +187,49 @@ static int mode_legacy(void) {
   return 0;
 }
 
+static void prefixed_out(const char* msg, void* arg) {
+  put(1, (const char*)arg);
+  put(1, msg);
+}
+
+static void* idle_thread(void* arg) {
+  mi_thread_stats_print_out(&prefixed_out, arg);
+  return NULL;
+}
+
+static void* busy_thread(void* arg) {
+  static void* keep[30];
+  void* tmp[10];
+  for (int i = 0; i < 30; i++) keep[i] = mi_malloc(100);
+  for (int i = 0; i < 10; i++) tmp[i] = mi_malloc(200);
+  for (int i = 0; i < 10; i++) mi_free(tmp[i]);
+  mi_thread_stats_print_out(&prefixed_out, arg);
+  for (int i = 0; i < 30; i++) mi_free(keep[i]);
+  return NULL;
+}
+
+static int mode_thread_print(void) {
+  pthread_t t;
+  pthread_create(&t, NULL, &idle_thread, (void*)"I|");
+  pthread_join(t, NULL);
+  pthread_create(&t, NULL, &busy_thread, (void*)"T|");
+  pthread_join(t, NULL);
+  put(1, "done\n");
+  return 0;
+}
+
 int main(int argc, char** argv) {
   build = ts_detect_build();
   char line[64];
   snprintf(line, sizeof(line), "build debug=%d stat=%d\n", build.debug ? 1 : 0, build.stat_level);
   const char* mode = (argc > 1 ? argv[1] : "");
   if (strcmp(mode, "json") == 0 && argc > 2) { put(1, line); return mode_json(argv[2]); }
-  if (strcmp(mode, "exit") == 0) { put(1, line); return mode_exit(argc > 2 && strcmp(argv[2], "out") == 0); }
+  if (strcmp(mode, "exit") == 0) {
+    put(1, line);
+    return mode_exit(argc > 2 && strcmp(argv[2], "out") == 0, argc > 2 && strcmp(argv[2], "freed") == 0);
+  }
   if (strcmp(mode, "legacy-print") == 0) { put(1, line); return mode_legacy(); }
-  put(2, "usage: stats-child json <dir> | exit [out] | legacy-print\n");
+  if (strcmp(mode, "thread-print") == 0) { put(1, line); return mode_thread_print(); }
+  put(2, "usage: stats-child json <dir> | exit [out|freed] | legacy-print | thread-print\n");
   return 2;
 }
