@@ -234,6 +234,15 @@ bool _mi_env_flag(const char* name) {
   return (result != 0);
 }
 
+/* A value as the user writes it: sizes in the largest binary unit that divides them. */
+static void mi_option_value_str(const mi_option_desc_t* desc, long value, char* buf, size_t size) {
+  if (!desc->is_kib || value <= 0) { _mi_snprintf(buf, size, "%ld", value); return; }
+  static const char* const units[] = { "KiB", "MiB", "GiB", "TiB" };
+  size_t u = 0;
+  while (u < 3 && value % 1024 == 0) { value /= 1024; u++; }
+  _mi_snprintf(buf, size, "%ld %s", value, units[u]);
+}
+
 static void mi_option_init(mi_option_desc_t* desc) {
   char name[64];
   char value[65];
@@ -253,9 +262,12 @@ static void mi_option_init(mi_option_desc_t* desc) {
       mi_atomic_store_relaxed(&desc->value, clamped);
       mi_atomic_store_release(&desc->init, MI_INITIALIZED);   /* before warning: it reads options */
       if (clamped != result) {
-        _mi_warning_always("environment option mimalloc_%s=%s is out of range (%ld to %ld%s); using %ld%s.\n",
-                           desc->name, value, desc->min, desc->max, (desc->is_kib ? " KiB" : ""),
-                           clamped, (desc->is_kib ? " KiB" : ""));
+        char lo[32], hi[32], used[32];
+        mi_option_value_str(desc, desc->min, lo, sizeof(lo));
+        mi_option_value_str(desc, desc->max, hi, sizeof(hi));
+        mi_option_value_str(desc, clamped, used, sizeof(used));
+        _mi_warning_always("environment option mimalloc_%s=%s is out of range (%s to %s); using %s.\n",
+                           desc->name, value, lo, hi, used);
       }
     }
     else {

@@ -237,11 +237,22 @@ def warn_invalid(name):
     return "mimalloc: warning: environment option mimalloc_%s has an invalid value.\n" % name
 
 
+def value_str(name, v):
+    """an option value as the warnings print it: sizes in the largest binary unit dividing them"""
+    if not OPTIONS[INDEX[name]][2] or v <= 0:
+        return "%d" % v
+    units = ["KiB", "MiB", "GiB", "TiB"]
+    u = 0
+    while u < 3 and v % 1024 == 0:
+        v //= 1024
+        u += 1
+    return "%d %s" % (v, units[u])
+
+
 def warn_range(name, text, value):
     lo, hi = RANGES[name]
-    unit = " KiB" if OPTIONS[INDEX[name]][2] else ""
-    return ("mimalloc: warning: environment option mimalloc_%s=%s is out of range (%d to %d%s); using %d%s.\n"
-            % (name, text, lo, hi, unit, value, unit))
+    return ("mimalloc: warning: environment option mimalloc_%s=%s is out of range (%s to %s); using %s.\n"
+            % (name, text, value_str(name, lo), value_str(name, hi), value_str(name, value)))
 
 
 def warn_unknown(var, suggestion=None):
