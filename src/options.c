@@ -73,6 +73,15 @@ static mi_option_desc_t mi_options[_mi_option_last] = {
 static void mi_option_init(mi_option_desc_t* desc);
 
 void _mi_options_init(void) {
+  if (!_mi_prim_env_may_have("MIMALLOC_")) {
+    /* the common case, with no MIMALLOC_ variable: the options not set by the program keep
+       their defaults (one pass over the environment instead of one or two per option) */
+    for (int i = 0; i < _mi_option_last; i++) {
+      int expected = MI_UNINIT;
+      mi_atomic_cas_strong_acq_rel(&mi_options[i].init, &expected, (int)MI_DEFAULTED);
+    }
+    return;
+  }
   for (int i = 0; i < _mi_option_last; i++) {
     long value = mi_option_get((mi_option_t)i);   /* reads the environment */
     (void)value;

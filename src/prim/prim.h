@@ -62,6 +62,10 @@ int   _mi_prim_write_file(const char* path, const char* buf, size_t len);
    false when absent. Never allocates; works before libc is fully initialised. */
 bool  _mi_prim_getenv(const char* name, char* result, size_t result_size);
 
+/* False only if the environment is readable and no variable's name starts with `prefix`
+   (case-insensitively): one pass over the environment, for skipping many _mi_prim_getenv. */
+bool  _mi_prim_env_may_have(const char* prefix);
+
 /* Fill `buf` with random bytes from the OS; false if none are available. */
 bool  _mi_prim_random_buf(void* buf, size_t buf_len);
 

@@ -309,6 +309,19 @@ bool _mi_prim_getenv(const char* name, char* result, size_t result_size) {
   return false;
 }
 
+bool _mi_prim_env_may_have(const char* prefix) {
+  char** env = environ;
+  if (env == NULL || prefix == NULL) return true;   /* not readable yet: cannot tell */
+  const size_t len = strlen(prefix);
+  for (size_t i = 0; env[i] != NULL; i++) {
+    const char* s = env[i];
+    size_t j = 0;
+    while (j < len && s[j] != 0 && s[j] != '=' && mi_toupper(s[j]) == mi_toupper(prefix[j])) j++;
+    if (j == len) return true;
+  }
+  return false;
+}
+
 bool _mi_prim_random_buf(void* buf, size_t buf_len) {
 #if defined(__linux__)
   uint8_t* p = (uint8_t*)buf;
