@@ -346,7 +346,9 @@ int mi_reserve_huge_os_pages(size_t pages, double max_secs, size_t* pages_reserv
 /* At process start (mi_process_init): say which purge policy is active (verbose), then make
    the reservations asked for by options. */
 void _mi_arenas_init_reserve(void) {
-  (void)_mi_os_numa_node_count();   /* detect now: its verbose line belongs to start-up */
+  if (mi_option_is_enabled(mi_option_verbose)) {
+    (void)_mi_os_numa_node_count();   /* its verbose line belongs to start-up; else on first need */
+  }
   const long delay = mi_option_get(mi_option_purge_delay);
   if (delay < 0) {
     _mi_verbose_message("purging is off (purge_delay=-1): unused memory stays resident until it is reused or unmapped\n");

@@ -8,12 +8,16 @@ typedef struct mi_os_mem_config_s {
   size_t page_size;          /* OS page size, e.g. 4 KiB */
   size_t large_page_size;    /* 2 MiB on x86-64 (0 if unknown) */
   size_t alloc_granularity;  /* smallest unit of mmap address alignment */
-  bool   has_overcommit;     /* untouched reserved memory costs nothing (Linux) */
-  bool   has_thp;            /* transparent huge pages can be requested (madvise or always) */
 } mi_os_mem_config_t;
 
-/* Fill in the memory configuration; called once at process init. */
+/* Fill in the memory configuration; called once at process init. Makes no system call (the
+   start-up of a process that never allocates stays cheap): what needs the OS to be asked is
+   asked on first need, as below. */
 void  _mi_prim_mem_init(mi_os_mem_config_t* config);
+
+/* Does untouched reserved memory cost nothing (Linux overcommit mode 0 or 1)? Asks the OS
+   (/proc on Linux) at each call: the caller keeps the answer. */
+bool  _mi_prim_has_overcommit(void);
 
 /* Map `size` bytes of zeroed memory, read/write if `commit` else inaccessible (a reservation);
    `hint` may be NULL. With allow_large (and commit): 2 MiB hugetlb pages where the system has a
