@@ -512,9 +512,7 @@ char* mi_stats_get_json(size_t buf_size, char* buf) mi_attr_noexcept {
 
 /* MIMALLOC_STATS_JSON=<path>: the JSON document written at exit, through memory from the OS
    (the heap may be in any state then). */
-static void mi_stats_write_json_file(void) {
-  char path[1024];
-  if (!_mi_prim_getenv("MIMALLOC_STATS_JSON", path, sizeof(path)) || path[0] == 0) return;
+static void mi_stats_write_json_file(const char* path) {
   mi_json_t measure = { NULL, 0, 0 };
   mi_stats_json(&measure);
   const size_t size = measure.len + 1024;
@@ -529,9 +527,13 @@ static void mi_stats_write_json_file(void) {
 }
 
 void _mi_stats_at_exit(void) {
+  const bool print = (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose));
+  char path[1024];
+  const bool json = (_mi_prim_getenv("MIMALLOC_STATS_JSON", path, sizeof(path)) && path[0] != 0);
+  /* merge only for our own output: a later mi_stats_print or mi_stats_get merges the calling
+     thread itself, and the merge would fault in the statistics pages of a process that exits */
+  if (!print && !json) return;
   mi_stats_merge();
-  if (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose)) {
-    mi_stats_print_out(NULL, NULL);
-  }
-  mi_stats_write_json_file();
+  if (print) mi_stats_print_out(NULL, NULL);
+  if (json) mi_stats_write_json_file(path);
 }
