@@ -243,7 +243,7 @@ static void mi_option_init(mi_option_desc_t* desc) {
    kept in a 16 KiB buffer that is replayed to the first function registered.
 --------------------------------------------------------------------------------------- */
 #define MI_OUT_BUF_SIZE  (16*1024)
-static char               mi_out_buf[MI_OUT_BUF_SIZE + 1];
+static mi_decl_cold_bss char mi_out_buf[MI_OUT_BUF_SIZE + 1];
 static _Atomic(size_t)    mi_out_len;
 static mi_output_fun* _Atomic mi_out_fun;
 static void* _Atomic      mi_out_arg;
