@@ -627,10 +627,13 @@ def reported_figures(items, allocs, runs):
     return L
 
 
+PER_PROCESS = (("_us", "us"), ("_faults", "page faults"))
+
+
 def reported_times(items, allocs, runs):
-    """Tables of the per-process times programs measure themselves (RESULT fields ending in
-    _us, e.g. spawn's start-up cost per process): medians per allocator, with the difference
-    to glibc's."""
+    """Tables of the per-process figures programs measure themselves (RESULT fields ending in
+    _us or _faults, e.g. spawn's start-up cost per process): medians per allocator, with the
+    difference to glibc's."""
     L = []
     base = next((a["key"] for a in allocs if a["key"] == "glibc"), None)
     for it in items:
@@ -638,7 +641,8 @@ def reported_times(items, allocs, runs):
         keys = []
         for r in runs:
             if r["workload"] == w and r["ok"]:
-                keys += [k for k in r.get("result", {}) if k.endswith("_us") and k not in keys]
+                keys += [k for k in r.get("result", {}) if k not in keys
+                         and any(k.endswith(suffix) for suffix, _ in PER_PROCESS)]
         if not keys:
             continue
 
@@ -654,7 +658,11 @@ def reported_times(items, allocs, runs):
 
         L.append("### %s" % w)
         L.append("")
-        L.append("| allocator | " + " | ".join(k[:-3].replace("_", " ") + " (us)" for k in keys) + " |")
+        def title(k):
+            suffix, unit = next((s, u) for s, u in PER_PROCESS if k.endswith(s))
+            return "%s (%s)" % (k[:-len(suffix)].replace("_", " "), unit)
+
+        L.append("| allocator | " + " | ".join(title(k) for k in keys) + " |")
         L.append("|---|" + "---|" * len(keys))
         for a in allocs:
             cells = []
@@ -670,11 +678,11 @@ def reported_times(items, allocs, runs):
             L.append("| %s | %s |" % (a["name"], " | ".join(cells)))
         L.append("")
     if L:
-        L = ["## Times per process the programs report", "",
-             "Medians of what the programs measure themselves, in microseconds per process (see "
-             "each program's comment; spawn: wall time from posix_spawn to the end of waitpid of "
-             "each short-lived child, i.e. the start-up and exit cost); in parentheses the "
-             "difference to glibc.", ""] + L
+        L = ["## Per-process figures the programs report", "",
+             "Medians of what the programs measure themselves per process (see each program's "
+             "comment; spawn: the wall time from posix_spawn to the end of waitpid of each "
+             "short-lived child, i.e. its whole start-up, run and exit, and its minor page "
+             "faults); in parentheses the difference to glibc.", ""] + L
     return L
 
 

@@ -19,7 +19,9 @@
  * only the allocator's start-up is measured, not the check's.
  *
  * Reported: the median wall time per process of each phase (true_us, small_us, in
- * microseconds, from just before posix_spawn to the end of waitpid) and the total time.
+ * microseconds, from just before posix_spawn to the end of waitpid), the minor page faults
+ * per process (true_faults, small_faults: the children's getrusage total over the phase,
+ * divided by N; a steadier figure than time on a busy machine) and the total time.
  *
  * usage: spawn [-n N] [-q]        defaults: -n 1000 per phase; -q: -n 100
  *        spawn -c                 (the child of the small phase)
@@ -28,6 +30,7 @@
 
 #include <errno.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,8 +127,16 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* N runs of argv, one at a time; returns the median seconds per process. */
-static double phase(const char *what, char *const argv[], size_t n, bool origin) {
+static long children_minflt(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_CHILDREN, &ru) != 0) return 0;
+  return ru.ru_minflt;
+}
+
+/* N runs of argv, one at a time; returns the median seconds per process and sets *faults to
+   the minor page faults per process. */
+static double phase(const char *what, char *const argv[], size_t n, bool origin, double *faults) {
+  const long flt0 = children_minflt();
   double *t = malloc(n * sizeof *t);
   if (t == NULL) exit(1);
   char **lean = lean_environment();
@@ -151,6 +162,7 @@ static double phase(const char *what, char *const argv[], size_t n, bool origin)
       exit(1);
     }
   }
+  *faults = (double)(children_minflt() - flt0) / (double)n;
   qsort(t, n, sizeof *t, cmp_double);
   const double median = (n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2);
   free(t);
@@ -184,12 +196,14 @@ int main(int argc, char **argv) {
   char *small_argv[] = {self, "-c", NULL};
 
   const double t0 = bench_now();
-  const double true_s = phase("true", true_argv, n, origin);
-  const double small_s = phase("small", small_argv, n, origin);
+  double true_faults, small_faults;
+  const double true_s = phase("true", true_argv, n, origin, &true_faults);
+  const double small_s = phase("small", small_argv, n, origin, &small_faults);
   const double secs = bench_now() - t0;
 
-  printf("RESULT workload=spawn processes=%zu elapsed_s=%.6f true_us=%.1f small_us=%.1f",
-         2 * n, secs, true_s * 1e6, small_s * 1e6);
+  printf("RESULT workload=spawn processes=%zu elapsed_s=%.6f true_us=%.1f small_us=%.1f "
+         "true_faults=%.1f small_faults=%.1f",
+         2 * n, secs, true_s * 1e6, small_s * 1e6, true_faults, small_faults);
   bench_print_origin();
   return 0;
 }
