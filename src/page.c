@@ -288,17 +288,14 @@ void _mi_page_free_collect(mi_page_t* page, bool force) {
 /* ------------------------------------------------------------------------------------------
    Page initialisation and lazy free-list extension
 ------------------------------------------------------------------------------------------ */
-/* Make further blocks available, in address order: those whose first word (the free-list
-   link written here) lies in the next MI_MAX_EXTEND_SIZE bytes, at least one. So an extension
-   writes into at most two OS pages (one when it starts page-aligned), and blocks of 4 KiB or
-   more come one at a time: a process that allocates one such block (a stdio buffer) faults in
-   one page, not four. */
+/* Make up to MI_MAX_EXTEND_SIZE bytes of further blocks available, in address order. */
 static void mi_page_extend_free(mi_page_t* page) {
   mi_assert_internal(page->free == NULL && page->local_free == NULL);
   if (page->capacity >= page->reserved) return;
   const size_t bsize = page->block_size;
   size_t extend = page->reserved - page->capacity;
-  const size_t max_extend = (MI_MAX_EXTEND_SIZE + bsize - 1) / bsize;
+  size_t max_extend = (bsize >= MI_MAX_EXTEND_SIZE ? MI_MIN_EXTEND : MI_MAX_EXTEND_SIZE / bsize);
+  if (max_extend < MI_MIN_EXTEND) max_extend = MI_MIN_EXTEND;
   if (extend > max_extend) extend = max_extend;
 
   uint8_t* start = page->page_start + (size_t)page->capacity * bsize;

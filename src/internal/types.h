@@ -118,9 +118,9 @@
 /* The heap's direct table covers every word size up to MI_SMALL_SIZE_MAX. */
 #define MI_PAGES_DIRECT       (MI_SMALL_WSIZE_MAX + 2)
 
-/* Bytes of blocks a page makes available at a time (lazy free-list construction keeps RSS
-   low; see mi_page_extend_free). */
+/* Blocks a page makes available at a time (lazy free-list construction keeps RSS low). */
 #define MI_MAX_EXTEND_SIZE    (4*MI_KiB)
+#define MI_MIN_EXTEND         (4)
 
 /* Huge blocks freed by another thread are reset beyond this prefix so RSS drops at once. */
 #define MI_HUGE_RESET_MIN     (64*MI_KiB)
