@@ -75,6 +75,7 @@ WORKLOADS = {
     "cache-thrash": ("cache-thrash", [], ["-q"]),
     "malloc-large": ("malloc-large", [], ["-q"]),
     "thread-churn": ("thread-churn", [], ["-q"]),
+    "spawn": ("spawn", [], ["-q"]),
     "bench-mem": ("bench-mem", [], ["-q"]),
 }
 SOURCES = {"bench-mem": os.path.join(BENCH_DIR, "bench-mem.c")}  # else bench/workloads/<prog>.c
@@ -626,6 +627,65 @@ def reported_figures(items, allocs, runs):
     return L
 
 
+PER_PROCESS = (("_us", "us"), ("_faults", "page faults"))
+
+
+def reported_times(items, allocs, runs):
+    """Tables of the per-process figures programs measure themselves (RESULT fields ending in
+    _us or _faults, e.g. spawn's start-up cost per process): medians per allocator, with the
+    difference to glibc's."""
+    L = []
+    base = next((a["key"] for a in allocs if a["key"] == "glibc"), None)
+    for it in items:
+        w = it["name"]
+        keys = []
+        for r in runs:
+            if r["workload"] == w and r["ok"]:
+                keys += [k for k in r.get("result", {}) if k not in keys
+                         and any(k.endswith(suffix) for suffix, _ in PER_PROCESS)]
+        if not keys:
+            continue
+
+        def med(key, alloc):
+            xs = []
+            for r in runs:
+                if r["workload"] == w and r["allocator"] == alloc and r["ok"]:
+                    try:
+                        xs.append(float(r["result"][key]))
+                    except (KeyError, ValueError):
+                        pass
+            return statistics.median(xs) if xs else None
+
+        L.append("### %s" % w)
+        L.append("")
+        def title(k):
+            suffix, unit = next((s, u) for s, u in PER_PROCESS if k.endswith(s))
+            return "%s (%s)" % (k[:-len(suffix)].replace("_", " "), unit)
+
+        L.append("| allocator | " + " | ".join(title(k) for k in keys) + " |")
+        L.append("|---|" + "---|" * len(keys))
+        for a in allocs:
+            cells = []
+            for k in keys:
+                x = med(k, a["key"])
+                b = med(k, base) if base else None
+                if x is None:
+                    cells.append("-")
+                elif b is None or a["key"] == base:
+                    cells.append("%.0f" % x)
+                else:
+                    cells.append("%.0f (%+.0f)" % (x, x - b))
+            L.append("| %s | %s |" % (a["name"], " | ".join(cells)))
+        L.append("")
+    if L:
+        L = ["## Per-process figures the programs report", "",
+             "Medians of what the programs measure themselves per process (see each program's "
+             "comment; spawn: the wall time from posix_spawn to the end of waitpid of each "
+             "short-lived child, i.e. its whole start-up, run and exit, and its minor page "
+             "faults); in parentheses the difference to glibc.", ""] + L
+    return L
+
+
 def report(ctx, items, allocs, runs, failed, summ, geo, stem):
     args = ctx["args"]
     m = ctx["machine"]
@@ -665,6 +725,7 @@ def report(ctx, items, allocs, runs, failed, summ, geo, stem):
     L.append("")
     L += best_peers(items, allocs, summ, geo)
     L += reported_figures(items, allocs, runs)
+    L += reported_times(items, allocs, runs)
     if stem:
         L.append("![time and peak RSS relative to ours](%s.svg)" % stem)
         L.append("")

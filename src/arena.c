@@ -41,7 +41,7 @@ typedef struct mi_arena_s {
   _Atomic(uint8_t*)    start;            /* NULL while released */
   size_t               block_count;
   size_t               field_count;
-  size_t               meta_size;        /* bytes of this descriptor (from the OS) */
+  size_t               meta_size;        /* bytes of this descriptor (mi_arena_meta_alloc) */
   int                  numa_node;        /* -1: any */
   bool                 exclusive;
   bool                 is_pinned;        /* large or huge OS pages */
@@ -121,6 +121,32 @@ static bool mi_arena_add(mi_arena_t* arena, mi_arena_id_t* arena_id) {
   return true;
 }
 
+/* Arena descriptors come from the OS, except the first one that fits in MI_ARENA_STATIC_META
+   bytes (a 1 GiB arena needs about 2.3 KiB), which is static data: the first allocation of a
+   process, which reserves the first arena, makes one system call less. Like the OS memory of
+   the others, it is zero when handed out. */
+#define MI_ARENA_STATIC_META  (4*MI_KiB)
+static mi_decl_cache_align uint8_t mi_arena_static_meta[MI_ARENA_STATIC_META];
+static _Atomic(int) mi_arena_static_meta_taken;
+
+static mi_arena_t* mi_arena_meta_alloc(size_t meta_size) {
+  int expected = 0;   /* (no load first: a first read and then a write of a zero page fault twice) */
+  if (meta_size <= MI_ARENA_STATIC_META && mi_atomic_cas_strong_acq_rel(&mi_arena_static_meta_taken, &expected, 1)) {
+    return (mi_arena_t*)(void*)mi_arena_static_meta;
+  }
+  return (mi_arena_t*)_mi_os_alloc(meta_size, NULL);   /* zeroed */
+}
+
+static void mi_arena_meta_free(mi_arena_t* arena, size_t meta_size) {
+  if ((void*)arena == (void*)mi_arena_static_meta) {
+    memset(arena, 0, meta_size);
+    mi_atomic_store_release(&mi_arena_static_meta_taken, 0);
+  }
+  else {
+    _mi_os_free(arena, meta_size);
+  }
+}
+
 /* Make an arena of [start, start+size); start is aligned up to a block and the size truncated
    to whole blocks. */
 static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_pinned, bool is_zero,
@@ -144,7 +170,7 @@ static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_p
   const size_t fields = _mi_divide_up(block_count, MI_BITMAP_FIELD_BITS);
   const size_t meta_size = sizeof(mi_arena_t) + (4*fields - 1) * sizeof(mi_bitmap_field_t)
                            + block_count * sizeof(mi_msecs_t);
-  mi_arena_t* arena = (mi_arena_t*)_mi_os_alloc(meta_size, NULL);   /* zeroed */
+  mi_arena_t* arena = mi_arena_meta_alloc(meta_size);   /* zeroed */
   if (arena == NULL) return false;
   mi_atomic_store_relaxed(&arena->start, (uint8_t*)astart);
   arena->block_count = block_count;
@@ -171,7 +197,7 @@ static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_p
   }
   if (!mi_arena_add(arena, arena_id)) {
     if (is_pinned) mi_os_stat_decrease(committed, block_count * MI_ARENA_BLOCK_SIZE);
-    _mi_os_free(arena, meta_size);
+    mi_arena_meta_free(arena, meta_size);
     _mi_warning_message("cannot add an arena: all %d arena slots are in use\n", MI_MAX_ARENAS);
     return false;
   }
@@ -346,7 +372,9 @@ int mi_reserve_huge_os_pages(size_t pages, double max_secs, size_t* pages_reserv
 /* At process start (mi_process_init): say which purge policy is active (verbose), then make
    the reservations asked for by options. */
 void _mi_arenas_init_reserve(void) {
-  (void)_mi_os_numa_node_count();   /* detect now: its verbose line belongs to start-up */
+  if (mi_option_is_enabled(mi_option_verbose)) {
+    (void)_mi_os_numa_node_count();   /* its verbose line belongs to start-up; else on first need */
+  }
   const long delay = mi_option_get(mi_option_purge_delay);
   if (delay < 0) {
     _mi_verbose_message("purging is off (purge_delay=-1): unused memory stays resident until it is reused or unmapped\n");

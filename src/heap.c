@@ -144,7 +144,6 @@ void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool 
   heap->arena_id = arena_id;
   heap->allow_destroy = allow_destroy;
   heap->tag = tag;
-  heap->cookie = _mi_random_next() | 1;
   for (size_t i = 0; i < MI_BIN_HUGE_INTERNAL; i++) {
     heap->pages[i].block_size = _mi_bin_size(i);
   }

@@ -43,14 +43,16 @@ void _mi_heap_set_default_direct(mi_heap_t* heap) {
 #define MI_THREAD_DATA_CACHE  (32)
 static _Atomic(mi_thread_data_t*) mi_thread_data_cache[MI_THREAD_DATA_CACHE];
 
-static mi_thread_data_t* mi_thread_data_alloc(void) {
+/* *is_zero: the data is fresh from the OS (all zero), not from the cache. */
+static mi_thread_data_t* mi_thread_data_alloc(bool* is_zero) {
+  *is_zero = false;
   for (size_t i = 0; i < MI_THREAD_DATA_CACHE; i++) {
     if (mi_atomic_load_relaxed(&mi_thread_data_cache[i]) != NULL) {
       mi_thread_data_t* td = mi_atomic_exchange_acq_rel(&mi_thread_data_cache[i], NULL);
       if (td != NULL) return td;
     }
   }
-  return (mi_thread_data_t*)_mi_os_alloc(sizeof(mi_thread_data_t), NULL);
+  return (mi_thread_data_t*)_mi_os_alloc(sizeof(mi_thread_data_t), is_zero);
 }
 
 static void mi_thread_data_free(mi_thread_data_t* td) {
@@ -64,8 +66,11 @@ static void mi_thread_data_free(mi_thread_data_t* td) {
   _mi_os_free(td, sizeof(mi_thread_data_t));
 }
 
-static void mi_tld_init(mi_tld_t* tld, mi_heap_t* backing) {
-  memset(tld, 0, sizeof(*tld));
+/* is_zero: the tld is known to be all zero (static data at process start, fresh OS memory):
+   its 12 KiB of statistics are then left untouched, so their pages are not faulted in
+   before the thread needs them. */
+static void mi_tld_init(mi_tld_t* tld, mi_heap_t* backing, bool is_zero) {
+  if (!is_zero) memset(tld, 0, sizeof(*tld));
   tld->heap_backing = backing;
   tld->heaps = backing;
   tld->subproc = &_mi_subproc_main;
@@ -147,7 +152,7 @@ void mi_process_init(void) mi_attr_noexcept {
   mi_process_start = _mi_prim_clock_now();
   _mi_os_init();
   _mi_options_init();
-  mi_tld_init(&mi_tld_main, &_mi_heap_main);
+  mi_tld_init(&mi_tld_main, &_mi_heap_main, true);   /* static and never used before */
   _mi_heap_init(&_mi_heap_main, &mi_tld_main, 0, false, 0);
   _mi_prim_thread_init_auto_done();
   mi_os_stat_increase(threads, 1);
@@ -200,12 +205,13 @@ __attribute__((destructor)) static void mi_process_unload(void) {
 void mi_thread_init(void) mi_attr_noexcept {
   mi_process_init();
   if (mi_heap_is_initialized(mi_prim_get_default_heap())) return;
-  mi_thread_data_t* td = mi_thread_data_alloc();
+  bool is_zero;
+  mi_thread_data_t* td = mi_thread_data_alloc(&is_zero);
   if (td == NULL) {
     _mi_error_message(ENOMEM, "unable to allocate thread-local heap metadata\n");
     return;
   }
-  mi_tld_init(&td->tld, &td->heap);
+  mi_tld_init(&td->tld, &td->heap, is_zero);
   _mi_heap_init(&td->heap, &td->tld, 0, false, 0);
   mi_os_stat_increase(threads, 1);
   _mi_heap_set_default_direct(&td->heap);
@@ -232,7 +238,7 @@ void _mi_thread_done(mi_heap_t* heap) {
   _mi_heap_set_default_direct((mi_heap_t*)&_mi_heap_empty);
   if (backing == &_mi_heap_main) {
     /* the static main heap stays valid and empty; the thread may come back to it */
-    mi_tld_init(&mi_tld_main, &_mi_heap_main);
+    mi_tld_init(&mi_tld_main, &_mi_heap_main, false);
     _mi_heap_init(&_mi_heap_main, &mi_tld_main, 0, false, 0);
   }
   else {

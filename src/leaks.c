@@ -123,7 +123,7 @@ static void mi_leak_amount(char* buf, size_t size, size_t n) {
 }
 
 void _mi_leaks_report(void) {
-  static mi_leak_report_t report;   /* at exit, once: no stack or heap needed */
+  static mi_decl_cold_bss mi_leak_report_t report;   /* at exit, once: no stack or heap needed */
   memset(&report, 0, sizeof(report));
   mi_leak_walk(&report, false, SIZE_MAX);
   char amount[32];

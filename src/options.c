@@ -87,6 +87,15 @@ static void mi_env_check_entry(const char* entry, void* arg);
 static void mi_vfprintf(const char* prefix, const char* fmt, va_list args);
 
 void _mi_options_init(void) {
+  if (!_mi_prim_env_may_have("MIMALLOC_")) {
+    /* the common case, with no MIMALLOC_ variable: the options not set by the program keep
+       their defaults (one pass over the environment instead of one or two per option) */
+    for (int i = 0; i < _mi_option_last; i++) {
+      int expected = MI_UNINIT;
+      mi_atomic_cas_strong_acq_rel(&mi_options[i].init, &expected, (int)MI_DEFAULTED);
+    }
+    return;
+  }
   for (int i = 0; i < _mi_option_last; i++) {
     long value = mi_option_get((mi_option_t)i);   /* reads the environment */
     (void)value;
@@ -362,7 +371,7 @@ static void mi_env_check_entry(const char* entry, void* arg) {
    kept in a 16 KiB buffer that is replayed to the first function registered.
 --------------------------------------------------------------------------------------- */
 #define MI_OUT_BUF_SIZE  (16*1024)
-static char               mi_out_buf[MI_OUT_BUF_SIZE + 1];
+static mi_decl_cold_bss char mi_out_buf[MI_OUT_BUF_SIZE + 1];
 static _Atomic(size_t)    mi_out_len;
 static mi_output_fun* _Atomic mi_out_fun;
 static void* _Atomic      mi_out_arg;

@@ -7,16 +7,22 @@ static mi_os_mem_config_t mi_os_mem_config = {
   4096,         /* page size */
   2*MI_MiB,     /* large page size */
   4096,         /* allocation granularity */
-  true,         /* has overcommit */
-  false         /* has transparent huge pages */
 };
 
 void _mi_os_init(void) {
   _mi_prim_mem_init(&mi_os_mem_config);
 }
 
+/* Detected on first use (the first arena reservation), not at start-up: 0 unknown, 1 no, 2 yes. */
+static _Atomic(int) mi_os_overcommit;
+
 bool _mi_os_has_overcommit(void) {
-  return mi_os_mem_config.has_overcommit;
+  int state = mi_atomic_load_relaxed(&mi_os_overcommit);
+  if (mi_unlikely(state == 0)) {
+    state = (_mi_prim_has_overcommit() ? 2 : 1);
+    mi_atomic_store_relaxed(&mi_os_overcommit, state);
+  }
+  return (state == 2);
 }
 
 size_t _mi_os_large_page_size(void) {

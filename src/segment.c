@@ -19,15 +19,28 @@
      kept: the process starts without any, and a few cover any heap.
    Entries are set before a segment hands out blocks and cleared before it is released.
 ------------------------------------------------------------------------------------------ */
-_Atomic(uint8_t) _mi_segment_map_start[MI_SEGMENT_MAP_CHUNKS];
+mi_decl_cold_bss _Atomic(uint8_t) _mi_segment_map_start[MI_SEGMENT_MAP_CHUNKS];
 
 #define MI_COVERED_PART_SIZE   ((size_t)4096)
 #define MI_COVERED_PART_CHUNKS (MI_COVERED_PART_SIZE * 8)
 #define MI_COVERED_PARTS       (MI_SEGMENT_MAP_CHUNKS / MI_COVERED_PART_CHUNKS)
-static _Atomic(uintptr_t*) mi_segment_map_covered[MI_COVERED_PARTS];
+static mi_decl_cold_bss _Atomic(uintptr_t*) mi_segment_map_covered[MI_COVERED_PARTS];
 
 bool _mi_segment_map_can_hold(const void* start, size_t size) {
   return ((uintptr_t)start + size - 1) >> MI_SEGMENT_SHIFT < MI_SEGMENT_MAP_CHUNKS - 1;
+}
+
+/* The first part installed is static data (a heap rarely spans more than one part): the first
+   allocation of a process makes one system call less. */
+static mi_decl_cold_bss uintptr_t mi_segment_map_covered_first[MI_COVERED_PART_SIZE / sizeof(uintptr_t)];
+static _Atomic(int) mi_segment_map_covered_first_taken;
+
+static uintptr_t* mi_segment_map_part_alloc(void) {
+  int expected = 0;   /* (no load first: a first read and then a write of a zero page fault twice) */
+  if (mi_atomic_cas_strong_acq_rel(&mi_segment_map_covered_first_taken, &expected, 1)) {
+    return mi_segment_map_covered_first;   /* still zero: never installed before */
+  }
+  return (uintptr_t*)_mi_os_alloc_static(MI_COVERED_PART_SIZE);   /* zeroed */
 }
 
 /* Make sure the covered map has the parts for [start, start + size) (which it can hold). */
@@ -36,11 +49,13 @@ static bool mi_segment_map_prepare(const void* start, size_t size) {
   const uintptr_t last = (((uintptr_t)start + size - 1) >> MI_SEGMENT_SHIFT) / MI_COVERED_PART_CHUNKS;
   for (uintptr_t part = first; part <= last; part++) {
     if (mi_atomic_load_acquire(&mi_segment_map_covered[part]) != NULL) continue;
-    uintptr_t* bits = (uintptr_t*)_mi_os_alloc_static(MI_COVERED_PART_SIZE);   /* zeroed */
+    uintptr_t* bits = mi_segment_map_part_alloc();
     if (bits == NULL) return false;
     uintptr_t* expected = NULL;
     if (!mi_atomic_cas_strong_acq_rel(&mi_segment_map_covered[part], &expected, bits)) {
-      _mi_prim_free(bits, MI_COVERED_PART_SIZE);   /* another thread installed one */
+      /* another thread installed one */
+      if (bits == mi_segment_map_covered_first) mi_atomic_store_release(&mi_segment_map_covered_first_taken, 0);
+      else _mi_prim_free(bits, MI_COVERED_PART_SIZE);
     }
   }
   return true;

@@ -350,9 +350,7 @@ char* mi_stats_get_json(size_t buf_size, char* buf) mi_attr_noexcept {
 /* MIMALLOC_STATS_JSON=<path>: the JSON document written at exit, through memory from the OS
    (the heap may be in any state then). It shows the same snapshot as the exit-time text, so
    its own buffer is not counted in it. */
-static void mi_stats_write_json_file(const mi_stats_data_t* data, const mi_process_info_t* info) {
-  char path[1024];
-  if (!_mi_prim_getenv("MIMALLOC_STATS_JSON", path, sizeof(path)) || path[0] == 0) return;
+static void mi_stats_write_json_file(const char* path, const mi_stats_data_t* data, const mi_process_info_t* info) {
   mi_json_t measure = { NULL, 0, 0 };
   mi_stats_json(&measure, data, info);
   const size_t size = measure.len + 1;
@@ -369,15 +367,17 @@ static void mi_stats_write_json_file(const mi_stats_data_t* data, const mi_proce
 /* The text (show_stats, verbose) and the JSON file at exit describe one moment: one snapshot
    of the figures and one reading of the process information. */
 void _mi_stats_at_exit(void) {
+  const bool print = (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose));
+  char path[1024];
+  const bool json = (_mi_prim_getenv("MIMALLOC_STATS_JSON", path, sizeof(path)) && path[0] != 0);
+  /* merge only for our own output: a later mi_stats_print or mi_stats_get merges the calling
+     thread itself, and the merge would fault in the statistics pages of a process that exits */
+  if (!print && !json) return;
   mi_stats_merge();
-  const bool show = (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose));
-  char path[2];
-  const bool json = _mi_prim_getenv("MIMALLOC_STATS_JSON", path, sizeof(path)) && path[0] != 0;
-  if (!show && !json) return;
   mi_stats_data_t data;
   mi_stats_snapshot(&data);
   mi_process_info_t info;
   mi_process_info_get(&info);
-  if (show) _mi_stats_print_text(&data, &info, false, NULL, NULL);
-  if (json) mi_stats_write_json_file(&data, &info);
+  if (print) _mi_stats_print_text(&data, &info, false, NULL, NULL);
+  if (json) mi_stats_write_json_file(path, &data, &info);
 }

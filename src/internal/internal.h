@@ -19,6 +19,12 @@
 #define mi_decl_cache_align __attribute__((aligned(64)))
 /* Makes the compiler keep x in a register as computed (no rematerialisation); no code. */
 #define mi_opaque_reg(x)  __asm__("" : "+r"(x))
+/* Large zero-initialised tables that a process touches rarely or sparsely (the segment map,
+   spare parts, report buffers): kept together, away from the small variables that every
+   process touches at start-up, so that those share a few pages (each page of zero data costs
+   a page fault when first touched, two when first read and then written). Zero-initialised
+   data only (a .bss.* section, so it takes no room in the file). */
+#define mi_decl_cold_bss  __attribute__((section(".bss.mi_cold")))
 #else
 #define mi_likely(x)      (x)
 #define mi_unlikely(x)    (x)
@@ -29,6 +35,7 @@
 #define mi_decl_weak
 #define mi_decl_cache_align
 #define mi_opaque_reg(x)  ((void)(x))
+#define mi_decl_cold_bss
 #endif
 
 #if MI_DEBUG > 0

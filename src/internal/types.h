@@ -423,7 +423,6 @@ struct mi_heap_s {
   mi_page_queue_t       pages[MI_BIN_FULL + 1];
   _Atomic(mi_block_t*)  thread_delayed_free;
   uintptr_t             thread_id;
-  uintptr_t             cookie;
   size_t                page_count;
   size_t                page_retired_min;  /* range of bins that may hold a retired page */
   size_t                page_retired_max;

@@ -8,12 +8,16 @@ typedef struct mi_os_mem_config_s {
   size_t page_size;          /* OS page size, e.g. 4 KiB */
   size_t large_page_size;    /* 2 MiB on x86-64 (0 if unknown) */
   size_t alloc_granularity;  /* smallest unit of mmap address alignment */
-  bool   has_overcommit;     /* untouched reserved memory costs nothing (Linux) */
-  bool   has_thp;            /* transparent huge pages can be requested (madvise or always) */
 } mi_os_mem_config_t;
 
-/* Fill in the memory configuration; called once at process init. */
+/* Fill in the memory configuration; called once at process init. Makes no system call (the
+   start-up of a process that never allocates stays cheap): what needs the OS to be asked is
+   asked on first need, as below. */
 void  _mi_prim_mem_init(mi_os_mem_config_t* config);
+
+/* Does untouched reserved memory cost nothing (Linux overcommit mode 0 or 1)? Asks the OS
+   (/proc on Linux) at each call: the caller keeps the answer. */
+bool  _mi_prim_has_overcommit(void);
 
 /* Map `size` bytes of zeroed memory, read/write if `commit` else inaccessible (a reservation);
    `hint` may be NULL. With allow_large (and commit): 2 MiB hugetlb pages where the system has a
@@ -65,12 +69,16 @@ bool  _mi_prim_getenv(const char* name, char* result, size_t result_size);
 /* Which loaded object the program's calls to the function `name` bind to (the first definition
    in load order): 1 the one that contains `self`, 0 another one (its path in `path`), -1
    unknown; `addr` is the definition's address. Reads the loaded objects' symbol tables in
-   place: never allocates, takes no lock. */
+   place (no dlsym); never allocates; takes the loader's lock once (dladdr of `self`). */
 int   _mi_prim_symbol_provider(const char* name, const void* self, void** addr, char* path, size_t path_size);
 
 /* Call `visit` on each "NAME=value" entry of the environment; false if the environment is
    not accessible yet. Never allocates. */
 bool  _mi_prim_env_visit(void (*visit)(const char* entry, void* arg), void* arg);
+
+/* False only if the environment is readable and no variable's name starts with `prefix`
+   (case-insensitively): one pass over the environment, for skipping many _mi_prim_getenv. */
+bool  _mi_prim_env_may_have(const char* prefix);
 
 /* Fill `buf` with random bytes from the OS; false if none are available. */
 bool  _mi_prim_random_buf(void* buf, size_t buf_len);

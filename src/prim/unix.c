@@ -26,29 +26,28 @@
 /* ---------------------------------------------------------------------------------------
    Memory
 --------------------------------------------------------------------------------------- */
-static bool unix_detect_overcommit(void) {
-#if defined(__linux__)
-  int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[32];
-  ssize_t n = read(fd, buf, sizeof(buf));
-  close(fd);
-  /* 0: heuristic, 1: always, 2: never overcommit */
-  return (n >= 1 && (buf[0] == '0' || buf[0] == '1'));
-#else
-  return false;
-#endif
-}
-
-/* Read a small decimal or text file from /proc or /sys into buf (NUL-terminated), no stdio. */
+/* Read a small decimal or text file from /proc or /sys into buf (NUL-terminated), no stdio.
+   errno is kept: these probes run on first need, inside malloc, which must not change it. */
 static ssize_t unix_read_small_file(const char* path, char* buf, size_t size) {
+  const int saved_errno = errno;
+  ssize_t n = -1;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  ssize_t n = read(fd, buf, size - 1);
-  close(fd);
+  if (fd >= 0) {
+    n = read(fd, buf, size - 1);
+    close(fd);
+  }
+  errno = saved_errno;
   if (n < 0) return -1;
   buf[n] = 0;
   return n;
+}
+
+/* Does path exist? errno is kept (as above). */
+static bool unix_path_exists(const char* path) {
+  const int saved_errno = errno;
+  const bool exists = (access(path, F_OK) == 0);
+  errno = saved_errno;
+  return exists;
 }
 
 static size_t unix_parse_size(const char* s) {
@@ -57,27 +56,46 @@ static size_t unix_parse_size(const char* s) {
   return v;
 }
 
-static bool unix_has_hugetlb_free;   /* set once at init */
-
+/* No system call here: a process that never allocates (or exits soon) should not pay for
+   /proc or /sys reads; those are made on first need (below). */
 void _mi_prim_mem_init(mi_os_mem_config_t* config) {
-  long psize = sysconf(_SC_PAGESIZE);
+#if defined(__x86_64__) || defined(__i386__)
+  const long psize = 4096;   /* the only base page size of x86 */
+#else
+  const long psize = sysconf(_SC_PAGESIZE);
+#endif
   if (psize > 0) {
     config->page_size = (size_t)psize;
     config->alloc_granularity = (size_t)psize;
   }
   config->large_page_size = 2 * MI_MiB;
-  config->has_overcommit = unix_detect_overcommit();
+}
+
+bool _mi_prim_has_overcommit(void) {
 #if defined(__linux__)
-  char buf[128];
-  /* transparent huge pages: "always [madvise] never" with the active mode in brackets */
-  if (unix_read_small_file("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf)) > 0) {
-    config->has_thp = (strstr(buf, "[never]") == NULL);
-  }
-  /* pre-allocated 2 MiB hugetlb pages (vm.nr_hugepages) */
-  if (unix_read_small_file("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", buf, sizeof(buf)) > 0) {
-    unix_has_hugetlb_free = unix_parse_size(buf) > 0;
-  }
+  char buf[32];
+  /* 0: heuristic, 1: always, 2: never overcommit */
+  if (unix_read_small_file("/proc/sys/vm/overcommit_memory", buf, sizeof(buf)) <= 0) return false;
+  return (buf[0] == '0' || buf[0] == '1');
+#else
+  return false;
 #endif
+}
+
+/* Are there free pre-allocated 2 MiB hugetlb pages (vm.nr_hugepages)? Read on the first
+   request for large pages: 0 unknown, 1 no, 2 yes. */
+static _Atomic(int) unix_hugetlb_free;
+
+static bool unix_has_hugetlb_free(void) {
+  int state = mi_atomic_load_relaxed(&unix_hugetlb_free);
+  if (mi_unlikely(state == 0)) {
+    char buf[64];
+    const bool any = (unix_read_small_file("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", buf, sizeof(buf)) > 0
+                      && unix_parse_size(buf) > 0);
+    state = (any ? 2 : 1);
+    mi_atomic_store_relaxed(&unix_hugetlb_free, state);
+  }
+  return (state == 2);
 }
 
 int _mi_prim_alloc(void* hint, size_t size, bool commit, bool allow_large, bool* is_large, void** addr) {
@@ -86,7 +104,7 @@ int _mi_prim_alloc(void* hint, size_t size, bool commit, bool allow_large, bool*
 #if defined(__linux__) && defined(MAP_HUGETLB)
   /* 2 MiB hugetlb pages only where the administrator configured a pool of them */
   if (allow_large && commit && (size % (2*MI_MiB)) == 0) {
-    if (unix_has_hugetlb_free) {
+    if (unix_has_hugetlb_free()) {
       p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);   /* no MAP_NORESERVE: the pages must exist now, not fault with SIGBUS later */
       if (p != MAP_FAILED) *is_large = true;
     }
@@ -194,9 +212,12 @@ size_t _mi_prim_numa_node(void) {
 }
 
 /* Nodes from /sys/devices/system/node/possible ("0" or "0-3"); probing directories would need
-   opendir, which allocates. */
+   opendir, which allocates. Asked on the first allocation: a machine without a node 1 (nearly
+   every one) answers with one system call instead of three (node numbers with a gap before 1
+   count as one node: the NUMA preference only, never correctness, depends on the count). */
 size_t _mi_prim_numa_node_count(void) {
   char buf[64];
+  if (!unix_path_exists("/sys/devices/system/node/node1")) return 1;
   if (unix_read_small_file("/sys/devices/system/node/possible", buf, sizeof(buf)) <= 0) return 1;
   const char* s = buf;
   size_t last = unix_parse_size(s);
@@ -397,6 +418,19 @@ bool _mi_prim_env_visit(void (*visit)(const char* entry, void* arg), void* arg) 
   if (env == NULL) return false;
   for (size_t i = 0; env[i] != NULL; i++) visit(env[i], arg);
   return true;
+}
+
+bool _mi_prim_env_may_have(const char* prefix) {
+  char** env = environ;
+  if (env == NULL || prefix == NULL) return true;   /* not readable yet: cannot tell */
+  const size_t len = strlen(prefix);
+  for (size_t i = 0; env[i] != NULL; i++) {
+    const char* s = env[i];
+    size_t j = 0;
+    while (j < len && s[j] != 0 && s[j] != '=' && mi_toupper(s[j]) == mi_toupper(prefix[j])) j++;
+    if (j == len) return true;
+  }
+  return false;
 }
 
 bool _mi_prim_random_buf(void* buf, size_t buf_len) {
