@@ -265,13 +265,37 @@ static size_t unix_current_rss(void) {
   return pages * (size_t)sysconf(_SC_PAGESIZE);
 }
 
+/* Peak RSS of this process image from /proc/self/status (VmHWM, in KiB), 0 if unavailable.
+   getrusage's ru_maxrss is not used first: it survives execve, so a program started by a
+   bigger one (python3 running a tool) would report its parent's peak. */
+static size_t unix_peak_rss(void) {
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[4096];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  for (const char* s = buf; *s != 0; s++) {
+    if ((s == buf || s[-1] == '\n') && strncmp(s, "VmHWM:", 6) == 0) {
+      s += 6;
+      while (*s == ' ' || *s == '\t') s++;
+      size_t kib = 0;
+      while (*s >= '0' && *s <= '9') { kib = kib*10 + (size_t)(*s - '0'); s++; }
+      return kib * 1024;
+    }
+  }
+  return 0;
+}
+
 void _mi_prim_process_info(mi_process_info_t* pinfo) {
   struct rusage rusage;
   getrusage(RUSAGE_SELF, &rusage);
   pinfo->utime = timeval_msecs(&rusage.ru_utime);
   pinfo->stime = timeval_msecs(&rusage.ru_stime);
   pinfo->page_faults = (size_t)rusage.ru_majflt;
-  pinfo->peak_rss = (size_t)rusage.ru_maxrss * 1024;  /* Linux reports KiB */
+  pinfo->peak_rss = unix_peak_rss();
+  if (pinfo->peak_rss == 0) pinfo->peak_rss = (size_t)rusage.ru_maxrss * 1024;  /* Linux reports KiB */
   pinfo->current_rss = unix_current_rss();
   /* ru_maxrss and statm are sampled differently: keep the peak at least every current seen */
   static _Atomic(size_t) peak_seen;
