@@ -95,20 +95,19 @@ static _Atomic(uintptr_t) mi_process_init_thread;
 typedef void* (mi_alloc_fun_t)(size_t);
 typedef void  (mi_free_fun_t)(void*);
 
-static int mi_serves_pair(const char* alloc_name, const char* free_name, char* path, size_t path_size) {
+static bool mi_serves_pair(const char* alloc_name, const char* free_name, char* path, size_t path_size) {
   void* alloc_addr = NULL;
   void* free_addr = NULL;
   char free_path[256];
   const int alloc_ours = _mi_prim_symbol_provider(alloc_name, (const void*)&mi_serves_pair, &alloc_addr, path, path_size);
   const int free_ours = _mi_prim_symbol_provider(free_name, (const void*)&mi_serves_pair, &free_addr, free_path, sizeof(free_path));
-  if (alloc_ours != 0 && free_ours != 0) return 1;   /* ours, or cannot tell */
-  if (alloc_addr == NULL || free_addr == NULL) return 0;
+  if (alloc_ours != 0 && free_ours != 0) return true;   /* ours, or cannot tell */
+  if (alloc_ours != 0) _mi_snprintf(path, path_size, "%s", free_path);   /* name the foreign side */
+  if (alloc_addr == NULL || free_addr == NULL) return false;
   void* p = ((mi_alloc_fun_t*)alloc_addr)(16);
   const bool ours = (p != NULL && _mi_segment_map_covers(p));   /* not the exported mi_is_in_heap_region: it may be interposed too */
   ((mi_free_fun_t*)free_addr)(p);
-  if (alloc_ours == 0 && free_ours != 0) { /* path names the allocating side already */ }
-  else if (alloc_ours != 0) _mi_snprintf(path, path_size, "%s", free_path);
-  return (ours ? 1 : 0);
+  return ours;
 }
 
 static void mi_report_active(void) {
@@ -117,8 +116,8 @@ static void mi_report_active(void) {
   const char* serves = "";
 #if MI_MALLOC_OVERRIDE
   char malloc_path[256], new_path[256];
-  const bool malloc_ours = (mi_serves_pair("malloc", "free", malloc_path, sizeof(malloc_path)) != 0);
-  const bool new_ours = (mi_serves_pair("_Znwm", "_ZdlPv", new_path, sizeof(new_path)) != 0);
+  const bool malloc_ours = mi_serves_pair("malloc", "free", malloc_path, sizeof(malloc_path));
+  const bool new_ours = mi_serves_pair("_Znwm", "_ZdlPv", new_path, sizeof(new_path));
   if (!malloc_ours && !new_ours && strcmp(malloc_path, new_path) == 0) {
     _mi_warning_message("loaded, but malloc/free and operator new/delete are provided by %s: this allocator does not serve those calls\n", malloc_path);
   }
@@ -130,12 +129,10 @@ static void mi_report_active(void) {
             : malloc_ours ? ", overrides malloc but not new/delete" : NULL);
 #endif
   if (serves == NULL) {
-    _mi_verbose_message("allocator loaded but not in use for malloc: version %s (independent implementation of the mimalloc %d.%d.%d API)\n",
-                        MI_IMPL_VERSION, MI_MALLOC_VERSION / 10000, (MI_MALLOC_VERSION / 100) % 100, MI_MALLOC_VERSION % 100);
+    _mi_verbose_message("allocator loaded but not in use for malloc: " MI_VERSION_TEXT_FMT ")\n", MI_VERSION_TEXT_ARGS);
     return;
   }
-  _mi_verbose_message("allocator active: version %s (independent implementation of the mimalloc %d.%d.%d API; %s build%s)\n",
-                      MI_IMPL_VERSION, MI_MALLOC_VERSION / 10000, (MI_MALLOC_VERSION / 100) % 100, MI_MALLOC_VERSION % 100,
+  _mi_verbose_message("allocator active: " MI_VERSION_TEXT_FMT "; %s build%s)\n", MI_VERSION_TEXT_ARGS,
                       (MI_DEBUG > 0 ? "debug" : "release"), serves);
 }
 

@@ -159,8 +159,7 @@ void mi_option_enable(mi_option_t option)                     { mi_option_set_en
 void mi_option_disable(mi_option_t option)                    { mi_option_set_enabled(option, false); }
 
 void mi_options_print(void) mi_attr_noexcept {
-  _mi_message("version %s (independent implementation of the mimalloc %d.%d.%d API)%s\n", MI_IMPL_VERSION,
-              MI_MALLOC_VERSION / 10000, (MI_MALLOC_VERSION / 100) % 100, MI_MALLOC_VERSION % 100,
+  _mi_message(MI_VERSION_TEXT_FMT ")%s\n", MI_VERSION_TEXT_ARGS,
               (MI_DEBUG > 0 ? ", debug build" : ""));
   for (int i = 0; i < _mi_option_last; i++) {
     const mi_option_desc_t* desc = &mi_options[i];
@@ -171,6 +170,8 @@ void mi_options_print(void) mi_attr_noexcept {
   _mi_message("mem tracking: none\n");
 }
 
+static char mi_upper(char c) { return (c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c); }
+
 /* Parse an environment value (the value syntax of the README's options section). Numbers
    that do not fit saturate at LONG_MIN/LONG_MAX; sizes in bytes saturate in KiB alike; the
    caller clamps to the option's range. */
@@ -178,8 +179,7 @@ static bool mi_option_parse(const char* s, bool is_kib, long* result) {
   char buf[65];
   size_t len = 0;
   while (s[len] != 0 && len < sizeof(buf) - 1) {
-    char c = s[len];
-    buf[len] = (c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c);
+    buf[len] = mi_upper(s[len]);
     len++;
   }
   buf[len] = 0;
@@ -296,8 +296,6 @@ static void mi_option_init(mi_option_desc_t* desc) {
 static const char* mi_env_extra_names[] = {   /* settings read outside the option table */
   "SHOW_LEAKS", "STATS_JSON", "STATS_LAYOUT", "DISABLE_REDIRECT"
 };
-
-static char mi_upper(char c) { return (c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c); }
 
 /* Edit distance of a and b ignoring case and '_', capped at 3 (enough to tell a typo). */
 static size_t mi_name_distance(const char* a, size_t alen, const char* b) {

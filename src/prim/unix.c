@@ -248,15 +248,21 @@ static mi_msecs_t timeval_msecs(const struct timeval* tv) {
   return ((mi_msecs_t)tv->tv_sec * 1000) + ((mi_msecs_t)tv->tv_usec / 1000);
 }
 
-/* Current RSS from /proc/self/statm (second field, in pages), read without stdio. */
-static size_t unix_current_rss(void) {
-  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char buf[128];
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+/* Read a small /proc file into buf (NUL-terminated) without stdio; false if unreadable. */
+static bool unix_read_proc(const char* path, char* buf, size_t size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, buf, size - 1);
   close(fd);
-  if (n <= 0) return 0;
+  if (n <= 0) return false;
   buf[n] = 0;
+  return true;
+}
+
+/* Current RSS from /proc/self/statm (second field, in pages). */
+static size_t unix_current_rss(void) {
+  char buf[128];
+  if (!unix_read_proc("/proc/self/statm", buf, sizeof(buf))) return 0;
   const char* s = buf;
   while (*s != 0 && *s != ' ') s++;   /* skip total size */
   while (*s == ' ') s++;
@@ -269,13 +275,8 @@ static size_t unix_current_rss(void) {
    getrusage's ru_maxrss is not used first: it survives execve, so a program started by a
    bigger one (python3 running a tool) would report its parent's peak. */
 static size_t unix_peak_rss(void) {
-  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
   char buf[4096];
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
+  if (!unix_read_proc("/proc/self/status", buf, sizeof(buf))) return 0;
   for (const char* s = buf; *s != 0; s++) {
     if ((s == buf || s[-1] == '\n') && strncmp(s, "VmHWM:", 6) == 0) {
       s += 6;
