@@ -73,6 +73,7 @@ WORKLOADS = {
     "rptest": ("rptest", [], ["-q"]),
     "cache-scratch": ("cache-scratch", [], ["-q"]),
     "cache-thrash": ("cache-thrash", [], ["-q"]),
+    "glibc-thread": ("glibc-thread", [], ["-q"]),
     "malloc-large": ("malloc-large", [], ["-q"]),
     "thread-churn": ("thread-churn", [], ["-q"]),
     "spawn": ("spawn", [], ["-q"]),

@@ -516,7 +516,6 @@ void mi_register_deferred_free(mi_deferred_free_fun* fn, void* arg) mi_attr_noex
 
 void _mi_deferred_free(mi_heap_t* heap, bool force) {
   mi_tld_t* tld = heap->tld;
-  tld->heartbeat++;
   mi_deferred_free_fun* fn = mi_atomic_load_relaxed(&mi_deferred_free_fn);
   if (mi_likely(fn == NULL)) return;
   if (!force && (tld->heartbeat % 100) != 0) return;
