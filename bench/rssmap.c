@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/* rssmap: where a running program's resident memory sits inside our segments.
+ *
+ * A contributor's diagnostic, not part of the library: a shared object preloaded after ours
+ * (bench/rssmap.sh builds and runs it). On SIGUSR1, and at exit when RSSMAP_AT_EXIT is set, it
+ * walks every large anonymous mapping (our arenas: 256 MiB and more), asks the kernel which OS
+ * pages are resident (mincore), reads the segment headers found there (this source tree's
+ * internal types, so it must be built from the same tree as the library) and prints one line:
+ *   - resident memory in pages in use, beside what those pages hold (used blocks) and what
+ *     they were extended to (capacity): the difference is page-level fragmentation;
+ *   - resident memory in unused slots, by state (waiting for their purge, orphaned with their
+ *     abandoned segment, purged);
+ *   - resident memory in freed segments (arena blocks waiting for their purge);
+ * and with RSSMAP_SEGMENTS=1 one line per medium segment showing each slot (block size, blocks
+ * used/reserved, resident KiB). It reads the allocator's data without locks while the program
+ * runs: figures are a snapshot, good to a few pages. Nothing here allocates (output with
+ * write(2)); the figures are for finding mechanisms, the benchmarks judge the results. */
+#include "internal/internal.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define OS_PAGE 4096
+#define MIN_MAPPING ((size_t)256 << 20)
+
+typedef struct rss_acc_s {
+  size_t total, freed_segments, huge;
+  size_t inuse_resident, inuse_used, inuse_capacity;
+  size_t slot_pending, slot_orphaned, slot_purged, slot_other;
+  size_t segments[3];
+} rss_acc_t;
+
+static unsigned char rss_vec[MI_SEGMENT_SIZE / OS_PAGE];
+
+static void rss_write(const char* s, int len) {
+  if (len > 0) (void)!write(2, s, (size_t)len);
+}
+
+static size_t rss_count(size_t first, size_t n) {
+  size_t r = 0;
+  for (size_t i = first; i < first + n; i++) r += rss_vec[i] & 1;
+  return r * OS_PAGE;
+}
+
+static void rss_segment(mi_segment_t* seg, rss_acc_t* acc, bool detail) {
+  if (mincore(seg, MI_SEGMENT_SIZE, rss_vec) != 0) return;
+  const size_t resident = rss_count(0, MI_SEGMENT_SIZE / OS_PAGE);
+  if (resident == 0) return;
+  acc->total += resident;
+  if (seg->cookie == 0 || seg->page_kind > MI_PAGE_HUGE || seg->segment_size != MI_SEGMENT_SIZE) {
+    /* a freed segment (cookie cleared), or the tail of a huge one */
+    if (seg->cookie != 0 && seg->page_kind == MI_PAGE_HUGE) acc->huge += resident;
+    else acc->freed_segments += resident;
+    return;
+  }
+  acc->segments[seg->page_kind]++;
+  const size_t slot_pages = ((size_t)1 << seg->page_shift) / OS_PAGE;
+  char line[1024];
+  int len = 0;
+  if (detail && seg->page_kind == MI_PAGE_MEDIUM) {
+    len = snprintf(line, sizeof line, "rssmap: medium segment %p%s:", (void*)seg, seg->thread_id == 0 ? " (abandoned)" : "");
+  }
+  for (size_t i = 0; i < seg->capacity; i++) {
+    const mi_page_t* page = &seg->pages[i];
+    const size_t r = rss_count(i * slot_pages, slot_pages);
+    if (page->segment_in_use || page->span_tail) {
+      acc->inuse_resident += r;
+      if (page->segment_in_use) {
+        acc->inuse_used += (size_t)page->used * page->block_size;
+        acc->inuse_capacity += (size_t)page->capacity * page->block_size;
+      }
+    }
+    else if (page->purge_pending) acc->slot_pending += r;
+    else if (page->purge_orphaned) acc->slot_orphaned += r;
+    else if (!page->is_committed) acc->slot_purged += r;
+    else acc->slot_other += r;
+    if (len > 0 && len < (int)sizeof line - 64) {
+      if (page->segment_in_use) len += snprintf(line + len, sizeof line - (size_t)len, " [%zuK %u/%u r%zuK]", page->block_size / 1024, page->used, page->reserved, r / 1024);
+      else if (page->span_tail) len += snprintf(line + len, sizeof line - (size_t)len, " [span r%zuK]", r / 1024);
+      else len += snprintf(line + len, sizeof line - (size_t)len, " [free%s r%zuK]", page->purge_pending ? "/queued" : "", r / 1024);
+    }
+  }
+  if (len > 0) {
+    if (len > (int)sizeof line - 2) len = (int)sizeof line - 2;
+    line[len++] = '\n';
+    rss_write(line, len);
+  }
+}
+
+static bool rss_detail;   /* RSSMAP_SEGMENTS was set */
+
+static void rss_report(const char* when) {
+  rss_acc_t acc;
+  memset(&acc, 0, sizeof acc);
+  const bool detail = rss_detail;
+  FILE* f = fopen("/proc/self/maps", "r");   /* a diagnostic: stdio here is acceptable */
+  if (f == NULL) return;
+  char buf[512];
+  while (fgets(buf, sizeof buf, f) != NULL) {
+    unsigned long a, b;
+    if (sscanf(buf, "%lx-%lx", &a, &b) != 2 || b - a < MIN_MAPPING) continue;
+    for (uintptr_t s = _mi_align_up(a, MI_SEGMENT_SIZE); s + MI_SEGMENT_SIZE <= b; s += MI_SEGMENT_SIZE) {
+      rss_segment((mi_segment_t*)s, &acc, detail);
+    }
+  }
+  fclose(f);
+  char line[1024];
+  const size_t M = 1024 * 1024;
+  int len = snprintf(line, sizeof line,
+    "rssmap (%s): %zu MiB resident in arenas: pages in use %zu MiB (their used blocks %zu MiB, "
+    "capacity %zu MiB); unused slots waiting for purge %zu MiB, orphaned %zu MiB, purged %zu MiB, "
+    "other %zu MiB; freed segments %zu MiB; huge %zu MiB; segments small %zu, medium %zu, huge %zu\n",
+    when, acc.total / M, acc.inuse_resident / M, acc.inuse_used / M, acc.inuse_capacity / M,
+    acc.slot_pending / M, acc.slot_orphaned / M, acc.slot_purged / M, acc.slot_other / M,
+    acc.freed_segments / M, acc.huge / M, acc.segments[0], acc.segments[1], acc.segments[2]);
+  rss_write(line, len);
+}
+
+static void rss_on_signal(int sig) {
+  (void)sig;
+  rss_report("signal");
+}
+
+static void rss_at_exit(void) {
+  rss_report("exit");
+}
+
+/* The variables are taken out of the environment: programs the process starts (with the
+   preload inherited) report only on a signal. */
+__attribute__((constructor)) static void rss_init(void) {
+  signal(SIGUSR1, rss_on_signal);
+  rss_detail = (getenv("RSSMAP_SEGMENTS") != NULL);
+  if (getenv("RSSMAP_AT_EXIT") != NULL) atexit(rss_at_exit);
+  unsetenv("RSSMAP_AT_EXIT");
+  unsetenv("RSSMAP_SEGMENTS");
+}
