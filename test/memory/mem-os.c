@@ -100,11 +100,11 @@ static int disallow_os_mode(const char* name) {
     CHECK(smalls[ns] != NULL && arena_of(smalls[ns]) == 1);
   }
   const size_t n1 = fill_until_null(1 * MiB, 1, "1 MiB blocks");
-  /* a 1 MiB block is a span of 2 medium slots of 512 KiB (3 at the header's slot): 3 per 4 MiB
-     segment; 2 when debug padding makes its bin larger than 1 MiB (3 slots each); one or two of
-     the 16 segments hold small pages */
+  /* a 1 MiB block is a span of 8 medium slots of 128 KiB (9 at the header's slot): 3 per 4 MiB
+     segment, also when debug padding makes its bin 1.25 MiB (10 slots each); one or two of the
+     16 segments hold small pages */
   const size_t per_segment = mt_max_per_segment(fill, n1);
-  CHECK_MSG(per_segment == 3 || per_segment == 2, "%zu blocks of 1 MiB in one segment", per_segment);
+  CHECK_MSG(per_segment == 3, "%zu blocks of 1 MiB in one segment", per_segment);
   CHECK_MSG(n1 >= 14 * per_segment && n1 <= 15 * per_segment, "%zu blocks of 1 MiB from a 64 MiB arena (%zu per segment)", n1, per_segment);
   errno = 0;
   void* h = mi_malloc(20 * MiB);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* mem-span.c -- large blocks (above 480 KiB, up to 2 MiB) as spans of adjacent 512 KiB slots of a
+/* mem-span.c -- large blocks (above 120 KiB, up to 2 MiB) as spans of adjacent 128 KiB slots of a
    medium segment (src/internal/types.h, mi_page_kind_t). Checked here, in a fresh thread (its own
    segments) so the layout is predictable:
    - layout: a large block shares the 4 MiB segment of the thread's medium blocks and starts on a
@@ -10,7 +10,7 @@
    - zero: calloc of large blocks over slots that held dirty blocks (medium pages and other spans)
      returns zeroed memory, also over a purged slot followed by a dirty one (a span is only zero
      when all its slots are);
-   - reuse: a freed span of 4 slots (2 MiB) gives its slots to medium pages and to a span of another size
+   - reuse: a freed span of 16 slots (2 MiB) gives its slots to medium pages and to a span of another size
      without a new segment (segments statistic);
    - interior pointers: mi_heap_contains_block, mi_heap_check_owned and mi_is_in_heap_region find
      the block from any of its slots; mi_free of a pointer into a span's later slot is reported
@@ -21,7 +21,9 @@
 
 #include <pthread.h>
 
-#define SLOT (512 * KiB)
+#define SLOT (128 * KiB)
+/* slots of a span of n bytes not at the header's slot (n: a bin size, e.g. a power of two) */
+static size_t span_of(size_t n) { return (n + SLOT - 1) / SLOT; }
 
 static size_t seg_off(const void* p) { return (uintptr_t)p & (MT_SEGMENT_SIZE - 1); }
 static bool same_segment(const void* a, const void* b) { return (((uintptr_t)a ^ (uintptr_t)b) < MT_SEGMENT_SIZE); }
@@ -52,7 +54,7 @@ static void layout(void) {
   CHECK(mi_usable_size(l) >= 1 * MiB);
   void* l2 = mi_malloc(1 * MiB);
   CHECK(l2 != NULL && same_segment(l, l2) && seg_off(l2) % SLOT == 0);
-  CHECK_MSG(seg_off(l2) >= seg_off(l) + 2 * SLOT || seg_off(l) >= seg_off(l2) + 2 * SLOT,
+  CHECK_MSG(seg_off(l2) >= seg_off(l) + span_of(1 * MiB) * SLOT || seg_off(l) >= seg_off(l2) + span_of(1 * MiB) * SLOT,
             "spans overlap: offsets %zu and %zu", seg_off(l), seg_off(l2));
   mi_free(l2);
   mi_free(l);
@@ -61,9 +63,9 @@ static void layout(void) {
 
 enum { NLIVE = 24 };
 static void contents(void) {
-  static const size_t sizes[] = { 480 * KiB + 1, 500 * KiB, 600 * KiB, 700 * KiB, 900 * KiB, 1 * MiB,
-                                  1 * MiB + 1, 1300 * KiB, 1536 * KiB, 1800 * KiB, 2 * MiB - 100, 2 * MiB,
-                                  20 * KiB, 100 * KiB, 300 * KiB, 480 * KiB };
+  static const size_t sizes[] = { 120 * KiB + 1, 128 * KiB, 200 * KiB, 300 * KiB, 500 * KiB, 700 * KiB,
+                                  900 * KiB, 1 * MiB, 1 * MiB + 1, 1300 * KiB, 1536 * KiB, 1800 * KiB,
+                                  2 * MiB - 100, 2 * MiB, 20 * KiB, 100 * KiB, 120 * KiB, 480 * KiB };
   const size_t nsizes = sizeof(sizes) / sizeof(sizes[0]);
   void* live[NLIVE] = { 0 };
   size_t lsize[NLIVE] = { 0 };
@@ -117,21 +119,21 @@ static void zero(void) {
 static void zero_mixed(void) {
   void* a[4];
   for (int i = 0; i < 4; i++) {
-    a[i] = mi_malloc(400 * KiB);   /* one medium page each: slots 0, 1, 2, 3 */
+    a[i] = mi_malloc(100 * KiB);   /* one medium page each: slots 0, 1, 2, 3 */
     CHECK(a[i] != NULL);
     if (a[i] == NULL) return;
-    CHECK_MSG(seg_off(a[i]) / SLOT == (size_t)i && same_segment(a[i], a[0]), "400 KiB block %d in slot %zu", i, seg_off(a[i]) / SLOT);
-    memset(a[i], 0xC3, 400 * KiB);
+    CHECK_MSG(seg_off(a[i]) / SLOT == (size_t)i && same_segment(a[i], a[0]), "100 KiB block %d in slot %zu", i, seg_off(a[i]) / SLOT);
+    memset(a[i], 0xC3, 100 * KiB);
   }
   mi_free(a[1]);
   mt_sleep_ms(50);
   mi_collect(false);   /* slot 1 is purged (default delay), then reads as zero */
   mi_free(a[2]);       /* slot 2 stays dirty until its delay is up */
-  const size_t n = 900 * KiB;
+  const size_t n = SLOT + SLOT / 2;   /* a span of slots 1 and 2 */
   void* z = mi_calloc(1, n);
   CHECK(z != NULL);
   if (z == NULL) return;
-  CHECK_MSG(same_segment(z, a[0]) && seg_off(z) == SLOT, "900 KiB block at offset %zu", seg_off(z));
+  CHECK_MSG(same_segment(z, a[0]) && seg_off(z) == SLOT, "%zu KiB block at offset %zu", n / KiB, seg_off(z));
   CHECK_MSG(mt_is_zero(z, n), "calloc(%zu) over a purged and a dirty slot is not zero", n);
   mi_free(z);
   mi_free(a[0]);
@@ -140,16 +142,16 @@ static void zero_mixed(void) {
 
 static void reuse(void) {
   void* m = mi_malloc(100 * KiB);
-  const size_t n = 2 * MiB - 4096;   /* the 2 MiB bin, also with debug padding (4 slots) */
+  const size_t n = 2 * MiB - 4096;   /* the 2 MiB bin, also with debug padding (16 slots) */
   void* big = mi_malloc(n);
   CHECK(m != NULL && big != NULL && same_segment(m, big));
   if (big != NULL) memset(big, 1, n);
   const int64_t segments = mt_stats()->segments.current;
   mi_free(big);
-  /* four medium pages (one 400 KiB block each) and a 1 MiB span fit in the freed slots */
+  /* four medium pages (one 100 KiB block each) and a 1 MiB span fit in the freed slots */
   void* p[4];
   for (int i = 0; i < 4; i++) {
-    p[i] = mi_malloc(400 * KiB);
+    p[i] = mi_malloc(100 * KiB);
     CHECK(p[i] != NULL && same_segment(p[i], m));
   }
   for (int i = 0; i < 4; i++) mi_free(p[i]);
@@ -193,14 +195,14 @@ static void interior(void) {
    thread's purge queue stays ordered: the medium slot is purged first although queued last. */
 static void order(void) {
   void* m = mi_malloc(100 * KiB);   /* slot 0 */
-  void* l = mi_malloc(1 * MiB);     /* a span of slots 1-2 (3 with debug padding) */
-  void* n = mi_malloc(300 * KiB);   /* the next free slot */
+  void* l = mi_malloc(1 * MiB);     /* a span of slots 1-8 (1-10 with debug padding) */
+  void* n = mi_malloc(100 * KiB);   /* the next free slot */
   CHECK(m != NULL && l != NULL && n != NULL && same_segment(m, l) && same_segment(m, n));
   if (m == NULL || l == NULL || n == NULL) return;
   memset(l, 1, 1 * MiB);
-  memset(n, 1, 300 * KiB);
+  memset(n, 1, 100 * KiB);
   const size_t span_slots = (seg_off(n) - seg_off(l)) / SLOT;
-  CHECK_MSG(span_slots == 2 || span_slots == 3, "1 MiB span of %zu slots", span_slots);
+  CHECK_MSG(span_slots == span_of(1 * MiB) || span_slots == span_of(1280 * KiB), "1 MiB span of %zu slots", span_slots);
   const int64_t before = mt_stats()->purged.total;
   const long long t0 = mt_now_ms();
   mi_free(l);

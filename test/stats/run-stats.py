@@ -273,8 +273,17 @@ def validate_json(doc, what, stat_level):
                 return None
             check(e["block_size"] >= prev, "%s: %s[%d] block_size %d after %d" % (what, arr, i, e["block_size"], prev))
             prev = e["block_size"]
-            check(e["page_size"] >= e["block_size"] and e["page_size"] in (64 << 10, 512 << 10, 4 << 20),
-                  "%s: %s[%d] page_size %d for block_size %d" % (what, arr, i, e["page_size"], e["block_size"]))
+            # small pages 64 KiB, medium 128 KiB slots, large blocks a span of slots, huge 4 MiB
+            bs, ps = e["block_size"], e["page_size"]
+            if bs <= 16 << 10:
+                ps_ok = ps == 64 << 10
+            elif bs <= 120 << 10:
+                ps_ok = ps == 128 << 10
+            elif bs <= 2 << 20:
+                ps_ok = ps % (128 << 10) == 0 and bs <= ps < bs + (128 << 10)
+            else:
+                ps_ok = ps == 4 << 20
+            check(ps_ok, "%s: %s[%d] page_size %d for block_size %d" % (what, arr, i, ps, bs))
             if 1 <= i < 122:
                 check(e["block_size"] == bin_size(i), "%s: %s[%d] block_size %d, expected %d" % (what, arr, i, e["block_size"], bin_size(i)))
             if stat_level < 2:
