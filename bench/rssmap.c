@@ -11,7 +11,7 @@
  *   - resident memory in unused slots, by state (waiting for their purge, orphaned with their
  *     abandoned segment, purged);
  *   - resident memory in freed segments (arena blocks waiting for their purge);
- * and with RSSMAP_SEGMENTS=1 one line per medium segment showing each slot (block size, blocks
+ * and with RSSMAP_SEGMENTS=1 one line per medium or large segment showing each slot (block size, blocks
  * used/reserved, resident KiB). It reads the allocator's data without locks while the program
  * runs: figures are a snapshot, good to a few pages. Nothing here allocates (output with
  * write(2)); the figures are for finding mechanisms, the benchmarks judge the results. */
@@ -30,7 +30,7 @@ typedef struct rss_acc_s {
   size_t total, freed_segments, huge;
   size_t inuse_resident, inuse_used, inuse_capacity;
   size_t slot_pending, slot_orphaned, slot_purged, slot_other;
-  size_t segments[3];
+  size_t segments[4];
 } rss_acc_t;
 
 static unsigned char rss_vec[MI_SEGMENT_SIZE / OS_PAGE];
@@ -60,8 +60,8 @@ static void rss_segment(mi_segment_t* seg, rss_acc_t* acc, bool detail) {
   const size_t slot_pages = ((size_t)1 << seg->page_shift) / OS_PAGE;
   char line[1024];
   int len = 0;
-  if (detail && seg->page_kind == MI_PAGE_MEDIUM) {
-    len = snprintf(line, sizeof line, "rssmap: medium segment %p%s:", (void*)seg, seg->thread_id == 0 ? " (abandoned)" : "");
+  if (detail && (seg->page_kind == MI_PAGE_MEDIUM || seg->page_kind == MI_PAGE_LARGE)) {
+    len = snprintf(line, sizeof line, "rssmap: %s segment %p%s:", seg->page_kind == MI_PAGE_MEDIUM ? "medium" : "large", (void*)seg, seg->thread_id == 0 ? " (abandoned)" : "");
   }
   for (size_t i = 0; i < seg->capacity; i++) {
     const mi_page_t* page = &seg->pages[i];
@@ -112,10 +112,10 @@ static void rss_report(const char* when) {
   int len = snprintf(line, sizeof line,
     "rssmap (%s): %zu MiB resident in arenas: pages in use %zu MiB (their used blocks %zu MiB, "
     "capacity %zu MiB); unused slots waiting for purge %zu MiB, orphaned %zu MiB, purged %zu MiB, "
-    "other %zu MiB; freed segments %zu MiB; huge %zu MiB; segments small %zu, medium %zu, huge %zu\n",
+    "other %zu MiB; freed segments %zu MiB; huge %zu MiB; segments small %zu, medium %zu, large %zu, huge %zu\n",
     when, acc.total / M, acc.inuse_resident / M, acc.inuse_used / M, acc.inuse_capacity / M,
     acc.slot_pending / M, acc.slot_orphaned / M, acc.slot_purged / M, acc.slot_other / M,
-    acc.freed_segments / M, acc.huge / M, acc.segments[0], acc.segments[1], acc.segments[2]);
+    acc.freed_segments / M, acc.huge / M, acc.segments[0], acc.segments[1], acc.segments[2], acc.segments[3]);
   rss_write(line, len);
 }
 

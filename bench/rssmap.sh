@@ -5,7 +5,7 @@
 #   --build-dir  build of our library (default <repo>/build; built in Release when missing)
 #   --at         seconds after the start at which to take a snapshot (each one a SIGUSR1);
 #                one more snapshot is always taken at exit
-#   --segments   also one line per medium segment, slot by slot
+#   --segments   also one line per medium or large segment, slot by slot
 # Output on stderr: lines starting with "rssmap"; the program's stdout is discarded. The exit
 # snapshot is the first process's (a program it starts reports on a signal only).
 set -eu

@@ -443,8 +443,8 @@ void _mi_heap_collect_retired(mi_heap_t* heap, bool force) {
 /* ------------------------------------------------------------------------------------------
    Finding a page with a free block
 ------------------------------------------------------------------------------------------ */
-static mi_page_t* mi_page_fresh(mi_heap_t* heap, mi_page_queue_t* pq) {
-  mi_page_t* page = _mi_segment_page_alloc(heap, pq->block_size, 0, 0);
+static mi_page_t* mi_page_fresh(mi_heap_t* heap, mi_page_queue_t* pq, bool busy) {
+  mi_page_t* page = _mi_segment_page_alloc(heap, pq->block_size, 0, 0, busy);
   if (page == NULL) return NULL;
   _mi_page_init_fresh(heap, page, pq->block_size);
   _mi_page_queue_push(heap, pq, page);
@@ -480,7 +480,7 @@ static mi_page_t* mi_page_queue_find_free(mi_heap_t* heap, mi_page_queue_t* pq, 
     if (first_try && _mi_segment_reclaim_for_bin(heap, pq->block_size)) {
       return mi_page_queue_find_free(heap, pq, false);
     }
-    page = mi_page_fresh(heap, pq);
+    page = mi_page_fresh(heap, pq, searched > 0);   /* busy: its pages were all full */
     if (page == NULL && first_try) {
       return mi_page_queue_find_free(heap, pq, false);
     }
@@ -506,7 +506,7 @@ static mi_page_t* mi_find_free_page(mi_heap_t* heap, size_t size) {
 }
 
 static mi_page_t* mi_huge_page_alloc(mi_heap_t* heap, size_t size, size_t alignment, size_t align_offset) {
-  mi_page_t* page = _mi_segment_page_alloc(heap, size, alignment, align_offset);
+  mi_page_t* page = _mi_segment_page_alloc(heap, size, alignment, align_offset, false);
   if (page == NULL) return NULL;
   _mi_page_init_fresh(heap, page, page->block_size);
   _mi_page_queue_push(heap, &heap->pages[MI_BIN_HUGE_INTERNAL], page);

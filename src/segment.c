@@ -141,6 +141,7 @@ uintptr_t _mi_segment_cookie(const mi_segment_t* segment) {
 static mi_segment_queue_t* mi_segment_free_queue(mi_page_kind_t kind, mi_tld_t* tld) {
   if (kind == MI_PAGE_SMALL)  return &tld->segments.small_free;
   if (kind == MI_PAGE_MEDIUM) return &tld->segments.medium_free;
+  if (kind == MI_PAGE_LARGE)  return &tld->segments.large_free;
   return NULL;
 }
 
@@ -182,7 +183,7 @@ static void mi_segment_insert_in_free_queue(mi_segment_t* segment, mi_tld_t* tld
    with the segment.
 ------------------------------------------------------------------------------------------ */
 static size_t mi_segment_slot_size(const mi_segment_t* segment) {
-  return (segment->page_kind <= MI_PAGE_MEDIUM ? ((size_t)1 << segment->page_shift) : segment->memid.size);
+  return (segment->page_kind <= MI_PAGE_LARGE ? ((size_t)1 << segment->page_shift) : segment->memid.size);
 }
 
 static uint8_t* mi_segment_slot_start(const mi_segment_t* segment, const mi_page_t* page) {
@@ -272,7 +273,7 @@ static void mi_segments_note_reuse(mi_page_t* slots, size_t count, mi_tld_t* tld
    had the arena's long delay when each size class had its own segment). The queue stays
    ordered by purge_expire (the walk back only passes entries that wait longer). */
 static void mi_segment_slot_schedule_purge(mi_segment_t* segment, mi_page_t* page, bool span, mi_tld_t* tld) {
-  if (segment->memid.is_pinned || !page->is_committed || segment->page_kind > MI_PAGE_MEDIUM) return;
+  if (segment->memid.is_pinned || !page->is_committed || segment->page_kind > MI_PAGE_LARGE) return;
   mi_msecs_t delay = mi_segments_slot_purge_delay(tld);
   if (delay < 0) return;
   if (delay == 0) { mi_segment_slot_purge(segment, page); return; }
@@ -327,7 +328,7 @@ static void mi_segment_slot_unorphan(mi_segment_t* segment, mi_page_t* page) {
    (the segment is freed). */
 typedef enum mi_unqueue_e { MI_UNQUEUE_DROP, MI_UNQUEUE_PURGE, MI_UNQUEUE_ORPHAN } mi_unqueue_t;
 static void mi_segment_unqueue_purges(mi_segment_t* segment, mi_tld_t* tld, mi_unqueue_t how) {
-  if (segment->page_kind > MI_PAGE_MEDIUM) return;
+  if (segment->page_kind > MI_PAGE_LARGE) return;
   for (size_t i = 0; i < segment->capacity; i++) {
     mi_page_t* page = &segment->pages[i];
     if (!page->purge_pending) continue;
@@ -360,9 +361,15 @@ void _mi_segments_purge_tick(mi_tld_t* tld) {
 /* ------------------------------------------------------------------------------------------
    Segment allocation and release
 ------------------------------------------------------------------------------------------ */
+/* The kind of standard segment that holds pages for blocks of `block_size` (not huge). */
+static mi_page_kind_t mi_segment_kind_of(size_t block_size) {
+  return (block_size <= MI_SMALL_OBJ_SIZE_MAX ? MI_PAGE_SMALL : block_size <= MI_MEDIUM_OBJ_SIZE_MAX ? MI_PAGE_MEDIUM : MI_PAGE_LARGE);
+}
+
 static size_t mi_segment_capacity(mi_page_kind_t kind) {
   if (kind == MI_PAGE_SMALL)  return MI_SMALL_PAGES_PER_SEGMENT;
   if (kind == MI_PAGE_MEDIUM) return MI_MEDIUM_PAGES_PER_SEGMENT;
+  if (kind == MI_PAGE_LARGE)  return MI_LARGE_SLOTS_PER_SEGMENT;
   return 1;
 }
 
@@ -375,11 +382,15 @@ static size_t mi_segment_info_size(size_t capacity) {
 _Static_assert(offsetof(mi_segment_t, pages) + (MI_MEDIUM_PAGES_PER_SEGMENT + 1) * sizeof(mi_page_t) + MI_MAX_ALIGN_SIZE
                <= MI_MEDIUM_PAGE_SIZE - MI_MEDIUM_OBJ_SIZE_MAX, "medium header fits beside a largest medium block");
 
+/* the first page of a medium class may take the header's slot of a large segment */
+_Static_assert(offsetof(mi_segment_t, pages) + (MI_LARGE_SLOTS_PER_SEGMENT + 1) * sizeof(mi_page_t) + MI_MAX_ALIGN_SIZE
+               <= MI_LARGE_SLOT_SIZE - MI_MEDIUM_OBJ_SIZE_MAX, "large header fits beside a largest medium block");
+
 /* Start of a page's blocks. Blocks of a power-of-two size are naturally aligned to their size
    when that costs less than one block, so e.g. 4 KiB blocks serve page-aligned requests. */
 uint8_t* _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* page, size_t* page_size) {
   const size_t slots = (page->slot_count > 1 ? page->slot_count : 1);   /* a span: several */
-  size_t psize = (segment->page_kind <= MI_PAGE_MEDIUM ? slots << segment->page_shift : segment->segment_size);
+  size_t psize = (segment->page_kind <= MI_PAGE_LARGE ? slots << segment->page_shift : segment->segment_size);
   uint8_t* p = (uint8_t*)segment + ((size_t)page->segment_idx << segment->page_shift);   /* (huge: index 0) */
   if (page->segment_idx == 0) {
     p += segment->info_size;
@@ -426,14 +437,14 @@ static void mi_segment_init_header(mi_segment_t* segment, size_t segment_size, s
    eager_commit_delay segments of a thread commit page by page (a thread that allocates little
    commits little); all others are committed whole. */
 static mi_segment_t* mi_segment_alloc_standard(mi_page_kind_t kind, mi_arena_id_t req_arena_id, mi_tld_t* tld) {
-  mi_assert_internal(kind <= MI_PAGE_MEDIUM);
+  mi_assert_internal(kind <= MI_PAGE_LARGE);
   const bool eager = (mi_option_is_enabled(mi_option_eager_commit) &&
                       tld->segments.peak_count >= (size_t)mi_option_get_clamp(mi_option_eager_commit_delay, 0, 1024));
   mi_memid_t memid;
   mi_segment_t* segment = mi_segment_os_alloc(MI_SEGMENT_SIZE, MI_SEGMENT_SIZE, 0, eager, req_arena_id, &memid);
   if (segment == NULL) return NULL;
   const size_t capacity = mi_segment_capacity(kind);
-  const size_t page_shift = (kind == MI_PAGE_SMALL ? MI_SMALL_PAGE_SHIFT : MI_MEDIUM_PAGE_SHIFT);
+  const size_t page_shift = (kind == MI_PAGE_SMALL ? MI_SMALL_PAGE_SHIFT : kind == MI_PAGE_MEDIUM ? MI_MEDIUM_PAGE_SHIFT : MI_LARGE_SLOT_SHIFT);
   const bool all_committed = memid.initially_committed || memid.is_pinned;
   if (!all_committed) {
     /* the header's slot, before the header is written */
@@ -465,7 +476,7 @@ static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
   segment->cookie = 0;
   /* hand back whole committed memory: committing unused slots costs no RSS */
   const mi_memid_t memid = segment->memid;
-  for (size_t i = 0; i < segment->capacity && segment->page_kind <= MI_PAGE_MEDIUM; i++) {
+  for (size_t i = 0; i < segment->capacity && segment->page_kind <= MI_PAGE_LARGE; i++) {
     mi_page_t* page = &segment->pages[i];
     if (page->purge_orphaned) mi_segment_slot_unorphan(segment, page);
     if (i > 0 && !page->is_committed && !memid.is_pinned) _mi_os_commit(mi_segment_slot_start(segment, page), mi_segment_slot_size(segment), memid.commit_syscall);
@@ -512,7 +523,7 @@ static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, 
   return page;
 }
 
-_Static_assert(MI_SPAN_SLOTS_MAX < MI_MEDIUM_PAGES_PER_SEGMENT, "the largest span fits in a medium segment");
+_Static_assert(MI_SPAN_SLOTS_MAX < MI_LARGE_SLOTS_PER_SEGMENT, "the largest span fits in a large segment");
 static bool mi_segment_slot_is_free(const mi_segment_t* segment, size_t i) {
   return (!segment->pages[i].segment_in_use && segment->pages[i].span_tail == 0);
 }
@@ -713,12 +724,14 @@ bool _mi_segment_huge_align_ok(size_t alignment, size_t align_offset) {
 
 /* A page for blocks of `block_size` (huge: the requested size), not yet initialised. Runs the
    thread's due purges first (ordinary allocator activity drives delayed purging). */
-mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t page_alignment, size_t align_offset) {
+mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t page_alignment, size_t align_offset, bool busy) {
   if (heap->tld->segments.purge.first != NULL) mi_segments_try_purge(heap->tld, false);
   if (mi_unlikely(page_alignment > 0 || block_size > MI_LARGE_OBJ_SIZE_MAX)) {
     return mi_segment_huge_page_alloc(heap, block_size, page_alignment, align_offset);
   }
-  return mi_segment_page_alloc_in(heap, (block_size <= MI_SMALL_OBJ_SIZE_MAX ? MI_PAGE_SMALL : MI_PAGE_MEDIUM), block_size);
+  mi_page_kind_t kind = mi_segment_kind_of(block_size);
+  if (kind == MI_PAGE_MEDIUM && !busy) kind = MI_PAGE_LARGE;   /* a first page: one slot */
+  return mi_segment_page_alloc_in(heap, kind, block_size);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -1021,7 +1034,7 @@ bool _mi_segment_reclaim_for_bin(mi_heap_t* heap, size_t block_size) {
      segments are full); otherwise a fresh page there: reclaiming for every class a thread
      lacked made larson's threads hold 3 segments each instead of 1 (peak RSS 17 -> 32 MiB,
      time +13%), while thread-churn gains as much either way */
-  const mi_page_kind_t kind = (block_size <= MI_SMALL_OBJ_SIZE_MAX ? MI_PAGE_SMALL : MI_PAGE_MEDIUM);
+  const mi_page_kind_t kind = mi_segment_kind_of(block_size);
   if (mi_segment_free_queue(kind, heap->tld)->first != NULL) return false;
   mi_segment_t* found = NULL;
   mi_lock_acquire(&subproc->abandoned_lock);

@@ -140,7 +140,10 @@ void       _mi_arenas_init_reserve(void);
 /* ------------------------------------------------------------------------------------------
    segment.c: segments, the segment map, abandonment
 ------------------------------------------------------------------------------------------ */
-mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t page_alignment, size_t align_offset);
+/* A fresh page for blocks of block_size (huge: the size, page_alignment > 0 for a huge aligned
+   block); `busy`: the heap has pages of this class, all full (a medium page is then 512 KiB,
+   else one 128 KiB slot, see mi_page_kind_t). */
+mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t page_alignment, size_t align_offset, bool busy);
 void       _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld);
 void       _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld);
 void       _mi_segment_reclaim_all_abandoned(mi_heap_t* heap);   /* mi_collect(true) */

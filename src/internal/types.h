@@ -12,7 +12,7 @@
      mi_block_t          a free block: just a link to the next free block
      mi_delayed_t        the 2-bit delayed-free state stored in a page's thread_free word
      mi_page_t           a page: blocks of one size, three free lists
-     mi_page_kind_t      small / medium / huge segment layouts
+     mi_page_kind_t      small / medium / large / huge segment layouts
      mi_segment_t        a 4 MiB-aligned region holding the page descriptors and the pages
      mi_page_queue_t     a heap's doubly linked list of pages of one size class
      mi_segment_queue_t  a thread's segments that still have free pages
@@ -82,24 +82,30 @@
 #define MI_SEGMENT_SIZE       ((size_t)1 << MI_SEGMENT_SHIFT)
 #define MI_SEGMENT_MASK       (MI_SEGMENT_SIZE - 1)
 #define MI_SMALL_PAGE_SHIFT   (16)                               /* 64 KiB */
-#define MI_MEDIUM_PAGE_SHIFT  (17)                               /* 128 KiB */
+#define MI_MEDIUM_PAGE_SHIFT  (19)                               /* 512 KiB */
+#define MI_LARGE_SLOT_SHIFT   (17)                               /* 128 KiB */
 #define MI_SMALL_PAGE_SIZE    ((size_t)1 << MI_SMALL_PAGE_SHIFT)
 #define MI_MEDIUM_PAGE_SIZE   ((size_t)1 << MI_MEDIUM_PAGE_SHIFT)
+#define MI_LARGE_SLOT_SIZE    ((size_t)1 << MI_LARGE_SLOT_SHIFT)
 #define MI_SMALL_PAGES_PER_SEGMENT  (MI_SEGMENT_SIZE / MI_SMALL_PAGE_SIZE)   /* 64 */
-#define MI_MEDIUM_PAGES_PER_SEGMENT (MI_SEGMENT_SIZE / MI_MEDIUM_PAGE_SIZE)  /* 32 */
+#define MI_MEDIUM_PAGES_PER_SEGMENT (MI_SEGMENT_SIZE / MI_MEDIUM_PAGE_SIZE)  /* 8 */
+#define MI_LARGE_SLOTS_PER_SEGMENT  (MI_SEGMENT_SIZE / MI_LARGE_SLOT_SIZE)   /* 32 */
 #define MI_HUGE_PAGE_SHIFT    (63)   /* (p - segment) >> 63 == 0: a huge segment has one page */
 
-/* Object size limits per page kind: at least 4 blocks fit in a small page. A medium page holds
-   blocks up to the largest bin size (120 KiB) that still fits in the segment's first slot beside
-   the header; larger blocks take a span of as many 128 KiB slots as they need (types below).
-   The slot is the granularity of resident memory in medium segments: a page with one live block
-   keeps its whole slot, and a large block takes its size rounded to a slot, not to 512 KiB
-   (slots of 512 KiB before: mstress peak RSS 72 -> 53 MiB, rptest 193 -> 149 MiB, malloc-large
-   127 -> 116 MiB; rptest 1% more instructions for the pages of few blocks). */
+/* Object size limits per page kind: at least 4 blocks fit in a small or a medium page (blocks
+   up to 120 KiB in 512 KiB pages); a large block (up to 2 MiB) takes a span of as many 128 KiB
+   slots of a large segment as it needs (mi_page_kind_t), so it keeps its size rounded to
+   128 KiB resident, not to the 512 KiB medium slots it took before. A medium size class starts
+   with a page of one 128 KiB slot there too, and gets 512 KiB pages once that is full (segment.c,
+   _mi_segment_page_alloc): a class with a few live blocks pins a quarter of the memory, a busy
+   one gets pages of many blocks. Medians of interleaved runs against 512 KiB slots for all:
+   mstress peak RSS 72 -> 59 MiB, malloc-large 127 -> 116 MiB, glibc-thread the same time and
+   RSS; with 128 KiB pages for every medium page mstress fell to 53 MiB but glibc-thread ran 15%
+   slower (4..7 blocks of 18..30 KiB per page, filling and emptying all the time). */
 #define MI_SMALL_OBJ_SIZE_MAX   (MI_SMALL_PAGE_SIZE/4)     /* 16 KiB */
-#define MI_MEDIUM_OBJ_SIZE_MAX  (MI_MEDIUM_PAGE_SIZE - MI_MEDIUM_PAGE_SIZE/16)   /* 120 KiB */
+#define MI_MEDIUM_OBJ_SIZE_MAX  (MI_LARGE_SLOT_SIZE - MI_LARGE_SLOT_SIZE/16)   /* 120 KiB: the 128 KiB bin is one large slot */
 #define MI_LARGE_OBJ_SIZE_MAX   (MI_SEGMENT_SIZE/2)        /* 2 MiB; larger is huge */
-#define MI_SPAN_SLOTS_MAX       (MI_LARGE_OBJ_SIZE_MAX/MI_MEDIUM_PAGE_SIZE + 1)   /* 17: the +1 when the span starts at the header's slot */
+#define MI_SPAN_SLOTS_MAX       (MI_LARGE_OBJ_SIZE_MAX/MI_LARGE_SLOT_SIZE + 1)   /* 17: the +1 when the span starts at the header's slot */
 #define MI_MAX_ALLOC_SIZE       ((size_t)1 << 47)           /* user address space on x86-64 */
 
 /* Aligned allocation: alignments up to this are served by over-allocating in a normal page;
@@ -275,15 +281,17 @@ typedef struct mi_page_s {
 _Static_assert(sizeof(void*) != 8 || sizeof(mi_page_t) == MI_PAGE_DESC_ALIGN, "page descriptors are 128 bytes");
 
 /* Segment kinds. Large blocks (MI_MEDIUM_OBJ_SIZE_MAX < size <= MI_LARGE_OBJ_SIZE_MAX) live in
-   medium segments too: a large page is a span of 2..MI_SPAN_SLOTS_MAX adjacent medium slots (or
-   one, for a block that fits a slot) holding one block at the span's start. So a thread's large
-   blocks of every size share its medium segments, and a freed one gives back its slots to be
-   reused by any medium or large page (purged after the delay like any unused slot), instead of
-   a 4 MiB segment per size class. The block starts in the span's first slot, so free finds the
+   large segments: a large page is a span of 1..MI_SPAN_SLOTS_MAX adjacent 128 KiB slots holding
+   one block at the span's start. The first page of a medium size class (while the heap has no
+   full page of it) is one slot there too. So a thread's large blocks of every size share its
+   large segments, and a freed one gives back its slots to be reused by any large or first
+   medium page (purged after the delay like any unused slot), instead of a 4 MiB segment per
+   size class. The block starts in the span's first slot, so free finds the
    span's descriptor with the usual shift; the other slots' descriptors are span tails. */
 typedef enum mi_page_kind_e {
   MI_PAGE_SMALL,    /* 64 pages of 64 KiB, blocks <= MI_SMALL_OBJ_SIZE_MAX */
-  MI_PAGE_MEDIUM,   /* 32 slots of 128 KiB: medium pages of one slot, large pages (spans) */
+  MI_PAGE_MEDIUM,   /* 8 pages of 512 KiB, blocks <= MI_MEDIUM_OBJ_SIZE_MAX */
+  MI_PAGE_LARGE,    /* 32 slots of 128 KiB: large pages (spans, one block each), first medium pages */
   MI_PAGE_HUGE      /* one page with one block, segment sized (and aligned) to fit */
 } mi_page_kind_t;
 
@@ -308,7 +316,7 @@ struct mi_subproc_s;
        back whole committed blocks (committed stat = committed slots);
      purge: an unused slot with purge_pending is in its owner thread's purge queue (tld),
        to be purged at purge_expire; slots of abandoned or released segments never are;
-     a small/medium segment of a thread with slots_used < capacity is in that thread's free queue;
+     a small/medium/large segment of a thread with slots_used < capacity is in that thread's free queue;
      the segment maps [segment, segment + segment_size), all of it ours (segment map bits set). */
 typedef struct mi_segment_s {
   size_t               segment_size;    /* bytes mapped from the segment start */
@@ -370,6 +378,7 @@ typedef struct mi_purge_queue_s {
 typedef struct mi_segments_tld_s {
   mi_segment_queue_t small_free;   /* small segments with free pages */
   mi_segment_queue_t medium_free;  /* medium segments with free pages */
+  mi_segment_queue_t large_free;   /* large segments with free slots */
   mi_purge_queue_t   purge;        /* unused page slots waiting for their purge */
   uint8_t            purge_backoff; /* slot purge delay = purge_delay << purge_backoff, at most
                                        purge_delay * arena_purge_mult (adaptive, segment.c) */

@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* mem-span.c -- large blocks (above 120 KiB, up to 2 MiB) as spans of adjacent 128 KiB slots of a
-   medium segment (src/internal/types.h, mi_page_kind_t). Checked here, in a fresh thread (its own
+   large segment (src/internal/types.h, mi_page_kind_t). Checked here, in a fresh thread (its own
    segments) so the layout is predictable:
-   - layout: a large block shares the 4 MiB segment of the thread's medium blocks and starts on a
-     slot boundary, not in the header's slot while others are free;
+   - layout: large blocks share a 4 MiB segment of 128 KiB slots with the first page of each
+     medium size class and start on a slot boundary, not in the header's slot while others are
+     free; the next page of a medium class whose first page is full is a 512 KiB medium page
+     of another segment;
    - contents: blocks of every large size class (and medium ones between them), filled, freed in
      a shuffled order with new ones allocated in between, keep their bytes, and usable_size covers
      the request;
-   - zero: calloc of large blocks over slots that held dirty blocks (medium pages and other spans)
+   - zero: calloc of large blocks over slots that held dirty blocks (other spans)
      returns zeroed memory, also over a purged slot followed by a dirty one (a span is only zero
      when all its slots are);
-   - reuse: a freed span of 16 slots (2 MiB) gives its slots to medium pages and to a span of another size
+   - reuse: a freed span of 16 slots (2 MiB) gives its slots to one-slot pages and to a span of another size
      without a new segment (segments statistic);
    - interior pointers: mi_heap_contains_block, mi_heap_check_owned and mi_is_in_heap_region find
      the block from any of its slots; mi_free of a pointer into a span's later slot is reported
@@ -22,6 +24,7 @@
 #include <pthread.h>
 
 #define SLOT (128 * KiB)
+#define ONE_SLOT (125 * KiB)   /* a large block of one slot (the 128 KiB bin, also with debug padding) */
 /* slots of a span of n bytes not at the header's slot (n: a bin size, e.g. a power of two) */
 static size_t span_of(size_t n) { return (n + SLOT - 1) / SLOT; }
 
@@ -46,10 +49,15 @@ static bool check_seed(const void* p, size_t n, uint8_t seed) {
 }
 
 static void layout(void) {
-  void* m = mi_malloc(100 * KiB);   /* the thread's first medium segment */
+  void* m = mi_malloc(100 * KiB);   /* its class's first page: a slot of the thread's large segment */
   void* l = mi_malloc(1 * MiB);
   CHECK(m != NULL && l != NULL);
   CHECK_MSG(same_segment(m, l), "1 MiB block %p not in the segment of the medium block %p", l, m);
+  /* that page (one block of the 104 KiB bin) is full: the class's next page is a medium page */
+  void* m2 = mi_malloc(100 * KiB);
+  CHECK(m2 != NULL);
+  CHECK_MSG(!same_segment(m2, l) && seg_off(m2) % (512 * KiB) < 8 * KiB, "second 100 KiB block %p: segment offset %zu", m2, seg_off(m2));
+  mi_free(m2);
   CHECK_MSG(seg_off(l) % SLOT == 0 && seg_off(l) >= SLOT, "1 MiB block at offset %zu of its segment", seg_off(l));
   CHECK(mi_usable_size(l) >= 1 * MiB);
   void* l2 = mi_malloc(1 * MiB);
@@ -93,7 +101,7 @@ static void contents(void) {
 
 static void zero(void) {
   for (int round = 0; round < 20; round++) {
-    /* dirty medium pages and spans of several sizes, freed */
+    /* dirty spans of several sizes, freed */
     void* d[12];
     for (int i = 0; i < 12; i++) {
       const size_t n = (i % 3 == 0 ? 200 * KiB : i % 3 == 1 ? 700 * KiB : 1700 * KiB);
@@ -115,25 +123,25 @@ static void zero(void) {
 }
 
 /* A span over a slot purged earlier (zero) and a slot freed just now (dirty, its purge still
-   pending): calloc must clear it. Needs a fresh thread (the first medium segment's slots). */
+   pending): calloc must clear it. Needs a fresh thread (the first large segment's slots). */
 static void zero_mixed(void) {
   void* a[4];
   for (int i = 0; i < 4; i++) {
-    a[i] = mi_malloc(100 * KiB);   /* one medium page each: slots 0, 1, 2, 3 */
+    a[i] = mi_malloc(ONE_SLOT);   /* one slot each: slots 1, 2, 3, 4 (the header's slot last) */
     CHECK(a[i] != NULL);
     if (a[i] == NULL) return;
-    CHECK_MSG(seg_off(a[i]) / SLOT == (size_t)i && same_segment(a[i], a[0]), "100 KiB block %d in slot %zu", i, seg_off(a[i]) / SLOT);
-    memset(a[i], 0xC3, 100 * KiB);
+    CHECK_MSG(seg_off(a[i]) / SLOT == (size_t)i + 1 && same_segment(a[i], a[0]), "one-slot block %d in slot %zu", i, seg_off(a[i]) / SLOT);
+    memset(a[i], 0xC3, ONE_SLOT);
   }
   mi_free(a[1]);
   mt_sleep_ms(50);
-  mi_collect(false);   /* slot 1 is purged (default delay), then reads as zero */
-  mi_free(a[2]);       /* slot 2 stays dirty until its delay is up */
-  const size_t n = SLOT + SLOT / 2;   /* a span of slots 1 and 2 */
+  mi_collect(false);   /* slot 2 is purged (default delay), then reads as zero */
+  mi_free(a[2]);       /* slot 3 stays dirty until its delay is up */
+  const size_t n = SLOT + SLOT / 2;   /* a span of slots 2 and 3 */
   void* z = mi_calloc(1, n);
   CHECK(z != NULL);
   if (z == NULL) return;
-  CHECK_MSG(same_segment(z, a[0]) && seg_off(z) == SLOT, "%zu KiB block at offset %zu", n / KiB, seg_off(z));
+  CHECK_MSG(same_segment(z, a[0]) && seg_off(z) == 2 * SLOT, "%zu KiB block at offset %zu", n / KiB, seg_off(z));
   CHECK_MSG(mt_is_zero(z, n), "calloc(%zu) over a purged and a dirty slot is not zero", n);
   mi_free(z);
   mi_free(a[0]);
@@ -141,17 +149,17 @@ static void zero_mixed(void) {
 }
 
 static void reuse(void) {
-  void* m = mi_malloc(100 * KiB);
+  void* m = mi_malloc(ONE_SLOT);
   const size_t n = 2 * MiB - 4096;   /* the 2 MiB bin, also with debug padding (16 slots) */
   void* big = mi_malloc(n);
   CHECK(m != NULL && big != NULL && same_segment(m, big));
   if (big != NULL) memset(big, 1, n);
   const int64_t segments = mt_stats()->segments.current;
   mi_free(big);
-  /* four medium pages (one 100 KiB block each) and a 1 MiB span fit in the freed slots */
+  /* four one-slot pages and a 1 MiB span fit in the freed slots */
   void* p[4];
   for (int i = 0; i < 4; i++) {
-    p[i] = mi_malloc(100 * KiB);
+    p[i] = mi_malloc(ONE_SLOT);
     CHECK(p[i] != NULL && same_segment(p[i], m));
   }
   for (int i = 0; i < 4; i++) mi_free(p[i]);
@@ -191,29 +199,29 @@ static void interior(void) {
 }
 
 /* `order` (MIMALLOC_PURGE_DELAY=100, MIMALLOC_ARENA_PURGE_MULT=10): a freed span's slots wait
-   the long delay (1 s), a medium page's slot freed after them the short one (100 ms), and the
-   thread's purge queue stays ordered: the medium slot is purged first although queued last. */
+   the long delay (1 s), a one-slot page's slot freed after them the short one (100 ms), and the
+   thread's purge queue stays ordered: the one slot is purged first although queued last. */
 static void order(void) {
-  void* m = mi_malloc(100 * KiB);   /* slot 0 */
-  void* l = mi_malloc(1 * MiB);     /* a span of slots 1-8 (1-10 with debug padding) */
-  void* n = mi_malloc(100 * KiB);   /* the next free slot */
+  void* m = mi_malloc(ONE_SLOT);    /* slot 1 */
+  void* l = mi_malloc(1 * MiB);     /* a span of slots 2-9 (2-11 with debug padding) */
+  void* n = mi_malloc(ONE_SLOT);    /* the next free slot */
   CHECK(m != NULL && l != NULL && n != NULL && same_segment(m, l) && same_segment(m, n));
   if (m == NULL || l == NULL || n == NULL) return;
   memset(l, 1, 1 * MiB);
-  memset(n, 1, 100 * KiB);
+  memset(n, 1, ONE_SLOT);
   const size_t span_slots = (seg_off(n) - seg_off(l)) / SLOT;
   CHECK_MSG(span_slots == span_of(1 * MiB) || span_slots == span_of(1280 * KiB), "1 MiB span of %zu slots", span_slots);
   const int64_t before = mt_stats()->purged.total;
   const long long t0 = mt_now_ms();
   mi_free(l);
   mi_free(n);
-  for (int i = 0; i < 5; i++) mi_collect(false);   /* the empty medium page leaves its retired state */
+  for (int i = 0; i < 5; i++) mi_collect(false);   /* (retired empty pages are freed) */
   mt_sleep_ms(300);
   mi_collect(false);
   const long long t1 = mt_now_ms();
   const int64_t p1 = mt_stats()->purged.total - before;
   if (t1 - t0 < 900) {   /* (a stalled machine would make the first look late) */
-    CHECK_MSG(p1 == (int64_t)SLOT, "after %lld ms: %lld bytes purged, not the medium slot (%zu)", t1 - t0, (long long)p1, SLOT);
+    CHECK_MSG(p1 == (int64_t)SLOT, "after %lld ms: %lld bytes purged, not the one slot (%zu)", t1 - t0, (long long)p1, SLOT);
   }
   mt_sleep_ms(1200);
   mi_collect(false);

@@ -11,7 +11,8 @@
         B: 131 blocks of 128 bytes                                   (bin 9: 16768 = "16.4 KiB")
         C: 1 block of 640 bytes                                      (bin 27: "640   B  ")
         D: 10 blocks of 4 KiB, all freed, then mi_collect(true)      (bin 49: "ok" row)
-        E: 96 KiB (a medium segment), F: 1 MiB (a large page: a span of slots of E's segment)
+        E: 96 KiB (its class's first page: a slot of a large segment), F: 1 MiB (a span of slots
+           of the same segment)
         G: two huge blocks of 5 MiB, the second freed
       then print again: every line must match the text built from mi_stats_get + the per-bin
       figures of mi_stats_get_json, the counts the workload determines must be exact
