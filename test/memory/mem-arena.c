@@ -187,7 +187,7 @@ static void exercise(int id, bool exclusive, const char* what) {
   CHECK_MSG(nfill < MAX_FILL, "%s: %zu blocks of 1 MiB fitted into a %zu MiB arena", what, nfill, size / MiB);
   CHECK_MSG(err == ENOMEM, "%s: the allocation that failed set errno %d, not ENOMEM", what, err);
   /* all blocks but the 5 taken above, 3 blocks of 1 MiB per 4 MiB medium segment (spans of 8
-     slots of 128 KiB), also when debug padding makes the bin 1.25 MiB (10 slots each) */
+     slots of 128 KiB), also when debug padding makes the bin 1.125 MiB (9 slots each) */
   const size_t per_segment = mt_max_per_segment(fill, nfill);
   CHECK_MSG(per_segment == 3, "%s: %zu blocks of 1 MiB in one segment", what, per_segment);
   CHECK_MSG(nfill >= (blocks - 5) * per_segment - 1 && nfill * MiB <= size, "%s: %zu blocks of 1 MiB before exhaustion (arena %zu MiB)", what, nfill, size / MiB);

@@ -101,7 +101,7 @@ static int disallow_os_mode(const char* name) {
   }
   const size_t n1 = fill_until_null(1 * MiB, 1, "1 MiB blocks");
   /* a 1 MiB block is a span of 8 medium slots of 128 KiB (9 at the header's slot): 3 per 4 MiB
-     segment, also when debug padding makes its bin 1.25 MiB (10 slots each); one or two of the
+     segment, also when debug padding makes its bin 1.125 MiB (9 slots each); one or two of the
      16 segments hold small pages */
   const size_t per_segment = mt_max_per_segment(fill, n1);
   CHECK_MSG(per_segment == 3, "%zu blocks of 1 MiB in one segment", per_segment);

@@ -203,14 +203,14 @@ static void interior(void) {
    thread's purge queue stays ordered: the one slot is purged first although queued last. */
 static void order(void) {
   void* m = mi_malloc(ONE_SLOT);    /* slot 1 */
-  void* l = mi_malloc(1 * MiB);     /* a span of slots 2-9 (2-11 with debug padding) */
+  void* l = mi_malloc(1 * MiB);     /* a span of slots 2-9 (2-10 with debug padding) */
   void* n = mi_malloc(ONE_SLOT);    /* the next free slot */
   CHECK(m != NULL && l != NULL && n != NULL && same_segment(m, l) && same_segment(m, n));
   if (m == NULL || l == NULL || n == NULL) return;
   memset(l, 1, 1 * MiB);
   memset(n, 1, ONE_SLOT);
   const size_t span_slots = (seg_off(n) - seg_off(l)) / SLOT;
-  CHECK_MSG(span_slots == span_of(1 * MiB) || span_slots == span_of(1280 * KiB), "1 MiB span of %zu slots", span_slots);
+  CHECK_MSG(span_slots == span_of(1 * MiB) || span_slots == span_of(1152 * KiB), "1 MiB span of %zu slots", span_slots);
   const int64_t before = mt_stats()->purged.total;
   const long long t0 = mt_now_ms();
   mi_free(l);
