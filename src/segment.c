@@ -182,8 +182,14 @@ static void mi_segment_insert_in_free_queue(mi_segment_t* segment, mi_tld_t* tld
    each with its own commit and purge state. A huge segment has one page, which lives and dies
    with the segment.
 ------------------------------------------------------------------------------------------ */
+/* Small, medium and large segments are cut into equal slots of 1 << page_shift bytes; a huge
+   segment is one page. */
+static bool mi_segment_has_slots(const mi_segment_t* segment) {
+  return (segment->page_kind != MI_PAGE_HUGE);
+}
+
 static size_t mi_segment_slot_size(const mi_segment_t* segment) {
-  return (segment->page_kind <= MI_PAGE_LARGE ? ((size_t)1 << segment->page_shift) : segment->memid.size);
+  return (mi_segment_has_slots(segment) ? ((size_t)1 << segment->page_shift) : segment->memid.size);
 }
 
 static uint8_t* mi_segment_slot_start(const mi_segment_t* segment, const mi_page_t* page) {
@@ -273,7 +279,7 @@ static void mi_segments_note_reuse(mi_page_t* slots, size_t count, mi_tld_t* tld
    had the arena's long delay when each size class had its own segment). The queue stays
    ordered by purge_expire (the walk back only passes entries that wait longer). */
 static void mi_segment_slot_schedule_purge(mi_segment_t* segment, mi_page_t* page, bool span, mi_tld_t* tld) {
-  if (segment->memid.is_pinned || !page->is_committed || segment->page_kind > MI_PAGE_LARGE) return;
+  if (segment->memid.is_pinned || !page->is_committed || !mi_segment_has_slots(segment)) return;
   mi_msecs_t delay = mi_segments_slot_purge_delay(tld);
   if (delay < 0) return;
   if (delay == 0) { mi_segment_slot_purge(segment, page); return; }
@@ -328,7 +334,7 @@ static void mi_segment_slot_unorphan(mi_segment_t* segment, mi_page_t* page) {
    (the segment is freed). */
 typedef enum mi_unqueue_e { MI_UNQUEUE_DROP, MI_UNQUEUE_PURGE, MI_UNQUEUE_ORPHAN } mi_unqueue_t;
 static void mi_segment_unqueue_purges(mi_segment_t* segment, mi_tld_t* tld, mi_unqueue_t how) {
-  if (segment->page_kind > MI_PAGE_LARGE) return;
+  if (!mi_segment_has_slots(segment)) return;
   for (size_t i = 0; i < segment->capacity; i++) {
     mi_page_t* page = &segment->pages[i];
     if (!page->purge_pending) continue;
@@ -366,11 +372,9 @@ static mi_page_kind_t mi_segment_kind_of(size_t block_size) {
   return (block_size <= MI_SMALL_OBJ_SIZE_MAX ? MI_PAGE_SMALL : block_size <= MI_MEDIUM_OBJ_SIZE_MAX ? MI_PAGE_MEDIUM : MI_PAGE_LARGE);
 }
 
-static size_t mi_segment_capacity(mi_page_kind_t kind) {
-  if (kind == MI_PAGE_SMALL)  return MI_SMALL_PAGES_PER_SEGMENT;
-  if (kind == MI_PAGE_MEDIUM) return MI_MEDIUM_PAGES_PER_SEGMENT;
-  if (kind == MI_PAGE_LARGE)  return MI_LARGE_SLOTS_PER_SEGMENT;
-  return 1;
+/* The slot size of a standard segment kind; it has MI_SEGMENT_SIZE >> shift slots. */
+static size_t mi_segment_page_shift(mi_page_kind_t kind) {
+  return (kind == MI_PAGE_SMALL ? MI_SMALL_PAGE_SHIFT : kind == MI_PAGE_MEDIUM ? MI_MEDIUM_PAGE_SHIFT : MI_LARGE_SLOT_SHIFT);
 }
 
 /* The header, `capacity` page descriptors and one sentinel descriptor (see types.h). */
@@ -390,14 +394,14 @@ _Static_assert(offsetof(mi_segment_t, pages) + (MI_LARGE_SLOTS_PER_SEGMENT + 1) 
    when that costs less than one block, so e.g. 4 KiB blocks serve page-aligned requests. */
 uint8_t* _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* page, size_t* page_size) {
   const size_t slots = (page->slot_count > 1 ? page->slot_count : 1);   /* a span: several */
-  size_t psize = (segment->page_kind <= MI_PAGE_LARGE ? slots << segment->page_shift : segment->segment_size);
+  size_t psize = (mi_segment_has_slots(segment) ? slots << segment->page_shift : segment->segment_size);
   uint8_t* p = (uint8_t*)segment + ((size_t)page->segment_idx << segment->page_shift);   /* (huge: index 0) */
   if (page->segment_idx == 0) {
     p += segment->info_size;
     psize -= segment->info_size;
   }
   const size_t bsize = page->block_size;
-  if (segment->page_kind <= MI_PAGE_MEDIUM && bsize > 0 && mi_is_power_of_two(bsize) && bsize <= MI_MEDIUM_OBJ_SIZE_MAX) {
+  if (mi_segment_has_slots(segment) && bsize > 0 && mi_is_power_of_two(bsize) && bsize <= MI_MEDIUM_OBJ_SIZE_MAX) {
     size_t adjust = (bsize - ((uintptr_t)p % bsize)) % bsize;
     if (adjust > 0 && psize >= adjust + 2*bsize) {
       p += adjust;
@@ -443,8 +447,8 @@ static mi_segment_t* mi_segment_alloc_standard(mi_page_kind_t kind, mi_arena_id_
   mi_memid_t memid;
   mi_segment_t* segment = mi_segment_os_alloc(MI_SEGMENT_SIZE, MI_SEGMENT_SIZE, 0, eager, req_arena_id, &memid);
   if (segment == NULL) return NULL;
-  const size_t capacity = mi_segment_capacity(kind);
-  const size_t page_shift = (kind == MI_PAGE_SMALL ? MI_SMALL_PAGE_SHIFT : kind == MI_PAGE_MEDIUM ? MI_MEDIUM_PAGE_SHIFT : MI_LARGE_SLOT_SHIFT);
+  const size_t page_shift = mi_segment_page_shift(kind);
+  const size_t capacity = MI_SEGMENT_SIZE >> page_shift;
   const bool all_committed = memid.initially_committed || memid.is_pinned;
   if (!all_committed) {
     /* the header's slot, before the header is written */
@@ -476,7 +480,7 @@ static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
   segment->cookie = 0;
   /* hand back whole committed memory: committing unused slots costs no RSS */
   const mi_memid_t memid = segment->memid;
-  for (size_t i = 0; i < segment->capacity && segment->page_kind <= MI_PAGE_LARGE; i++) {
+  for (size_t i = 0; i < segment->capacity && mi_segment_has_slots(segment); i++) {
     mi_page_t* page = &segment->pages[i];
     if (page->purge_orphaned) mi_segment_slot_unorphan(segment, page);
     if (i > 0 && !page->is_committed && !memid.is_pinned) _mi_os_commit(mi_segment_slot_start(segment, page), mi_segment_slot_size(segment), memid.commit_syscall);

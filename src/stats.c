@@ -294,7 +294,7 @@ static void mi_json_bins(mi_json_t* json, const char* name, const mi_stat_count_
   bool first = true;
   for (size_t bin = 0; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
     const size_t bsize = (bin == 0 ? 0 : _mi_bin_size(bin));   /* huge: the smallest huge size */
-    /* large: a span of medium slots (one more when it starts at the header's slot) */
+    /* large: a span of 128 KiB slots (one more when it starts at the header's slot) */
     const size_t psize = (bsize <= MI_SMALL_OBJ_SIZE_MAX ? MI_SMALL_PAGE_SIZE : bsize <= MI_MEDIUM_OBJ_SIZE_MAX ? MI_MEDIUM_PAGE_SIZE
                           : bsize <= MI_LARGE_OBJ_SIZE_MAX ? _mi_align_up(bsize, MI_LARGE_SLOT_SIZE) : MI_SEGMENT_SIZE);
     mi_json_add(json, "%s\n    { \"bin\": %zu, \"total\": %lld, \"peak\": %lld, \"current\": %lld, \"block_size\": %zu, \"page_size\": %zu }",
