@@ -80,7 +80,7 @@ static void rss_segment(mi_segment_t* seg, rss_acc_t* acc, bool detail) {
     if (len > 0 && len < (int)sizeof line - 64) {
       if (page->segment_in_use) len += snprintf(line + len, sizeof line - (size_t)len, " [%zuK %u/%u r%zuK]", page->block_size / 1024, page->used, page->reserved, r / 1024);
       else if (page->span_tail) len += snprintf(line + len, sizeof line - (size_t)len, " [span r%zuK]", r / 1024);
-      else len += snprintf(line + len, sizeof line - (size_t)len, " [free%s r%zuK]", page->purge_pending ? "/queued" : "", r / 1024);
+      else len += snprintf(line + len, sizeof line - (size_t)len, " [free%s r%zuK]", page->purge_pending ? "/queued" : page->purge_orphaned ? "/orphan" : !page->is_committed ? "/purged" : "", r / 1024);
     }
   }
   if (len > 0) {

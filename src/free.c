@@ -40,12 +40,6 @@ static void mi_free_block_mt(mi_block_t* block, mi_page_t* page, mi_segment_t* s
   uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
   uintptr_t tfreex;
   bool use_delayed;
-  if (MI_DEBUG == 0 && mi_tf_is_abandoned(tfree) && page->block_size >= MI_ABANDONED_DISCARD_MIN &&
-      segment->page_kind != MI_PAGE_HUGE && !segment->memid.is_pinned && mi_option_get(mi_option_purge_delay) >= 0) {
-    /* the page's thread has ended: the memory may wait long for a thread to reclaim it (not in
-       debug builds: a freed block keeps its fill, which the next malloc checks) */
-    _mi_os_discard((uint8_t*)block + sizeof(mi_block_t), page->block_size - sizeof(mi_block_t));
-  }
   for (;;) {
     if (mi_unlikely(mi_tf_is_abandoned(tfree))) {
       if (mi_tf_count(tfree) + 1 >= MI_TF_ABANDONED_BASE) {   /* the last live block */

@@ -132,11 +132,6 @@
 
 /* Huge blocks freed by another thread are reset beyond this prefix so RSS drops at once. */
 #define MI_HUGE_RESET_MIN     (64*MI_KiB)
-/* Blocks of at least this size freed into a page of an ended thread (abandoned segment) give
-   back their whole OS pages past the link word at once: the page may wait long for a thread to
-   reclaim it and reuse them. thread-churn (bench/): peak RSS 230 -> 173 MiB for 0.5 s more
-   page faults over 20,000 threads (glibc 199 MiB, jemalloc 154). */
-#define MI_ABANDONED_DISCARD_MIN  (16*MI_KiB)
 
 /* Arenas (arena.c): large reservations handed out in blocks of one segment. */
 #define MI_ARENA_BLOCK_SIZE   MI_SEGMENT_SIZE
@@ -149,8 +144,9 @@
 #define MI_ARENA_UNPURGED_MAX (8 * MI_ARENA_BLOCK_SIZE)     /* 32 MiB */
 /* Unused slots left resident in abandoned segments (purge_orphaned), over all segments: a thread
    that exits while more than this is orphaned purges its unused slots instead. Threads that come
-   and go reuse a few segments' slots without page faults; threads that exit leaving blocks
-   behind cannot pile up resident free memory. */
+   and go reuse ended threads' slots without page faults; threads that exit leaving blocks
+   behind cannot pile up resident free memory. The budget in force adapts (segment.c,
+   mi_orphans_budget): up to 4 times this. */
 #define MI_ABANDONED_RESIDENT_MAX (4 * MI_ARENA_BLOCK_SIZE)   /* 16 MiB */
 
 /* ------------------------------------------------------------------------------------------
@@ -266,9 +262,11 @@ typedef struct mi_page_s {
   uint8_t            purge_pending;   /* unused slot in its thread's purge queue (segment.c) */
   uint8_t            purge_orphaned;  /* unused slot left resident when its segment was abandoned:
                                          the thread that reclaims the segment queues its purge
-                                         (all such slots: at most MI_ABANDONED_RESIDENT_MAX) */
+                                         (all such slots: within the orphan budget, segment.c) */
   uint8_t            slot_count;      /* slots the page spans while in use: 1, or up to
                                          MI_SPAN_SLOTS_MAX for a large page (see mi_page_kind_t) */
+  uint8_t            purged_orphan;   /* purged (!is_committed) for want of orphan budget: taken
+                                         again soon after, it raises the budget (segment.c) */
   mi_msecs_t         purge_expire;    /* when purge_pending: time the slot is due for a purge;
                                          when purged (!is_committed): time of the purge, or 0 */
   _Atomic(uintptr_t) xthread_free;    /* mi_block_t* | mi_delayed_t in the low 2 bits */
@@ -316,6 +314,8 @@ struct mi_subproc_s;
        back whole committed blocks (committed stat = committed slots);
      purge: an unused slot with purge_pending is in its owner thread's purge queue (tld),
        to be purged at purge_expire; slots of abandoned or released segments never are;
+       an unused slot of an abandoned segment that may be resident is orphaned (purge_orphaned,
+       counted in orphans) or, beyond the orphan budget, purged;
      a small/medium/large segment of a thread with slots_used < capacity is in that thread's free queue;
      the segment maps [segment, segment + segment_size), all of it ours (segment map bits set). */
 typedef struct mi_segment_s {
@@ -328,6 +328,7 @@ typedef struct mi_segment_s {
   size_t               used;            /* pages in use */
   size_t               slots_used;      /* slots of the pages in use (a span counts all its slots) */
   size_t               abandoned;       /* pages in use whose heap is gone */
+  size_t               orphans;         /* unused slots with purge_orphaned set */
   size_t               capacity;        /* number of pages */
   size_t               page_shift;      /* page index = (p - segment) >> page_shift */
   mi_page_kind_t       page_kind;

@@ -2,6 +2,7 @@
 /* memory-common.h -- helpers shared by the OS-memory tests (test/memory, label "memory").
 
    - mt_rss, mt_vsz: the true resident set size and the address space, from /proc/self/statm;
+     mt_minor_faults: the process' minor page faults (getrusage);
    - MT_RSS_ASSERTS: 0 under a sanitizer (ASan's shadow memory and quarantine change the RSS
      figures), so the RSS assertions are skipped there and only the workloads and the
      statistics checks run;
@@ -32,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -68,6 +70,12 @@ static TEST_UNUSED_ size_t mt_statm(int field) {
 }
 static TEST_UNUSED_ size_t mt_rss(void) { return mt_statm(1); }
 static TEST_UNUSED_ size_t mt_vsz(void) { return mt_statm(0); }
+
+/* minor page faults of the whole process so far (all threads, ended ones included) */
+static TEST_UNUSED_ long mt_minor_faults(void) {
+  struct rusage u;
+  return (getrusage(RUSAGE_SELF, &u) == 0 ? u.ru_minflt : 0);
+}
 
 static TEST_UNUSED_ double mt_mib(size_t bytes) { return (double)bytes / (double)MiB; }
 static TEST_UNUSED_ double mt_mib_diff(size_t a, size_t b) { return ((double)a - (double)b) / (double)MiB; }
