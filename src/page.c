@@ -554,7 +554,7 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
   }
   _mi_deferred_free(heap, false);
   _mi_heap_delayed_free_partial(heap);
-  if (mi_unlikely(heap->tld->segments.purge.first != NULL || mi_atomic_load_relaxed(&_mi_arenas_purge_pending) != 0)) {
+  if (mi_unlikely(heap->tld->segments.purge_count != 0 || mi_atomic_load_relaxed(&_mi_arenas_purge_pending) != 0)) {
     _mi_segments_purge_tick(heap->tld);   /* delayed purges that are due */
   }
   if (mi_unlikely((beat % (4 * MI_GENERIC_WORK_EVERY)) == 0)) {

@@ -368,9 +368,10 @@ typedef struct mi_subproc_s {
   _Atomic(struct mi_page_s*) abandoned_pages[MI_BIN_HUGE_INTERNAL];
 } mi_subproc_t;
 
-/* The purge queue of a thread: unused page slots of its segments, linked through the page
-   descriptors' next/prev (free while a slot is unused), ordered by purge_expire (the slots of
-   a large page, and slots queued before the delay backed off, wait longer than others). */
+/* A purge queue of a thread: unused page slots of its segments of one kind, linked through the
+   page descriptors' next/prev (free while a slot is unused), ordered by purge_expire (the slots
+   of a large page, and slots queued before the delay backed off, wait longer than others). The
+   last one is the most recently freed slot of the kind: resident, taken first for a new page. */
 typedef struct mi_purge_queue_s {
   mi_page_t* first;
   mi_page_t* last;
@@ -380,7 +381,9 @@ typedef struct mi_segments_tld_s {
   mi_segment_queue_t small_free;   /* small segments with free pages */
   mi_segment_queue_t medium_free;  /* medium segments with free pages */
   mi_segment_queue_t large_free;   /* large segments with free slots */
-  mi_purge_queue_t   purge;        /* unused page slots waiting for their purge */
+  mi_purge_queue_t   purge[MI_PAGE_HUGE];  /* unused page slots waiting for their purge, by
+                                       segment kind (small, medium, large) */
+  size_t             purge_count;  /* slots in those queues */
   uint8_t            purge_backoff; /* slot purge delay = purge_delay << purge_backoff, at most
                                        purge_delay * arena_purge_mult (adaptive, segment.c) */
   bool               purge_reused;  /* a slot purged shortly before was taken again since the
