@@ -18,11 +18,23 @@ void _mi_block_zero_init(const mi_page_t* page, void* p) {
   }
 }
 
+/* Medium sizes: a free block of the bin's first page, before the generic path (which would take
+   the same block after its bookkeeping). Not inlined: the small path stays a frameless leaf (as
+   one function, malloc of 16 B took 24 instructions instead of 15). An uninitialised heap has
+   no pages. */
+static mi_decl_noinline void* mi_heap_malloc_medium_zero(mi_heap_t* heap, size_t size, bool zero) {
+  if (mi_likely(size <= MI_MEDIUM_OBJ_SIZE_MAX - MI_PADDING_SIZE)) {
+    mi_page_t* page = heap->pages[_mi_bin(size + MI_PADDING_SIZE)].first;
+    if (mi_likely(page != NULL && page->free != NULL)) return _mi_page_malloc(heap, page, size, zero);
+  }
+  return _mi_malloc_generic(size, heap, zero, 0, 0);
+}
+
 void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
   if (mi_likely(size <= MI_SMALL_SIZE_MAX - MI_PADDING_SIZE)) {
     return mi_heap_malloc_small_zero(heap, size, zero);
   }
-  return _mi_malloc_generic(size, heap, zero, 0, 0);
+  return mi_heap_malloc_medium_zero(heap, size, zero);
 }
 
 /* ---------------------------------------------------------------------------------------
