@@ -523,7 +523,15 @@ static inline void* _mi_page_malloc(mi_heap_t* heap, mi_page_t* page, size_t siz
     return _mi_malloc_generic(size, heap, zero, 0, 0);
   }
 #endif
-  page->free = mi_block_next(page, block);
+  mi_block_t* const next = mi_block_next(page, block);
+  page->free = next;
+#if defined(__GNUC__)
+  /* the next malloc reads next->next: blocks freed by other threads or long ago are cold, and
+     that load was 77% of malloc's samples in sh8bench. One instruction (malloc 16 B: 15.4 ->
+     16.4): sh8bench -7%, mstress -4%, bench-st with 100K live blocks -4%, 4K live +1% (noise),
+     single-threaded workloads unchanged (medians of 5-11 interleaved runs). */
+  __builtin_prefetch(next, 1);
+#endif
   page->used++;
   if (mi_unlikely(zero)) {
     _mi_block_zero_init(page, block);
