@@ -39,7 +39,6 @@ static void mi_heap_queue_first_update(mi_heap_t* heap, const mi_page_queue_t* p
   mi_page_t** direct = heap->pages_free_direct;
   if (direct[idx] == page) return;
   /* the word sizes served by this bin: from just above the previous bin's size up to idx */
-  /* the word sizes served by this bin: just above the previous bin's size up to idx */
   size_t start = 0;
   if (idx > 1) {
     start = 1 + _mi_wsize_from_size((pq - 1)->block_size);
@@ -231,6 +230,15 @@ static void mi_page_thread_free_collect(mi_page_t* page) {
 /* Checked builds collect by walking the lists, which validates every link. */
 #define MI_COLLECT_WALKS  (MI_DEBUG > 0 || MI_SECURE > 0)
 
+/* local_free becomes the free list when that is empty. */
+static void mi_page_local_to_free(mi_page_t* page) {
+  if (page->free == NULL && page->local_free != NULL) {
+    page->free = page->local_free;
+    page->local_free = NULL;
+    page->free_is_zero = false;
+  }
+}
+
 #if !MI_COLLECT_WALKS
 /* Take the thread_free list of an owned page whole, with its length (mi_tf_count), in one
    atomic step, without walking it (a cache miss per block that another core wrote): into free
@@ -255,37 +263,15 @@ static void mi_page_thread_free_adopt(mi_page_t* page) {
     page->local_free = remote;
   }
 }
-
-/* local_free becomes the free list when that is empty. */
-static void mi_page_local_to_free(mi_page_t* page) {
-  if (page->free == NULL && page->local_free != NULL) {
-    page->free = page->local_free;
-    page->local_free = NULL;
-    page->free_is_zero = false;
-  }
-}
 #endif
-
-/* For an allocation from a page whose free list is empty: collect both lists without walking
-   either. local_free (this thread's own frees, likely still in its cache) becomes the free list
-   and the thread_free list the new local_free, or the free list itself when local_free was
-   empty. So remote-freed blocks are touched once, when they are handed out. Checked builds take
-   the walking path, which validates every link. */
-static void mi_page_collect_for_alloc(mi_page_t* page) {
-#if MI_COLLECT_WALKS
-  _mi_page_free_collect(page, false);
-#else
-  if (page->free != NULL) return;
-  mi_page_local_to_free(page);
-  mi_page_thread_free_adopt(page);
-#endif
-}
 
 /* Collect the thread_free list into local_free and local_free into free when free is empty;
    `force` also joins local_free to a non-empty free list. Release builds do not walk the
-   thread_free list when free or local_free is empty (mi_page_thread_free_adopt): so the delayed
-   frees into full pages and the move of a page to the full queue collect (the walks were 5% of
-   sh8bench's time for 1% of its instructions). */
+   thread_free list when free or local_free is empty (mi_page_thread_free_adopt): local_free
+   (this thread's own frees, likely still in its cache) becomes the free list and the remote
+   blocks the new local_free, or the free list itself. So remote-freed blocks are touched once,
+   when they are handed out (the walks of the delayed frees into full pages and of the move of
+   a page to the full queue were 5% of sh8bench's time for 1% of its instructions). */
 void _mi_page_free_collect(mi_page_t* page, bool force) {
 #if !MI_COLLECT_WALKS
   if (!force && (page->free == NULL || page->local_free == NULL)) {
@@ -297,22 +283,32 @@ void _mi_page_free_collect(mi_page_t* page, bool force) {
   if (force || mi_page_thread_free(page) != NULL) {
     mi_page_thread_free_collect(page);
   }
-  if (page->local_free != NULL) {
-    if (mi_likely(page->free == NULL)) {
-      page->free = page->local_free;
-      page->local_free = NULL;
-      page->free_is_zero = false;
-    }
-    else if (force) {
-      mi_block_t* tail = page->local_free;
-      mi_block_t* next;
-      while ((next = mi_block_next(page, tail)) != NULL) tail = next;
-      mi_block_set_next(page, tail, page->free);
-      page->free = page->local_free;
-      page->local_free = NULL;
-      page->free_is_zero = false;
-    }
+  if (page->local_free == NULL) return;
+  if (mi_likely(page->free == NULL)) {
+    mi_page_local_to_free(page);
   }
+  else if (force) {
+    mi_block_t* tail = page->local_free;
+    mi_block_t* next;
+    while ((next = mi_block_next(page, tail)) != NULL) tail = next;
+    mi_block_set_next(page, tail, page->free);
+    page->free = page->local_free;
+    page->local_free = NULL;
+    page->free_is_zero = false;
+  }
+}
+
+/* For an allocation from a page whose free list is empty: _mi_page_free_collect's release
+   path, inlined here (a page with free blocks is left alone); checked builds collect, and
+   validate, every time. */
+static void mi_page_collect_for_alloc(mi_page_t* page) {
+#if MI_COLLECT_WALKS
+  _mi_page_free_collect(page, false);
+#else
+  if (page->free != NULL) return;
+  mi_page_local_to_free(page);
+  mi_page_thread_free_adopt(page);
+#endif
 }
 
 /* ------------------------------------------------------------------------------------------

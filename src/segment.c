@@ -693,8 +693,7 @@ static mi_page_t* mi_segment_queue_find_slots(mi_segment_queue_t* queue, mi_heap
 static mi_page_t* mi_segment_find_resident_page(mi_heap_t* heap, mi_page_kind_t kind) {
   int budget = 4;
   for (mi_page_t* page = heap->tld->segments.purge[kind].last; page != NULL && budget-- > 0; page = page->prev) {
-    mi_segment_t* segment = _mi_page_segment(page);
-    if (segment->page_kind == kind && _mi_arena_memid_is_suitable(&segment->memid, heap->arena_id)) return page;
+    if (_mi_arena_memid_is_suitable(&_mi_page_segment(page)->memid, heap->arena_id)) return page;
   }
   return NULL;
 }
