@@ -92,8 +92,8 @@
 #define MI_LARGE_SLOTS_PER_SEGMENT  (MI_SEGMENT_SIZE / MI_LARGE_SLOT_SIZE)   /* 32 */
 #define MI_HUGE_PAGE_SHIFT    (63)   /* (p - segment) >> 63 == 0: a huge segment has one page */
 
-/* Object size limits per page kind: at least 4 blocks fit in a small or a medium page (blocks
-   up to 120 KiB in 512 KiB pages); a large block (up to 2 MiB) takes a span of as many 128 KiB
+/* Object size limits per page kind: at least 8 blocks fit in a small page and 4 in a medium
+   one (blocks up to 120 KiB in 512 KiB pages); a large block (up to 2 MiB) takes a span of as many 128 KiB
    slots of a large segment as it needs (mi_page_kind_t), so it keeps its size rounded to
    128 KiB resident, not to the 512 KiB medium slots it took before. A medium size class starts
    with a page of one 128 KiB slot there too, and gets 512 KiB pages once that is full (segment.c,
@@ -101,8 +101,11 @@
    one gets pages of many blocks. Medians of interleaved runs against 512 KiB slots for all:
    mstress peak RSS 72 -> 59 MiB, malloc-large 127 -> 116 MiB, glibc-thread the same time and
    RSS; with 128 KiB pages for every medium page mstress fell to 53 MiB but glibc-thread ran 15%
-   slower (4..7 blocks of 18..30 KiB per page, filling and emptying all the time). */
-#define MI_SMALL_OBJ_SIZE_MAX   (MI_SMALL_PAGE_SIZE/4)     /* 16 KiB */
+   slower (4..7 blocks of 18..30 KiB per page, filling and emptying all the time). The same
+   churn made small pages of 4..7 blocks (8..16 KiB) the cost of glibc-thread: 70% of its page
+   moves to and from the full queue were in those bins; as medium classes they run 16% faster
+   (20% with 4 threads) and mstress holds 2 MiB more (medians of 5 interleaved runs). */
+#define MI_SMALL_OBJ_SIZE_MAX   (MI_SMALL_PAGE_SIZE/8)     /* 8 KiB */
 #define MI_MEDIUM_OBJ_SIZE_MAX  (MI_LARGE_SLOT_SIZE - MI_LARGE_SLOT_SIZE/16)   /* 120 KiB: the 128 KiB bin is one large slot */
 #define MI_LARGE_OBJ_SIZE_MAX   (MI_SEGMENT_SIZE/2)        /* 2 MiB; larger is huge */
 #define MI_SPAN_SLOTS_MAX       (MI_LARGE_OBJ_SIZE_MAX/MI_LARGE_SLOT_SIZE + 1)   /* 17: the +1 when the span starts at the header's slot */

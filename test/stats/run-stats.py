@@ -273,9 +273,9 @@ def validate_json(doc, what, stat_level):
                 return None
             check(e["block_size"] >= prev, "%s: %s[%d] block_size %d after %d" % (what, arr, i, e["block_size"], prev))
             prev = e["block_size"]
-            # small pages 64 KiB, medium 512 KiB, large blocks a span of 128 KiB slots, huge 4 MiB
+            # small pages 64 KiB (blocks up to 8 KiB), medium 512 KiB, large blocks a span of 128 KiB slots, huge 4 MiB
             bs, ps = e["block_size"], e["page_size"]
-            if bs <= 16 << 10:
+            if bs <= 8 << 10:
                 ps_ok = ps == 64 << 10
             elif bs <= 120 << 10:
                 ps_ok = ps == 512 << 10
