@@ -61,29 +61,6 @@ static uint8_t* mi_padding_end(const mi_page_t* page, const mi_block_t* block, c
   return (uint8_t*)padding - delta;
 }
 
-/* A block pointer that may appear in one of the page's free lists: NULL, or the start of a
-   block below the page's capacity. */
-bool _mi_debug_page_block_valid(const mi_page_t* page, const mi_block_t* block) {
-  if (block == NULL) return true;
-  const uint8_t* start = page->page_start;
-  const uint8_t* b = (const uint8_t*)block;
-  if (b < start) return false;
-  const size_t diff = (size_t)(b - start);
-  return (diff % page->block_size == 0 && diff / page->block_size < page->capacity);
-}
-
-/* Is block on this list? Follows only valid links, at most capacity of them. */
-static bool mi_list_contains(const mi_page_t* page, const mi_block_t* list, const mi_block_t* block) {
-  size_t steps = 0;
-  while (list != NULL && steps++ <= page->capacity) {
-    if (list == block) return true;
-    const mi_block_t* next = mi_block_next(page, list);
-    if (!_mi_debug_page_block_valid(page, next)) return false;
-    list = next;
-  }
-  return false;
-}
-
 static bool mi_bytes_are(const uint8_t* p, size_t n, uint8_t value, size_t* first_diff) {
   for (size_t i = 0; i < n; i++) {
     if (p[i] != value) { if (first_diff != NULL) *first_diff = i; return false; }
@@ -161,7 +138,7 @@ void _mi_debug_fill_new_blocks(mi_page_t* page, uint8_t* start, size_t count) {
 --------------------------------------------------------------------------------------- */
 bool _mi_debug_malloc_check(mi_page_t* page, mi_block_t* block) {
   mi_block_t* next = mi_block_next(page, block);
-  if (mi_unlikely(!_mi_debug_page_block_valid(page, next))) {
+  if (mi_unlikely(!mi_page_block_valid(page, next))) {
     _mi_error_message(EFAULT, "corrupted free list: free block %p (size %zu) links to %p, not a block of its page (written after it was freed?)\n",
                       (void*)block, page->block_size, (void*)next);
     /* drop the page's free lists: their blocks are lost (leaked), never handed out; `used`
@@ -214,28 +191,8 @@ bool _mi_debug_free(mi_segment_t* segment, mi_page_t* page, void* p, bool is_loc
   (void)segment;
   if (!page->segment_in_use || page->block_size == 0) return true;   /* _mi_free_generic reports it */
   const size_t bsize = page->block_size;
-  const uint8_t* start = page->page_start;
-  mi_block_t* block;
-  if ((uint8_t*)p < start) {
-    _mi_error_message(EINVAL, "mi_free: invalid pointer %p (inside the metadata of a page of block size %zu; ignored)\n", p, bsize);
-    return false;
-  }
-  if (mi_page_has_aligned(page)) {
-    block = _mi_page_ptr_unalign(page, p);
-  }
-  else {
-    const size_t diff = (size_t)((uint8_t*)p - start);
-    if (diff % bsize != 0) {
-      _mi_error_message(EINVAL, "mi_free: invalid pointer %p (points inside block %p of size %zu, not at its start; ignored)\n",
-                        p, (void*)(start + (diff / bsize) * bsize), bsize);
-      return false;
-    }
-    block = (mi_block_t*)p;
-  }
-  if ((size_t)((uint8_t*)block - start) / bsize >= page->capacity) {
-    _mi_error_message(EINVAL, "mi_free: invalid pointer %p (never allocated; ignored)\n", p);
-    return false;
-  }
+  mi_block_t* block = _mi_checked_free_block(page, p);
+  if (block == NULL) return false;
 #if MI_DEBUG > 0
   /* double free: a freed block is filled (the huge ones are not: always look) */
   const bool huge = mi_page_is_huge(page);
@@ -248,8 +205,8 @@ bool _mi_debug_free(mi_segment_t* segment, mi_page_t* page, void* p, bool is_loc
     const mi_padding_t* pad = mi_block_padding(page, block);
     const bool padding_freed = !huge && (mi_padding_is_freed(page, block) ||
                                mi_bytes_are((const uint8_t*)pad, sizeof(uint32_t), MI_DEBUG_FREED, NULL));
-    const bool found = padding_freed || mi_list_contains(page, mi_page_thread_free(page), block) ||
-                       (is_local && (mi_list_contains(page, page->free, block) || mi_list_contains(page, page->local_free, block)));
+    const bool found = padding_freed || _mi_list_contains(page, mi_page_thread_free(page), block) ||
+                       (is_local && (_mi_list_contains(page, page->free, block) || _mi_list_contains(page, page->local_free, block)));
     if (found) {
       /* the size the program asked for, when the freed padding still says it */
       const size_t usable = (size_t)((const uint8_t*)pad - (const uint8_t*)p);

@@ -104,10 +104,13 @@ void _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) {
     _mi_error_message(EINVAL, "mi_free: invalid pointer %p (not in a page in use)\n", p);
     return;
   }
-  mi_block_t* block = (mi_page_has_aligned(page) ? _mi_page_ptr_unalign(page, p) : (mi_block_t*)p);
   /* local: the page is this thread's (its owner in xthread_id); an abandoned page (no heap)
      only takes frees on its thread_free list, also from the thread that owns its segment */
   const uintptr_t owner = (mi_atomic_load_relaxed(&page->xthread_id) & ~MI_PAGE_FLAGS_MASK);
+#if MI_SECURE > 0
+  if (!_mi_secure_free_check(page, p, owner == _mi_thread_id())) return;
+#endif
+  mi_block_t* block = (mi_page_has_aligned(page) ? _mi_page_ptr_unalign(page, p) : (mi_block_t*)p);
   if (owner == _mi_thread_id()) mi_free_block_local(page, block);
   else if (owner == 0 && _mi_segment_reclaim_on_free(segment)) {
     mi_free_block_local(page, block);   /* reclaimed: the page is ours now */
@@ -141,6 +144,21 @@ static bool mi_check_cookie(const mi_segment_t* segment, const void* p) {
   return true;
 }
 
+/* Secure builds: is the free of p by this (is_local) or another thread acceptable? The common
+   case inline: p is a block start below the page's capacity whose first word does not decode to
+   a link into p's segment (a live block: secure malloc clears the link). Anything else gets the
+   full check (secure.c). */
+#if MI_SECURE > 0
+static inline bool mi_secure_free_ok(mi_page_t* page, void* p, bool is_local) {
+  const uintptr_t diff = (uintptr_t)p - (uintptr_t)page->page_start;
+  if (mi_likely(diff < (uintptr_t)page->capacity * page->block_size && diff % page->block_size == 0)) {
+    const mi_block_t* next = mi_block_next(page, (const mi_block_t*)p);
+    if (mi_likely(next != NULL && (((uintptr_t)next ^ (uintptr_t)p) >> MI_SEGMENT_SHIFT) != 0)) return true;
+  }
+  return _mi_secure_free_check(page, p, is_local);
+}
+#endif
+
 /* The free fast path (DESIGN.md idea 5): a page owned by this thread and without flags
    (one compare of xthread_id) pushes on local_free; everything else is one branch to the
    noinline _mi_free_generic. */
@@ -158,6 +176,9 @@ mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
 #endif
   const uintptr_t xtid = mi_atomic_load_relaxed(&page->xthread_id);
   if (mi_likely(_mi_thread_id_is(xtid))) {
+#if MI_SECURE > 0
+    if (mi_unlikely(!mi_secure_free_ok(page, p, true))) return;
+#endif
     mi_block_t* const block = (mi_block_t*)p;
     mi_block_set_next(page, block, page->local_free);
     page->local_free = block;
@@ -166,6 +187,9 @@ mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
     }
   }
   else if (mi_likely((xtid & MI_PAGE_FLAGS_MASK) == 0 && xtid != 0)) {
+#if MI_SECURE > 0
+    if (mi_unlikely(!mi_secure_free_ok(page, p, false))) return;
+#endif
     mi_free_remote((mi_block_t*)p, page, segment);   /* an owner: the page is in use */
   }
   else {

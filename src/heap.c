@@ -30,7 +30,14 @@ bool _mi_heap_delayed_free_partial(mi_heap_t* heap) {
   if (mi_atomic_load_relaxed(&heap->thread_delayed_free) == NULL) return true;
   mi_block_t* block = mi_atomic_exchange_acq_rel(&heap->thread_delayed_free, NULL);
   while (block != NULL) {
-    mi_block_t* next = block->next;
+    mi_block_t* next = mi_block_next(_mi_ptr_page(block), block);   /* linked with its page's keys */
+#if MI_SECURE > 0
+    if (mi_unlikely(next != NULL && (((uintptr_t)next & (sizeof(void*) - 1)) != 0 || _mi_ptr_segment_checked(next) == NULL))) {
+      _mi_error_message(EFAULT, "corrupted delayed-free list: block %p links to %p, not one of our blocks (written after it was freed?)\n",
+                        (void*)block, (void*)next);
+      next = NULL;   /* leak the rest rather than follow it */
+    }
+#endif
     _mi_free_delayed_block(block);
     block = next;
   }

@@ -208,8 +208,8 @@ static void mi_page_thread_free_collect(mi_page_t* page) {
   const uint32_t max_count = page->capacity;
   mi_block_t* next;
   while ((next = mi_block_next(page, tail)) != NULL && count <= max_count) {
-#if MI_DEBUG > 0
-    if (mi_unlikely(!_mi_debug_page_block_valid(page, next))) {
+#if MI_DEBUG > 0 || MI_SECURE > 0
+    if (mi_unlikely(!mi_page_block_valid(page, next))) {
       _mi_error_message(EFAULT, "corrupted free list: free block %p (size %zu) links to %p, not a block of its page (written after it was freed?)\n",
                         (void*)tail, page->block_size, (void*)next);
       return;   /* leak the list rather than corrupt the page */
@@ -290,7 +290,16 @@ void _mi_page_free_collect(mi_page_t* page, bool force) {
   else if (force) {
     mi_block_t* tail = page->local_free;
     mi_block_t* next;
-    while ((next = mi_block_next(page, tail)) != NULL) tail = next;
+    size_t count = 0;
+    while ((next = mi_block_next(page, tail)) != NULL) {
+      if (mi_unlikely((MI_DEBUG > 0 || MI_SECURE > 0) && (!mi_page_block_valid(page, next) || ++count > page->capacity))) {
+        _mi_error_message(EFAULT, "corrupted free list: free block %p (size %zu) links to %p, not a block of its page (written after it was freed?)\n",
+                          (void*)tail, page->block_size, (void*)next);
+        page->local_free = NULL;   /* leak the list rather than corrupt the page */
+        return;
+      }
+      tail = next;
+    }
     mi_block_set_next(page, tail, page->free);
     page->free = page->local_free;
     page->local_free = NULL;
@@ -348,6 +357,9 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
   mi_segment_t* segment = _mi_page_segment(page);
   mi_page_set_heap(page, heap);
   page->heap_tag = heap->tag;
+#if MI_SECURE > 0
+  _mi_page_init_keys(page);   /* before the first link is written */
+#endif
   if (segment->page_kind == MI_PAGE_HUGE) {
     /* start and block size were set by the segment; one block */
     page->reserved = 1;

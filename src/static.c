@@ -28,6 +28,7 @@ void _mi_text_begin(void) { }
 #include "page.c"
 #include "posix.c"
 #include "random.c"
+#include "secure.c"
 #include "segment.c"
 #include "stats.c"
 #include "stats-print.c"

@@ -259,8 +259,16 @@ size_t     _mi_debug_requested_size(const mi_page_t* page, const mi_block_t* blo
 /* After an aligned allocation moved the user pointer from p to aligned (size bytes, zeroed):
    zero again the slack marking that the allocation wrote after p's requested size. */
 void       _mi_debug_rezero_slack(void* p, void* aligned, size_t size);
-/* NULL, or the start of a block below the page's capacity. */
-bool       _mi_debug_page_block_valid(const mi_page_t* page, const mi_block_t* block);
+/* secure.c (checked builds): is block on the page's list (validated walk)? */
+bool       _mi_list_contains(const mi_page_t* page, const mi_block_t* list, const mi_block_t* block);
+/* secure.c: the block a checked free of p releases, or NULL (reported) if p is no block start */
+mi_block_t* _mi_checked_free_block(mi_page_t* page, void* p);
+/* secure.c (secure builds): fresh link keys for a page being set up */
+void       _mi_page_init_keys(mi_page_t* page);
+/* secure.c: a link of the page's lists leads outside it: report (EFAULT) and drop the lists */
+void       _mi_page_list_corrupt(mi_page_t* page, const mi_block_t* block, const mi_block_t* next);
+/* secure.c: the full check of a free in secure builds; false (reported) to ignore the free */
+bool       _mi_secure_free_check(mi_page_t* page, void* p, bool is_local);
 /* New blocks of a page (extend): filled as freed blocks. */
 void       _mi_debug_fill_new_blocks(mi_page_t* page, uint8_t* start, size_t count);
 /* The return address into the program of the allocation of the block (NULL if unknown). */
@@ -498,7 +506,27 @@ static inline mi_block_t* mi_page_thread_free(const mi_page_t* page) {
   return mi_tf_block(mi_atomic_load_relaxed(&((mi_page_t*)page)->xthread_free));
 }
 
-/* Free-list links. The indirection is the seam for encoded links in secure builds. */
+/* Free-list links. Secure builds store each link encoded with the keys of the page that holds
+   the link's block: e = rotl(next + k0, k1) ^ k1. A write over a freed block (use after free,
+   overflow from a neighbour) then decodes to an address the writer cannot choose, which the
+   checks reject (mi_page_link_ok, secure.c). Every list of a page (free, local_free,
+   thread_free) and the heap's delayed list are linked this way. */
+#if MI_SECURE > 0
+static inline uintptr_t mi_rotl(uintptr_t x, uintptr_t r) { r &= 63; return (r == 0 ? x : (x << r) | (x >> (64 - r))); }
+static inline uintptr_t mi_rotr(uintptr_t x, uintptr_t r) { r &= 63; return (r == 0 ? x : (x >> r) | (x << (64 - r))); }
+static inline mi_block_t* mi_link_decode(const mi_page_t* page, uintptr_t e) {
+  return (mi_block_t*)(mi_rotr(e ^ page->keys[1], page->keys[1]) - page->keys[0]);
+}
+static inline uintptr_t mi_link_encode(const mi_page_t* page, const mi_block_t* next) {
+  return mi_rotl((uintptr_t)next + page->keys[0], page->keys[1]) ^ page->keys[1];
+}
+static inline mi_block_t* mi_block_next(const mi_page_t* page, const mi_block_t* block) {
+  return mi_link_decode(page, (uintptr_t)block->next);
+}
+static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, mi_block_t* next) {
+  block->next = (mi_block_t*)mi_link_encode(page, next);
+}
+#else
 static inline mi_block_t* mi_block_next(const mi_page_t* page, const mi_block_t* block) {
   (void)page;
   return block->next;
@@ -506,6 +534,19 @@ static inline mi_block_t* mi_block_next(const mi_page_t* page, const mi_block_t*
 static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, mi_block_t* next) {
   (void)page;
   block->next = next;
+}
+#endif
+
+/* A link that may be followed: NULL or a block that was handed out of this page (the exact
+   block start is checked where lists are walked, mi_page_block_valid). */
+static inline bool mi_page_link_ok(const mi_page_t* page, const mi_block_t* next) {
+  return ((uintptr_t)next - (uintptr_t)page->page_start < (uintptr_t)page->capacity * page->block_size || next == NULL);
+}
+/* NULL, or exactly the start of a block below the page's capacity. */
+static inline bool mi_page_block_valid(const mi_page_t* page, const mi_block_t* block) {
+  if (block == NULL) return true;
+  const uintptr_t diff = (uintptr_t)block - (uintptr_t)page->page_start;
+  return (diff < (uintptr_t)page->capacity * page->block_size && diff % page->block_size == 0);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -524,6 +565,13 @@ static inline void* _mi_page_malloc(mi_heap_t* heap, mi_page_t* page, size_t siz
   }
 #endif
   mi_block_t* const next = mi_block_next(page, block);
+#if MI_SECURE > 0
+  if (mi_unlikely(!mi_page_link_ok(page, next))) {
+    _mi_page_list_corrupt(page, block, next);
+    return _mi_malloc_generic(size, heap, zero, 0, 0);
+  }
+  block->next = NULL;   /* a live block holds no link: a later free of it is not mistaken for a double free */
+#endif
   page->free = next;
 #if defined(__GNUC__)
   /* the next malloc reads next->next: blocks freed by other threads or long ago are cold, and

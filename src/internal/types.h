@@ -56,7 +56,8 @@
 #define MI_DEBUG 0            /* 0: release, 1: basic assertions, 2: internal, 3: expensive */
 #endif
 #ifndef MI_SECURE
-#define MI_SECURE 0
+#define MI_SECURE 0           /* 1: hardened (secure.c): encoded free-list links checked on every
+                                 use, double and interior frees rejected */
 #endif
 #ifndef MI_STAT
 #if MI_DEBUG > 0
@@ -155,6 +156,8 @@
 /* ------------------------------------------------------------------------------------------
    Blocks and pages
 ------------------------------------------------------------------------------------------ */
+/* The link is only read and written through mi_block_next/mi_block_set_next (internal.h): in
+   secure builds it is stored encoded with its page's keys. */
 typedef struct mi_block_s {
   struct mi_block_s* next;
 } mi_block_t;
@@ -278,6 +281,8 @@ typedef struct mi_page_s {
                                          purge queue (unused slot), its subprocess' abandoned
                                          page list of its bin (page of an abandoned segment) */
   struct mi_page_s*  prev;
+  uintptr_t          keys[2];         /* secure builds: the free-list link keys, drawn at each
+                                         page set-up (internal.h, mi_block_next); else 0 */
 } mi_page_t;
 _Static_assert(sizeof(void*) != 8 || sizeof(mi_page_t) == MI_PAGE_DESC_ALIGN, "page descriptors are 128 bytes");
 

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/* The heap-corruption checks of checked builds (secure and debug): a freed pointer must be the
+   start of a block handed out of a page in use; a block already on one of its page's free lists
+   is a double free; a free-list link that does not lead to a block of its page is corruption.
+   Secure builds (MI_SECURE > 0) also draw the keys of the encoded links (internal.h) here, and
+   run these checks without the debug build's fill patterns: a freed block's first word is an
+   encoded link, which no live block holds (secure malloc clears it), so only a pointer whose
+   first word decodes to a plausible link is searched for on the lists. */
+#include "internal/internal.h"
+
+#if MI_SECURE > 0 || MI_DEBUG > 0
+
+/* Is block on this list? Follows only valid links, at most capacity of them (a list that is
+   being changed by its owner while another thread looks ends at the first link that does not
+   lead to a block of the page). */
+bool _mi_list_contains(const mi_page_t* page, const mi_block_t* list, const mi_block_t* block) {
+  size_t steps = 0;
+  while (list != NULL && steps++ <= page->capacity) {
+    if (list == block) return true;
+    const mi_block_t* next = mi_block_next(page, list);
+    if (!mi_page_block_valid(page, next)) return false;
+    list = next;
+  }
+  return false;
+}
+
+/* The block that p frees, or NULL (reported, EINVAL) when p is not the start of a block that
+   was handed out of the page (an aligned block may be freed through any pointer into it). */
+mi_block_t* _mi_checked_free_block(mi_page_t* page, void* p) {
+  const size_t bsize = page->block_size;
+  const uint8_t* start = page->page_start;
+  if ((uint8_t*)p < start) {
+    _mi_error_message(EINVAL, "mi_free: invalid pointer %p (inside the metadata of a page of block size %zu; ignored)\n", p, bsize);
+    return NULL;
+  }
+  const size_t diff = (size_t)((uint8_t*)p - start);
+  if (!mi_page_has_aligned(page) && diff % bsize != 0) {
+    _mi_error_message(EINVAL, "mi_free: invalid pointer %p (points inside block %p of size %zu, not at its start; ignored)\n",
+                      p, (void*)(start + (diff / bsize) * bsize), bsize);
+    return NULL;
+  }
+  if (diff / bsize >= page->capacity) {
+    _mi_error_message(EINVAL, "mi_free: invalid pointer %p (never allocated; ignored)\n", p);
+    return NULL;
+  }
+  return (mi_block_t*)(start + (diff / bsize) * bsize);
+}
+#endif
+
+#if MI_SECURE > 0
+void _mi_page_init_keys(mi_page_t* page) {
+  page->keys[0] = _mi_random_next();
+  page->keys[1] = _mi_random_next();
+}
+
+/* A link of one of the page's lists leads outside the page: the block holding it was written
+   after its free. Report (EFAULT: aborts unless an error handler is registered) and drop the
+   page's lists: their blocks are lost, never handed out; `used` becomes an over-count so the
+   page is never taken for empty. */
+void _mi_page_list_corrupt(mi_page_t* page, const mi_block_t* block, const mi_block_t* next) {
+  _mi_error_message(EFAULT, "corrupted free list: free block %p (size %zu) links to %p, not a block of its page (written after it was freed?)\n",
+                    (const void*)block, page->block_size, (const void*)next);
+  page->free = NULL;
+  page->local_free = NULL;
+  page->used += page->capacity;
+}
+
+/* Read another thread's list head: the search below is a heuristic (see _mi_list_contains). */
+static mi_block_t* mi_list_peek(mi_block_t* const* head) {
+  return mi_atomic_load_relaxed((_Atomic(mi_block_t*) const*)head);
+}
+
+/* The slow half of mi_secure_free_ok (free.c): p is not a plain block start of the page, or
+   its first word decodes to a link. False (reported) for an invalid pointer or a block that is
+   free already. */
+bool _mi_secure_free_check(mi_page_t* page, void* p, bool is_local) {
+  if (!page->segment_in_use || page->block_size == 0) return true;   /* _mi_free_generic reports it */
+  mi_block_t* block = _mi_checked_free_block(page, p);
+  if (block == NULL) return false;
+  const mi_block_t* next = mi_block_next(page, block);
+  if (!mi_page_block_valid(page, next)) return true;   /* user data, not a link of this page */
+  const bool found = _mi_list_contains(page, mi_page_thread_free(page), block) ||
+                     _mi_list_contains(page, mi_list_peek(&page->free), block) ||
+                     _mi_list_contains(page, mi_list_peek(&page->local_free), block);
+  if (found || (is_local && page->used == 0)) {
+    _mi_error_message(EAGAIN, "double free detected of block %p with size %zu (ignored)\n", p, page->block_size);
+    return false;
+  }
+  return true;
+}
+#endif

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/* Heap attacks against the secure build, as an attacker's test would try them.
+ *
+ * usage: secure-attacks CASE expect-detected|expect-vulnerable
+ *
+ * Each case corrupts the heap the way a buggy program does (a write after free of a free-list
+ * link, an overflow into a freed neighbour, double frees, interior and foreign frees) and then
+ * allocates on. The outcome is classified:
+ *   vulnerable  malloc returned the attacker's chosen address, or a block that overlaps another
+ *               live block (every live block is tracked, every new one checked against all);
+ *   detected    an error was reported (mi_register_error) and nothing of the above happened;
+ *   silent      neither (the attack went unnoticed but did no visible harm).
+ * expect-detected (the secure build) passes only on "detected"; expect-vulnerable (the release
+ * build) passes only on "vulnerable", which shows that the case can fail.
+ * The case "abort" checks that, without an error handler, a corrupted free list aborts the
+ * program (a forked child must die of SIGABRT).
+ */
+#include <mimalloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../testing.h"
+
+static int reports;
+static void on_error(int err, void* arg) { (void)err; (void)arg; __atomic_fetch_add(&reports, 1, __ATOMIC_RELAXED); }
+
+static char target[256];   /* what the attacker wants malloc to return */
+
+/* ---- the live set ---- */
+#define LIVE_MAX 4096
+static struct { uint8_t* p; size_t n; } live[LIVE_MAX];
+static int nlive;
+static int violations;
+
+static void violation(const char* what, void* p) {
+  if (violations++ < 4) fprintf(stderr, "secure-attacks: %s: %p\n", what, p);
+}
+
+static void live_add(void* p, size_t n) {
+  if (p == NULL) return;
+  uint8_t* b = (uint8_t*)p;
+  if ((uintptr_t)b + 64 >= (uintptr_t)target && (uintptr_t)b < (uintptr_t)target + sizeof target) { violation("malloc returned the attacker's address", p); return; }
+  for (int i = 0; i < nlive; i++) {
+    if (b < live[i].p + live[i].n && live[i].p < b + n) { violation("malloc returned a block overlapping a live one", p); return; }
+  }
+  if (nlive < LIVE_MAX) { live[nlive].p = b; live[nlive].n = n; nlive++; }
+}
+
+static void live_forget(void* p) {
+  for (int i = 0; i < nlive; i++) {
+    if (live[i].p == p) { live[i] = live[--nlive]; return; }
+  }
+}
+
+static void* alloc(size_t n) {
+  void* p = mi_malloc(n);
+  if (p != NULL) { memset(p, 0x5A, n); live_add(p, n); }
+  return p;
+}
+
+static void release(void* p) {
+  live_forget(p);
+  mi_free(p);
+}
+
+/* Allocate on: the corrupted or doubled block comes back to the front of its page's lists. */
+static void allocate_on(size_t n, int count) {
+  for (int i = 0; i < count && violations == 0; i++) alloc(n);   /* stop before using a bad block */
+}
+
+/* ---- the attacks ---- */
+static void uaf_local(void) {
+  void* p = alloc(48);
+  for (int i = 0; i < 8; i++) alloc(48);
+  release(p);
+  void* evil = target + 64;
+  memcpy(p, &evil, sizeof evil);            /* the freed block's link */
+  allocate_on(48, 2000);
+}
+
+typedef struct { void** blocks; int n; } job_t;
+static void* free_all(void* arg) {
+  job_t* j = (job_t*)arg;
+  for (int i = 0; i < j->n; i++) mi_free(j->blocks[i]);
+  return NULL;
+}
+
+static void uaf_remote(void) {
+  void* blocks[4];
+  for (int i = 0; i < 4; i++) blocks[i] = alloc(64);
+  for (int i = 0; i < 4; i++) live_forget(blocks[i]);
+  job_t j = { blocks, 4 };
+  pthread_t t;
+  pthread_create(&t, NULL, free_all, &j);
+  pthread_join(t, NULL);
+  void* evil = target + 64;
+  memcpy(blocks[3], &evil, sizeof evil);    /* the head of the thread-free list */
+  memcpy(blocks[1], &evil, sizeof evil);
+  allocate_on(64, 3000);
+}
+
+/* a: a live block whose neighbour right after it is free; overflow `len` bytes past a */
+static void overflow(size_t len) {
+  const size_t n = 64;
+  uint8_t* blocks[64];
+  for (int i = 0; i < 64; i++) blocks[i] = alloc(n);
+  uint8_t* a = NULL;
+  uint8_t* b = NULL;
+  for (int i = 0; i < 64 && a == NULL; i++) {
+    for (int k = 0; k < 64; k++) {
+      if (blocks[k] == blocks[i] + n) { a = blocks[i]; b = blocks[k]; break; }
+    }
+  }
+  if (a == NULL) { fprintf(stderr, "secure-attacks: no adjacent blocks\n"); violations++; return; }
+  release(b);
+  uint8_t evil[64];
+  const uintptr_t t = (uintptr_t)(target + 64);
+  for (size_t i = 0; i < sizeof evil; i += sizeof t) memcpy(evil + i, &t, sizeof t);
+  if (len == 1) evil[0] = 0x28;   /* the low byte: the link then points into another block */
+  memcpy(a + n, evil, len);
+  allocate_on(n, 3000);
+}
+
+static void double_free_immediate(void) {
+  void* p = alloc(32);
+  release(p);
+  mi_free(p);
+  allocate_on(32, 3000);
+}
+
+static void double_free_delayed(void) {
+  void* p = alloc(80);
+  release(p);
+  for (int i = 0; i < 200; i++) { void* q = mi_malloc(80 + (size_t)(i % 3) * 16); mi_free(q); }
+  mi_free(p);
+  allocate_on(80, 300);
+}
+
+static void double_free_remote(void) {
+  void* blocks[2];
+  blocks[0] = alloc(96);
+  blocks[1] = blocks[0];
+  live_forget(blocks[0]);
+  job_t j = { blocks, 2 };
+  pthread_t t;
+  pthread_create(&t, NULL, free_all, &j);
+  pthread_join(t, NULL);
+  allocate_on(96, 300);
+}
+
+static void double_free_size(size_t n) {
+  void* keep = alloc(n);           /* the page stays in use */
+  void* p = alloc(n);
+  release(p);
+  mi_free(p);
+  allocate_on(n, 3);
+  (void)keep;
+}
+
+static void interior_free(size_t n, size_t offset) {
+  uint8_t* p = alloc(n);
+  mi_free(p + offset);              /* still live */
+  allocate_on(n < 4096 ? n : 64, n < 4096 ? 200 : 2);
+  memset(p, 1, n);                  /* the block must still be ours */
+}
+
+static void foreign_free(void) {
+  static char global[64];
+  char local[64];
+  mi_free(global + 16);
+  mi_free(local);
+  allocate_on(64, 100);
+}
+
+/* Without a handler a corrupted list aborts (secure builds); the child must die of SIGABRT. */
+static int abort_case(void) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    mi_register_error(NULL, NULL);
+    uaf_local();
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) { fprintf(stderr, "usage: secure-attacks CASE expect-detected|expect-vulnerable\n"); return 2; }
+  const char* c = argv[1];
+  const int expect_detected = (strcmp(argv[2], "expect-detected") == 0);
+  mi_option_set(mi_option_show_errors, 1);
+  mi_register_error(on_error, NULL);
+  if (strcmp(c, "abort") == 0) {
+    const int aborted = abort_case();
+    CHECK_MSG(aborted == expect_detected, "corrupted free list %s abort", aborted ? "did" : "did not");
+    return test_summary("secure abort", "%s", expect_detected ? "aborts" : "does not abort");
+  }
+  if (strcmp(c, "uaf-local") == 0) uaf_local();
+  else if (strcmp(c, "uaf-remote") == 0) uaf_remote();
+  else if (strcmp(c, "overflow-1") == 0) overflow(1);
+  else if (strcmp(c, "overflow-8") == 0) overflow(8);
+  else if (strcmp(c, "overflow-64") == 0) overflow(64);
+  else if (strcmp(c, "double-free") == 0) double_free_immediate();
+  else if (strcmp(c, "double-free-delayed") == 0) double_free_delayed();
+  else if (strcmp(c, "double-free-remote") == 0) double_free_remote();
+  else if (strcmp(c, "double-free-large") == 0) double_free_size(200 * 1024);
+  else if (strcmp(c, "double-free-huge") == 0) double_free_size(8 * 1024 * 1024);
+  else if (strcmp(c, "interior-free") == 0) interior_free(64, 8);
+  else if (strcmp(c, "interior-free-huge") == 0) interior_free(64 * 1024 * 1024, 4096);
+  else if (strcmp(c, "foreign-free") == 0) foreign_free();
+  else { fprintf(stderr, "secure-attacks: unknown case %s\n", c); return 2; }
+  const char* outcome = (violations > 0 ? "vulnerable" : reports > 0 ? "detected" : "silent");
+  printf("secure-attacks %s: %s (%d reports, %d violations)\n", c, outcome, reports, violations);
+  CHECK_MSG(strcmp(outcome, expect_detected ? "detected" : "vulnerable") == 0, "%s: %s", c, outcome);
+  return test_summary(c, "%s", outcome);
+}
