@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The whole test suite: a Release build with every ctest test, the same suite against the
 # Debug build (libmimalloc-debug: invariant assertions, heap-misuse checks, per-bin statistics),
+# the secure build (libmimalloc-secure: encoded free lists, double and invalid frees rejected),
 # under AddressSanitizer+UBSan, and the multi-threaded stress tests under ThreadSanitizer.
 # Usage: test/run.sh [--quick]   (--quick: the Release build only)
 set -euo pipefail
@@ -27,6 +28,7 @@ run_suite() {   # name, extra cmake args..., then ctest args after --
 run_suite release -DCMAKE_BUILD_TYPE=Release
 if [ "${1:-}" = "--quick" ]; then exit 0; fi
 run_suite debug -DCMAKE_BUILD_TYPE=Debug
+run_suite secure -DCMAKE_BUILD_TYPE=Release -DMI_SECURE=ON
 run_suite asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=address
 TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=thread -- -L stress
 echo "=== all test suites passed"
