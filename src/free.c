@@ -99,6 +99,18 @@ static mi_decl_noinline void mi_free_remote(mi_block_t* block, mi_page_t* page, 
   } while (!mi_atomic_cas_weak_release(&page->xthread_free, &tfree, tfreex));
 }
 
+/* Secure builds: may the fast paths free p? Yes if p is a block start below the page's capacity
+   whose first word does not decode to a link within p's segment or NULL (a live block: secure
+   malloc clears the link). Anything else goes to _mi_free_generic and its full check. */
+#if MI_SECURE > 0
+static inline bool mi_secure_free_plain(const mi_page_t* page, const void* p) {
+  const uintptr_t diff = (uintptr_t)p - (uintptr_t)page->page_start;
+  if (diff >= (uintptr_t)page->capacity * page->block_size || diff % page->block_size != 0) return false;
+  const mi_block_t* next = mi_block_next(page, (const mi_block_t*)p);
+  return (next != NULL && (((uintptr_t)next ^ (uintptr_t)p) >> MI_SEGMENT_SHIFT) != 0);
+}
+#endif
+
 void _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) {
   if (mi_unlikely(!page->segment_in_use)) {   /* e.g. the sentinel: p is just past the segment */
     _mi_error_message(EINVAL, "mi_free: invalid pointer %p (not in a page in use)\n", p);
@@ -108,7 +120,7 @@ void _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) {
      only takes frees on its thread_free list, also from the thread that owns its segment */
   const uintptr_t owner = (mi_atomic_load_relaxed(&page->xthread_id) & ~MI_PAGE_FLAGS_MASK);
 #if MI_SECURE > 0
-  if (!_mi_secure_free_check(page, p, owner == _mi_thread_id())) return;
+  if (!mi_secure_free_plain(page, p) && !_mi_secure_free_check(page, p, owner == _mi_thread_id())) return;
 #endif
   mi_block_t* block = (mi_page_has_aligned(page) ? _mi_page_ptr_unalign(page, p) : (mi_block_t*)p);
   if (owner == _mi_thread_id()) mi_free_block_local(page, block);
@@ -136,28 +148,10 @@ static mi_decl_noinline void mi_free_not_ours(void* p) {
 
 /* Checked builds also check the cookie: catches interior pointers into huge blocks and
    pointers into a segment that was freed. */
-static bool mi_check_cookie(const mi_segment_t* segment, const void* p) {
-  if (segment->cookie != _mi_segment_cookie(segment)) {
-    _mi_error_message(EINVAL, "mi_free: invalid pointer %p (no segment of this allocator at %p)\n", p, (const void*)segment);
-    return false;
-  }
-  return true;
+static mi_decl_noinline void mi_free_bad_cookie(const mi_segment_t* segment, const void* p) {
+  _mi_error_message(EINVAL, "mi_free: invalid pointer %p (no segment of this allocator at %p)\n", p, (const void*)segment);
 }
 
-/* Secure builds: is the free of p by this (is_local) or another thread acceptable? The common
-   case inline: p is a block start below the page's capacity whose first word does not decode to
-   a link into p's segment (a live block: secure malloc clears the link). Anything else gets the
-   full check (secure.c). */
-#if MI_SECURE > 0
-static inline bool mi_secure_free_ok(mi_page_t* page, void* p, bool is_local) {
-  const uintptr_t diff = (uintptr_t)p - (uintptr_t)page->page_start;
-  if (mi_likely(diff < (uintptr_t)page->capacity * page->block_size && diff % page->block_size == 0)) {
-    const mi_block_t* next = mi_block_next(page, (const mi_block_t*)p);
-    if (mi_likely(next != NULL && (((uintptr_t)next ^ (uintptr_t)p) >> MI_SEGMENT_SHIFT) != 0)) return true;
-  }
-  return _mi_secure_free_check(page, p, is_local);
-}
-#endif
 
 /* The free fast path (DESIGN.md idea 5): a page owned by this thread and without flags
    (one compare of xthread_id) pushes on local_free; everything else is one branch to the
@@ -166,7 +160,7 @@ mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
   const size_t page_shift = _mi_ptr_page_shift(p);
   if (mi_unlikely(page_shift == 0)) { mi_free_not_ours(p); return; }
   mi_segment_t* const segment = _mi_ptr_segment_unchecked(p);
-  if (MI_CHECK_FREE && mi_unlikely(!mi_check_cookie(segment, p))) return;
+  if (MI_CHECK_FREE && mi_unlikely(!_mi_segment_cookie_ok(segment))) { mi_free_bad_cookie(segment, p); return; }
   const size_t idx = ((uintptr_t)p - (uintptr_t)segment) >> page_shift;
   mi_page_t* page = (mi_page_t*)((uintptr_t)segment->pages + idx * sizeof(mi_page_t));
   mi_opaque_reg(page);   /* one page register for every access (gcc recomputes it otherwise) */
@@ -177,7 +171,7 @@ mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
   const uintptr_t xtid = mi_atomic_load_relaxed(&page->xthread_id);
   if (mi_likely(_mi_thread_id_is(xtid))) {
 #if MI_SECURE > 0
-    if (mi_unlikely(!mi_secure_free_ok(page, p, true))) return;
+    if (mi_unlikely(!mi_secure_free_plain(page, p))) { _mi_free_generic(p, page, segment); return; }
 #endif
     mi_block_t* const block = (mi_block_t*)p;
     mi_block_set_next(page, block, page->local_free);
@@ -188,7 +182,7 @@ mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
   }
   else if (mi_likely((xtid & MI_PAGE_FLAGS_MASK) == 0 && xtid != 0)) {
 #if MI_SECURE > 0
-    if (mi_unlikely(!mi_secure_free_ok(page, p, false))) return;
+    if (mi_unlikely(!mi_secure_free_plain(page, p))) { _mi_free_generic(p, page, segment); return; }
 #endif
     mi_free_remote((mi_block_t*)p, page, segment);   /* an owner: the page is in use */
   }

@@ -57,7 +57,7 @@ void _mi_page_init_keys(mi_page_t* page) {
    after its free. Report (EFAULT: aborts unless an error handler is registered) and drop the
    page's lists: their blocks are lost, never handed out; `used` becomes an over-count so the
    page is never taken for empty. */
-void _mi_page_list_corrupt(mi_page_t* page, const mi_block_t* block, const mi_block_t* next) {
+mi_decl_noinline void _mi_page_list_corrupt(mi_page_t* page, const mi_block_t* block, const mi_block_t* next) {
   _mi_error_message(EFAULT, "corrupted free list: free block %p (size %zu) links to %p, not a block of its page (written after it was freed?)\n",
                     (const void*)block, page->block_size, (const void*)next);
   page->free = NULL;
@@ -65,15 +65,20 @@ void _mi_page_list_corrupt(mi_page_t* page, const mi_block_t* block, const mi_bl
   page->used += page->capacity;
 }
 
+mi_decl_noinline void* _mi_page_malloc_corrupt(mi_heap_t* heap, mi_page_t* page, const mi_block_t* block, const mi_block_t* next, size_t size, bool zero) {
+  _mi_page_list_corrupt(page, block, next);
+  return _mi_malloc_generic(size, heap, zero, 0, 0);
+}
+
 /* Read another thread's list head: the search below is a heuristic (see _mi_list_contains). */
 static mi_block_t* mi_list_peek(mi_block_t* const* head) {
   return mi_atomic_load_relaxed((_Atomic(mi_block_t*) const*)head);
 }
 
-/* The slow half of mi_secure_free_ok (free.c): p is not a plain block start of the page, or
-   its first word decodes to a link. False (reported) for an invalid pointer or a block that is
-   free already. */
-bool _mi_secure_free_check(mi_page_t* page, void* p, bool is_local) {
+/* The full check of a free in secure builds (from _mi_free_generic, where the fast paths of
+   free send anything mi_secure_free_plain does not pass): false (reported) for an invalid
+   pointer or a block that is free already. */
+mi_decl_noinline bool _mi_secure_free_check(mi_page_t* page, void* p, bool is_local) {
   if (!page->segment_in_use || page->block_size == 0) return true;   /* _mi_free_generic reports it */
   mi_block_t* block = _mi_checked_free_block(page, p);
   if (block == NULL) return false;

@@ -123,14 +123,14 @@ void _mi_segment_map_visit(void (*visit)(mi_segment_t* segment, void* arg), void
   }
 }
 
-static _Atomic(uintptr_t) mi_segment_cookie_key;
+_Atomic(uintptr_t) _mi_segment_cookie_key;
 
 uintptr_t _mi_segment_cookie(const mi_segment_t* segment) {
-  uintptr_t key = mi_atomic_load_relaxed(&mi_segment_cookie_key);
+  uintptr_t key = mi_atomic_load_relaxed(&_mi_segment_cookie_key);
   if (mi_unlikely(key == 0)) {
     uintptr_t expected = 0;
     key = _mi_random_next() | 1;
-    if (!mi_atomic_cas_strong_acq_rel(&mi_segment_cookie_key, &expected, key)) key = expected;
+    if (!mi_atomic_cas_strong_acq_rel(&_mi_segment_cookie_key, &expected, key)) key = expected;
   }
   return ((uintptr_t)segment ^ key);
 }

@@ -165,6 +165,12 @@ bool       _mi_segment_map_covers(const void* p);          /* p is inside one of
 void       _mi_segment_map_visit(void (*visit)(mi_segment_t* segment, void* arg), void* arg);   /* every segment */
 uint8_t*   _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* page, size_t* page_size);
 uintptr_t  _mi_segment_cookie(const mi_segment_t* segment);
+/* the key of the cookies (0 until the first segment is made) */
+extern _Atomic(uintptr_t) _mi_segment_cookie_key;
+/* does the segment carry a valid cookie? (for a segment of the segment map: a key exists) */
+static inline bool _mi_segment_cookie_ok(const mi_segment_t* segment) {
+  return (segment->cookie == ((uintptr_t)segment ^ mi_atomic_load_relaxed(&_mi_segment_cookie_key)));
+}
 bool       _mi_abandoned_visit(mi_subproc_t* subproc, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
 
 /* ------------------------------------------------------------------------------------------
@@ -267,6 +273,8 @@ mi_block_t* _mi_checked_free_block(mi_page_t* page, void* p);
 void       _mi_page_init_keys(mi_page_t* page);
 /* secure.c: a link of the page's lists leads outside it: report (EFAULT) and drop the lists */
 void       _mi_page_list_corrupt(mi_page_t* page, const mi_block_t* block, const mi_block_t* next);
+/* secure.c: malloc found the link of `block` corrupted: _mi_page_list_corrupt, then the generic path */
+void*      _mi_page_malloc_corrupt(mi_heap_t* heap, mi_page_t* page, const mi_block_t* block, const mi_block_t* next, size_t size, bool zero);
 /* secure.c: the full check of a free in secure builds; false (reported) to ignore the free */
 bool       _mi_secure_free_check(mi_page_t* page, void* p, bool is_local);
 /* New blocks of a page (extend): filled as freed blocks. */
@@ -567,8 +575,7 @@ static inline void* _mi_page_malloc(mi_heap_t* heap, mi_page_t* page, size_t siz
   mi_block_t* const next = mi_block_next(page, block);
 #if MI_SECURE > 0
   if (mi_unlikely(!mi_page_link_ok(page, next))) {
-    _mi_page_list_corrupt(page, block, next);
-    return _mi_malloc_generic(size, heap, zero, 0, 0);
+    return _mi_page_malloc_corrupt(heap, page, block, next, size, zero);   /* a tail call: no frame here */
   }
   block->next = NULL;   /* a live block holds no link: a later free of it is not mistaken for a double free */
 #endif

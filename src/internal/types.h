@@ -245,21 +245,32 @@ typedef enum mi_delayed_e {
 /* 128 bytes (aligned so on 64-bit targets): the page index scales with one shift in free. */
 #define MI_PAGE_DESC_ALIGN  (128)
 typedef struct mi_page_s {
-  /* fast-path fields first */
+  /* fast-path fields first: the first 64 bytes are all that malloc and free touch (secure
+     builds: with the link keys and capacity, in place of four byte fields; the second half
+     holds xthread_free, which other threads write) */
   _Alignas(MI_PAGE_DESC_ALIGN)
   mi_block_t*        free;            /* blocks available for allocation */
   mi_block_t*        local_free;      /* blocks freed by the owner thread */
   _Atomic(uintptr_t) xthread_id;      /* owner thread id | flags (see above) */
   uint32_t           used;            /* blocks in use (including not yet collected thread frees) */
+#if MI_SECURE > 0
+  uint32_t           capacity;        /* blocks whose memory has been made available */
+  size_t             block_size;      /* size of each block (a bin size, or exact for huge) */
+  uint8_t*           page_start;      /* first block */
+  uintptr_t          keys[2];         /* the free-list link keys, drawn at each page set-up
+                                         (internal.h, mi_block_next) */
+#endif
   uint8_t            free_is_zero;    /* see invariant above */
   uint8_t            retire_expire;   /* heartbeats left before a retired empty page is freed */
   uint8_t            segment_in_use;  /* the segment has handed out this page */
   uint8_t            span_tail;       /* k > 0: slot k of a span (a large page over several
                                          medium slots), whose descriptor is `this - k`; never
                                          in use itself, so a block pointer never maps here */
+#if MI_SECURE == 0
   size_t             block_size;      /* size of each block (a bin size, or exact for huge) */
   uint8_t*           page_start;      /* first block */
   uint32_t           capacity;        /* blocks whose memory has been made available */
+#endif
   uint32_t           reserved;        /* blocks that fit in the page */
   uint8_t            segment_idx;     /* index in segment->pages */
   uint8_t            is_zero_init;    /* page memory was fresh (zero) when the page was set up */
@@ -281,8 +292,6 @@ typedef struct mi_page_s {
                                          purge queue (unused slot), its subprocess' abandoned
                                          page list of its bin (page of an abandoned segment) */
   struct mi_page_s*  prev;
-  uintptr_t          keys[2];         /* secure builds: the free-list link keys, drawn at each
-                                         page set-up (internal.h, mi_block_next); else 0 */
 } mi_page_t;
 _Static_assert(sizeof(void*) != 8 || sizeof(mi_page_t) == MI_PAGE_DESC_ALIGN, "page descriptors are 128 bytes");
 
