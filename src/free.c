@@ -105,7 +105,10 @@ static mi_decl_noinline void mi_free_remote(mi_block_t* block, mi_page_t* page, 
 #if MI_SECURE > 0
 static inline bool mi_secure_free_plain(const mi_page_t* page, const void* p) {
   const uintptr_t diff = (uintptr_t)p - (uintptr_t)page->page_start;
-  if (diff >= (uintptr_t)page->capacity * page->block_size || diff % page->block_size != 0) return false;
+  if (diff >= (uintptr_t)page->capacity * page->block_size) return false;
+  /* a block start: diff < 4 MiB except in a huge page, whose one block starts at page_start
+     (a 32-bit division: several times faster than a 64-bit one on many cores) */
+  if (page->capacity == 1 ? diff != 0 : (uint32_t)diff % (uint32_t)page->block_size != 0) return false;
   const mi_block_t* next = mi_block_next(page, (const mi_block_t*)p);
   return (next != NULL && (((uintptr_t)next ^ (uintptr_t)p) >> MI_SEGMENT_SHIFT) != 0);
 }
