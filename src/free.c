@@ -4,8 +4,11 @@
 #include "internal/internal.h"
 
 /* Every build checks that a pointer is in one of our segments before touching it (the segment
-   map); checked builds also validate the segment's cookie. */
-#define MI_CHECK_FREE  (MI_DEBUG > 0 || MI_SECURE > 0)
+   map, which marks only a segment's first 4 MiB: a pointer deep inside a huge block is not
+   ours); debug builds also validate the segment's cookie (a header overwritten by a wild
+   write). Secure builds check the block itself instead (mi_secure_free_plain): the cookie's
+   load of the segment header cost free 5 instructions and a cache line. */
+#define MI_CHECK_FREE  (MI_DEBUG > 0)
 
 mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p) {
   const size_t diff   = (size_t)((const uint8_t*)p - page->page_start);
@@ -104,11 +107,9 @@ static mi_decl_noinline void mi_free_remote(mi_block_t* block, mi_page_t* page, 
    malloc clears the link). Anything else goes to _mi_free_generic and its full check. */
 #if MI_SECURE > 0
 static inline bool mi_secure_free_plain(const mi_page_t* page, const void* p) {
-  const uintptr_t diff = (uintptr_t)p - (uintptr_t)page->page_start;
-  if (diff >= (uintptr_t)page->capacity * page->block_size) return false;
-  /* a block start: diff < 4 MiB except in a huge page, whose one block starts at page_start
-     (a 32-bit division: several times faster than a 64-bit one on many cores) */
-  if (page->capacity == 1 ? diff != 0 : (uint32_t)diff % (uint32_t)page->block_size != 0) return false;
+  /* a block start below the capacity, with a multiplication (a division was a third of free's
+     time in sh6bench) */
+  if (!mi_page_offset_is_block(page, (uintptr_t)p - (uintptr_t)page->page_start)) return false;
   const mi_block_t* next = mi_block_next(page, (const mi_block_t*)p);
   return (next != NULL && (((uintptr_t)next ^ (uintptr_t)p) >> MI_SEGMENT_SHIFT) != 0);
 }

@@ -397,6 +397,9 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
 #endif
   if (segment->page_kind == MI_PAGE_HUGE) {
     /* start and block size were set by the segment; one block */
+#if MI_SECURE > 0
+    page->block_magic = mi_block_magic_of(page->block_size);
+#endif
     page->reserved = 1;
     page->capacity = 1;
     page->free = (mi_block_t*)page->page_start;
@@ -409,6 +412,9 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
   }
   if (MI_STAT > 1) mi_os_stat_increase(page_bins[_mi_bin(block_size)], 1);
   page->block_size = block_size;
+#if MI_SECURE > 0
+  page->block_magic = mi_block_magic_of(block_size);
+#endif
   size_t page_size;
   page->page_start = _mi_segment_page_start(segment, page, &page_size);
   page->reserved = (uint32_t)(page_size / block_size);

@@ -545,10 +545,34 @@ static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, m
 }
 #endif
 
+#if MI_SECURE > 0
+/* Secure builds: is `diff` (from page_start) the start of a block below the page's capacity?
+   With m = block_magic = 2^64 / block_size rounded up, for diff < 2^32 the high half of
+   diff * m is diff / block_size and its low half is below m exactly when block_size divides
+   diff; a larger diff gives a quotient of at least its true one, so it fails the capacity
+   test unless the page has one block (huge pages), where the quotient is 0 only for
+   diff < 2^64 / m <= block_size and the low half diff * m is below m only for diff 0. */
+static inline bool mi_page_offset_is_block(const mi_page_t* page, uintptr_t diff) {
+  const __uint128_t prod = (__uint128_t)diff * page->block_magic;
+  return ((uint64_t)(prod >> 64) < page->capacity && (uint64_t)prod < page->block_magic);
+}
+/* ... or anywhere inside such a block */
+static inline bool mi_page_offset_in_blocks(const mi_page_t* page, uintptr_t diff) {
+  return ((uint64_t)(((__uint128_t)diff * page->block_magic) >> 64) < page->capacity);
+}
+static inline uint64_t mi_block_magic_of(size_t block_size) {
+  return (UINT64_MAX / block_size) + 1;
+}
+#endif
+
 /* A link that may be followed: NULL or a block that was handed out of this page (the exact
    block start is checked where lists are walked, mi_page_block_valid). */
 static inline bool mi_page_link_ok(const mi_page_t* page, const mi_block_t* next) {
+#if MI_SECURE > 0
+  return (mi_page_offset_in_blocks(page, (uintptr_t)next - (uintptr_t)page->page_start) || next == NULL);
+#else
   return ((uintptr_t)next - (uintptr_t)page->page_start < (uintptr_t)page->capacity * page->block_size || next == NULL);
+#endif
 }
 /* NULL, or exactly the start of a block below the page's capacity. */
 static inline bool mi_page_block_valid(const mi_page_t* page, const mi_block_t* block) {

@@ -255,10 +255,13 @@ typedef struct mi_page_s {
   uint32_t           used;            /* blocks in use (including not yet collected thread frees) */
 #if MI_SECURE > 0
   uint32_t           capacity;        /* blocks whose memory has been made available */
-  size_t             block_size;      /* size of each block (a bin size, or exact for huge) */
   uint8_t*           page_start;      /* first block */
   uintptr_t          keys[2];         /* the free-list link keys, drawn at each page set-up
                                          (internal.h, mi_block_next) */
+  uint64_t           block_magic;     /* UINT64_MAX / block_size + 1: the block index of an
+                                         offset and whether it is a block start, with one
+                                         multiplication (mi_page_offset_is_block) */
+  size_t             block_size;      /* size of each block (a bin size, or exact for huge) */
 #endif
   uint8_t            free_is_zero;    /* see invariant above */
   uint8_t            retire_expire;   /* heartbeats left before a retired empty page is freed */
