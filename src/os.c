@@ -146,6 +146,18 @@ bool _mi_os_purge(void* p, size_t size, bool protect) {
   return false;
 }
 
+#if MI_SECURE > 0
+/* Secure builds put large reservations (arenas, huge blocks) at a random address in
+   [1 TiB, 64 TiB): a hint to mmap, which the kernel takes when the range is free, so where the
+   heap lies cannot be derived from the address of a library or of another mapping. */
+static void* mi_os_random_hint(size_t size, size_t alignment) {
+  if (size < MI_SEGMENT_SIZE || alignment > MI_GiB) return NULL;
+  const uintptr_t lo = (uintptr_t)1 << 40;
+  const uintptr_t span = ((uintptr_t)1 << 46) - lo - size;
+  return (void*)_mi_align_down(lo + (uintptr_t)(_mi_random_next() % span), alignment);
+}
+#endif
+
 /* Over-allocate by `alignment` and unmap the unaligned head and the unused tail, so that
    (result + align_offset) % alignment == 0. align_offset must be a multiple of the page size.
    Committed memory counts as committed; a reservation (commit false) does not. */
@@ -170,6 +182,15 @@ static void* mi_os_alloc_aligned_ex(size_t size, size_t alignment, size_t align_
       else { _mi_prim_free(p, size); p = NULL; large = false; }
     }
   }
+#if MI_SECURE > 0
+  if (p == NULL && align_offset == 0) {
+    void* hint = mi_os_random_hint(size, alignment);
+    if (hint != NULL && _mi_prim_alloc(hint, size, commit, allow_large, &large, &p) == 0) {
+      if (((uintptr_t)p % alignment) == 0) over_size = size;
+      else { _mi_prim_free(p, size); p = NULL; large = false; }
+    }
+  }
+#endif
   if (p == NULL && _mi_prim_alloc(NULL, over_size, commit, allow_large, &large, &p) != 0) {
     _mi_warning_message("unable to allocate aligned OS memory (size 0x%zx bytes, alignment 0x%zx)\n", size, alignment);
     return NULL;

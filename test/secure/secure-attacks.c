@@ -13,7 +13,8 @@
  * expect-detected (the secure build) passes only on "detected"; expect-vulnerable (the release
  * build) passes only on "vulnerable", which shows that the case can fail.
  * The case "abort" checks that, without an error handler, a corrupted free list aborts the
- * program (a forked child must die of SIGABRT).
+ * program (a forked child must die of SIGABRT); "placement" that the heap lies at a random
+ * address in [1 TiB, 64 TiB) (the release build: where mmap puts it, next to the libraries).
  */
 #include <mimalloc.h>
 #include <pthread.h>
@@ -192,6 +193,19 @@ static int abort_case(void) {
   return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
 }
 
+/* Secure builds reserve arenas at a random address in [1 TiB, 64 TiB) (where nothing else is
+   mapped by default); the release build takes what mmap gives, next to the libraries. */
+static int placement_random(void) {
+  void* small = mi_malloc(16);
+  void* huge = mi_malloc(8 * 1024 * 1024);
+  const uintptr_t lo = (uintptr_t)1 << 40, hi = (uintptr_t)1 << 46;
+  const int inside = ((uintptr_t)small >= lo && (uintptr_t)small < hi && (uintptr_t)huge >= lo && (uintptr_t)huge < hi);
+  printf("secure-attacks placement: blocks at %p and %p\n", small, huge);
+  mi_free(small);
+  mi_free(huge);
+  return inside;
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) { fprintf(stderr, "usage: secure-attacks CASE expect-detected|expect-vulnerable\n"); return 2; }
   const char* c = argv[1];
@@ -202,6 +216,11 @@ int main(int argc, char** argv) {
     const int aborted = abort_case();
     CHECK_MSG(aborted == expect_detected, "corrupted free list %s abort", aborted ? "did" : "did not");
     return test_summary("secure abort", "%s", expect_detected ? "aborts" : "does not abort");
+  }
+  if (strcmp(c, "placement") == 0) {
+    const int random_place = placement_random();
+    CHECK_MSG(random_place == expect_detected, "arenas %s at a random address", random_place ? "are" : "are not");
+    return test_summary("secure placement", "%s", expect_detected ? "random" : "next to the libraries");
   }
   if (strcmp(c, "uaf-local") == 0) uaf_local();
   else if (strcmp(c, "uaf-remote") == 0) uaf_remote();
