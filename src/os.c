@@ -135,6 +135,25 @@ bool _mi_os_discard(void* p, size_t size) {
   return decommits;
 }
 
+/* Make [p, p+size) (whole OS pages) a guard, or normal memory again. Lightweight guard markers
+   where the kernel has them (no VMA split, they survive purges and mprotect); else, only where
+   `may_protect` (memory never committed with mprotect, which would lift it), PROT_NONE. False if
+   neither works: the memory stays unguarded. */
+static _Atomic(int) mi_os_guard_markers = 1;   /* 0 once the kernel refused them */
+bool _mi_os_guard(void* p, size_t size, bool install, bool may_protect) {
+  if (mi_atomic_load_relaxed(&mi_os_guard_markers) != 0) {
+    const int err = _mi_prim_guard(p, size, install);
+    if (err == 0) return true;
+    if (err != EINVAL && err != ENOSYS) {
+      _mi_warning_message("unable to %s a guard page (error %d, address %p)\n", install ? "install" : "remove", err, p);
+      return false;
+    }
+    mi_atomic_store_relaxed(&mi_os_guard_markers, 0);
+  }
+  if (!may_protect) return false;
+  return (_mi_prim_protect(p, size, install) == 0);
+}
+
 bool _mi_os_purge(void* p, size_t size, bool protect) {
   mi_os_stat_counter_increase(purge_calls, 1);
   mi_os_stat_counter_increase(purged, size);

@@ -452,7 +452,11 @@ static size_t mi_segment_page_shift(mi_page_kind_t kind) {
 /* The header, `capacity` page descriptors and one sentinel descriptor (see types.h). */
 static size_t mi_segment_info_size(size_t capacity) {
   size_t size = offsetof(mi_segment_t, pages) + (capacity + 1) * sizeof(mi_page_t);
+#if MI_SECURE > 0
+  return _mi_align_up(size, _mi_os_page_size()) + MI_SECURE_GUARD_SIZE;   /* and the guard page */
+#else
   return _mi_align_up(size, MI_MAX_ALIGN_SIZE);
+#endif
 }
 /* the first medium page holds one block of the largest medium bin beside the header */
 _Static_assert(offsetof(mi_segment_t, pages) + (MI_MEDIUM_PAGES_PER_SEGMENT + 1) * sizeof(mi_page_t) + MI_MAX_ALIGN_SIZE
@@ -472,6 +476,7 @@ uint8_t* _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* pa
     p += segment->info_size;
     psize -= segment->info_size;
   }
+  psize -= MI_SECURE_GUARD_SIZE;   /* secure builds: the guard page at the end */
   const size_t bsize = page->block_size;
   if (mi_segment_has_slots(segment) && bsize > 0 && mi_is_power_of_two(bsize) && bsize <= MI_MEDIUM_OBJ_SIZE_MAX) {
     size_t adjust = (bsize - ((uintptr_t)p % bsize)) % bsize;
@@ -509,6 +514,56 @@ static void mi_segment_init_header(mi_segment_t* segment, size_t segment_size, s
   mi_os_stat_increase(segments, 1);
 }
 
+/* ------------------------------------------------------------------------------------------
+   Guard pages (secure builds): the last OS page of the header (in info_size) and of every page
+   in use faults on access, so an overflow off the end of a page, or into the page descriptors,
+   stops there. Slots keep their guard when their page is freed (no system call when the slot
+   is taken again for a page of the same span length); a large page's span has its guard at
+   its end only. The whole segment is unguarded in one call when it goes back to its arena.
+   Page guards need the kernel's guard markers (Linux 6.13+): with mprotect instead, each would
+   split the mapping in two, and a large heap would exhaust vm.max_map_count (mmap then fails).
+   Without markers only the header's guard and a huge block's are installed (one or two
+   mappings more per segment).
+------------------------------------------------------------------------------------------ */
+#if MI_SECURE > 0
+static bool mi_segment_guard_ok(const mi_segment_t* segment) {
+  return (!segment->memid.is_pinned && _mi_os_page_size() == MI_SECURE_GUARD_SIZE);
+}
+/* (may_protect: mprotect is an acceptable fallback here) */
+static bool mi_segment_guard(mi_segment_t* segment, uint8_t* at, bool install, bool may_protect) {
+  return _mi_os_guard(at, MI_SECURE_GUARD_SIZE, install, may_protect && !segment->memid.commit_syscall);
+}
+/* A new segment: the header's guard page (and a huge segment's at its end). */
+static void mi_segment_guards_init(mi_segment_t* segment) {
+  segment->guarded = 0;
+  segment->guards = mi_segment_guard_ok(segment) &&
+                    mi_segment_guard(segment, (uint8_t*)segment + segment->info_size - MI_SECURE_GUARD_SIZE, true, true);
+  if (segment->guards && !mi_segment_has_slots(segment) &&
+      mi_segment_guard(segment, (uint8_t*)segment + segment->segment_size - MI_SECURE_GUARD_SIZE, true, true)) {
+    segment->guarded = 1;
+  }
+}
+/* The span [idx, idx + count) becomes a page: a guard at its end and none inside. False if a
+   guard inside cannot be removed (the page would fault). */
+static bool mi_segment_guards_claim(mi_segment_t* segment, size_t idx, size_t count) {
+  if (!segment->guards) return true;
+  const size_t slot_size = (size_t)1 << segment->page_shift;
+  for (size_t i = idx; i < idx + count; i++) {
+    const uint64_t bit = (uint64_t)1 << i;
+    const bool want = (i == idx + count - 1);
+    if (((segment->guarded & bit) != 0) == want) continue;
+    uint8_t* at = (uint8_t*)segment + (i + 1) * slot_size - MI_SECURE_GUARD_SIZE;
+    if (mi_segment_guard(segment, at, want, false)) segment->guarded ^= bit;
+    else if (!want) return false;   /* an unguarded page end is only a lost check; a guard inside is a fault */
+  }
+  return true;
+}
+/* Before the segment's memory goes back to the arena. */
+static void mi_segment_guards_done(mi_segment_t* segment) {
+  if (segment->guards) (void)_mi_os_guard(segment, segment->segment_size, false, !segment->memid.commit_syscall);
+}
+#endif
+
 /* A standard (MI_SEGMENT_SIZE) segment for small or medium (and large) pages. The first
    eager_commit_delay segments of a thread commit page by page (a thread that allocates little
    commits little); all others are committed whole. */
@@ -530,6 +585,9 @@ static mi_segment_t* mi_segment_alloc_standard(mi_page_kind_t kind, mi_arena_id_
     }
   }
   mi_segment_init_header(segment, MI_SEGMENT_SIZE, mi_segment_info_size(capacity), kind, capacity, page_shift, &memid, all_committed, tld);
+#if MI_SECURE > 0
+  mi_segment_guards_init(segment);
+#endif
   return segment;
 }
 
@@ -547,9 +605,12 @@ static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
   }
   mi_segment_map_set(segment, false);
   mi_os_stat_decrease(segments, 1);
-  if (segment->page_kind == MI_PAGE_HUGE) mi_os_stat_decrease(malloc_huge, segment->segment_size - segment->info_size);
+  if (segment->page_kind == MI_PAGE_HUGE) mi_os_stat_decrease(malloc_huge, segment->segment_size - segment->info_size - MI_SECURE_GUARD_SIZE);
   mi_atomic_store_release(&segment->thread_id, 0);
   segment->cookie = 0;
+#if MI_SECURE > 0
+  mi_segment_guards_done(segment);
+#endif
   /* hand back whole committed memory: committing unused slots costs no RSS */
   const mi_memid_t memid = segment->memid;
   for (size_t i = 0; i < segment->capacity && mi_segment_has_slots(segment); i++) {
@@ -569,6 +630,7 @@ static void mi_segment_slots_schedule_purge(mi_segment_t* segment, mi_page_t* pa
   for (size_t i = 0; i < count; i++) mi_segment_slot_schedule_purge(segment, &page[i], span, tld);
 }
 
+
 /* The unused slots [page, page + count) become a page in use (committing them if needed);
    NULL if a commit fails (the slots stay unused). */
 static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, size_t count, mi_tld_t* tld) {
@@ -584,6 +646,12 @@ static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, 
       return NULL;
     }
   }
+#if MI_SECURE > 0
+  if (mi_segment_has_slots(segment) && !mi_segment_guards_claim(segment, page->segment_idx, count)) {
+    mi_segment_slots_schedule_purge(segment, page, count, count > 1, tld);
+    return NULL;
+  }
+#endif
   for (size_t i = 1; i < count; i++) {
     page[i].span_tail = (uint8_t)i;
     if (!page[i].is_zero_init) page->is_zero_init = 0;   /* the span is zero if all its slots are */
@@ -610,16 +678,18 @@ static bool mi_segment_slot_is_free(const mi_segment_t* segment, size_t i) {
    stay free for medium pages). NULL if there is none. */
 static mi_page_t* mi_segment_find_free_slots(mi_segment_t* segment, size_t block_size, size_t* count) {
   const size_t n = segment->capacity;
+  const size_t slot_size = (size_t)1 << segment->page_shift;
   if (block_size <= MI_MEDIUM_OBJ_SIZE_MAX) {
     for (size_t i = 0; i < n; i++) {
+      /* (a secure build's header slot of a large segment, with its guards, may be too small) */
+      if (i == 0 && MI_SECURE > 0 && slot_size < segment->info_size + MI_SECURE_GUARD_SIZE + block_size) continue;
       if (mi_segment_slot_is_free(segment, i)) { *count = 1; return &segment->pages[i]; }
     }
     return NULL;
   }
-  const size_t slot_size = (size_t)1 << segment->page_shift;
   for (size_t k = 1; k <= n; k++) {
     const size_t i = k % n;
-    const size_t need = _mi_divide_up(block_size + (i == 0 ? segment->info_size : 0), slot_size);
+    const size_t need = _mi_divide_up(block_size + (i == 0 ? segment->info_size : 0) + MI_SECURE_GUARD_SIZE, slot_size);
     if (i + need > n) continue;
     size_t free = 0;
     while (free < need && mi_segment_slot_is_free(segment, i + free)) free++;
@@ -748,23 +818,27 @@ static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_
   if (size > MI_MAX_ALLOC_SIZE - d) return NULL;
   /* larger than MI_SEGMENT_SIZE, so every p with p - 1 in the first chunk is inside it (a
      foreign pointer at segment + MI_SEGMENT_SIZE must not be taken for one of ours) */
-  size_t segment_size = _mi_os_good_alloc_size(d + size);
+  size_t segment_size = _mi_os_good_alloc_size(d + size + MI_SECURE_GUARD_SIZE);
   if (segment_size <= MI_SEGMENT_SIZE) segment_size = MI_SEGMENT_SIZE + _mi_os_page_size();
   mi_memid_t memid;
   mi_segment_t* segment = mi_segment_os_alloc(segment_size, os_alignment, os_offset, true, heap->arena_id, &memid);
   if (segment == NULL) return NULL;
   mi_segment_init_header(segment, segment_size, info_size, MI_PAGE_HUGE, 1, MI_HUGE_PAGE_SHIFT, &memid, true, heap->tld);
+#if MI_SECURE > 0
+  mi_segment_guards_init(segment);
+#endif
   mi_page_t* page = mi_segment_page_claim(segment, &segment->pages[0], 1, heap->tld);
   /* the block starts right after the header (keeps it word aligned); the caller hands out
      the aligned interior pointer segment + d */
   page->page_start = (uint8_t*)segment + info_size;
-  page->block_size = segment_size - info_size;
+  page->block_size = segment_size - info_size - MI_SECURE_GUARD_SIZE;
   mi_os_stat_increase(malloc_huge, page->block_size);
   mi_os_stat_counter_increase(malloc_huge_count, 1);
   return page;
 }
 
 bool _mi_segment_huge_try_grow(mi_page_t* page, void* p, size_t size, bool* ext_zero) {
+  if (MI_SECURE > 0) return false;   /* the block ends on a guard page: realloc moves it */
   mi_segment_t* segment = _mi_page_segment(page);
   if (segment->page_kind != MI_PAGE_HUGE || (uint8_t*)p != page->page_start) return false;
   /* other threads read the block size of pages they own (collect); only the owner changes it */

@@ -115,6 +115,9 @@ bool       _mi_os_discard(void* p, size_t size);
 /* Purge per mi_option_purge_decommits: decommit (returns true: must be committed again before
    use, and reads as zero) or discard (returns false: stays committed, contents undefined). */
 bool       _mi_os_purge(void* p, size_t size, bool protect);
+/* [p, p+size) (whole OS pages) becomes a guard (install) or normal memory; false if it cannot
+   (may_protect: PROT_NONE is an acceptable fallback for this memory) */
+bool       _mi_os_guard(void* p, size_t size, bool install, bool may_protect);
 size_t     _mi_os_numa_node_count(void);   /* detected, capped by use_numa_nodes; >= 1 */
 int        _mi_os_numa_node(void);         /* node of the calling thread, < count */
 size_t     _mi_os_good_alloc_size(size_t size);

@@ -109,6 +109,13 @@
 #define MI_SMALL_OBJ_SIZE_MAX   (MI_SMALL_PAGE_SIZE/8)     /* 8 KiB */
 #define MI_MEDIUM_OBJ_SIZE_MAX  (MI_LARGE_SLOT_SIZE - MI_LARGE_SLOT_SIZE/16)   /* 120 KiB: the 128 KiB bin is one large slot */
 #define MI_LARGE_OBJ_SIZE_MAX   (MI_SEGMENT_SIZE/2)        /* 2 MiB; larger is huge */
+/* Secure builds end every page (and the segment header) with a guard page of this size
+   (segment.c); they are installed where the OS page is this size. */
+#if MI_SECURE > 0
+#define MI_SECURE_GUARD_SIZE    ((size_t)4096)
+#else
+#define MI_SECURE_GUARD_SIZE    ((size_t)0)
+#endif
 #define MI_SPAN_SLOTS_MAX       (MI_LARGE_OBJ_SIZE_MAX/MI_LARGE_SLOT_SIZE + 1)   /* 17: the +1 when the span starts at the header's slot */
 #define MI_MAX_ALLOC_SIZE       ((size_t)1 << 47)           /* user address space on x86-64 */
 
@@ -337,10 +344,18 @@ struct mi_subproc_s;
        an unused slot of an abandoned segment that may be resident is orphaned (purge_orphaned,
        counted in orphans) or, beyond the orphan budget, purged;
      a small/medium/large segment of a thread with slots_used < capacity is in that thread's free queue;
-     the segment maps [segment, segment + segment_size), all of it ours (segment map bits set). */
+     the segment maps [segment, segment + segment_size), all of it ours (segment map bits set);
+     guards (secure builds, segment.c): the last OS page of info_size is a guard page, and so is
+       the last OS page of slot i if bit i of `guarded` is set: always for the last slot of a
+       page in use (and of a huge segment); never for another slot of a span in use. */
 typedef struct mi_segment_s {
   size_t               segment_size;    /* bytes mapped from the segment start */
-  size_t               info_size;       /* bytes used by this header and the page descriptors */
+  size_t               info_size;       /* bytes used by this header and the page descriptors
+                                           (secure builds: and the guard page after them) */
+#if MI_SECURE > 0
+  uint64_t             guarded;         /* slots that end in a guard page (see above) */
+  bool                 guards;          /* guard pages could be installed (header's, all) */
+#endif
   uintptr_t            cookie;          /* validates segment pointers in checked builds */
   struct mi_segment_s* next;            /* thread free-page queue, or abandoned/cache list */
   struct mi_segment_s* prev;

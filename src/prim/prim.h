@@ -41,6 +41,10 @@ int   _mi_prim_reset(void* addr, size_t size);
 
 /* Make [addr, addr+size) inaccessible (protect) or read/write again. */
 int   _mi_prim_protect(void* addr, size_t size, bool protect);
+/* Install (or remove) a guard region over [addr, addr+size): accesses fault, no memory is used,
+   the markers survive purges (Linux 6.13+ MADV_GUARD_INSTALL); 0, or an errno (EINVAL: no
+   such support for this memory or kernel; other memory keeps its contents on removal). */
+int   _mi_prim_guard(void* addr, size_t size, bool install);
 
 /* Map `size` bytes (a multiple of 1 GiB) of 1 GiB huge pages at exactly `hint` (if not NULL),
    preferring `numa_node` (-1: any). 0 or an errno value (ENOMEM where the OS has none). */

@@ -157,6 +157,21 @@ int _mi_prim_reset(void* addr, size_t size) {
   return (madvise(addr, size, MADV_DONTNEED) == -1 ? errno : 0);
 }
 
+#if defined(__linux__)
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL  102
+#define MADV_GUARD_REMOVE   103
+#endif
+int _mi_prim_guard(void* addr, size_t size, bool install) {
+  return (madvise(addr, size, install ? MADV_GUARD_INSTALL : MADV_GUARD_REMOVE) == -1 ? errno : 0);
+}
+#else
+int _mi_prim_guard(void* addr, size_t size, bool install) {
+  (void)addr; (void)size; (void)install;
+  return EINVAL;
+}
+#endif
+
 int _mi_prim_protect(void* addr, size_t size, bool protect) {
   int err = mprotect(addr, size, protect ? PROT_NONE : (PROT_READ | PROT_WRITE));
   return (err == -1 ? errno : 0);

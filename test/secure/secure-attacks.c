@@ -15,6 +15,10 @@
  * The case "abort" checks that, without an error handler, a corrupted free list aborts the
  * program (a forked child must die of SIGABRT); "placement" that the heap lies at a random
  * address in [1 TiB, 64 TiB) (the release build: where mmap puts it, next to the libraries).
+ * The guard cases write byte by byte off the end (or the start) of a block in a forked child
+ * and check where it faults: right after its page's blocks ("guard-page-end"), after the end of
+ * a huge block ("guard-huge"), and before the segment's header when going backwards
+ * ("guard-header"). Without guards the writes run on through the heap.
  */
 #include <mimalloc.h>
 #include <pthread.h>
@@ -24,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <setjmp.h>
 #include <unistd.h>
 
 #include "../testing.h"
@@ -179,6 +184,77 @@ static void foreign_free(void) {
   allocate_on(64, 100);
 }
 
+/* ---- guard pages: where does a linear overflow fault? ---- */
+#define SEGMENT_SIZE  ((uintptr_t)4 << 20)   /* segments are aligned to it (src/internal/types.h) */
+#define OS_PAGE       ((uintptr_t)4096)
+static volatile uintptr_t fault_lo, fault_hi;   /* the child exits 0 iff the fault is in [lo, hi) */
+static void on_fault(int sig, siginfo_t* info, void* ctx) {
+  (void)sig; (void)ctx;
+  const uintptr_t a = (uintptr_t)info->si_addr;
+  _exit(a >= fault_lo && a < fault_hi ? 0 : 3);
+}
+/* In a child: write `limit` bytes one by one from p on (step +1 or -1); true iff the write
+   faulted at an address in [lo, hi) (the child exits 4 if nothing faulted). */
+static int faults_within(uint8_t* p, long step, size_t limit, uintptr_t lo, uintptr_t hi) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    fault_lo = lo; fault_hi = hi;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+    volatile uint8_t* q = p;
+    for (size_t i = 0; i < limit; i++) q[(long)i * step] = 0xEE;
+    _exit(4);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  printf("secure-attacks: writes from %p by %+ld: %s\n", (void*)p, step,
+         code == 0 ? "faulted at the guard" : code == 3 ? "faulted elsewhere" : code == 4 ? "no fault" : "child died otherwise");
+  return code == 0;
+}
+
+typedef struct { uint8_t* p; uintptr_t end; size_t block_size; } area_find_t;
+static bool find_area(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t bsize, void* arg) {
+  (void)heap; (void)bsize;
+  area_find_t* f = (area_find_t*)arg;
+  uint8_t* start = (uint8_t*)area->blocks;
+  if (block == NULL && f->p >= start && f->p < start + area->reserved) {
+    f->end = (uintptr_t)start + area->reserved;
+    f->block_size = area->block_size;
+  }
+  return true;
+}
+
+/* An overflow off the last block of a page faults on the page's guard (at most one block and
+   one OS page past the end of its blocks). */
+static int guard_page_end(void) {
+  area_find_t f = { (uint8_t*)mi_malloc(1000), 0, 0 };
+  mi_heap_visit_blocks(mi_heap_get_default(), false, find_area, &f);
+  if (f.end == 0) { fprintf(stderr, "secure-attacks: block %p not found in the heap's areas\n", (void*)f.p); return 0; }
+  const uintptr_t hi = ((f.end + f.block_size + OS_PAGE - 1) & ~(OS_PAGE - 1)) + 1;
+  return faults_within(f.p, 1, 16u << 20, f.end, hi);
+}
+
+/* An overflow off a huge block faults on the OS page after its end. */
+static int guard_huge(void) {
+  uint8_t* p = (uint8_t*)mi_malloc(5000000);
+  const uintptr_t end = (uintptr_t)p + mi_usable_size(p);
+  return faults_within(p, 1, 64u << 20, end, ((end + OS_PAGE - 1) & ~(OS_PAGE - 1)) + 1);
+}
+
+/* An underflow from a block (writing backwards) faults before it reaches the segment's header:
+   on a guard after an earlier page or the one after the page descriptors. */
+static int guard_header(void) {
+  uint8_t* p = (uint8_t*)mi_malloc(1000);
+  const uintptr_t segment = (uintptr_t)p & ~(SEGMENT_SIZE - 1);
+  return faults_within(p, -1, 64u << 20, segment + OS_PAGE, (uintptr_t)p);
+}
+
 /* Without a handler a corrupted list aborts (secure builds); the child must die of SIGABRT. */
 static int abort_case(void) {
   fflush(NULL);
@@ -221,6 +297,14 @@ int main(int argc, char** argv) {
     const int random_place = placement_random();
     CHECK_MSG(random_place == expect_detected, "arenas %s at a random address", random_place ? "are" : "are not");
     return test_summary("secure placement", "%s", expect_detected ? "random" : "next to the libraries");
+  }
+  struct { const char* name; int (*run)(void); } guards[] = {
+    { "guard-page-end", guard_page_end }, { "guard-huge", guard_huge }, { "guard-header", guard_header } };
+  for (size_t i = 0; i < sizeof guards / sizeof guards[0]; i++) {
+    if (strcmp(c, guards[i].name) != 0) continue;
+    const int guarded = guards[i].run();
+    CHECK_MSG(guarded == expect_detected, "%s: %s", c, guarded ? "guarded" : "not guarded");
+    return test_summary(c, "%s", guarded ? "faults at the guard" : "no guard");
   }
   if (strcmp(c, "uaf-local") == 0) uaf_local();
   else if (strcmp(c, "uaf-remote") == 0) uaf_remote();
