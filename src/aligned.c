@@ -34,7 +34,7 @@ static void* mi_heap_malloc_zero_aligned_at_overalloc(mi_heap_t* heap, size_t si
     errno = ENOMEM;
     return NULL;
   }
-  return mi_block_align(_mi_heap_malloc_zero(heap, oversize, zero), size, alignment, offset, zero);
+  return mi_block_align(_mi_heap_malloc_zero_unsampled(heap, oversize, zero), size, alignment, offset, zero);
 }
 
 void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero) {
@@ -52,7 +52,7 @@ void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t align
   if (offset == 0 && alignment <= MI_MAX_ALIGN_SIZE) {
     /* blocks of at least `alignment` bytes are naturally aligned; with padding (debug) every
        block is at least 16 bytes, so the exact size keeps the overflow check exact */
-    return _mi_heap_malloc_zero(heap, (size < alignment && !MI_PADDING ? alignment : size), zero);
+    return _mi_heap_malloc_zero_unsampled(heap, (size < alignment && !MI_PADDING ? alignment : size), zero);
   }
   /* try the next free block of the direct page */
   if (size <= MI_SMALL_SIZE_MAX - MI_PADDING_SIZE) {

@@ -30,11 +30,25 @@ static mi_decl_noinline void* mi_heap_malloc_medium_zero(mi_heap_t* heap, size_t
   return _mi_malloc_generic(size, heap, zero, 0, 0);
 }
 
-void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
+static inline void* mi_heap_malloc_zero_unsampled(mi_heap_t* heap, size_t size, bool zero) {
   if (mi_likely(size <= MI_SMALL_SIZE_MAX - MI_PADDING_SIZE)) {
     return mi_heap_malloc_small_zero(heap, size, zero);
   }
   return mi_heap_malloc_medium_zero(heap, size, zero);
+}
+
+/* Guarded builds sample here: every allocation entry but the aligned ones (a guarded object
+   is only 16-byte aligned) and the `_small` ones comes through this function. */
+void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
+#if MI_GUARDED > 0
+  if (mi_unlikely(heap->guarded_sample_count == 0)) return _mi_guarded_malloc_sampled(heap, size, zero);
+  heap->guarded_sample_count--;
+#endif
+  return mi_heap_malloc_zero_unsampled(heap, size, zero);
+}
+
+void* _mi_heap_malloc_zero_unsampled(mi_heap_t* heap, size_t size, bool zero) {
+  return mi_heap_malloc_zero_unsampled(heap, size, zero);
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -811,14 +811,6 @@ void mi_arenas_print(void) mi_attr_noexcept {
   mi_debug_show_arenas();
 }
 
-/* Guarded objects exist only in MI_GUARDED builds (not yet available): documented no-ops. */
-void mi_heap_guarded_set_sample_rate(mi_heap_t* heap, size_t sample_rate, size_t seed) {
-  (void)heap; (void)sample_rate; (void)seed;
-}
-void mi_heap_guarded_set_size_bound(mi_heap_t* heap, size_t min, size_t max) {
-  (void)heap; (void)min; (void)max;
-}
-
 /* Forced collect, which also runs every purge now. */
 void mi_collect_reduce(size_t target_thread_owned) mi_attr_noexcept {
   (void)target_thread_owned;

@@ -123,6 +123,9 @@ void _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) {
   /* local: the page is this thread's (its owner in xthread_id); an abandoned page (no heap)
      only takes frees on its thread_free list, also from the thread that owns its segment */
   const uintptr_t owner = (mi_atomic_load_relaxed(&page->xthread_id) & ~MI_PAGE_FLAGS_MASK);
+#if MI_GUARDED > 0
+  if (mi_unlikely(mi_page_may_have_guarded(page)) && _mi_guarded_free(page, p)) return;   /* before any read of the block */
+#endif
 #if MI_SECURE > 0
   if (!mi_secure_free_plain(page, p) && !_mi_secure_free_check(page, p, owner == _mi_thread_id())) return;
 #endif
@@ -206,6 +209,10 @@ size_t _mi_usable_size(const void* p) {
     return _mi_debug_requested_size(page, block, p);
   }
   if (mi_likely(!mi_page_has_aligned(page))) return page->block_size;
+#if MI_GUARDED > 0
+  size_t guarded_size;
+  if (mi_page_may_have_guarded(page) && _mi_guarded_usable_size(page, p, &guarded_size)) return guarded_size;
+#endif
   const mi_block_t* block = _mi_page_ptr_unalign(page, p);
   return page->block_size - (size_t)((const uint8_t*)p - (const uint8_t*)block);
 }

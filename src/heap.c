@@ -100,6 +100,9 @@ static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
   if (!mi_heap_is_initialized(heap)) return;
   const bool force = (collect >= MI_FORCE);
   _mi_deferred_free(heap, force);
+#if MI_GUARDED > 0
+  if (collect == MI_FORCE) _mi_guarded_quarantine_flush();   /* freed guarded objects, any thread's */
+#endif
   if (collect == MI_ABANDON) {
     /* no thread may push on our delayed list any more */
     mi_heap_visit_pages(heap, &mi_heap_page_never_delayed, NULL);
@@ -158,6 +161,9 @@ void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool 
   heap->pages[MI_BIN_FULL].block_size = MI_LARGE_OBJ_SIZE_MAX + 2;
   heap->page_retired_min = MI_BIN_FULL;
   heap->page_retired_max = 0;
+#if MI_GUARDED > 0
+  _mi_heap_guarded_init(heap);
+#endif
   /* link into the thread's heaps */
   if (tld->heaps != heap) {
     heap->next = tld->heaps;
@@ -273,6 +279,14 @@ void mi_heap_destroy(mi_heap_t* heap) {
     mi_heap_delete(heap);
     return;
   }
+#if MI_GUARDED > 0
+  if (heap->guarded_used) {
+    /* its pages may hold guard pages that only the free of their block removes */
+    _mi_verbose_message("mi_heap_destroy: heap %p has held guarded objects; deleting it instead\n", (void*)heap);
+    mi_heap_delete(heap);
+    return;
+  }
+#endif
   mi_heap_visit_pages(heap, &mi_heap_page_never_delayed, NULL);
   mi_atomic_store_release(&heap->thread_delayed_free, NULL);   /* those blocks die with the heap */
   mi_heap_visit_pages(heap, &mi_heap_page_destroy, NULL);

@@ -395,6 +395,7 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
 #if MI_SECURE > 0
   _mi_page_init_keys(page);   /* before the first link is written */
 #endif
+
   if (segment->page_kind == MI_PAGE_HUGE) {
     /* start and block size were set by the segment; one block */
 #if MI_SECURE > 0
@@ -480,6 +481,7 @@ void _mi_page_retire(mi_page_t* page) {
   mi_heap_t* heap = mi_page_heap(page);
   mi_stat_counter_increase(heap->tld, pages_retire, 1);
   mi_page_set_has_aligned(page, false);
+
   mi_page_queue_t* pq = _mi_page_queue_of(page);
   if (mi_likely(page->block_size <= MI_MEDIUM_OBJ_SIZE_MAX && !mi_page_queue_is_full(pq) &&
                 pq->last == page && pq->first == page)) {

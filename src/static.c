@@ -29,6 +29,7 @@ void _mi_text_begin(void) { }
 #include "posix.c"
 #include "random.c"
 #include "secure.c"
+#include "guarded.c"
 #include "segment.c"
 #include "stats.c"
 #include "stats-print.c"

@@ -211,13 +211,32 @@ bool       _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bo
 /* ------------------------------------------------------------------------------------------
    alloc.c / free.c / aligned.c
 ------------------------------------------------------------------------------------------ */
-void*      _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero);
+void*      _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero);            /* may sample (guarded.c) */
+void*      _mi_heap_malloc_zero_unsampled(mi_heap_t* heap, size_t size, bool zero);   /* never a guarded object */
 void*      _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post);
 void*      _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero);
 void       _mi_free_delayed_block(mi_block_t* block);
 void       _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) mi_decl_noinline;
 mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p);
 size_t     _mi_usable_size(const void* p);
+
+/* ------------------------------------------------------------------------------------------
+   guarded.c (MI_GUARDED builds): sampled objects placed against a guard page
+------------------------------------------------------------------------------------------ */
+#if MI_GUARDED > 0
+void       _mi_heap_guarded_init(mi_heap_t* heap);   /* sampling from the options */
+void*      _mi_guarded_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) mi_decl_noinline;
+/* free of p in a page with guarded blocks: true if p was a guarded object's (freed, or
+   reported as a double or interior free); false: not one, free it as usual */
+bool       _mi_guarded_free(mi_page_t* page, void* p) mi_decl_noinline;
+/* usable size of p if it is a guarded object */
+bool       _mi_guarded_usable_size(const mi_page_t* page, const void* p, size_t* size);
+void       _mi_guarded_quarantine_flush(void);   /* release every quarantined object now */
+/* A guarded object's block takes at least two OS pages (its header's and the guard) and its
+   page is flagged has_aligned; a pointer into a page of other blocks is never one. */
+#define MI_GUARDED_BLOCK_MIN  (2*MI_SECURE_GUARD_SIZE)
+#define mi_page_may_have_guarded(page)  (mi_page_has_aligned(page) && (page)->block_size >= MI_GUARDED_BLOCK_MIN)
+#endif
 void       _mi_block_zero_init(const mi_page_t* page, void* p);
 /* Move a block's contents to newp after a reallocation; with `zero`, newp's tail is zeroed. */
 void       _mi_realloc_copy(void* newp, const void* p, size_t size, size_t newsize, bool zero);

@@ -59,6 +59,13 @@
 #define MI_SECURE 0           /* 1: hardened (secure.c): encoded free-list links checked on every
                                  use, double and interior frees rejected */
 #endif
+#ifndef MI_GUARDED
+#define MI_GUARDED MI_SECURE  /* 1: sampled guarded objects (guarded.c): secure builds only, the sample
+                                 check costs malloc two instructions */
+#endif
+#if MI_GUARDED > 0 && MI_SECURE == 0
+#error "MI_GUARDED needs MI_SECURE (the guarded block's header is keyed with the page's keys)"
+#endif
 #ifndef MI_STAT
 #if MI_DEBUG > 0
 #define MI_STAT 2             /* 2: also every malloc/free per size bin (costs on the fast paths) */
@@ -294,6 +301,7 @@ typedef struct mi_page_s {
                                          MI_SPAN_SLOTS_MAX for a large page (see mi_page_kind_t) */
   uint8_t            purged_orphan;   /* purged (!is_committed) for want of orphan budget: taken
                                          again soon after, it raises the budget (segment.c) */
+
   mi_msecs_t         purge_expire;    /* when purge_pending: time the slot is due for a purge;
                                          when purged (!is_committed): time of the purge, or 0 */
   _Atomic(uintptr_t) xthread_free;    /* mi_block_t* | mi_delayed_t in the low 2 bits */
@@ -481,6 +489,16 @@ struct mi_heap_s {
   mi_msecs_t            last_collect;      /* time of the last periodic collect (page.c) */
   uint8_t               tag;
   mi_arena_id_t         arena_id;
+#if MI_GUARDED > 0
+  /* sampled guarded objects (guarded.c): malloc samples when the count is 0, else decrements
+     it; SIZE_MAX when the rate is 0 (never reaches 0); the empty heap's 0 sends its calls to
+     the sampler, which passes them on unsampled */
+  size_t                guarded_sample_count;
+  size_t                guarded_sample_rate;   /* 1 in N eligible allocations; 0: none */
+  size_t                guarded_size_min;      /* eligible sizes: [min, max] */
+  size_t                guarded_size_max;
+  bool                  guarded_used;          /* a guarded block came from here: no destroy */
+#endif
 };
 
 /* Per-thread memory: the backing heap and its tld are allocated together from the OS. */

@@ -19,6 +19,12 @@
  * and check where it faults: right after its page's blocks ("guard-page-end"), after the end of
  * a huge block ("guard-huge"), and before the segment's header when going backwards
  * ("guard-header"). Without guards the writes run on through the heap.
+ * The guarded cases run with MIMALLOC_GUARDED_SAMPLE_RATE=1 (every allocation is a guarded
+ * object, CMakeLists.txt): an overflow of an object faults on its first byte past the usable
+ * size ("guarded-overflow"; "guarded-precise" with MIMALLOC_GUARDED_PRECISE=1: right after the
+ * requested size), and a use after free at the object's first byte ("guarded-uaf").
+ * "guarded-sample" (secure build only) checks that exactly 1 in N eligible allocations is
+ * guarded, within the size bounds, through mi_heap_guarded_set_sample_rate/_size_bound.
  */
 #include <mimalloc.h>
 #include <pthread.h>
@@ -255,6 +261,62 @@ static int guard_header(void) {
   return faults_within(p, -1, 64u << 20, segment + OS_PAGE, (uintptr_t)p);
 }
 
+/* ---- sampled guarded objects ---- */
+static int guarded_overflow(size_t n, int precise) {
+  uint8_t* p = (uint8_t*)mi_malloc(n);
+  const uintptr_t end = (uintptr_t)p + (precise ? n : mi_usable_size(p));
+  return faults_within(p, 1, 1u << 20, end, end + 1);
+}
+
+static int guarded_uaf(void) {
+  uint8_t* p = (uint8_t*)mi_malloc(100);
+  mi_free(p);
+  return faults_within(p, 1, 1u << 20, (uintptr_t)p, (uintptr_t)p + 1);
+}
+
+/* A guarded object ends at an OS page boundary with less than 16 bytes beyond the request;
+   a block of a size class has at least 16 (mi_good_size checks the sizes used here). */
+static int is_guarded(const uint8_t* p, size_t n) {
+  const uintptr_t end = (uintptr_t)p + mi_usable_size(p);
+  return (end % OS_PAGE) == 0 && mi_usable_size(p) < n + 16;
+}
+/* Sampling (guarded.c): the count starts at seed % rate; each allocation decrements it, and the
+   one that finds it at 0 is the sample: guarded if its size is within the bounds (the count
+   restarts at rate - 1), else the sample moves to the next allocation. The test replays that
+   rule and compares allocation by allocation. */
+static int guarded_sample(void) {
+  mi_heap_t* heap = mi_heap_get_default();
+  const size_t rate = 5, lo = 100, hi = 2000;
+  const size_t sizes[3] = { 257, 1025, 3001 };   /* the last is out of bounds */
+  for (int k = 0; k < 3; k++) {
+    if (mi_good_size(sizes[k]) < sizes[k] + 16) { fprintf(stderr, "secure-attacks: size %zu is a bin size\n", sizes[k]); return 0; }
+  }
+  mi_heap_guarded_set_size_bound(heap, lo, hi);
+  mi_heap_guarded_set_sample_rate(heap, rate, 1);
+  size_t count = 1 % rate;
+  int guarded[3] = { 0, 0, 0 }, mismatches = 0;
+  void* blocks[300];
+  for (int i = 0; i < 300; i++) {
+    const size_t n = sizes[i % 3];
+    blocks[i] = mi_malloc(n);
+    memset(blocks[i], 0x33, n);
+    const int g = is_guarded((uint8_t*)blocks[i], n);
+    int expect = 0;
+    if (count > 0) count--;
+    else if (n >= lo && n <= hi) { expect = 1; count = rate - 1; }
+    guarded[i % 3] += g;
+    mismatches += (g != expect);
+  }
+  for (int i = 0; i < 300; i++) mi_free(blocks[i]);
+  mi_heap_guarded_set_sample_rate(heap, 0, 0);
+  void* after = mi_malloc(257);
+  const int none_after = !is_guarded((uint8_t*)after, 257);
+  mi_free(after);
+  printf("secure-attacks guarded-sample: guarded %d of 100 (257 B), %d of 100 (1025 B), %d of 100 (3001 B, out of bounds); %d differ from the rule\n",
+         guarded[0], guarded[1], guarded[2], mismatches);
+  return mismatches == 0 && guarded[0] + guarded[1] > 0 && guarded[2] == 0 && none_after;
+}
+
 /* Without a handler a corrupted list aborts (secure builds); the child must die of SIGABRT. */
 static int abort_case(void) {
   fflush(NULL);
@@ -282,6 +344,9 @@ static int placement_random(void) {
   return inside;
 }
 
+static int guarded_overflow_usable(void) { return guarded_overflow(100, 0); }
+static int guarded_overflow_precise(void) { return guarded_overflow(13, 1); }
+
 int main(int argc, char** argv) {
   if (argc != 3) { fprintf(stderr, "usage: secure-attacks CASE expect-detected|expect-vulnerable\n"); return 2; }
   const char* c = argv[1];
@@ -299,7 +364,9 @@ int main(int argc, char** argv) {
     return test_summary("secure placement", "%s", expect_detected ? "random" : "next to the libraries");
   }
   struct { const char* name; int (*run)(void); } guards[] = {
-    { "guard-page-end", guard_page_end }, { "guard-huge", guard_huge }, { "guard-header", guard_header } };
+    { "guard-page-end", guard_page_end }, { "guard-huge", guard_huge }, { "guard-header", guard_header },
+    { "guarded-overflow", guarded_overflow_usable }, { "guarded-precise", guarded_overflow_precise },
+    { "guarded-uaf", guarded_uaf }, { "guarded-sample", guarded_sample } };
   for (size_t i = 0; i < sizeof guards / sizeof guards[0]; i++) {
     if (strcmp(c, guards[i].name) != 0) continue;
     const int guarded = guards[i].run();
@@ -311,7 +378,7 @@ int main(int argc, char** argv) {
   else if (strcmp(c, "overflow-1") == 0) overflow(1);
   else if (strcmp(c, "overflow-8") == 0) overflow(8);
   else if (strcmp(c, "overflow-64") == 0) overflow(64);
-  else if (strcmp(c, "double-free") == 0) double_free_immediate();
+  else if (strcmp(c, "double-free") == 0 || strcmp(c, "guarded-double-free") == 0) double_free_immediate();
   else if (strcmp(c, "double-free-delayed") == 0) double_free_delayed();
   else if (strcmp(c, "double-free-remote") == 0) double_free_remote();
   else if (strcmp(c, "double-free-large") == 0) double_free_size(200 * 1024);
