@@ -608,7 +608,14 @@ static inline bool mi_page_block_valid(const mi_page_t* page, const mi_block_t* 
    Anything else (empty free list, uninitialised thread, zeroing of fresh pages) goes to the
    noinline _mi_malloc_generic.
 ------------------------------------------------------------------------------------------ */
-static inline void* _mi_page_malloc(mi_heap_t* heap, mi_page_t* page, size_t size, bool zero) {
+#if defined(__GNUC__)
+#define mi_decl_always_inline  inline __attribute__((always_inline))
+#else
+#define mi_decl_always_inline  inline
+#endif
+/* always inlined: with the guarded builds' second copy of the malloc body (alloc.c) gcc
+   otherwise makes this a call from malloc (secure malloc 16 B: 29 -> 44 instructions) */
+static mi_decl_always_inline void* _mi_page_malloc(mi_heap_t* heap, mi_page_t* page, size_t size, bool zero) {
   mi_block_t* const block = page->free;
   if (mi_unlikely(block == NULL)) {
     return _mi_malloc_generic(size, heap, zero, 0, 0);
