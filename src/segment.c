@@ -837,19 +837,44 @@ static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_
   return page;
 }
 
+#if MI_SECURE > 0
+/* A huge segment's end guard (bit 0 of guarded) comes off before it grows; false if it cannot. */
+static bool mi_segment_huge_unguard_end(mi_segment_t* segment) {
+  if ((segment->guarded & 1) == 0) return true;
+  if (!mi_segment_guard(segment, (uint8_t*)segment + segment->segment_size - MI_SECURE_GUARD_SIZE, false, true)) return false;
+  segment->guarded = 0;
+  return true;
+}
+/* ... and goes back at its (new) end (where it cannot, the block stays unguarded). */
+static void mi_segment_huge_guard_end(mi_segment_t* segment) {
+  if (segment->guards && mi_segment_guard(segment, (uint8_t*)segment + segment->segment_size - MI_SECURE_GUARD_SIZE, true, true)) {
+    segment->guarded = 1;
+  }
+}
+#endif
+
 bool _mi_segment_huge_try_grow(mi_page_t* page, void* p, size_t size, bool* ext_zero) {
-  if (MI_SECURE > 0) return false;   /* the block ends on a guard page: realloc moves it */
   mi_segment_t* segment = _mi_page_segment(page);
   if (segment->page_kind != MI_PAGE_HUGE || (uint8_t*)p != page->page_start) return false;
   /* other threads read the block size of pages they own (collect); only the owner changes it */
   if (mi_atomic_load_relaxed(&segment->thread_id) != _mi_thread_id()) return false;
-  const size_t d = (size_t)((uint8_t*)p - (uint8_t*)segment);
+  const size_t d = (size_t)((uint8_t*)p - (uint8_t*)segment) + MI_SECURE_GUARD_SIZE;   /* (and the guard after the block) */
   if (size > MI_ARENA_MAX_OBJ_SIZE - d || d + size <= segment->segment_size) return false;
   if (!_mi_segment_map_can_hold(segment, _mi_align_up(d + size, MI_ARENA_BLOCK_SIZE)) ||
       !mi_segment_map_prepare(segment, _mi_align_up(d + size, MI_ARENA_BLOCK_SIZE))) return false;
   mi_memid_t memid = segment->memid;
   bool zero = false;
+  /* secure builds: the guard at the end moves to the new end (the old guard page reads zero
+     once removed, or was never written: it is part of the zero extension) */
+#if MI_SECURE > 0
+  if (!mi_segment_huge_unguard_end(segment)) return false;
+  if (!_mi_arena_try_expand(&memid, d + size, &zero)) {
+    mi_segment_huge_guard_end(segment);
+    return false;
+  }
+#else
   if (!_mi_arena_try_expand(&memid, d + size, &zero)) return false;
+#endif
   /* the block takes the whole arena allocation; the old slack past segment_size was never
      handed out, so it is zero when the allocation was */
   const size_t delta = memid.size - segment->segment_size;
@@ -857,6 +882,9 @@ bool _mi_segment_huge_try_grow(mi_page_t* page, void* p, size_t size, bool* ext_
   segment->memid = memid;
   segment->segment_size = memid.size;
   page->block_size += delta;
+#if MI_SECURE > 0
+  mi_segment_huge_guard_end(segment);
+#endif
   mi_segment_map_set(segment, true);
   mi_os_stat_increase(malloc_huge, delta);
   mi_os_stat_increase(page_committed, delta);

@@ -609,15 +609,6 @@ static size_t check_pattern(const uint8_t* p, size_t from, size_t to, uint8_t se
   return SIZE_MAX;
 }
 
-/* Secure builds end a huge block on a guard page and never grow it in place: there the growth
-   checks keep only the contents. */
-#ifdef MI_TEST_SECURE
-#define CHECK_IN_PLACE(p, q)  CHECK((p) != NULL)
-#define MI_SECURE_TEST_ON     1
-#else
-#define CHECK_IN_PLACE(p, q)  CHECK_PTR_EQ(p, q)
-#define MI_SECURE_TEST_ON     0
-#endif
 static int realloc_grow_mode(bool commit) {
   mi_option_set(mi_option_purge_delay, -1);   /* freed blocks stay dirty */
   mi_arena_id_t id = 0;
@@ -637,7 +628,7 @@ static int realloc_grow_mode(bool commit) {
   memset(d, 0xAB, 9 * MiB);
   mi_free(d);
   uint8_t* z = (uint8_t*)mi_heap_rezalloc(heap, a, 10 * MiB);
-  CHECK_IN_PLACE(z, a);
+  CHECK_PTR_EQ(z, a);
   CHECK_MSG(z != NULL && mt_is_zero(z, 10 * MiB), "rezalloc grown in place: not all zero");
   mi_free(z);
 
@@ -647,12 +638,12 @@ static int realloc_grow_mode(bool commit) {
   if (p == NULL) return test_summary("mem-arena realloc-grow", "allocation failed");
   fill_pattern(p, 0, 6 * MiB, 1);
   uint8_t* q = (uint8_t*)mi_heap_realloc(heap, p, 14 * MiB);
-  CHECK_IN_PLACE(q, p);
+  CHECK_PTR_EQ(q, p);
   CHECK_GE(mi_usable_size(q), 14 * MiB);
   CHECK_EQ(check_pattern(q, 0, 6 * MiB, 1), SIZE_MAX);
   fill_pattern(q, 6 * MiB, 14 * MiB, 1);   /* all of it writable (committed) */
   uint8_t* b = (uint8_t*)mi_heap_malloc(heap, 5 * MiB);   /* right after q: in the way */
-  CHECK(b != NULL && (MI_SECURE_TEST_ON || b > q));
+  CHECK(b != NULL && b > q);
   uint8_t* r = (uint8_t*)mi_heap_realloc(heap, q, 30 * MiB);
   CHECK(r != NULL && r != q);
   if (r != NULL) {
@@ -662,20 +653,15 @@ static int realloc_grow_mode(bool commit) {
   mi_free(b);
   /* r (blocks 6..13 of 16) grows in place to the arena's end, although the blocks before it
      are free now: growing beats moving */
-  if (MI_SECURE_TEST_ON) {
-    mi_free(r);   /* (a moving realloc to 38 MiB has no room beside r in the 64 MiB arena) */
+  uint8_t* s2 = (uint8_t*)mi_heap_realloc(heap, r, 38 * MiB);
+  CHECK_PTR_EQ(s2, r);
+  if (s2 != NULL) {
+    CHECK_EQ(check_pattern(s2, 0, 30 * MiB, 1), SIZE_MAX);
+    fill_pattern(s2, 30 * MiB, 38 * MiB, 1);
+    CHECK_EQ(check_pattern(s2, 0, 38 * MiB, 1), SIZE_MAX);
+    mi_free(s2);
   }
-  else {
-    uint8_t* s2 = (uint8_t*)mi_heap_realloc(heap, r, 38 * MiB);
-    CHECK_IN_PLACE(s2, r);
-    if (s2 != NULL) {
-      CHECK_EQ(check_pattern(s2, 0, 30 * MiB, 1), SIZE_MAX);
-      fill_pattern(s2, 30 * MiB, 38 * MiB, 1);
-      CHECK_EQ(check_pattern(s2, 0, 38 * MiB, 1), SIZE_MAX);
-      mi_free(s2);
-    }
-    else mi_free(r);
-  }
+  else mi_free(r);
   CHECK_EQ(mt_stats()->malloc_huge.current, huge0);
   mi_heap_delete(heap);
   return test_summary(commit ? "mem-arena realloc-grow" : "mem-arena realloc-grow-nocommit", "arena %d", id);

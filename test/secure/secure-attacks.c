@@ -246,11 +246,16 @@ static int guard_page_end(void) {
   return faults_within(f.p, 1, 16u << 20, f.end, hi);
 }
 
-/* An overflow off a huge block faults on the OS page after its end. */
+/* An overflow off a huge block faults on the OS page after its end, also after the block grew
+   in place (realloc: the guard moves to the new end). */
 static int guard_huge(void) {
   uint8_t* p = (uint8_t*)mi_malloc(5000000);
-  const uintptr_t end = (uintptr_t)p + mi_usable_size(p);
-  return faults_within(p, 1, 64u << 20, end, ((end + OS_PAGE - 1) & ~(OS_PAGE - 1)) + 1);
+  uintptr_t end = (uintptr_t)p + mi_usable_size(p);
+  const int before = faults_within(p, 1, 64u << 20, end, ((end + OS_PAGE - 1) & ~(OS_PAGE - 1)) + 1);
+  uint8_t* q = (uint8_t*)mi_realloc(p, 9000000);
+  printf("secure-attacks guard-huge: realloc to 9 MB %s\n", q == p ? "in place" : "moved");
+  end = (uintptr_t)q + mi_usable_size(q);
+  return before && faults_within(q, 1, 64u << 20, end, ((end + OS_PAGE - 1) & ~(OS_PAGE - 1)) + 1);
 }
 
 /* An underflow from a block (writing backwards) faults before it reaches the segment's header:
