@@ -117,7 +117,15 @@ static void check_text(const snapshot_t* t, const char* what) {
     snprintf(rss, sizeof(rss), "%.*s", (int)len, pl + m[6].rm_so);
     ts_fmt(r0, sizeof(r0), (int64_t)t->prss0, TS_BYTES);
     ts_fmt(r1, sizeof(r1), (int64_t)t->prss1, TS_BYTES);
-    CHECK_MSG(strcmp(rss, r0) == 0 || strcmp(rss, r1) == 0, "%s: peak rss \"%s\", expected \"%s\" or \"%s\"", what, rss, r0, r1);
+    /* the peak read by the print lies between the two bracketing reads (it grew from 1.7 to
+       1.9 MiB around a print once): any value of that range, as printed, is right */
+    bool rss_ok = false;
+    for (uint64_t v = t->prss0; v <= t->prss1 && !rss_ok; v += 1024) {
+      char e[48];
+      ts_fmt(e, sizeof(e), (int64_t)v, TS_BYTES);
+      rss_ok = (strcmp(rss, e) == 0);
+    }
+    CHECK_MSG(rss_ok || strcmp(rss, r1) == 0, "%s: peak rss \"%s\", expected \"%s\" .. \"%s\"", what, rss, r0, r1);
     if (with_commit) {
       char pc[64], e[48];
       len = (size_t)(m[7].rm_eo - m[7].rm_so);
