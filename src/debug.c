@@ -139,13 +139,7 @@ void _mi_debug_fill_new_blocks(mi_page_t* page, uint8_t* start, size_t count) {
 bool _mi_debug_malloc_check(mi_page_t* page, mi_block_t* block) {
   mi_block_t* next = mi_block_next(page, block);
   if (mi_unlikely(!mi_page_block_valid(page, next))) {
-    _mi_error_message(EFAULT, "corrupted free list: free block %p (size %zu) links to %p, not a block of its page (written after it was freed?)\n",
-                      (void*)block, page->block_size, (void*)next);
-    /* drop the page's free lists: their blocks are lost (leaked), never handed out; `used`
-       becomes an over-count so the page is never taken for empty */
-    page->free = NULL;
-    page->local_free = NULL;
-    page->used += page->capacity;
+    _mi_page_list_corrupt(page, block, next);
     return false;
   }
   if (!mi_page_is_huge(page)) {

@@ -159,7 +159,6 @@ static mi_decl_noinline void mi_free_bad_cookie(const mi_segment_t* segment, con
   _mi_error_message(EINVAL, "mi_free: invalid pointer %p (no segment of this allocator at %p)\n", p, (const void*)segment);
 }
 
-
 /* The free fast path (DESIGN.md idea 5): a page owned by this thread and without flags
    (one compare of xthread_id) pushes on local_free; everything else is one branch to the
    noinline _mi_free_generic. */

@@ -65,12 +65,16 @@ static void mi_guarded_release(uint8_t* block, size_t total) {
   ((mi_guarded_header_t*)block)->magic = 0;   /* (mprotect keeps contents, markers do not) */
   mi_free(block);
 }
+/* ... for a quarantine entry taken out of its slot (0: an empty slot) */
+static void mi_guarded_release_entry(uintptr_t entry) {
+  const uintptr_t ps = MI_SECURE_GUARD_SIZE;
+  if (entry != 0) mi_guarded_release((uint8_t*)(entry & ~(ps - 1)), (entry & (ps - 1)) * ps);
+}
 
 void _mi_guarded_quarantine_flush(void) {
   for (size_t i = 0; i < MI_GUARDED_QUARANTINE; i++) {
     if (mi_atomic_load_relaxed(&mi_guarded_quarantine[i]) == 0) continue;
-    const uintptr_t old = mi_atomic_exchange_acq_rel(&mi_guarded_quarantine[i], (uintptr_t)0);
-    if (old != 0) mi_guarded_release((uint8_t*)(old & ~(uintptr_t)(MI_SECURE_GUARD_SIZE - 1)), (old & (MI_SECURE_GUARD_SIZE - 1)) * MI_SECURE_GUARD_SIZE);
+    mi_guarded_release_entry(mi_atomic_exchange_acq_rel(&mi_guarded_quarantine[i], (uintptr_t)0));
   }
 }
 
@@ -91,8 +95,7 @@ bool _mi_guarded_free(mi_page_t* page, void* p) {
   h->magic = 0;
   if (total / ps < ps && mi_guarded_set(block, block, total - ps, true)) {
     const size_t slot = mi_atomic_add_relaxed(&mi_guarded_quarantine_next, (size_t)1) % MI_GUARDED_QUARANTINE;
-    const uintptr_t old = mi_atomic_exchange_acq_rel(&mi_guarded_quarantine[slot], (uintptr_t)block | (total / ps));
-    if (old != 0) mi_guarded_release((uint8_t*)(old & ~(uintptr_t)(ps - 1)), (old & (ps - 1)) * ps);
+    mi_guarded_release_entry(mi_atomic_exchange_acq_rel(&mi_guarded_quarantine[slot], (uintptr_t)block | (total / ps)));
   }
   else {
     mi_guarded_release(block, total);

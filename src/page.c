@@ -210,8 +210,7 @@ static void mi_page_thread_free_collect(mi_page_t* page) {
   while ((next = mi_block_next(page, tail)) != NULL && count <= max_count) {
 #if MI_DEBUG > 0 || MI_SECURE > 0
     if (mi_unlikely(!mi_page_block_valid(page, next))) {
-      _mi_error_message(EFAULT, "corrupted free list: free block %p (size %zu) links to %p, not a block of its page (written after it was freed?)\n",
-                        (void*)tail, page->block_size, (void*)next);
+      _mi_page_link_report(page, tail, next);
       return;   /* leak the list rather than corrupt the page */
     }
 #endif
@@ -296,8 +295,7 @@ void _mi_page_free_collect(mi_page_t* page, bool force) {
     size_t count = 0;
     while ((next = mi_block_next(page, tail)) != NULL) {
       if (mi_unlikely((MI_DEBUG > 0 || MI_SECURE > 0) && (!mi_page_block_valid(page, next) || ++count > page->capacity))) {
-        _mi_error_message(EFAULT, "corrupted free list: free block %p (size %zu) links to %p, not a block of its page (written after it was freed?)\n",
-                          (void*)tail, page->block_size, (void*)next);
+        _mi_page_link_report(page, tail, next);
         page->local_free = NULL;   /* leak the list rather than corrupt the page */
         return;
       }
@@ -481,7 +479,6 @@ void _mi_page_retire(mi_page_t* page) {
   mi_heap_t* heap = mi_page_heap(page);
   mi_stat_counter_increase(heap->tld, pages_retire, 1);
   mi_page_set_has_aligned(page, false);
-
   mi_page_queue_t* pq = _mi_page_queue_of(page);
   if (mi_likely(page->block_size <= MI_MEDIUM_OBJ_SIZE_MAX && !mi_page_queue_is_full(pq) &&
                 pq->last == page && pq->first == page)) {

@@ -8,7 +8,24 @@
    first word decodes to a plausible link is searched for on the lists. */
 #include "internal/internal.h"
 
+/* A free-list link of the page leads outside its blocks (EFAULT: aborts in checked builds unless
+   an error handler is registered). */
+mi_decl_noinline void _mi_page_link_report(const mi_page_t* page, const mi_block_t* block, const mi_block_t* next) {
+  _mi_error_message(EFAULT, "corrupted free list: free block %p (size %zu) links to %p, not a block of its page (written after it was freed?)\n",
+                    (const void*)block, page->block_size, (const void*)next);
+}
+
 #if MI_SECURE > 0 || MI_DEBUG > 0
+
+/* A link of one of the page's lists leads outside the page: the block holding it was written
+   after its free. Report and drop the page's lists: their blocks are lost, never handed out;
+   `used` becomes an over-count so the page is never taken for empty. */
+mi_decl_noinline void _mi_page_list_corrupt(mi_page_t* page, const mi_block_t* block, const mi_block_t* next) {
+  _mi_page_link_report(page, block, next);
+  page->free = NULL;
+  page->local_free = NULL;
+  page->used += page->capacity;
+}
 
 /* Is block on this list? Follows only valid links, at most capacity of them (a list that is
    being changed by its owner while another thread looks ends at the first link that does not
@@ -51,18 +68,6 @@ mi_block_t* _mi_checked_free_block(mi_page_t* page, void* p) {
 void _mi_page_init_keys(mi_page_t* page) {
   page->keys[0] = _mi_random_next();
   page->keys[1] = _mi_random_next();
-}
-
-/* A link of one of the page's lists leads outside the page: the block holding it was written
-   after its free. Report (EFAULT: aborts unless an error handler is registered) and drop the
-   page's lists: their blocks are lost, never handed out; `used` becomes an over-count so the
-   page is never taken for empty. */
-mi_decl_noinline void _mi_page_list_corrupt(mi_page_t* page, const mi_block_t* block, const mi_block_t* next) {
-  _mi_error_message(EFAULT, "corrupted free list: free block %p (size %zu) links to %p, not a block of its page (written after it was freed?)\n",
-                    (const void*)block, page->block_size, (const void*)next);
-  page->free = NULL;
-  page->local_free = NULL;
-  page->used += page->capacity;
 }
 
 mi_decl_noinline void* _mi_page_malloc_corrupt(mi_heap_t* heap, mi_page_t* page, const mi_block_t* block, const mi_block_t* next, size_t size, bool zero) {

@@ -533,15 +533,18 @@ static bool mi_segment_guard_ok(const mi_segment_t* segment) {
 static bool mi_segment_guard(mi_segment_t* segment, uint8_t* at, bool install, bool may_protect) {
   return _mi_os_guard(at, MI_SECURE_GUARD_SIZE, install, may_protect && !segment->memid.commit_syscall);
 }
+/* A huge segment's guard at its end (bit 0 of guarded): installed with the segment, moved when
+   the block grows (_mi_segment_huge_try_grow); where it cannot be, the block stays unguarded. */
+static void mi_segment_huge_guard_end(mi_segment_t* segment, bool install) {
+  if (!segment->guards || ((segment->guarded & 1) != 0) == install) return;
+  if (mi_segment_guard(segment, (uint8_t*)segment + segment->segment_size - MI_SECURE_GUARD_SIZE, install, true)) segment->guarded ^= 1;
+}
 /* A new segment: the header's guard page (and a huge segment's at its end). */
 static void mi_segment_guards_init(mi_segment_t* segment) {
   segment->guarded = 0;
   segment->guards = mi_segment_guard_ok(segment) &&
                     mi_segment_guard(segment, (uint8_t*)segment + segment->info_size - MI_SECURE_GUARD_SIZE, true, true);
-  if (segment->guards && !mi_segment_has_slots(segment) &&
-      mi_segment_guard(segment, (uint8_t*)segment + segment->segment_size - MI_SECURE_GUARD_SIZE, true, true)) {
-    segment->guarded = 1;
-  }
+  if (!mi_segment_has_slots(segment)) mi_segment_huge_guard_end(segment, true);
 }
 /* The span [idx, idx + count) becomes a page: a guard at its end and none inside. False if a
    guard inside cannot be removed (the page would fault). */
@@ -629,7 +632,6 @@ static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
 static void mi_segment_slots_schedule_purge(mi_segment_t* segment, mi_page_t* page, size_t count, bool span, mi_tld_t* tld) {
   for (size_t i = 0; i < count; i++) mi_segment_slot_schedule_purge(segment, &page[i], span, tld);
 }
-
 
 /* The unused slots [page, page + count) become a page in use (committing them if needed);
    NULL if a commit fails (the slots stay unused). */
@@ -837,22 +839,6 @@ static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_
   return page;
 }
 
-#if MI_SECURE > 0
-/* A huge segment's end guard (bit 0 of guarded) comes off before it grows; false if it cannot. */
-static bool mi_segment_huge_unguard_end(mi_segment_t* segment) {
-  if ((segment->guarded & 1) == 0) return true;
-  if (!mi_segment_guard(segment, (uint8_t*)segment + segment->segment_size - MI_SECURE_GUARD_SIZE, false, true)) return false;
-  segment->guarded = 0;
-  return true;
-}
-/* ... and goes back at its (new) end (where it cannot, the block stays unguarded). */
-static void mi_segment_huge_guard_end(mi_segment_t* segment) {
-  if (segment->guards && mi_segment_guard(segment, (uint8_t*)segment + segment->segment_size - MI_SECURE_GUARD_SIZE, true, true)) {
-    segment->guarded = 1;
-  }
-}
-#endif
-
 bool _mi_segment_huge_try_grow(mi_page_t* page, void* p, size_t size, bool* ext_zero) {
   mi_segment_t* segment = _mi_page_segment(page);
   if (segment->page_kind != MI_PAGE_HUGE || (uint8_t*)p != page->page_start) return false;
@@ -867,9 +853,10 @@ bool _mi_segment_huge_try_grow(mi_page_t* page, void* p, size_t size, bool* ext_
   /* secure builds: the guard at the end moves to the new end (the old guard page reads zero
      once removed, or was never written: it is part of the zero extension) */
 #if MI_SECURE > 0
-  if (!mi_segment_huge_unguard_end(segment)) return false;
+  mi_segment_huge_guard_end(segment, false);
+  if ((segment->guarded & 1) != 0) return false;   /* a guard that stays would be inside the block */
   if (!_mi_arena_try_expand(&memid, d + size, &zero)) {
-    mi_segment_huge_guard_end(segment);
+    mi_segment_huge_guard_end(segment, true);
     return false;
   }
 #else
@@ -883,7 +870,7 @@ bool _mi_segment_huge_try_grow(mi_page_t* page, void* p, size_t size, bool* ext_
   segment->segment_size = memid.size;
   page->block_size += delta;
 #if MI_SECURE > 0
-  mi_segment_huge_guard_end(segment);
+  mi_segment_huge_guard_end(segment, true);
 #endif
   mi_segment_map_set(segment, true);
   mi_os_stat_increase(malloc_huge, delta);

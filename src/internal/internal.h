@@ -291,9 +291,11 @@ void       _mi_debug_rezero_slack(void* p, void* aligned, size_t size);
 bool       _mi_list_contains(const mi_page_t* page, const mi_block_t* list, const mi_block_t* block);
 /* secure.c: the block a checked free of p releases, or NULL (reported) if p is no block start */
 mi_block_t* _mi_checked_free_block(mi_page_t* page, void* p);
+/* secure.c: report (EFAULT) a link of the page's lists that leads outside its blocks */
+void       _mi_page_link_report(const mi_page_t* page, const mi_block_t* block, const mi_block_t* next) mi_decl_noinline;
 /* secure.c (secure builds): fresh link keys for a page being set up */
 void       _mi_page_init_keys(mi_page_t* page);
-/* secure.c: a link of the page's lists leads outside it: report (EFAULT) and drop the lists */
+/* secure.c (checked builds): a link of the page's lists leads outside it: report and drop the lists */
 void       _mi_page_list_corrupt(mi_page_t* page, const mi_block_t* block, const mi_block_t* next);
 /* secure.c: malloc found the link of `block` corrupted: _mi_page_list_corrupt, then the generic path */
 void*      _mi_page_malloc_corrupt(mi_heap_t* heap, mi_page_t* page, const mi_block_t* block, const mi_block_t* next, size_t size, bool zero);
