@@ -18,8 +18,7 @@ mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p) {
 
 /* Free by the owning thread into a page that needs attention (full, or empty afterwards). */
 static void mi_free_block_local(mi_page_t* page, mi_block_t* block) {
-  mi_block_set_next(page, block, page->local_free);
-  page->local_free = block;
+  mi_page_push_owner_free(page, block);
   if (mi_unlikely(--page->used == 0)) {
     _mi_page_retire(page);
   }
@@ -160,8 +159,8 @@ static mi_decl_noinline void mi_free_bad_cookie(const mi_segment_t* segment, con
 }
 
 /* The free fast path (DESIGN.md idea 5): a page owned by this thread and without flags
-   (one compare of xthread_id) pushes on local_free; everything else is one branch to the
-   noinline _mi_free_generic. */
+   (one compare of xthread_id) pushes the block back (mi_page_push_owner_free); everything else
+   is one branch to the noinline _mi_free_generic. */
 mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
   const size_t page_shift = _mi_ptr_page_shift(p);
   if (mi_unlikely(page_shift == 0)) { mi_free_not_ours(p); return; }
@@ -179,9 +178,7 @@ mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
 #if MI_SECURE > 0
     if (mi_unlikely(!mi_secure_free_plain(page, p))) { _mi_free_generic(p, page, segment); return; }
 #endif
-    mi_block_t* const block = (mi_block_t*)p;
-    mi_block_set_next(page, block, page->local_free);
-    page->local_free = block;
+    mi_page_push_owner_free(page, (mi_block_t*)p);
     if (mi_unlikely(--page->used == 0)) {
       _mi_page_retire(page);
     }

@@ -605,12 +605,13 @@ static mi_page_t* mi_find_page(mi_heap_t* heap, size_t size, size_t huge_alignme
 /* The slow path of every allocation: initialises the thread on its first call, runs the
    periodic work (deferred-free hook, delayed frees, retired pages), and finds a page.
    On failure returns NULL with errno = ENOMEM. */
-/* The usual reason for a call here is that the first page of the size's bin ran out of free
-   blocks while it holds blocks freed since (local_free, thread_free): those are taken at once,
-   and the bookkeeping of the slow path (deferred-free hook, delayed frees, due purges, periodic
-   collect) runs on every MI_GENERIC_WORK_EVERY-th call, or when that quick retry finds nothing.
-   glibc-thread (bench/workloads) calls this for 47% of its mallocs (callgrind, 1M mallocs), and
-   the quick retry serves 60% of those calls: 5-7% less time. */
+/* A usual reason for a call here is that the first page of the size's bin ran out of free
+   blocks while it holds blocks freed since (thread_free; local_free in sharded builds, types.h):
+   those are taken at once, and the bookkeeping of the slow path (deferred-free hook, delayed
+   frees, due purges, periodic collect) runs on every MI_GENERIC_WORK_EVERY-th call, or when that
+   quick retry finds nothing. With owner frees on local_free, glibc-thread (bench/workloads)
+   called this for 47% of its mallocs (callgrind, 1M mallocs), and the quick retry served 60% of
+   those calls: 5-7% less time. */
 #define MI_GENERIC_WORK_EVERY  (4)
 void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) {
   if (mi_unlikely(!mi_heap_is_initialized(heap))) {

@@ -296,6 +296,21 @@ static void test_extended(void) {
     uint8_t* q = (uint8_t*)OK(mi_zalloc(96));
     if (q) { CHECK_ZERO(q, 0, 96); mi_free(q); }
   }
+  /* ... also the first block of a fresh page, whose other blocks are known to be zero: a free
+     puts the written block back on that page's list (release builds: on the list calloc takes
+     from), so the page's "all zero" mark must go */
+  {
+    mi_heap_t* h = OK(mi_heap_new());
+    for (size_t n = 16; h != NULL && n <= 64 * 1024; n += n / 4) {
+      uint8_t* p = (uint8_t*)OK(mi_heap_malloc(h, n));
+      if (p == NULL) break;
+      memset(launder(p), 0xff, n);
+      mi_free(p);
+      uint8_t* q = (uint8_t*)OK(mi_heap_calloc(h, 1, n));
+      if (q) { CHECK_ZERO(q, 0, n); mi_free(q); }
+    }
+    if (h) mi_heap_delete(h);
+  }
 
   /* usable size and good size */
   CHECK_EQ(mi_good_size(0), exact_usable ? 0 : 8);

@@ -569,6 +569,19 @@ static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, m
 }
 #endif
 
+/* A block freed by the page's owner: on `free` (which then holds a used block), or on
+   local_free in sharded builds (MI_FREE_SHARDED, types.h). The caller updates `used`. */
+static inline void mi_page_push_owner_free(mi_page_t* page, mi_block_t* block) {
+#if MI_FREE_SHARDED
+  mi_block_set_next(page, block, page->local_free);
+  page->local_free = block;
+#else
+  mi_block_set_next(page, block, page->free);
+  page->free = block;
+  page->free_is_zero = false;
+#endif
+}
+
 #if MI_SECURE > 0
 /* Secure builds: is `diff` (from page_start) the start of a block below the page's capacity?
    With m = block_magic = 2^64 / block_size rounded up, for diff < 2^32 the high half of
