@@ -230,6 +230,7 @@ void _mi_thread_done(mi_heap_t* heap) {
     h = next;
   }
   _mi_heap_collect_abandon(backing);
+  _mi_segments_free_empty(tld);   /* (secure builds keep one of each kind) */
   _mi_stats_merge_thread(tld);   /* after abandoning: the blocks left moved to the totals */
   mi_os_stat_decrease(threads, 1);
   _mi_heap_set_default_direct((mi_heap_t*)&_mi_heap_empty);

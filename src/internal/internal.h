@@ -157,6 +157,7 @@ bool       _mi_segment_reclaim_on_free(mi_segment_t* segment);   /* option aband
    again meanwhile: nothing done, the caller frees the block as into an owned page. */
 bool       _mi_segment_abandoned_free_last(mi_segment_t* segment, mi_page_t* page, mi_block_t* block);
 void       _mi_segments_collect(mi_tld_t* tld, bool force);   /* due (all: force) page purges */
+void       _mi_segments_free_empty(mi_tld_t* tld);   /* the kept empty segments (MI_SEGMENT_KEEP_EMPTY) */
 void       _mi_segments_purge_tick(mi_tld_t* tld);            /* due purges, if any pending */
 bool       _mi_segment_map_can_hold(const void* start, size_t size);
 /* realloc: grow the huge block p (its page's start, segment owned by the calling thread) in
