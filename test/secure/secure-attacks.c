@@ -247,7 +247,9 @@ static int guard_page_end(void) {
 }
 
 /* An overflow off a huge block faults on the OS page after its end, also after the block grew
-   in place (realloc: the guard moves to the new end). */
+   in place (realloc: the guard moves to the new end). Freed, its segment's guards go: the
+   memory then serves other segments (of other layouts), every byte of which is written here (a
+   guard left behind kills the test). */
 static int guard_huge(void) {
   uint8_t* p = (uint8_t*)mi_malloc(5000000);
   uintptr_t end = (uintptr_t)p + mi_usable_size(p);
@@ -255,7 +257,24 @@ static int guard_huge(void) {
   uint8_t* q = (uint8_t*)mi_realloc(p, 9000000);
   printf("secure-attacks guard-huge: realloc to 9 MB %s\n", q == p ? "in place" : "moved");
   end = (uintptr_t)q + mi_usable_size(q);
-  return before && faults_within(q, 1, 64u << 20, end, ((end + OS_PAGE - 1) & ~(OS_PAGE - 1)) + 1);
+  const int after = faults_within(q, 1, 64u << 20, end, ((end + OS_PAGE - 1) & ~(OS_PAGE - 1)) + 1);
+  const uintptr_t freed = (uintptr_t)q & ~(SEGMENT_SIZE - 1);
+  mi_free(q);
+  enum { N = 48 };
+  static void* reuse[N];
+  size_t inside = 0;
+  for (size_t i = 0; i < N; i++) {
+    const size_t size = (i % 3 == 0 ? 700000 : i % 3 == 1 ? 60000 : 3000);
+    reuse[i] = mi_malloc(size);
+    CHECK(reuse[i] != NULL);
+    if (reuse[i] == NULL) continue;
+    memset(reuse[i], 0x5A, size);
+    if ((uintptr_t)reuse[i] >= freed && (uintptr_t)reuse[i] < freed + (12u << 20)) inside++;
+  }
+  printf("secure-attacks guard-huge: %zu of %d new blocks in the freed segment's memory\n", inside, N);
+  CHECK_MSG(inside > 0, "no new block reused the freed huge segment's memory");
+  for (size_t i = 0; i < N; i++) mi_free(reuse[i]);
+  return before && after;
 }
 
 /* An underflow from a block (writing backwards) faults before it reaches the segment's header:
