@@ -574,8 +574,8 @@ static bool mi_segment_guards_claim(mi_segment_t* segment, size_t idx, size_t co
 }
 /* Before the segment's memory goes back to the arena. A removal walks the page tables of its
    whole range (0.3 ms for 64 MiB, 20 us for 4 MiB): a huge segment has its two guards removed
-   one by one (malloc-large: 2.0 -> 1.36 times the release build's time), a standard one, with up to a
-   guard per slot, in one call. */
+   one by one (malloc-large: 2.0 -> 1.36 times the release build's time), a standard one, with
+   up to a guard per slot, in one call. */
 static void mi_segment_guards_done(mi_segment_t* segment) {
   if (!segment->guards) return;
   if (mi_segment_has_slots(segment)) {
