@@ -393,7 +393,6 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
 #if MI_SECURE > 0
   _mi_page_init_keys(page);   /* before the first link is written */
 #endif
-
   if (segment->page_kind == MI_PAGE_HUGE) {
     /* start and block size were set by the segment; one block */
 #if MI_SECURE > 0

@@ -530,7 +530,7 @@ static void mi_segment_init_header(mi_segment_t* segment, size_t segment_size, s
    in use faults on access, so an overflow off the end of a page, or into the page descriptors,
    stops there. Slots keep their guard when their page is freed (no system call when the slot
    is taken again for a page of the same span length); a large page's span has its guard at
-   its end only. The whole segment is unguarded in one call when it goes back to its arena.
+   its end only. The guards go when the segment goes back to its arena (mi_segment_guards_done).
    Page guards need the kernel's guard markers (Linux 6.13+): with mprotect instead, each would
    split the mapping in two, and a large heap would exhaust vm.max_map_count (mmap then fails).
    Without markers only the header's guard and a huge block's are installed (one or two
@@ -544,6 +544,10 @@ static bool mi_segment_guard_ok(const mi_segment_t* segment) {
 static bool mi_segment_guard(mi_segment_t* segment, uint8_t* at, bool install, bool may_protect) {
   return _mi_os_guard(at, MI_SECURE_GUARD_SIZE, install, may_protect && !segment->memid.commit_syscall);
 }
+/* The header's guard page: the last OS page of info_size. */
+static uint8_t* mi_segment_header_guard(mi_segment_t* segment) {
+  return (uint8_t*)segment + segment->info_size - MI_SECURE_GUARD_SIZE;
+}
 /* A huge segment's guard at its end (bit 0 of guarded): installed with the segment, moved when
    the block grows (_mi_segment_huge_try_grow); where it cannot be, the block stays unguarded. */
 static void mi_segment_huge_guard_end(mi_segment_t* segment, bool install) {
@@ -554,7 +558,7 @@ static void mi_segment_huge_guard_end(mi_segment_t* segment, bool install) {
 static void mi_segment_guards_init(mi_segment_t* segment) {
   segment->guarded = 0;
   segment->guards = mi_segment_guard_ok(segment) &&
-                    mi_segment_guard(segment, (uint8_t*)segment + segment->info_size - MI_SECURE_GUARD_SIZE, true, true);
+                    mi_segment_guard(segment, mi_segment_header_guard(segment), true, true);
   if (!mi_segment_has_slots(segment)) mi_segment_huge_guard_end(segment, true);
 }
 /* The span [idx, idx + count) becomes a page: a guard at its end and none inside. False if a
@@ -583,7 +587,7 @@ static void mi_segment_guards_done(mi_segment_t* segment) {
     return;
   }
   mi_segment_huge_guard_end(segment, false);
-  (void)mi_segment_guard(segment, (uint8_t*)segment + segment->info_size - MI_SECURE_GUARD_SIZE, false, true);
+  (void)mi_segment_guard(segment, mi_segment_header_guard(segment), false, true);
 }
 #endif
 
@@ -658,7 +662,7 @@ static void mi_segment_slots_schedule_purge(mi_segment_t* segment, mi_page_t* pa
 static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, size_t count, mi_tld_t* tld) {
   mi_assert_internal(count >= 1 && count <= MI_SPAN_SLOTS_MAX && page->segment_idx + count <= segment->capacity);
   mi_segments_note_reuse(page, count, tld);
-  if (segment->used == 0 && segment->page_kind < MI_PAGE_HUGE && tld->segments.empty[segment->page_kind] == segment) {
+  if (MI_SEGMENT_KEEP_EMPTY && segment->used == 0 && segment->page_kind < MI_PAGE_HUGE && tld->segments.empty[segment->page_kind] == segment) {
     tld->segments.empty[segment->page_kind] = NULL;   /* in use again */
   }
   for (size_t i = 0; i < count; i++) {
