@@ -17,11 +17,19 @@ static void* mi_block_align(void* p, size_t size, size_t alignment, size_t offse
   }
   void* aligned = (uint8_t*)p + adjust;
 #if MI_PADDING
-  if (zero && adjust > 0) {
-    /* the allocation marked the slack after p + size; re-zero what of it is now ours */
+#if MI_TRACK_ENABLED
+  mi_page_t* const page = _mi_ptr_page(p);
+  const size_t oversize = _mi_debug_requested_size(page, (mi_block_t*)p, p);   /* as the tool knows it */
+#endif
+  if (MI_DEBUG > 0 && zero && adjust > 0) {
+    /* the allocation marked the slack after p + size; re-zero what of it is now ours (tracking
+       builds do not mark the slack) */
     _mi_debug_rezero_slack(p, aligned, size);
   }
   _mi_debug_set_size(aligned, size);   /* the over-allocation is slack, checked on free */
+#if MI_TRACK_ENABLED
+  _mi_track_block_change(page, (mi_block_t*)p, p, oversize, aligned, size, zero);
+#endif
 #else
   (void)size; (void)zero;
 #endif
@@ -140,6 +148,9 @@ static void* mi_heap_realloc_zero_aligned_at(mi_heap_t* heap, void* p, size_t ne
   if (alignment != 0 && mi_is_power_of_two(alignment) && newsize <= size && newsize >= (size - (size / 2)) &&
       (((uintptr_t)p + offset) & (alignment - 1)) == 0) {
     if (zero) memset((uint8_t*)p + newsize, 0, size - newsize);   /* see _mi_heap_realloc_zero */
+#if MI_TRACK_ENABLED
+    _mi_track_realloc_in_place(p, size, newsize);
+#endif
 #if MI_PADDING
     _mi_debug_set_size(p, newsize);   /* overflow checks start at the new size */
 #endif

@@ -133,6 +133,7 @@ static bool mi_realloc_grow_huge(void* p, size_t size, size_t newsize, bool zero
 #endif
   bool ext_zero = false;
   if (!_mi_segment_huge_try_grow(page, p, newsize + MI_PADDING_SIZE, &ext_zero)) return false;
+  mi_track_mem_undefined((uint8_t*)p + size, page->block_size - size);   /* for the writes below */
   if (zero) {
     /* the old block beyond the requested size (padding builds), and the added part unless it
        is known to be zero */
@@ -143,6 +144,9 @@ static bool mi_realloc_grow_huge(void* p, size_t size, size_t newsize, bool zero
 #if MI_PADDING
   _mi_debug_set_size(p, newsize);
   _mi_debug_set_caller(page, (mi_block_t*)p, caller);
+#endif
+#if MI_TRACK_ENABLED
+  _mi_track_block_change(page, (mi_block_t*)p, p, size, p, newsize, zero);
 #endif
   return true;
 }
@@ -163,6 +167,9 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero,
          (we do not know the previous size then) hands out zeros */
       memset((uint8_t*)p + newsize, 0, size - newsize);
     }
+#if MI_TRACK_ENABLED
+    _mi_track_realloc_in_place(p, size, newsize);
+#endif
 #if MI_PADDING
     _mi_debug_set_size(p, newsize);   /* overflow checks start at the new size */
     if (usable_post != NULL) *usable_post = newsize;

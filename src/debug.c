@@ -6,9 +6,9 @@
    statistics. None of this is compiled into release builds. */
 #include "internal/internal.h"
 
-#if MI_DEBUG > 0 || MI_STAT > 1
+#if MI_PADDING || MI_STAT > 1
 
-#if MI_DEBUG > 0
+#if MI_PADDING
 /* Bytes of slack after the requested size that are filled and checked (the rest of a large
    slack, e.g. at the end of a huge block, is not). */
 #define MI_DEBUG_SLACK_CHECK_MAX  (4*MI_KiB)
@@ -22,6 +22,7 @@ static uint32_t mi_padding_canary(const mi_page_t* page, const mi_block_t* block
   return (uint32_t)(segment->cookie ^ (uintptr_t)block ^ ((uintptr_t)delta * 0x9E3779B1u));
 }
 
+#if MI_DEBUG > 0
 /* A freed block keeps its padding's delta (so a double free can report the size the program
    asked for) under a canary of another form, which no live block's padding has. */
 #define MI_PADDING_FREED_XOR  (0xA5C3F00Fu)
@@ -42,37 +43,48 @@ static void mi_padding_set_freed(const mi_page_t* page, mi_block_t* block, uint3
   padding->delta = delta;
   padding->canary = mi_padding_canary(page, block, delta) ^ MI_PADDING_FREED_XOR;
 }
+#endif
 
 /* Record that the block serves [block .. end) and fill the slack up to the padding. */
 static void mi_padding_set(const mi_page_t* page, mi_block_t* block, uint8_t* end) {
   mi_padding_t* padding = mi_block_padding(page, block);
   const size_t slack = (size_t)((uint8_t*)padding - end);
+#if MI_DEBUG > 0
   memset(end, MI_DEBUG_PADDING, (slack > MI_DEBUG_SLACK_CHECK_MAX ? MI_DEBUG_SLACK_CHECK_MAX : slack));
+#endif
+  mi_track_open(padding, sizeof(*padding));   /* tracking builds: never the program's */
   padding->delta = (uint32_t)slack;
   padding->canary = mi_padding_canary(page, block, padding->delta);
+  mi_track_close(padding, sizeof(*padding));
 }
 
 /* The end of the requested bytes, or NULL when the padding itself was overwritten. */
 static uint8_t* mi_padding_end(const mi_page_t* page, const mi_block_t* block, const void* p) {
   const mi_padding_t* padding = mi_block_padding(page, block);
+  mi_track_open(padding, sizeof(*padding));
   const size_t delta = padding->delta;
-  if (padding->canary != mi_padding_canary(page, block, padding->delta)) return NULL;
+  const uint32_t canary = padding->canary;
+  mi_track_close(padding, sizeof(*padding));
+  if (canary != mi_padding_canary(page, block, (uint32_t)delta)) return NULL;
   if (delta > (size_t)((const uint8_t*)padding - (const uint8_t*)p)) return NULL;
   return (uint8_t*)padding - delta;
 }
 
+#if MI_DEBUG > 0
 static bool mi_bytes_are(const uint8_t* p, size_t n, uint8_t value, size_t* first_diff) {
   for (size_t i = 0; i < n; i++) {
     if (p[i] != value) { if (first_diff != NULL) *first_diff = i; return false; }
   }
   return true;
 }
+#endif
 
 /* ---------------------------------------------------------------------------------------
    The caller of an allocation: walk our own frames (debug builds keep frame pointers, see
    CMakeLists.txt) up to the first return address outside the library's code, which static.c
    brackets with _mi_text_begin and _mi_text_end.
 --------------------------------------------------------------------------------------- */
+#if MI_DEBUG > 0
 #if defined(MI_DEBUG_TRACE_CALLER) && defined(__GNUC__)
 void _mi_text_begin(void);
 void _mi_text_end(void);
@@ -90,13 +102,21 @@ static void* mi_caller_address(void) {
 #else
 static void* mi_caller_address(void) { return NULL; }
 #endif
+#endif
 
 void* _mi_debug_block_caller(const mi_page_t* page, const mi_block_t* block) {
-  return mi_block_padding(page, block)->caller;
+  mi_padding_t* padding = mi_block_padding(page, block);
+  mi_track_open(padding, sizeof(*padding));
+  void* caller = padding->caller;
+  mi_track_close(padding, sizeof(*padding));
+  return caller;
 }
 
 void _mi_debug_set_caller(const mi_page_t* page, const mi_block_t* block, void* caller) {
-  mi_block_padding(page, block)->caller = caller;
+  mi_padding_t* padding = mi_block_padding(page, block);
+  mi_track_open(padding, sizeof(*padding));
+  padding->caller = caller;
+  mi_track_close(padding, sizeof(*padding));
 }
 
 size_t _mi_debug_requested_size(const mi_page_t* page, const mi_block_t* block, const void* p) {
@@ -114,7 +134,9 @@ void _mi_debug_set_size(void* p, size_t size) {
 void _mi_debug_rezero_slack(void* p, void* aligned, size_t size) {
   mi_page_t* page = _mi_ptr_page(p);
   mi_padding_t* padding = mi_block_padding(page, (mi_block_t*)p);
+  mi_track_open(padding, sizeof(*padding));
   uint8_t* from = (uint8_t*)padding - padding->delta;   /* where the marked slack starts */
+  mi_track_close(padding, sizeof(*padding));
   uint8_t* to = from + MI_DEBUG_SLACK_CHECK_MAX;
   uint8_t* lo = (uint8_t*)aligned;
   uint8_t* hi = (uint8_t*)aligned + size;
@@ -123,6 +145,7 @@ void _mi_debug_rezero_slack(void* p, void* aligned, size_t size) {
   if (from < to) memset(from, 0, (size_t)(to - from));
 }
 
+#if MI_DEBUG > 0
 void _mi_debug_fill_new_blocks(mi_page_t* page, uint8_t* start, size_t count) {
   const size_t bsize = page->block_size;
   if (mi_page_is_huge(page)) return;
@@ -161,12 +184,17 @@ bool _mi_debug_malloc_check(mi_page_t* page, mi_block_t* block) {
   }
   return true;
 }
-#endif /* MI_DEBUG > 0 */
+#endif
+#endif /* MI_PADDING */
 
 void _mi_debug_block_malloc(mi_heap_t* heap, mi_page_t* page, mi_block_t* block, size_t size, bool zero) {
 #if MI_DEBUG > 0
   if (!zero && !mi_page_is_huge(page)) memset(block, MI_DEBUG_UNINIT, size);
+#endif
+#if MI_PADDING
   mi_padding_set(page, block, (uint8_t*)block + size);
+#endif
+#if MI_DEBUG > 0
   mi_block_padding(page, block)->caller = mi_caller_address();
 #else
   (void)block; (void)zero;
@@ -181,6 +209,7 @@ void _mi_debug_block_malloc(mi_heap_t* heap, mi_page_t* page, mi_block_t* block,
 /* ---------------------------------------------------------------------------------------
    Free
 --------------------------------------------------------------------------------------- */
+#if MI_DEBUG > 0 || MI_STAT > 1
 bool _mi_debug_free(mi_segment_t* segment, mi_page_t* page, void* p, bool is_local) {
   (void)segment;
   if (!page->segment_in_use || page->block_size == 0) return true;   /* _mi_free_generic reports it */
@@ -249,5 +278,6 @@ bool _mi_debug_free(mi_segment_t* segment, mi_page_t* page, void* p, bool is_loc
 #endif
   return true;
 }
+#endif
 
-#endif /* MI_DEBUG > 0 || MI_STAT > 1 */
+#endif /* MI_PADDING || MI_STAT > 1 */

@@ -162,6 +162,9 @@ static mi_decl_noinline void mi_free_bad_cookie(const mi_segment_t* segment, con
    (one compare of xthread_id) pushes the block back (mi_page_push_owner_free); everything else
    is one branch to the noinline _mi_free_generic. */
 mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
+#if MI_TRACK_ENABLED
+  if (mi_unlikely(!mi_track_free(p))) return;   /* the tool reported it: not a live block */
+#endif
   const size_t page_shift = _mi_ptr_page_shift(p);
   if (mi_unlikely(page_shift == 0)) { mi_free_not_ours(p); return; }
   mi_segment_t* const segment = _mi_ptr_segment_unchecked(p);

@@ -261,9 +261,22 @@ void mi_heap_delete(mi_heap_t* heap) {
   mi_heap_free(heap);
 }
 
+#if MI_TRACK_ENABLED
+static bool mi_heap_track_destroyed(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)heap; (void)area; (void)block_size;
+  if (block != NULL) _mi_track_block_destroyed((const mi_page_t*)arg, (mi_block_t*)block);
+  return true;
+}
+#endif
+
 static bool mi_heap_page_destroy(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
   (void)arg;
   _mi_page_use_delayed_free(page, MI_NEVER_DELAYED_FREE, false);
+#if MI_TRACK_ENABLED
+  /* the tool learns that the live blocks die (those freed by other threads it knows freed) */
+  _mi_page_free_collect(page, true);
+  _mi_heap_area_visit_blocks(heap, page, true, &mi_heap_track_destroyed, page);
+#endif
   _mi_stat_blocks_freed(page, heap->tld, page->used);   /* they all die with the heap */
   page->used = 0;
   page->free = NULL;
@@ -288,6 +301,9 @@ void mi_heap_destroy(mi_heap_t* heap) {
   }
 #endif
   mi_heap_visit_pages(heap, &mi_heap_page_never_delayed, NULL);
+#if MI_TRACK_ENABLED
+  _mi_heap_delayed_free_all(heap);   /* freed blocks back on their pages: not live for the tool */
+#endif
   mi_atomic_store_release(&heap->thread_delayed_free, NULL);   /* those blocks die with the heap */
   mi_heap_visit_pages(heap, &mi_heap_page_destroy, NULL);
   mi_heap_reset_pages(heap);

@@ -400,6 +400,7 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
 #endif
     page->reserved = 1;
     page->capacity = 1;
+    mi_track_mem_noaccess(page->page_start, page->block_size);   /* until it is handed out */
     page->free = (mi_block_t*)page->page_start;
     mi_block_set_next(page, page->free, NULL);
     page->free_is_zero = page->is_zero_init;
@@ -417,6 +418,7 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
   page->page_start = _mi_segment_page_start(segment, page, &page_size);
   page->reserved = (uint32_t)(page_size / block_size);
   mi_assert_internal(page->reserved > 0);
+  mi_track_mem_noaccess(page->page_start, page_size);   /* blocks become accessible when handed out */
   page->capacity = 0;
   page->used = 0;
   page->free = NULL;

@@ -503,6 +503,7 @@ uint8_t* _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* pa
 static void mi_segment_init_header(mi_segment_t* segment, size_t segment_size, size_t info_size,
                                    mi_page_kind_t kind, size_t capacity, size_t page_shift,
                                    const mi_memid_t* memid, bool all_committed, mi_tld_t* tld) {
+  mi_track_mem_undefined(segment, info_size);   /* tracking builds: may have held blocks before */
   memset(segment, 0, info_size);
   segment->segment_size = segment_size;
   segment->info_size    = info_size;

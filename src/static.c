@@ -33,6 +33,7 @@ void _mi_text_begin(void) { }
 #include "segment.c"
 #include "stats.c"
 #include "stats-print.c"
+#include "track.c"
 #include "prim/unix.c"
 #if MI_MALLOC_OVERRIDE
 #include "override.c"

@@ -3,6 +3,7 @@
    paths. Public names are mi_, internal ones _mi_, everything else is static. */
 #pragma once
 #include "types.h"
+#include "track.h"
 #include <string.h>
 #include <stdarg.h>
 
@@ -562,11 +563,16 @@ static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, m
 #else
 static inline mi_block_t* mi_block_next(const mi_page_t* page, const mi_block_t* block) {
   (void)page;
-  return block->next;
+  mi_track_open(block, sizeof(mi_block_t));   /* a free block: no access for the program */
+  mi_block_t* const next = block->next;
+  mi_track_close(block, sizeof(mi_block_t));
+  return next;
 }
 static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, mi_block_t* next) {
   (void)page;
+  mi_track_open(block, sizeof(mi_block_t));
   block->next = next;
+  mi_track_close(block, sizeof(mi_block_t));
 }
 #endif
 
@@ -657,11 +663,17 @@ static mi_decl_always_inline void* _mi_page_malloc(mi_heap_t* heap, mi_page_t* p
   __builtin_prefetch(next, 1);
 #endif
   page->used++;
+#if MI_TRACK_ENABLED
+  mi_track_mem_undefined(block, page->block_size);   /* for the writes below */
+#endif
   if (mi_unlikely(zero)) {
     _mi_block_zero_init(page, block);
   }
-#if MI_DEBUG > 0 || MI_STAT > 1
+#if MI_PADDING || MI_STAT > 1
   _mi_debug_block_malloc(heap, page, block, size, zero);
+#endif
+#if MI_TRACK_ENABLED
+  _mi_track_block_alloc(page, block, size, zero);
 #endif
   return block;
 }

@@ -203,7 +203,7 @@ typedef struct mi_memid_s {
    so free finds every byte written past the requested size (byte-precise overflow check).
    Freed blocks are filled with MI_DEBUG_FREED except their link word, new blocks with
    MI_DEBUG_UNINIT; free-list blocks keep MI_DEBUG_FREED until handed out again. */
-#if MI_DEBUG > 0
+#if MI_DEBUG > 0 || MI_TRACK_VALGRIND || MI_TRACK_ASAN   /* tracking builds: the requested size (track.h) */
 #define MI_PADDING        1
 #else
 #define MI_PADDING        0

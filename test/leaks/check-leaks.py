@@ -3,7 +3,7 @@
 """Runs leaky (see leaky.c) with MIMALLOC_SHOW_LEAKS and checks that the report lists exactly
 its leaks: the total, one line per size class with the exact block count, and in debug
 builds the allocating function of every leaked block and of nothing else.
-Usage: check-leaks.py <leaky> <debug: 0|1> <callers recorded: 0|1>"""
+Usage: check-leaks.py <leaky> <padding (debug and tracking builds): 0|1> <callers recorded: 0|1>"""
 import os, re, subprocess, sys
 
 exe, debug, callers_recorded = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
