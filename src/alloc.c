@@ -137,7 +137,7 @@ static bool mi_realloc_grow_huge(void* p, size_t size, size_t newsize, bool zero
   if (zero) {
     /* the old block beyond the requested size (padding builds), and the added part unless it
        is known to be zero */
-    uint8_t* old_end = page->page_start + old_block_size;
+    uint8_t* old_end = mi_page_start(page) + old_block_size;
     memset((uint8_t*)p + size, 0, (size_t)(old_end - ((uint8_t*)p + size)));
     if (!ext_zero) memset(old_end, 0, page->block_size - old_block_size);
   }

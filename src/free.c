@@ -11,7 +11,7 @@
 #define MI_CHECK_FREE  (MI_DEBUG > 0)
 
 mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p) {
-  const size_t diff   = (size_t)((const uint8_t*)p - page->page_start);
+  const size_t diff   = (size_t)((const uint8_t*)p - mi_page_start(page));
   const size_t adjust = diff % page->block_size;
   return (mi_block_t*)((uintptr_t)p - adjust);
 }
@@ -108,7 +108,7 @@ static mi_decl_noinline void mi_free_remote(mi_block_t* block, mi_page_t* page, 
 static inline bool mi_secure_free_plain(const mi_page_t* page, const void* p) {
   /* a block start below the capacity, with a multiplication (a division was a third of free's
      time in sh6bench) */
-  if (!mi_page_offset_is_block(page, (uintptr_t)p - (uintptr_t)page->page_start)) return false;
+  if (!mi_page_offset_is_block(page, (uintptr_t)p - (uintptr_t)mi_page_start(page))) return false;
   const mi_block_t* next = mi_block_next(page, (const mi_block_t*)p);
   return (next != NULL && (((uintptr_t)next ^ (uintptr_t)p) >> MI_SEGMENT_SHIFT) != 0);
 }

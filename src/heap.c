@@ -346,7 +346,7 @@ typedef struct mi_check_owned_s { const void* p; bool found; } mi_check_owned_t;
 static bool mi_heap_page_check_owned(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
   (void)heap; (void)pq;
   mi_check_owned_t* info = (mi_check_owned_t*)arg;
-  const uint8_t* start = page->page_start;
+  const uint8_t* start = mi_page_start(page);
   const uint8_t* end = start + (size_t)page->reserved * page->block_size;
   if ((const uint8_t*)info->p >= start && (const uint8_t*)info->p < end) {
     info->found = true;
@@ -378,7 +378,7 @@ bool mi_is_in_heap_region(const void* p) mi_attr_noexcept {
 bool _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   const size_t bsize = page->block_size;
   mi_heap_area_t area;
-  area.blocks = page->page_start;
+  area.blocks = mi_page_start(page);
   area.reserved = (size_t)page->reserved * bsize;
   area.committed = (size_t)page->capacity * bsize;
   area.used = page->used;
@@ -388,7 +388,7 @@ bool _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool vis
   if (!visitor(heap, &area, NULL, bsize, arg)) return false;
   if (!visit_blocks || page->used == 0) return true;
   if (page->capacity == 1) {
-    return visitor(heap, &area, page->page_start, bsize, arg);
+    return visitor(heap, &area, mi_page_start(page), bsize, arg);
   }
   /* mark the free blocks, then visit the others */
   uintptr_t free_map[MI_MAX_BLOCKS_PER_PAGE / (8*sizeof(uintptr_t))];
@@ -397,13 +397,13 @@ bool _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool vis
   memset(free_map, 0, _mi_divide_up(capacity, 8*sizeof(uintptr_t)) * sizeof(uintptr_t));
   for (int list = 0; list < 2; list++) {
     for (mi_block_t* block = (list == 0 ? page->free : page->local_free); block != NULL; block = mi_block_next(page, block)) {
-      const size_t idx = (size_t)((uint8_t*)block - page->page_start) / bsize;
+      const size_t idx = (size_t)((uint8_t*)block - mi_page_start(page)) / bsize;
       if (idx < capacity) free_map[idx / (8*sizeof(uintptr_t))] |= ((uintptr_t)1 << (idx % (8*sizeof(uintptr_t))));
     }
   }
   for (size_t i = 0; i < capacity; i++) {
     if ((free_map[i / (8*sizeof(uintptr_t))] >> (i % (8*sizeof(uintptr_t)))) & 1) continue;
-    if (!visitor(heap, &area, page->page_start + i*bsize, bsize, arg)) return false;
+    if (!visitor(heap, &area, mi_page_start(page) + i*bsize, bsize, arg)) return false;
   }
   return true;
 }

@@ -342,7 +342,7 @@ static void mi_page_extend_free(mi_page_t* page) {
   if (max_extend < MI_MIN_EXTEND) max_extend = MI_MIN_EXTEND;
   if (extend > max_extend) extend = max_extend;
 
-  uint8_t* start = page->page_start + (size_t)page->capacity * bsize;
+  uint8_t* start = mi_page_start(page) + (size_t)page->capacity * bsize;
   mi_block_t* first = (mi_block_t*)start;
 #if MI_SECURE > 0
   if (extend > 2) {
@@ -400,8 +400,8 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
 #endif
     page->reserved = 1;
     page->capacity = 1;
-    mi_track_mem_noaccess(page->page_start, page->block_size);   /* until it is handed out */
-    page->free = (mi_block_t*)page->page_start;
+    mi_track_mem_noaccess(mi_page_start(page), page->block_size);   /* until it is handed out */
+    page->free = (mi_block_t*)mi_page_start(page);
     mi_block_set_next(page, page->free, NULL);
     page->free_is_zero = page->is_zero_init;
     mi_atomic_store_release(&page->xthread_free, mi_tf_make_empty(MI_USE_DELAYED_FREE));
@@ -415,10 +415,10 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
   page->block_magic = mi_block_magic_of(block_size);
 #endif
   size_t page_size;
-  page->page_start = _mi_segment_page_start(segment, page, &page_size);
+  mi_page_set_start(page, _mi_segment_page_start(segment, page, &page_size));
   page->reserved = (uint32_t)(page_size / block_size);
   mi_assert_internal(page->reserved > 0);
-  mi_track_mem_noaccess(page->page_start, page_size);   /* blocks become accessible when handed out */
+  mi_track_mem_noaccess(mi_page_start(page), page_size);   /* blocks become accessible when handed out */
   page->capacity = 0;
   page->used = 0;
   page->free = NULL;

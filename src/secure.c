@@ -45,7 +45,7 @@ bool _mi_list_contains(const mi_page_t* page, const mi_block_t* list, const mi_b
    was handed out of the page (an aligned block may be freed through any pointer into it). */
 mi_block_t* _mi_checked_free_block(mi_page_t* page, void* p) {
   const size_t bsize = page->block_size;
-  const uint8_t* start = page->page_start;
+  const uint8_t* start = mi_page_start(page);
   if ((uint8_t*)p < start) {
     _mi_error_message(EINVAL, "mi_free: invalid pointer %p (inside the metadata of a page of block size %zu; ignored)\n", p, bsize);
     return NULL;

@@ -895,7 +895,7 @@ static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_
   mi_page_t* page = mi_segment_page_claim(segment, &segment->pages[0], 1, heap->tld);
   /* the block starts right after the header (keeps it word aligned); the caller hands out
      the aligned interior pointer segment + d */
-  page->page_start = (uint8_t*)segment + info_size;
+  mi_page_set_start(page, (uint8_t*)segment + info_size);
   page->block_size = segment_size - info_size - MI_SECURE_GUARD_SIZE;
   mi_os_stat_increase(malloc_huge, page->block_size);
   mi_os_stat_counter_increase(malloc_huge_count, 1);
@@ -904,7 +904,7 @@ static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_
 
 bool _mi_segment_huge_try_grow(mi_page_t* page, void* p, size_t size, bool* ext_zero) {
   mi_segment_t* segment = _mi_page_segment(page);
-  if (segment->page_kind != MI_PAGE_HUGE || (uint8_t*)p != page->page_start) return false;
+  if (segment->page_kind != MI_PAGE_HUGE || (uint8_t*)p != mi_page_start(page)) return false;
   /* other threads read the block size of pages they own (collect); only the owner changes it */
   if (mi_atomic_load_relaxed(&segment->thread_id) != _mi_thread_id()) return false;
   const size_t d = (size_t)((uint8_t*)p - (uint8_t*)segment) + MI_SECURE_GUARD_SIZE;   /* (and the guard after the block) */

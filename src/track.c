@@ -2,6 +2,10 @@
 /* Tracking builds (MI_TRACK_VALGRIND, MI_TRACK_ASAN; track.h): what the memory checker is told
    when a block is handed out, changes size or alignment, is freed, or dies with its heap. */
 #include "internal/internal.h"
+#if MI_TRACK_ASAN
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #if MI_TRACK_ENABLED
 
@@ -21,12 +25,25 @@
 mi_decl_weak void __asan_get_shadow_mapping(size_t* scale, size_t* offset);
 mi_decl_weak void __asan_report_error(void* pc, void* bp, void* sp, void* addr, int is_write, size_t size);
 
-static bool mi_asan_active(void) { return (__asan_get_shadow_mapping != NULL); }
+static size_t mi_asan_scale, mi_asan_offset;   /* fixed for the process */
+static _Atomic(size_t) mi_asan_ready;
 
 static uint8_t* mi_asan_shadow(const void* p) {
-  static size_t scale, offset;   /* fixed for the process; racing first calls write the same */
-  if (offset == 0) __asan_get_shadow_mapping(&scale, &offset);
-  return (uint8_t*)(((uintptr_t)p >> scale) + offset);
+  return (uint8_t*)(((uintptr_t)p >> mi_asan_scale) + mi_asan_offset);
+}
+
+/* Is there a shadow to write? Not in a program without ASan, and not yet while ASan
+   initialises (it may call malloc before it maps the shadow): until the shadow of our own data
+   is mapped, blocks are handed out and freed untracked (accessible, as the shadow says). */
+static bool mi_asan_active(void) {
+  if (mi_likely(mi_atomic_load_relaxed(&mi_asan_ready) != 0)) return true;
+  if (__asan_get_shadow_mapping == NULL) return false;
+  __asan_get_shadow_mapping(&mi_asan_scale, &mi_asan_offset);
+  const uintptr_t probe = (uintptr_t)mi_asan_shadow(&mi_asan_ready) & ~(uintptr_t)4095;
+  unsigned char resident;
+  if (syscall(SYS_mincore, (void*)probe, (size_t)4096, &resident) != 0) return false;   /* not mapped yet */
+  mi_atomic_store_relaxed(&mi_asan_ready, 1);
+  return true;
 }
 
 /* Set the shadow of [p, p+size) (p granule-aligned; a partial last granule counts whole).
@@ -62,12 +79,6 @@ void _mi_track_asan_resize(void* p, size_t oldsize, size_t newsize) {
   mi_asan_open_exact(p, newsize);
 }
 
-static bool mi_asan_is_live(const void* p) {
-  if (!mi_asan_active()) return true;
-  const uint8_t code = *mi_asan_shadow(p);
-  return (code < MI_ASAN_GRANULE);
-}
-
 static void mi_asan_set_freed(const mi_page_t* page, const mi_block_t* block) {
   mi_asan_shadow_set(block, page->block_size, MI_ASAN_HEAP_FREED);
 }
@@ -92,11 +103,22 @@ static void* mi_track_user_pointer(const mi_page_t* page, mi_block_t* block) {
 /* ---------------------------------------------------------------------------------------
    Blocks
 --------------------------------------------------------------------------------------- */
+/* Where the inaccessible tail of a block serving `size` bytes at p starts: byte-exact for
+   memcheck; for ASan at the next granule (the partial granule's shadow says the rest). */
+static uint8_t* mi_track_tail(void* p, size_t size) {
+#if MI_TRACK_ASAN
+  return (uint8_t*)_mi_align_up((uintptr_t)p + size, MI_ASAN_GRANULE);
+#else
+  return (uint8_t*)p + size;
+#endif
+}
+
 void _mi_track_block_alloc(const mi_page_t* page, mi_block_t* block, size_t size, bool zero) {
   (void)zero;
   mi_track_malloc(block, size, zero);
-  const size_t bsize = page->block_size;
-  if (bsize > size) mi_track_mem_noaccess((uint8_t*)block + _mi_align_up(size, 8), bsize - _mi_align_up(size, 8));
+  uint8_t* const tail = mi_track_tail(block, size);
+  uint8_t* const end = (uint8_t*)block + page->block_size;
+  if (tail < end) mi_track_mem_noaccess(tail, (size_t)(end - tail));
 }
 
 /* The live block `block` was known to the tool as [oldp, oldp+oldsize) and is now
@@ -119,8 +141,7 @@ void _mi_track_block_change(const mi_page_t* page, mi_block_t* block, void* oldp
 #endif
     if ((uint8_t*)p > (uint8_t*)block) mi_track_mem_noaccess(block, (size_t)((uint8_t*)p - (uint8_t*)block));
   }
-  uint8_t* const used_end = (uint8_t*)p + newsize;
-  uint8_t* const tail = (uint8_t*)_mi_align_up((uintptr_t)used_end, 8);
+  uint8_t* const tail = mi_track_tail(p, newsize);
   if (tail < end) mi_track_mem_noaccess(tail, (size_t)(end - tail));
 }
 
@@ -144,12 +165,18 @@ mi_decl_noinline bool _mi_track_free(void* p) {
   if (VALGRIND_COUNT_ERRORS != before) return false;   /* memcheck reported an invalid free */
   mi_track_mem_noaccess(block, page->block_size);
 #else
-  if (!mi_asan_is_live(p) || (!mi_page_has_aligned(page) && block != p)) {
-    _mi_error_message(EAGAIN, "mi_free: %p is not a live block (%s; ignored)\n", p,
-                      (*mi_asan_shadow(p) == MI_ASAN_HEAP_FREED ? "double free" : "not the start of a block"));
-    /* as an access by mi_free (its frame is the saved frame pointer of ours) */
-    __asan_report_error(__builtin_return_address(0), *(void**)__builtin_frame_address(0), __builtin_frame_address(0), p, 1, 1);
-    return false;
+  if (mi_asan_active()) {
+    const uint8_t code = *mi_asan_shadow(p);
+    if (code == MI_ASAN_HEAP_FREED) {
+      _mi_error_message(EAGAIN, "double free detected of block %p (ignored)\n", p);
+      /* ASan's report, as an access by mi_free (its frame is the saved frame pointer of ours) */
+      __asan_report_error(__builtin_return_address(0), *(void**)__builtin_frame_address(0), __builtin_frame_address(0), p, 1, 1);
+      return false;
+    }
+    if (code >= MI_ASAN_GRANULE || (!mi_page_has_aligned(page) && block != p)) {
+      _mi_error_message(EINVAL, "mi_free: invalid pointer %p (not a live block; ignored)\n", p);
+      return false;
+    }
   }
   mi_asan_set_freed(page, block);
 #endif

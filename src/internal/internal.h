@@ -613,15 +613,15 @@ static inline uint64_t mi_block_magic_of(size_t block_size) {
    block start is checked where lists are walked, mi_page_block_valid). */
 static inline bool mi_page_link_ok(const mi_page_t* page, const mi_block_t* next) {
 #if MI_SECURE > 0
-  return (mi_page_offset_in_blocks(page, (uintptr_t)next - (uintptr_t)page->page_start) || next == NULL);
+  return (mi_page_offset_in_blocks(page, (uintptr_t)next - (uintptr_t)mi_page_start(page)) || next == NULL);
 #else
-  return ((uintptr_t)next - (uintptr_t)page->page_start < (uintptr_t)page->capacity * page->block_size || next == NULL);
+  return ((uintptr_t)next - (uintptr_t)mi_page_start(page) < (uintptr_t)page->capacity * page->block_size || next == NULL);
 #endif
 }
 /* NULL, or exactly the start of a block below the page's capacity. */
 static inline bool mi_page_block_valid(const mi_page_t* page, const mi_block_t* block) {
   if (block == NULL) return true;
-  const uintptr_t diff = (uintptr_t)block - (uintptr_t)page->page_start;
+  const uintptr_t diff = (uintptr_t)block - (uintptr_t)mi_page_start(page);
   return (diff < (uintptr_t)page->capacity * page->block_size && diff % page->block_size == 0);
 }
 

@@ -22,6 +22,18 @@
    None of this exists in other builds: every macro below is empty there. */
 #pragma once
 
+/* A page's first block, as its descriptor holds it. Valgrind builds keep it with the top bit
+   flipped: memcheck's leak check takes any word of defined memory that points to a block's
+   start for a reference to it, so the first block of every page would never be reported as
+   leaked (the descriptor would keep it "still reachable"). */
+#if MI_TRACK_VALGRIND
+#define MI_TRACK_HIDE  ((uintptr_t)1 << 63)
+#else
+#define MI_TRACK_HIDE  ((uintptr_t)0)
+#endif
+#define mi_page_start(page)          ((uint8_t*)((uintptr_t)(page)->page_start_ ^ MI_TRACK_HIDE))
+#define mi_page_set_start(page, p)   ((page)->page_start_ = (uint8_t*)((uintptr_t)(p) ^ MI_TRACK_HIDE))
+
 #if MI_TRACK_VALGRIND && MI_TRACK_ASAN
 #error "choose one of MI_TRACK_VALGRIND and MI_TRACK_ASAN"
 #endif

@@ -282,7 +282,7 @@ typedef struct mi_page_s {
   uint32_t           used;            /* blocks in use (including not yet collected thread frees) */
 #if MI_SECURE > 0
   uint32_t           capacity;        /* blocks whose memory has been made available */
-  uint8_t*           page_start;      /* first block */
+  uint8_t*           page_start_;     /* first block (read and set through mi_page_start, track.h) */
   uintptr_t          keys[2];         /* the free-list link keys, drawn at each page set-up
                                          (internal.h, mi_block_next) */
   uint64_t           block_magic;     /* UINT64_MAX / block_size + 1: the block index of an
@@ -298,7 +298,7 @@ typedef struct mi_page_s {
                                          in use itself, so a block pointer never maps here */
 #if MI_SECURE == 0
   size_t             block_size;      /* size of each block (a bin size, or exact for huge) */
-  uint8_t*           page_start;      /* first block */
+  uint8_t*           page_start_;     /* first block (read and set through mi_page_start, track.h) */
   uint32_t           capacity;        /* blocks whose memory has been made available */
 #endif
   uint32_t           reserved;        /* blocks that fit in the page */

@@ -23,6 +23,25 @@
 #define MAP_NORESERVE 0
 #endif
 
+#if MI_TRACK_ASAN
+/* AddressSanitizer intercepts these; its interceptors call the real function through a pointer
+   that it sets while it initialises, and during that it may already call malloc (dlsym's error
+   path allocates): our first malloc then jumped to NULL. The ASan tracking build goes to the
+   kernel directly instead. */
+static void* mi_sys_mmap(void* addr, size_t size, int prot, int flags, int fd, off_t offset) {
+  return (void*)syscall(SYS_mmap, addr, size, prot, flags, fd, offset);
+}
+static int mi_sys_mprotect(void* addr, size_t size, int prot) { return (int)syscall(SYS_mprotect, addr, size, prot); }
+static int mi_sys_clock_gettime(clockid_t clock, struct timespec* t) { return (int)syscall(SYS_clock_gettime, clock, t); }
+static ssize_t mi_sys_read(int fd, void* buf, size_t size) { return (ssize_t)syscall(SYS_read, fd, buf, size); }
+static ssize_t mi_sys_write(int fd, const void* buf, size_t size) { return (ssize_t)syscall(SYS_write, fd, buf, size); }
+#define mmap           mi_sys_mmap
+#define mprotect       mi_sys_mprotect
+#define clock_gettime  mi_sys_clock_gettime
+#define read           mi_sys_read
+#define write          mi_sys_write
+#endif
+
 /* ---------------------------------------------------------------------------------------
    Memory
 --------------------------------------------------------------------------------------- */
