@@ -3,7 +3,9 @@
 # The whole test suite: a Release build with every ctest test, the same suite against the
 # Debug build (libmimalloc-debug: invariant assertions, heap-misuse checks, per-bin statistics),
 # the secure build (libmimalloc-secure: encoded free lists, double and invalid frees rejected),
-# under AddressSanitizer+UBSan, and the multi-threaded stress tests under ThreadSanitizer.
+# under AddressSanitizer+UBSan, the tracking builds for Valgrind and ASan (whole suite, plus
+# deliberate heap bugs the checker must report at their line), and the multi-threaded stress
+# tests under ThreadSanitizer.
 # Usage: test/run.sh [--quick]   (--quick: the Release build only)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,5 +32,7 @@ if [ "${1:-}" = "--quick" ]; then exit 0; fi
 run_suite debug -DCMAKE_BUILD_TYPE=Debug
 run_suite secure -DCMAKE_BUILD_TYPE=Release -DMI_SECURE=ON
 run_suite asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=address
+run_suite track-valgrind -DCMAKE_BUILD_TYPE=Release -DMI_TRACK_VALGRIND=ON
+run_suite track-asan -DCMAKE_BUILD_TYPE=Release -DMI_TRACK_ASAN=ON
 TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=thread -- -L stress
 echo "=== all test suites passed"
