@@ -4,7 +4,7 @@
 #   (a) the installed files: library symlink chain and SONAME, headers, mimalloc.o, mimalloc.pc,
 #       the CMake package files
 #   (b) test/install/consumer through find_package(mimalloc 2.1), linking mimalloc (must load
-#       the installed shared library) and mimalloc-static
+#       the installed shared library) and mimalloc-static; the package's variables
 #   (c) find_package with unsuitable versions (3.0, 1.0, 2.99) must fail
 #   (d) main.c built with `pkg-config --cflags --libs mimalloc`   (skipped without pkg-config)
 #   (e) main.c linked after the installed mimalloc.o (static override)
@@ -119,6 +119,9 @@ for target in mimalloc mimalloc-static; do
   grep -qxF -- "-- mimalloc_VERSION=$version" "$tmp/configure.log" || fail "package version is not $version"
   grep -qxF -- "-- MIMALLOC_IMPLEMENTATION_VERSION=$impl_version" "$tmp/configure.log" \
     || fail "MIMALLOC_IMPLEMENTATION_VERSION is not $impl_version"
+  # upstream's variable: mimalloc-<major>.<minor>, never empty
+  grep -qxF -- "-- MIMALLOC_VERSION_DIR=mimalloc-$major.$minor" "$tmp/configure.log" \
+    || fail "MIMALLOC_VERSION_DIR is not mimalloc-$major.$minor"
   "$cmake" --build "$dir"
   if [ "$target" = mimalloc ]; then
     run_consumer "$dir/consumer" "$lib/$so.$version"
