@@ -377,18 +377,21 @@ bool mi_is_in_heap_region(const void* p) mi_attr_noexcept {
 
 bool _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   const size_t bsize = page->block_size;
+  /* the visitor gets what a program may use of each block: without the debug padding (it is
+     ours; writing it is an overflow), as area.block_size; full_block_size is the stride */
+  const size_t ubsize = bsize - MI_PADDING_SIZE;
   mi_heap_area_t area;
   area.blocks = mi_page_start(page);
   area.reserved = (size_t)page->reserved * bsize;
   area.committed = (size_t)page->capacity * bsize;
   area.used = page->used;
-  area.block_size = bsize;
+  area.block_size = ubsize;
   area.full_block_size = bsize;
   area.heap_tag = page->heap_tag;
-  if (!visitor(heap, &area, NULL, bsize, arg)) return false;
+  if (!visitor(heap, &area, NULL, ubsize, arg)) return false;
   if (!visit_blocks || page->used == 0) return true;
   if (page->capacity == 1) {
-    return visitor(heap, &area, mi_page_start(page), bsize, arg);
+    return visitor(heap, &area, mi_page_start(page), ubsize, arg);
   }
   /* mark the free blocks, then visit the others */
   uintptr_t free_map[MI_MAX_BLOCKS_PER_PAGE / (8*sizeof(uintptr_t))];
@@ -403,7 +406,7 @@ bool _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool vis
   }
   for (size_t i = 0; i < capacity; i++) {
     if ((free_map[i / (8*sizeof(uintptr_t))] >> (i % (8*sizeof(uintptr_t)))) & 1) continue;
-    if (!visitor(heap, &area, mi_page_start(page) + i*bsize, bsize, arg)) return false;
+    if (!visitor(heap, &area, mi_page_start(page) + i*bsize, ubsize, arg)) return false;
   }
   return true;
 }

@@ -19,7 +19,7 @@ sanitizer settings are kept; no MIMALLOC_* variable).
 
 usage: run-debug.py --prog dbg-overflow=PATH ... GROUP|GROUP:CASE ...
        run-debug.py --list
-Groups: overflow double-free invalid-free write-after-free fill errors sanity extra
+Groups: overflow double-free invalid-free write-after-free fill errors sanity heap extra
 (extra: checks of behaviour the library gained after they were written: aligned in-place
 realloc and small aligned sizes, double frees seen from another thread, damaged links in
 thread-free lists, calloc overflow, the code of a bad alignment).
@@ -192,7 +192,12 @@ pending(P, "bad-alignment",
 # 7. correct use: silence
 case("sanity", "dbg-sanity", "all", [])
 
-GROUPS = ["overflow", "double-free", "invalid-free", "write-after-free", "fill", "errors", "sanity", "extra"]
+# ---------------------------------------------------------------------------------------------
+# 8. heaps
+P = "dbg-heap"
+case("heap", P, "visit", [])
+
+GROUPS = ["overflow", "double-free", "invalid-free", "write-after-free", "fill", "errors", "sanity", "heap", "extra"]
 
 
 # ---------------------------------------------------------------------------------------------
