@@ -376,7 +376,9 @@ static void mi_page_extend_free(mi_page_t* page) {
     mi_block_set_next(page, block, NULL);
   }
   page->free = first;
-  page->capacity += (uint32_t)extend;
+  /* atomic (a plain store on common targets): checked frees read it from other threads
+     (mi_page_capacity_any) */
+  atomic_store_explicit((_Atomic(uint32_t)*)&page->capacity, page->capacity + (uint32_t)extend, memory_order_relaxed);
   page->free_is_zero = page->is_zero_init;
 #if MI_DEBUG > 0
   _mi_debug_fill_new_blocks(page, start, extend);

@@ -31,11 +31,12 @@ mi_decl_noinline void _mi_page_list_corrupt(mi_page_t* page, const mi_block_t* b
    being changed by its owner while another thread looks ends at the first link that does not
    lead to a block of the page). */
 bool _mi_list_contains(const mi_page_t* page, const mi_block_t* list, const mi_block_t* block) {
+  const size_t capacity = mi_page_capacity_any(page);   /* also from non-owner threads */
   size_t steps = 0;
-  while (list != NULL && steps++ <= page->capacity) {
+  while (list != NULL && steps++ <= capacity) {
     if (list == block) return true;
     const mi_block_t* next = mi_block_next(page, list);
-    if (!mi_page_block_valid(page, next)) return false;
+    if (!mi_page_block_below(page, next, capacity)) return false;
     list = next;
   }
   return false;
@@ -56,7 +57,7 @@ mi_block_t* _mi_checked_free_block(mi_page_t* page, void* p) {
                       p, (void*)(start + (diff / bsize) * bsize), bsize);
     return NULL;
   }
-  if (diff / bsize >= page->capacity) {
+  if (diff / bsize >= mi_page_capacity_any(page)) {   /* the freeing thread need not own the page */
     _mi_error_message(EINVAL, "mi_free: invalid pointer %p (never allocated; ignored)\n", p);
     return NULL;
   }

@@ -5,7 +5,7 @@
 # the secure build (libmimalloc-secure: encoded free lists, double and invalid frees rejected),
 # under AddressSanitizer+UBSan, the tracking builds for Valgrind and ASan (whole suite, plus
 # deliberate heap bugs the checker must report at their line), and the multi-threaded stress
-# tests under ThreadSanitizer.
+# tests under ThreadSanitizer (Release and Debug builds).
 # Usage: test/run.sh [--quick]   (--quick: the Release build only)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,4 +35,6 @@ run_suite asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=address
 run_suite track-valgrind -DCMAKE_BUILD_TYPE=Release -DMI_TRACK_VALGRIND=ON
 run_suite track-asan -DCMAKE_BUILD_TYPE=Release -DMI_TRACK_ASAN=ON
 TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=thread -- -L stress
+# the debug build's checks run on the freeing thread (padding, double-free search): race-free too
+TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan-debug -DCMAKE_BUILD_TYPE=Debug -DMI_SANITIZE=thread -- -L stress
 echo "=== all test suites passed"

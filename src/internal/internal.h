@@ -618,11 +618,26 @@ static inline bool mi_page_link_ok(const mi_page_t* page, const mi_block_t* next
   return ((uintptr_t)next - (uintptr_t)mi_page_start(page) < (uintptr_t)page->capacity * page->block_size || next == NULL);
 #endif
 }
-/* NULL, or exactly the start of a block below the page's capacity. */
-static inline bool mi_page_block_valid(const mi_page_t* page, const mi_block_t* block) {
+/* The page's capacity read from any thread: the checks of a free (debug and secure builds)
+   run on the freeing thread while the owner may be extending the page. The read is benign:
+   capacity only grows while the page holds a live block, and the block being freed was handed
+   out below a capacity whose store happened before the free (the program passed the block
+   on), so a stale value never rejects a valid block; it can only let through a pointer into
+   blocks that are being made available at that moment. The owner's store in
+   mi_page_extend_free is atomic too, so the pair is no data race (ThreadSanitizer). */
+static inline uint32_t mi_page_capacity_any(const mi_page_t* page) {
+  return atomic_load_explicit((_Atomic(uint32_t)*)&page->capacity, memory_order_relaxed);
+}
+
+/* NULL, or exactly the start of one of the first `capacity` blocks of the page. */
+static inline bool mi_page_block_below(const mi_page_t* page, const mi_block_t* block, size_t capacity) {
   if (block == NULL) return true;
   const uintptr_t diff = (uintptr_t)block - (uintptr_t)mi_page_start(page);
-  return (diff < (uintptr_t)page->capacity * page->block_size && diff % page->block_size == 0);
+  return (diff < (uintptr_t)capacity * page->block_size && diff % page->block_size == 0);
+}
+/* NULL, or exactly the start of a block below the page's capacity (owner thread). */
+static inline bool mi_page_block_valid(const mi_page_t* page, const mi_block_t* block) {
+  return mi_page_block_below(page, block, page->capacity);
 }
 
 /* ------------------------------------------------------------------------------------------
