@@ -149,7 +149,7 @@ static void* mi_heap_realloc_zero_aligned_at(mi_heap_t* heap, void* p, size_t ne
       (((uintptr_t)p + offset) & (alignment - 1)) == 0) {
     if (zero) memset((uint8_t*)p + newsize, 0, size - newsize);   /* see _mi_heap_realloc_zero */
 #if MI_TRACK_ENABLED
-    _mi_track_realloc_in_place(p, size, newsize);
+    _mi_track_realloc_in_place(p, size, newsize, false);
 #endif
 #if MI_PADDING
     _mi_debug_set_size(p, newsize);   /* overflow checks start at the new size */

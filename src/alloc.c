@@ -146,7 +146,7 @@ static bool mi_realloc_grow_huge(void* p, size_t size, size_t newsize, bool zero
   _mi_debug_set_caller(page, (mi_block_t*)p, caller);
 #endif
 #if MI_TRACK_ENABLED
-  _mi_track_block_change(page, (mi_block_t*)p, p, size, p, newsize, zero);
+  _mi_track_realloc_in_place(p, size, newsize, zero);
 #endif
   return true;
 }
@@ -168,7 +168,7 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero,
       memset((uint8_t*)p + newsize, 0, size - newsize);
     }
 #if MI_TRACK_ENABLED
-    _mi_track_realloc_in_place(p, size, newsize);
+    _mi_track_realloc_in_place(p, size, newsize, false);
 #endif
 #if MI_PADDING
     _mi_debug_set_size(p, newsize);   /* overflow checks start at the new size */

@@ -84,21 +84,19 @@ static void mi_asan_set_freed(const mi_page_t* page, const mi_block_t* block) {
 }
 #endif
 
-/* The pointer the tool knows a live block by: the block start, or for an aligned allocation
-   the first byte the tool considers accessible. */
-static void* mi_track_user_pointer(const mi_page_t* page, mi_block_t* block) {
 #if MI_TRACK_VALGRIND
+/* The pointer memcheck knows a live block by: the block start, or for an aligned allocation
+   the first byte it considers accessible. */
+static void* mi_track_user_pointer(const mi_page_t* page, mi_block_t* block) {
   if (mi_page_has_aligned(page) && RUNNING_ON_VALGRIND) {
     for (size_t ofs = 0; ofs < page->block_size; ofs += MI_MAX_ALIGN_SIZE) {
       uint8_t vbits;
       if (VALGRIND_GET_VBITS((uint8_t*)block + ofs, &vbits, 1) != 3) return (uint8_t*)block + ofs;
     }
   }
-#else
-  (void)page;
-#endif
   return block;
 }
+#endif
 
 /* ---------------------------------------------------------------------------------------
    Blocks
@@ -124,7 +122,6 @@ void _mi_track_block_alloc(const mi_page_t* page, mi_block_t* block, size_t size
 /* The live block `block` was known to the tool as [oldp, oldp+oldsize) and is now
    [p, p+newsize) (an in-place realloc, or an aligned pointer inside an over-allocation). */
 void _mi_track_block_change(const mi_page_t* page, mi_block_t* block, void* oldp, size_t oldsize, void* p, size_t newsize, bool zero) {
-  (void)zero;
   const size_t bsize = page->block_size;
   uint8_t* const end = (uint8_t*)block + bsize;
   if (oldp == p && oldsize > 0 && newsize > 0) {   /* memcheck takes a resize to or from 0 for a free */
@@ -145,11 +142,12 @@ void _mi_track_block_change(const mi_page_t* page, mi_block_t* block, void* oldp
   if (tail < end) mi_track_mem_noaccess(tail, (size_t)(end - tail));
 }
 
-/* realloc kept the live block at p, which served `oldsize` bytes and now serves `newsize` */
-void _mi_track_realloc_in_place(void* p, size_t oldsize, size_t newsize) {
+/* realloc kept the live block at p, which served `oldsize` bytes and now serves `newsize`
+   (the added bytes zero when `zero`) */
+void _mi_track_realloc_in_place(void* p, size_t oldsize, size_t newsize, bool zero) {
   const mi_page_t* page = _mi_ptr_page(p);
   mi_block_t* block = (mi_page_has_aligned(page) ? _mi_page_ptr_unalign(page, p) : (mi_block_t*)p);
-  _mi_track_block_change(page, block, p, oldsize, p, newsize, false);
+  _mi_track_block_change(page, block, p, oldsize, p, newsize, zero);
 }
 
 /* From mi_free, before anything else: false if the tool says p is not a live block (it has
@@ -189,7 +187,6 @@ void _mi_track_block_destroyed(const mi_page_t* page, mi_block_t* block) {
   VALGRIND_FREELIKE_BLOCK(mi_track_user_pointer(page, block), 0);
   mi_track_mem_noaccess(block, page->block_size);
 #else
-  (void)mi_track_user_pointer;
   mi_asan_set_freed(page, block);
 #endif
 }

@@ -40,7 +40,6 @@
 
 #if MI_TRACK_VALGRIND
 #include <valgrind/memcheck.h>
-#define MI_TRACK_TOOL  "valgrind"
 /* a block of `size` bytes at p is handed out (defined when zero) */
 #define mi_track_malloc(p, size, zero)    VALGRIND_MALLOCLIKE_BLOCK((p), (size), 0, (zero))
 /* the live block at p (as handed out) is freed; false if the tool says it was not live
@@ -55,7 +54,6 @@
 #define mi_track_open(p, size)            VALGRIND_MAKE_MEM_DEFINED((p), (size))
 #define mi_track_close(p, size)           VALGRIND_MAKE_MEM_NOACCESS((p), (size))
 #elif MI_TRACK_ASAN
-#define MI_TRACK_TOOL  "asan"
 #define mi_track_malloc(p, size, zero)    _mi_track_asan_malloc((p), (size))
 #define mi_track_free(p)                  _mi_track_free(p)
 #define mi_track_resize(p, oldsize, newsize)  _mi_track_asan_resize((p), (oldsize), (newsize))
@@ -72,7 +70,7 @@
 bool _mi_track_free(void* p);
 void _mi_track_block_alloc(const mi_page_t* page, mi_block_t* block, size_t size, bool zero);
 void _mi_track_block_change(const mi_page_t* page, mi_block_t* block, void* oldp, size_t oldsize, void* p, size_t newsize, bool zero);
-void _mi_track_realloc_in_place(void* p, size_t oldsize, size_t newsize);
+void _mi_track_realloc_in_place(void* p, size_t oldsize, size_t newsize, bool zero);
 void _mi_track_block_destroyed(const mi_page_t* page, mi_block_t* block);
 #if MI_TRACK_ASAN
 void _mi_track_asan_malloc(void* p, size_t size);
@@ -82,7 +80,6 @@ void _mi_track_asan_close(void* p, size_t size);
 #endif
 #else
 #define MI_TRACK_ENABLED  0
-#define MI_TRACK_TOOL     "none"
 #define mi_track_malloc(p, size, zero)        ((void)0)
 #define mi_track_free(p)                      (true)
 #define mi_track_resize(p, oldsize, newsize)  ((void)0)
