@@ -14,7 +14,7 @@ void _mi_block_zero_init(const mi_page_t* page, void* p) {
     ((mi_block_t*)p)->next = NULL;
   }
   else {
-    memset(p, 0, page->block_size);
+    memset(p, 0, page->block_size - MI_PADDING_SIZE);   /* debug builds write the padding next */
   }
 }
 

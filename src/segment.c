@@ -471,11 +471,11 @@ static size_t mi_segment_info_size(size_t capacity) {
 }
 /* the first medium page holds one block of the largest medium bin beside the header */
 _Static_assert(offsetof(mi_segment_t, pages) + (MI_MEDIUM_PAGES_PER_SEGMENT + 1) * sizeof(mi_page_t) + MI_MAX_ALIGN_SIZE
-               <= MI_MEDIUM_PAGE_SIZE - MI_MEDIUM_OBJ_SIZE_MAX, "medium header fits beside a largest medium block");
+               + MI_PADDING_GUARD_ROOM <= MI_MEDIUM_PAGE_SIZE - MI_MEDIUM_OBJ_SIZE_MAX, "medium header fits beside a largest medium block");
 
 /* the first page of a medium class may take the header's slot of a large segment */
 _Static_assert(offsetof(mi_segment_t, pages) + (MI_LARGE_SLOTS_PER_SEGMENT + 1) * sizeof(mi_page_t) + MI_MAX_ALIGN_SIZE
-               <= MI_LARGE_SLOT_SIZE - MI_MEDIUM_OBJ_SIZE_MAX, "large header fits beside a largest medium block");
+               + MI_PADDING_GUARD_ROOM <= MI_LARGE_SLOT_SIZE - MI_MEDIUM_OBJ_SIZE_MAX, "large header fits beside a largest medium block");
 
 /* Start of a page's blocks. Blocks of a power-of-two size are naturally aligned to their size
    when that costs less than one block, so e.g. 4 KiB blocks serve page-aligned requests. */
@@ -489,6 +489,12 @@ uint8_t* _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* pa
   }
   psize -= MI_SECURE_GUARD_SIZE;   /* secure builds: the guard page at the end */
   const size_t bsize = page->block_size;
+  if (MI_PADDING_GUARD_ROOM > 0 && bsize <= MI_MEDIUM_OBJ_SIZE_MAX) {
+    /* debug builds: the first block's guard word (types.h); not for large blocks, whose
+       spans stay slot-aligned and exactly sized */
+    p += MI_PADDING_GUARD_ROOM;
+    psize -= MI_PADDING_GUARD_ROOM;
+  }
   if (mi_segment_has_slots(segment) && bsize > 0 && mi_is_power_of_two(bsize) && bsize <= MI_MEDIUM_OBJ_SIZE_MAX) {
     size_t adjust = (bsize - ((uintptr_t)p % bsize)) % bsize;
     if (adjust > 0 && psize >= adjust + 2*bsize) {

@@ -193,27 +193,42 @@ typedef struct mi_memid_s {
   bool   purge_zeroes;         /* a decommit zeroes it (private anonymous memory) */
 } mi_memid_t;
 
-/* Debug builds end every block with a padding record (debug.c). A block of block_size bytes
+/* Debug builds (and tracking builds, below) end every block with a padding record (debug.c). A block of block_size bytes
    handed out for `size` bytes at user pointer p = block + a (a > 0 only for aligned
    interior pointers) looks like:
      [block, p+size)                 the program's bytes
      [p+size, end - MI_PADDING_SIZE) slack, filled with MI_DEBUG_PADDING
-     [end - MI_PADDING_SIZE, end)    mi_padding_t: canary, delta = end - MI_PADDING_SIZE - (p+size),
-                                     and the allocating call's return address
+     [end - MI_PADDING_SIZE, end)    mi_padding_t
    so free finds every byte written past the requested size (byte-precise overflow check).
-   Freed blocks are filled with MI_DEBUG_FREED except their link word, new blocks with
-   MI_DEBUG_UNINIT; free-list blocks keep MI_DEBUG_FREED until handed out again. */
-#if MI_DEBUG > 0 || MI_TRACK_VALGRIND || MI_TRACK_ASAN   /* tracking builds: the requested size (track.h) */
+   The padding checks itself: `canary` depends only on the block (a changed canary is an
+   overwrite of it, its other fields may still be trusted), `check` covers delta and caller
+   (only when it holds is the requested size known). `guard` is not this block's: it is the
+   word just before the next block, written when the page is extended and never changed, and
+   checked when the next block is freed or handed out (a write before that block's start).
+   The first block of a page gets its guard in MI_PADDING_GUARD_ROOM bytes reserved before it
+   (segment.c), except in pages of large blocks (their spans stay slot-sized); a huge block
+   has none, an aligned interior pointer none of its own.
+   Every check word has a zero second byte, so a string read past the end stops at the
+   canary after one byte; its first and last bytes are never zero, so the classic stray
+   terminator (p[size] = 0, or p[-1] = 0) always changes it.
+   Freed blocks are filled with MI_DEBUG_FREED except their link word and the guard, new
+   blocks with MI_DEBUG_UNINIT; free-list blocks keep MI_DEBUG_FREED until handed out again
+   (a freed block keeps canary, delta and check, the canary in a freed form).
+   Tracking builds (track.h) carry the padding for the requested size only: no fills, no guard. */
+#if MI_DEBUG > 0 || MI_TRACK_VALGRIND || MI_TRACK_ASAN
 #define MI_PADDING        1
 #else
 #define MI_PADDING        0
 #endif
 typedef struct mi_padding_s {
-  uint32_t canary;    /* block address ^ segment cookie ^ delta, truncated */
-  uint32_t delta;
+  uint32_t canary;    /* hash of segment cookie and block (live and freed forms) */
+  uint32_t delta;     /* slack: end - MI_PADDING_SIZE - (p+size) */
   void*    caller;    /* return address of the program's allocation call, or NULL */
+  uint32_t check;     /* hash of segment cookie, block, delta and caller */
+  uint32_t guard;     /* the next block's: hash of segment cookie and the next block */
 } mi_padding_t;
 #define MI_PADDING_SIZE   (MI_PADDING ? sizeof(mi_padding_t) : 0)
+#define MI_PADDING_GUARD_ROOM (MI_DEBUG > 0 ? MI_MAX_ALIGN_SIZE : 0)   /* before a page's first block */
 #define MI_DEBUG_UNINIT   (0xD0)
 #define MI_DEBUG_FREED    (0xDF)
 #define MI_DEBUG_PADDING  (0xDE)

@@ -2,7 +2,7 @@
 /* Double frees (EAGAIN, "double free detected of block <p> with size <requested size> (ignored)").
    The extra free must be ignored: afterwards the heap hands out every block at most once.
 
-   Cases (p = mi_malloc(64), a block of 80 bytes with the padding, unless said otherwise):
+   Cases (p = mi_malloc(64), a block of 96 bytes with the padding, unless said otherwise):
      twice              freed twice by the owner thread
      thrice             freed three times: two reports
      buried             freed, then 100 more blocks of its size freed, then p again

@@ -2,7 +2,7 @@
 /* Fill patterns of the debug build (no misuse reported: expects no message at all).
    Case "all":
      - a fresh mi_malloc(100) block reads 0xD0 in all 100 bytes, and its slack (the bytes
-       between the requested size and the padding, 12 for this size) reads 0xDE;
+       between the requested size and the padding, 4 for this size) reads 0xDE;
      - also a block taken from the free list (a freed block handed out again), a block of a
        large (medium page) size, an over-aligned interior block and the grown part of a
        mi_realloc'ed block read 0xD0;
@@ -44,9 +44,10 @@ int main(int argc, char** argv) {
   mi_free(p);
   all_bytes(p, 8, 100, 0xDF, "freed block");
   /* the padding keeps its delta (the requested size, for a double-free report) under a
-     canary of the freed form: 8 bytes; its last 8 bytes are freed fill */
+     canary of the freed form and its check word; the caller field between them is freed
+     fill, the last 4 bytes are the next block's guard */
   all_bytes(p, 8, bsize - DBG_PADDING_SIZE, 0xDF, "freed block (to its padding)");
-  all_bytes(p, bsize - DBG_PADDING_SIZE + 8, bsize, 0xDF, "freed block (end of its padding)");
+  all_bytes(p, bsize - DBG_PADDING_SIZE + 8, bsize - 8, 0xDF, "freed block (caller field of its padding)");
   DBG_CHECK(*(const uint32_t*)(p + bsize - DBG_PADDING_SIZE + 4) == bsize - DBG_PADDING_SIZE - 100);   /* delta */
 
   /* the same block handed out again: uninitialised bytes are 0xD0 again */

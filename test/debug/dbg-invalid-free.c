@@ -3,7 +3,7 @@
    Afterwards the block they point into (if any) is still valid: its bytes and usable size are
    unchanged, it can be reallocated and freed without any message, and the heap still works.
 
-   Cases (p = mi_malloc(64): a block of 80 bytes with the padding):
+   Cases (p = mi_malloc(56): a block of 80 bytes with the padding):
      stack        the address of a local variable  "(not allocated by this allocator; ignored)"
      global       the address of a global variable  (the same)
      literal      a string literal                  (the same)
@@ -25,7 +25,7 @@ static int global_int = 42;
 static const char* const literal = "a string literal";
 
 static uint8_t* p;           /* the block of the interior cases */
-static size_t p_size = 64;
+static size_t p_size = 56;
 
 static void free_invalid(void* q) {
   dbg_var_ptr("q", q);

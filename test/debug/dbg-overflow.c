@@ -1,12 +1,31 @@
 /* SPDX-License-Identifier: MIT */
-/* Buffer overflows past the requested size, found by mi_free (padding check, EFAULT).
+/* Buffer overflows past the requested size and underflows before the start, found by mi_free
+   (padding and guard checks, EFAULT). The padding is 24 bytes: canary, delta, caller, check
+   word, and the next block's guard (types.h).
 
    Cases (each writes past the end of one block, then frees it):
-     one        mi_malloc(100), p[100] changed: 1 byte overwritten, 1 past the end
-     seven      mi_malloc(100), p[100..106] changed: 7 bytes of the slack
-     seven-canary mi_malloc(108) (4 bytes of slack), p[108..114]: 4 slack and 3 canary bytes
+     one        mi_malloc(100) (4 bytes of slack), p[100] changed: 1 byte overwritten, 1 past the end
+     seven      mi_malloc(96) (8 bytes of slack), p[96..102] changed: 7 bytes of the slack
+     seven-canary mi_malloc(100) (4 bytes of slack), p[100..106]: 4 slack and 3 canary bytes
      gap        mi_malloc(100), only p[102] changed: 1 byte overwritten, up to 3 past the end
-     canary     mi_malloc(112) (no slack: the size class fits exactly), p[112..115]: the canary
+     canary     mi_malloc(104) (no slack: the size class fits exactly), p[104..107]: the canary
+     terminator mi_malloc(104), p[104] = 0 (a string's terminator one past the end): the
+                canary's first byte is never zero, so this is 1 byte overwritten
+     padding    mi_malloc(8) (a 32-byte block, no slack), 16 bytes written past the end:
+                canary, delta and caller; the check word no longer matches, so the requested
+                size is unknown: "the padding at the end of its block (size 32) was
+                overwritten, so the requested size is unknown (at most 8 bytes)"
+     delta      mi_malloc(100), only the delta field changed (p[108..111]): the same kind of
+                report (at most 104 bytes), not a made-up size
+     underflow  the second of two mi_malloc(100) blocks, p[-1] = 0: "buffer underflow before
+                heap block <p>: the 1 bytes before its start were overwritten ..."
+     underflow4 the same, p[-4..-1] changed: the 4 bytes before its start
+     underflow-first the first block of a fresh page (area.blocks of mi_heap_visit_blocks),
+                p[-1] changed: its guard lies in the room before the page's first block
+     underflow-remote p[-1] changed, freed by another thread (which reports it)
+     canary-zero no message: the check words of a padding (canary, check, guard; live and
+                freed) hold a zero byte, and strnlen of a block filled without terminator
+                stops one byte into the canary
      aligned    mi_malloc_aligned(100, 64), p[100]
      aligned-big mi_malloc_aligned(200, 4096) (an interior pointer), p[200..202]
      large      mi_malloc(200000) (a medium page), p[200000]
@@ -54,6 +73,62 @@ static void need_slack(size_t n, size_t slack_min, size_t slack_max) {
   DBG_CHECK_MSG(slack >= slack_min && slack <= slack_max, "slack %zu of size %zu not in [%zu,%zu]: the test's assumption is wrong", slack, n, slack_min, slack_max);
 }
 
+/* Change the n bytes before p (to 0 when `zero`, else flipped), then free p. */
+static void underflow(uint8_t* p, size_t size, size_t n, bool zero) {
+  dbg_var_ptr("p", p);
+  memset(dbg_launder(p), 0x5A, size);
+  volatile uint8_t* b = (volatile uint8_t*)dbg_launder(p);
+  for (size_t i = 1; i <= n; i++) b[-(ptrdiff_t)i] = (uint8_t)(zero ? 0 : b[-(ptrdiff_t)i] ^ 0xFF);
+  dbg_step("free");
+  mi_free(p);
+  dbg_step("freed");
+}
+
+static bool first_area(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)heap; (void)block; (void)block_size;
+  *(void**)arg = area->blocks;
+  return false;
+}
+
+static bool has_zero_byte(const uint8_t* w) {
+  return (w[0] == 0 || w[1] == 0 || w[2] == 0 || w[3] == 0);
+}
+
+/* Check words hold a zero byte; a string read past the end stops in the canary. */
+static void canary_zero(void) {
+  static const size_t sizes[] = { 0, 1, 8, 13, 96, 100, 104, 1000, 5000 };
+  for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+    const size_t n = sizes[i];
+    void* keep = mi_malloc(n);   /* keeps the page in use while p is freed */
+    uint8_t* p = (uint8_t*)mi_malloc(n);
+    const size_t bsize = dbg_block_size(n);
+    const size_t pad = bsize - DBG_PADDING_SIZE;   /* the padding's offset in the block */
+    memset(dbg_launder(p), 'a', n);
+    const volatile uint8_t* b = (const volatile uint8_t*)dbg_launder(p);
+    uint8_t w[4];
+    for (size_t k = 0; k < 3; k++) {   /* canary, check word, guard */
+      const size_t off = pad + (k == 0 ? 0 : k == 1 ? 8 + sizeof(void*) : 12 + sizeof(void*));
+      for (size_t j = 0; j < 4; j++) w[j] = b[off + j];
+      DBG_CHECK_MSG(has_zero_byte(w), "mi_malloc(%zu): check word %zu has no zero byte", n, k);
+    }
+    /* slack (0xDE), then the canary's first byte (never zero), then its zero byte */
+    const size_t len = strnlen((const char*)p, bsize);
+    DBG_CHECK_MSG(len == pad + 1, "mi_malloc(%zu): a string read stops after %zu bytes, not %zu", n, len, pad + 1);
+    if (n >= 8) {   /* freed: canary and check word of the freed form */
+      mi_free(p);
+      for (size_t k = 0; k < 2; k++) {
+        const size_t off = pad + (k == 0 ? 0 : 8 + sizeof(void*));
+        for (size_t j = 0; j < 4; j++) w[j] = b[off + j];
+        DBG_CHECK_MSG(has_zero_byte(w), "mi_malloc(%zu), freed: check word %zu has no zero byte", n, k);
+      }
+    }
+    else {
+      mi_free(p);
+    }
+    mi_free(keep);
+  }
+}
+
 static void exact(void) {
   static const size_t sizes[] = { 0, 1, 7, 8, 9, 15, 16, 17, 24, 100, 104, 1000, 1024, 4095, 70000, 300000, 5u << 20 };
   static const size_t aligns[] = { 8, 16, 32, 64, 128, 4096, 65536, 1u << 20 };
@@ -98,20 +173,71 @@ int main(int argc, char** argv) {
     overflow(mi_malloc(100), 100, 0, 1);
   }
   else if (strcmp(c, "seven") == 0) {
-    need_slack(100, 7, 64);   /* 7 bytes of slack */
-    overflow(mi_malloc(100), 100, 0, 7);
+    need_slack(96, 7, 64);    /* 7 bytes of slack */
+    overflow(mi_malloc(96), 96, 0, 7);
   }
   else if (strcmp(c, "seven-canary") == 0) {
-    need_slack(108, 3, 6);    /* 7 bytes: through the slack into the canary (not the delta) */
-    overflow(mi_malloc(108), 108, 0, 7);
+    need_slack(100, 3, 6);    /* 7 bytes: through the slack into the canary (not the delta) */
+    overflow(mi_malloc(100), 100, 0, 7);
   }
   else if (strcmp(c, "gap") == 0) {
     need_slack(100, 3, 64);
     overflow(mi_malloc(100), 100, 2, 3);
   }
   else if (strcmp(c, "canary") == 0) {
-    need_slack(112, 0, 0);
-    overflow(mi_malloc(112), 112, 0, 4);
+    need_slack(104, 0, 0);
+    overflow(mi_malloc(104), 104, 0, 4);
+  }
+  else if (strcmp(c, "terminator") == 0) {
+    need_slack(104, 0, 0);
+    uint8_t* p = (uint8_t*)mi_malloc(104);
+    dbg_var_ptr("p", p);
+    memset(dbg_launder(p), 'a', 104);
+    ((volatile uint8_t*)dbg_launder(p))[104] = 0;
+    dbg_step("free");
+    mi_free(p);
+    dbg_step("freed");
+  }
+  else if (strcmp(c, "padding") == 0) {
+    need_slack(8, 0, 0);
+    overflow(mi_malloc(8), 8, 0, 16);
+  }
+  else if (strcmp(c, "delta") == 0) {
+    need_slack(100, 4, 4);    /* the delta field is 8..11 bytes past the end */
+    overflow(mi_malloc(100), 100, 8, 12);
+  }
+  else if (strcmp(c, "underflow") == 0 || strcmp(c, "underflow4") == 0) {
+    const size_t n = (strcmp(c, "underflow") == 0 ? 1 : 4);
+    uint8_t* a = (uint8_t*)mi_malloc(100);
+    uint8_t* p = (uint8_t*)mi_malloc(100);
+    DBG_CHECK_MSG(p == a + dbg_block_size(100), "%p does not follow %p: the test's assumption is wrong", (void*)p, (void*)a);
+    underflow(p, 100, n, (n == 1));
+    mi_free(a);   /* the block before: its own padding is intact */
+  }
+  else if (strcmp(c, "underflow-first") == 0) {
+    mi_heap_t* heap = mi_heap_new();
+    uint8_t* p = (uint8_t*)mi_heap_malloc(heap, 3000);
+    void* first = NULL;
+    mi_heap_visit_blocks(heap, false, &first_area, &first);
+    DBG_CHECK_MSG(first == p, "block %p is not the first of its page (%p): the test's assumption is wrong", (void*)p, first);
+    underflow(p, 3000, 1, false);
+    mi_heap_delete(heap);
+  }
+  else if (strcmp(c, "underflow-remote") == 0) {
+    uint8_t* a = (uint8_t*)mi_malloc(100);
+    uint8_t* p = (uint8_t*)mi_malloc(100);
+    dbg_var_ptr("p", p);
+    memset(dbg_launder(p), 0x5A, 100);
+    flip(p - 1, 0, 1);
+    dbg_step("free");
+    pthread_t t;
+    DBG_CHECK(pthread_create(&t, NULL, &thread_free, p) == 0);
+    pthread_join(t, NULL);
+    dbg_step("freed");
+    mi_free(a);
+  }
+  else if (strcmp(c, "canary-zero") == 0) {
+    canary_zero();
   }
   else if (strcmp(c, "aligned") == 0) {
     void* p = mi_malloc_aligned(100, 64);
@@ -175,7 +301,7 @@ int main(int argc, char** argv) {
     return dbg_unknown_case(c);
   }
   /* in callback mode the program goes on: the heap must still work */
-  static const size_t sizes[] = { 100, 60, 108, 112, 16, 200, 3000 };
+  static const size_t sizes[] = { 100, 60, 96, 104, 16, 200, 3000 };
   dbg_heap_works(3000, sizes, sizeof(sizes) / sizeof(sizes[0]), NULL, 0);
   return dbg_finish();
 }

@@ -38,8 +38,9 @@
 #define DBG_PRINTF(f, a)
 #endif
 
-/* the padding at the end of each block in debug builds (mi_padding_t: canary, delta, caller) */
-#define DBG_PADDING_SIZE  (8 + sizeof(void*))
+/* the padding at the end of each block in debug builds (mi_padding_t: canary, delta, caller,
+   check, and the guard word of the next block) */
+#define DBG_PADDING_SIZE  (16 + sizeof(void*))
 
 static bool dbg_callback_mode;
 static int  dbg_codes[256];

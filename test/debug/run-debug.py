@@ -73,10 +73,31 @@ def ovf(size, count, last, prefix=E):
 
 P = "dbg-overflow"
 case("overflow", P, "one", ovf(100, 1, 1), abort_step="free")
-case("overflow", P, "seven", ovf(100, 7, 7), abort_step="free")
-case("overflow", P, "seven-canary", ovf(108, 7, 7), abort_step="free")
+case("overflow", P, "seven", ovf(96, 7, 7), abort_step="free")
+case("overflow", P, "seven-canary", ovf(100, 7, 7), abort_step="free")
 case("overflow", P, "gap", ovf(100, 1, 3), abort_step="free")
-case("overflow", P, "canary", ovf(112, 4, 4), abort_step="free")
+case("overflow", P, "canary", ovf(104, 4, 4), abort_step="free")
+case("overflow", P, "terminator", ovf(104, 1, 1), abort_step="free")
+
+
+# a damaged padding: its size field is not trusted, only the block's size is reported
+def ovf_padding(bsize, usable, prefix=E):
+    return [(EFAULT, prefix + r"buffer overflow in heap block %%(p)s: the padding at the end of its block \(size %d\) "
+             r"was overwritten, so the requested size is unknown \(at most %d bytes\)" % (bsize, usable))]
+
+
+def udf(count, prefix=E):
+    return [(EFAULT, prefix + r"buffer underflow before heap block %%(p)s: the %d bytes before its start were "
+             r"overwritten \(or past the end of the block before it\)" % count)]
+
+
+case("overflow", P, "padding", ovf_padding(32, 8), abort_step="free")
+case("overflow", P, "delta", ovf_padding(128, 104), abort_step="free")
+case("overflow", P, "underflow", udf(1), abort_step="free")
+case("overflow", P, "underflow4", udf(4), abort_step="free")
+case("overflow", P, "underflow-first", udf(1), abort_step="free")
+case("overflow", P, "underflow-remote", udf(1, ET), abort_step="free")
+case("overflow", P, "canary-zero", [])
 case("overflow", P, "aligned", ovf(100, 1, 1), abort_step="free")
 case("overflow", P, "aligned-big", ovf(200, 3, 3), abort_step="free")
 case("overflow", P, "large", ovf(200000, 1, 1), abort_step="free")

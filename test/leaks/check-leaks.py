@@ -33,7 +33,7 @@ for l in lines:
     h = re.match(r"mimalloc: leaks: (\d+) huge blocks?, (.*)$", l)
     if c: classes[int(c.group(2))] = (int(c.group(1)), c.group(3))
     if h: classes["huge"] = (int(h.group(1)), h.group(2))
-small = 64 if debug else 48          # 40 bytes (+16 bytes of padding in debug builds)
+small = 64 if debug else 48          # 40 bytes (+24 bytes of padding in debug builds)
 check(classes.get(small, (0,))[0] == 3, f"expected 3 blocks of class {small}: {classes}")
 check(classes.get(327680, (0,))[0] == 1, f"expected 1 block of class 327680: {classes}")
 check(classes.get("huge", (0,))[0] == 1, f"expected 1 huge block: {classes}")

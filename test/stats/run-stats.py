@@ -894,8 +894,8 @@ def group_readable_show(freed=False):
         check(name in rows, "exit text: no row %r" % name)
     check(rows.get("threads") == rrow("threads", ["1", "2", "2"]), "threads row %r" % rows.get("threads"))
     if stat >= 2:
-        # the child's sizes 24 + 40 k (k = 0..6) plus the 16-byte padding of debug builds, 48 and 256
-        pad = 16 if debug else 0
+        # the child's sizes 24 + 40 k (k = 0..6) plus the 24-byte padding of debug builds, 48 and 256
+        pad = 24 if debug else 0
         sizes = set(rsize(bin_size(next(b for b in range(1, 122) if bin_size(b) >= n + pad)))
                     for n in [24 + 40 * k for k in range(7)] + [48, 256])
         shown = set(l[2:40].rstrip() for l in block if l.startswith("  ") and l[2:40].rstrip() in
@@ -958,7 +958,7 @@ def group_readable_thread():
     for name in ("committed", "reserved (address space)", "segments", "pages in use", "threads"):
         check(name not in rows, "thread print: process figure %r" % name)
     if stat >= 2:
-        pad = 16 if debug else 0
+        pad = 24 if debug else 0
         b100 = next(b for b in range(1, 122) if bin_size(b) >= 100 + pad)
         b200 = next(b for b in range(1, 122) if bin_size(b) >= 200 + pad)
         n100, n200 = rsize(bin_size(b100)), rsize(bin_size(b200))

@@ -383,7 +383,7 @@ static TEST_UNUSED_ const char* ts_check_nonneg(const mi_stats_t* s, bool quiesc
    and the statistics level (2 when per-block figures are kept). The probe's memory is freed
    and collected, so a program starts from empty figures afterwards. */
 typedef struct ts_build_s {
-  bool   debug;        /* MI_DEBUG > 0: blocks carry a 16-byte padding record */
+  bool   debug;        /* MI_DEBUG > 0: blocks carry a 24-byte padding record */
   size_t pad;
   int    stat_level;   /* 1 or 2 */
 } ts_build_t;
@@ -392,7 +392,7 @@ static TEST_UNUSED_ ts_build_t ts_detect_build(void) {
   ts_build_t b;
   void* p = mi_malloc(2);      /* 2 bytes: a 1-byte "malloc req" would print as an empty cell */
   b.debug = (mi_usable_size(p) == 2);
-  b.pad = (b.debug ? 16 : 0);
+  b.pad = (b.debug ? 24 : 0);
   mi_free(p);
   mi_stats_merge();
   mi_stats_t_decl(s);

@@ -6,7 +6,7 @@
    2. Start from empty figures (probe freed, mi_collect(true), mi_stats_reset) and print: the
       output must match, line by line, the text built from mi_stats_get by the spec's rules.
    3. Workload (block sizes are chosen so each lands exactly on one of our size classes; debug
-      builds add a 16-byte padding record, subtracted from the request):
+      builds add a 24-byte padding record, subtracted from the request):
         A: 1700 blocks of 32 bytes, 1000 of them freed at the end   (bin 3)
         B: 131 blocks of 128 bytes                                   (bin 9: 16768 = "16.4 KiB")
         C: 1 block of 640 bytes                                      (bin 27: "640   B  ")
