@@ -40,6 +40,7 @@ static inline void* mi_heap_malloc_zero_unsampled(mi_heap_t* heap, size_t size, 
 /* Guarded builds sample here: every allocation entry but the aligned ones (a guarded object
    is only 16-byte aligned) and the `_small` ones comes through this function. */
 void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
+  if (mi_heap_is_foreign(heap, "allocation")) { errno = ENOMEM; return NULL; }   /* debug builds */
 #if MI_GUARDED > 0
   if (mi_unlikely(heap->guarded_sample_count == 0)) return _mi_guarded_malloc_sampled(heap, size, zero);
   heap->guarded_sample_count--;
@@ -55,9 +56,11 @@ void* _mi_heap_malloc_zero_unsampled(mi_heap_t* heap, size_t size, bool zero) {
    Basic allocation
 --------------------------------------------------------------------------------------- */
 void* mi_heap_malloc_small(mi_heap_t* heap, size_t size) mi_attr_noexcept {
+  if (mi_heap_is_foreign(heap, "mi_heap_malloc_small")) { errno = ENOMEM; return NULL; }
   return mi_heap_malloc_small_zero(heap, size, false);
 }
 void* mi_heap_zalloc_small(mi_heap_t* heap, size_t size) mi_attr_noexcept {
+  if (mi_heap_is_foreign(heap, "mi_heap_zalloc_small")) { errno = ENOMEM; return NULL; }
   return mi_heap_malloc_small_zero(heap, size, true);
 }
 void* mi_malloc_small(size_t size) mi_attr_noexcept {
@@ -152,6 +155,8 @@ static bool mi_realloc_grow_huge(void* p, size_t size, size_t newsize, bool zero
 }
 
 void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post) {
+  /* (debug builds) p stays valid, as after any failed reallocation */
+  if (mi_heap_is_foreign(heap, "reallocation")) { errno = ENOMEM; return NULL; }
   const size_t size = _mi_usable_size(p);   /* 0 for NULL and for pointers that are not ours */
   if (mi_unlikely(size == 0 && p != NULL && !mi_is_in_heap_block(p))) {
     /* not ours: its size is unknown, so nothing can be copied; fail and leave it untouched */

@@ -218,6 +218,16 @@ case("sanity", "dbg-sanity", "all", [])
 P = "dbg-heap"
 case("heap", P, "visit", [])
 
+
+def foreign(call):
+    return (EINVAL, ET + r"%s: heap %%(h)s belongs to another thread \(heaps are thread-local; ignored\)" % call)
+
+
+case("heap", P, "wrong-thread",
+     [foreign(c) for c in ["allocation"] * 4 + ["mi_heap_malloc_small"] + ["reallocation"] * 2 +
+      ["aligned allocation"] * 2 + ["allocation", "mi_heap_collect", "mi_heap_visit_blocks",
+                                    "mi_heap_set_default", "mi_heap_delete", "mi_heap_destroy"]])
+
 GROUPS = ["overflow", "double-free", "invalid-free", "write-after-free", "fill", "errors", "sanity", "heap", "extra"]
 
 
