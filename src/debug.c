@@ -352,7 +352,7 @@ bool _mi_debug_free(mi_segment_t* segment, mi_page_t* page, void* p, bool is_loc
     const mi_padding_t* pad = mi_block_padding(page, block);
     const bool padding_freed = !huge && (mi_padding_is_freed(page, block) ||
                                mi_bytes_are((const uint8_t*)pad, sizeof(uint32_t), MI_DEBUG_FREED, NULL));
-    const bool found = padding_freed || _mi_list_contains(page, mi_page_thread_free(page), block) ||
+    const bool found = padding_freed || _mi_list_contains(page, mi_page_thread_free_acquire(page), block) ||
                        (is_local && (_mi_list_contains(page, page->free, block) || _mi_list_contains(page, page->local_free, block)));
     if (found) {
       /* the size the program asked for, when the freed padding still says it */

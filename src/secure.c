@@ -90,7 +90,7 @@ mi_decl_noinline bool _mi_secure_free_check(mi_page_t* page, void* p, bool is_lo
   if (block == NULL) return false;
   const mi_block_t* next = mi_block_next(page, block);
   if (!mi_page_block_valid(page, next)) return true;   /* user data, not a link of this page */
-  const bool found = _mi_list_contains(page, mi_page_thread_free(page), block) ||
+  const bool found = _mi_list_contains(page, mi_page_thread_free_acquire(page), block) ||
                      _mi_list_contains(page, mi_list_peek(&page->free), block) ||
                      _mi_list_contains(page, mi_list_peek(&page->local_free), block);
   if (found || (is_local && page->used == 0)) {

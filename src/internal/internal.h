@@ -550,6 +550,11 @@ static inline uintptr_t mi_tf_with_count(uintptr_t tf, size_t count, uintptr_t l
 static inline mi_block_t* mi_page_thread_free(const mi_page_t* page) {
   return mi_tf_block(mi_atomic_load_relaxed(&((mi_page_t*)page)->xthread_free));
 }
+/* ... for a walk of the list (double-free search of checked builds): acquire pairs with the
+   pushers' release CAS, so the links of the blocks pushed so far are visible */
+static inline mi_block_t* mi_page_thread_free_acquire(const mi_page_t* page) {
+  return mi_tf_block(mi_atomic_load_acquire(&((mi_page_t*)page)->xthread_free));
+}
 
 /* Free-list links. Secure builds store each link encoded with the keys of the page that holds
    the link's block: e = rotl(next + k0, k1) ^ k1. A write over a freed block (use after free,
