@@ -420,7 +420,13 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
   mi_page_set_start(page, _mi_segment_page_start(segment, page, &page_size));
   page->reserved = (uint32_t)(page_size / block_size);
   mi_assert_internal(page->reserved > 0);
-  mi_track_mem_noaccess(mi_page_start(page), page_size);   /* blocks become accessible when handed out */
+#if MI_TRACK_ENABLED
+  {  /* blocks become accessible when handed out; the room before the first one never does */
+    size_t area_size;
+    uint8_t* area = _mi_segment_page_area(segment, page, &area_size);
+    mi_track_mem_noaccess(area, area_size);
+  }
+#endif
   page->capacity = 0;
   page->used = 0;
   page->free = NULL;

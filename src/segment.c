@@ -479,7 +479,7 @@ _Static_assert(offsetof(mi_segment_t, pages) + (MI_LARGE_SLOTS_PER_SEGMENT + 1) 
 
 /* Start of a page's blocks. Blocks of a power-of-two size are naturally aligned to their size
    when that costs less than one block, so e.g. 4 KiB blocks serve page-aligned requests. */
-uint8_t* _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* page, size_t* page_size) {
+uint8_t* _mi_segment_page_area(const mi_segment_t* segment, const mi_page_t* page, size_t* area_size) {
   const size_t slots = (page->slot_count > 1 ? page->slot_count : 1);   /* a span: several */
   size_t psize = (mi_segment_has_slots(segment) ? slots << segment->page_shift : segment->segment_size);
   uint8_t* p = (uint8_t*)segment + ((size_t)page->segment_idx << segment->page_shift);   /* (huge: index 0) */
@@ -487,11 +487,18 @@ uint8_t* _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* pa
     p += segment->info_size;
     psize -= segment->info_size;
   }
-  psize -= MI_SECURE_GUARD_SIZE;   /* secure builds: the guard page at the end */
+  *area_size = psize - MI_SECURE_GUARD_SIZE;   /* secure builds: the guard page at the end */
+  return p;
+}
+
+uint8_t* _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* page, size_t* page_size) {
+  size_t psize;
+  uint8_t* p = _mi_segment_page_area(segment, page, &psize);
   const size_t bsize = page->block_size;
   if (MI_PADDING_GUARD_ROOM > 0 && bsize <= MI_MEDIUM_OBJ_SIZE_MAX) {
-    /* debug builds: the first block's guard word (types.h); not for large blocks, whose
-       spans stay slot-aligned and exactly sized */
+    /* debug and tracking builds: room for the first block's guard word (types.h), which the
+       tracking builds keep inaccessible; not for large blocks, whose spans stay slot-aligned
+       and exactly sized */
     p += MI_PADDING_GUARD_ROOM;
     psize -= MI_PADDING_GUARD_ROOM;
   }

@@ -169,6 +169,8 @@ bool       _mi_segment_huge_align_ok(size_t alignment, size_t align_offset);
 bool       _mi_segment_map_covers(const void* p);          /* p is inside one of our segments */
 void       _mi_segment_map_visit(void (*visit)(mi_segment_t* segment, void* arg), void* arg);   /* every segment */
 uint8_t*   _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* page, size_t* page_size);
+/* the page's whole area (without the segment header and a secure guard page): blocks and the room before them */
+uint8_t*   _mi_segment_page_area(const mi_segment_t* segment, const mi_page_t* page, size_t* area_size);
 uintptr_t  _mi_segment_cookie(const mi_segment_t* segment);
 /* the key of the cookies (0 until the first segment is made) */
 extern _Atomic(uintptr_t) _mi_segment_cookie_key;

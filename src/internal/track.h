@@ -16,8 +16,9 @@
    Valgrind builds (memcheck checks the allocator's code too; ASan does not instrument it).
    Tracking builds carry the debug build's padding record (MI_PADDING, types.h): it holds the
    requested size, which is what mi_usable_size returns there, so a program never uses bytes the
-   tool considers out of bounds. The segment metadata is not marked: it lies outside the pages,
-   and the allocator writes it all the time.
+   tool considers out of bounds. The segment metadata is not marked (the allocator touches it
+   on every call); the room before a page's first block (MI_PADDING_GUARD_ROOM) stays
+   inaccessible, so an underflow of that block does not reach it unreported.
 
    None of this exists in other builds: every macro below is empty there. */
 #pragma once

@@ -214,7 +214,9 @@ typedef struct mi_memid_s {
    Freed blocks are filled with MI_DEBUG_FREED except their link word and the guard, new
    blocks with MI_DEBUG_UNINIT; free-list blocks keep MI_DEBUG_FREED until handed out again
    (a freed block keeps canary, delta and check, the canary in a freed form).
-   Tracking builds (track.h) carry the padding for the requested size only: no fills, no guard. */
+   Tracking builds (track.h) carry the padding for the requested size, and the room before a
+   page's first block (never accessible there, so an underflow of it is reported); no fills
+   and no guard words. */
 #if MI_DEBUG > 0 || MI_TRACK_VALGRIND || MI_TRACK_ASAN
 #define MI_PADDING        1
 #else
@@ -228,7 +230,7 @@ typedef struct mi_padding_s {
   uint32_t guard;     /* the next block's: hash of segment cookie and the next block */
 } mi_padding_t;
 #define MI_PADDING_SIZE   (MI_PADDING ? sizeof(mi_padding_t) : 0)
-#define MI_PADDING_GUARD_ROOM (MI_DEBUG > 0 ? MI_MAX_ALIGN_SIZE : 0)   /* before a page's first block */
+#define MI_PADDING_GUARD_ROOM (MI_PADDING ? MI_MAX_ALIGN_SIZE : 0)   /* before a page's first block */
 #define MI_DEBUG_UNINIT   (0xD0)
 #define MI_DEBUG_FREED    (0xDF)
 #define MI_DEBUG_PADDING  (0xDE)

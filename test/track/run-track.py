@@ -22,6 +22,7 @@ SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "track-bugs.c")
 VALGRIND = {
     "overflow":    r"Invalid write of size 1",
     "underflow":   r"Invalid read of size 1",
+    "first-underflow": r"Invalid read of size 1",
     "uaf":         r"Invalid write of size 1",
     "double-free": r"Invalid free\(\)",
     "uninit":      r"Conditional jump or move depends on uninitialised value",
@@ -30,6 +31,7 @@ VALGRIND = {
 ASAN = {
     "overflow":    r"ERROR: AddressSanitizer: heap-buffer-overflow",
     "underflow":   r"ERROR: AddressSanitizer: heap-buffer-overflow",
+    "first-underflow": r"ERROR: AddressSanitizer: heap-buffer-overflow",
     "uaf":         r"ERROR: AddressSanitizer: heap-use-after-free",
     "double-free": r"ERROR: AddressSanitizer: heap-use-after-free",   # reported by our free (track.c)
 }

@@ -5,12 +5,22 @@
    malloc's blocks are ours (a checker's own malloc would make the test meaningless). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static volatile int sink;
+
+/* A new thread's first block is the first of its first segment's first page: what lies
+   before it is the segment's header, unless the page's room before its first block is there. */
+static void* first_underflow(void* arg) {
+  char* q = malloc(24);
+  sink = q[-1];   /* BUG first-underflow */
+  free(q);
+  return arg;
+}
 
 int main(int argc, char** argv) {
   const char* what = (argc > 1 ? argv[1] : "clean");
@@ -28,6 +38,10 @@ int main(int argc, char** argv) {
     sink = q[-1];   /* BUG underflow */
     free(q);
     free(q0);
+  }
+  else if (strcmp(what, "first-underflow") == 0) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, &first_underflow, NULL) != 0 || pthread_join(t, NULL) != 0) return 2;
   }
   else if (strcmp(what, "uaf") == 0) {
     char* q = malloc(40);
