@@ -137,18 +137,16 @@ void _mi_heap_collect_abandon(mi_heap_t* heap) {
 }
 
 void mi_heap_collect(mi_heap_t* heap, bool force) mi_attr_noexcept {
-  if (mi_heap_is_foreign(heap, "mi_heap_collect")) return;
+  if (mi_heap_check_owner(heap, "mi_heap_collect")) return;
   mi_heap_collect_ex(heap, force ? MI_FORCE : MI_NORMAL);
 }
 
-#if MI_DEBUG > 0
 bool _mi_heap_is_foreign(const mi_heap_t* heap, const char* call) {
   /* an uninitialised heap (the empty default heap of a new thread) is anybody's */
   if (!mi_heap_is_initialized(heap) || heap->thread_id == _mi_thread_id()) return false;
   _mi_error_message(EINVAL, "%s: heap %p belongs to another thread (heaps are thread-local; ignored)\n", call, (const void*)heap);
   return true;
 }
-#endif
 
 void mi_collect(bool force) mi_attr_noexcept {
   mi_heap_collect(mi_prim_get_default_heap(), force);
@@ -253,7 +251,7 @@ static void mi_heap_absorb(mi_heap_t* heap, mi_heap_t* from) {
 }
 
 void mi_heap_delete(mi_heap_t* heap) {
-  if (!mi_heap_is_initialized(heap) || mi_heap_is_foreign(heap, "mi_heap_delete")) return;
+  if (!mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_delete")) return;
   if (mi_heap_is_backing(heap)) {
     mi_heap_collect(heap, false);   /* the backing heap lives until thread exit */
     return;
@@ -296,7 +294,7 @@ static bool mi_heap_page_destroy(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t
 }
 
 void mi_heap_destroy(mi_heap_t* heap) {
-  if (!mi_heap_is_initialized(heap) || mi_heap_is_foreign(heap, "mi_heap_destroy")) return;
+  if (!mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_destroy")) return;
   if (!heap->allow_destroy) {
     _mi_warning_message("mi_heap_destroy: heap %p does not allow destruction (use mi_heap_new); deleting it instead\n", (void*)heap);
     mi_heap_delete(heap);
@@ -324,7 +322,7 @@ void mi_heap_destroy(mi_heap_t* heap) {
    Default heap
 --------------------------------------------------------------------------------------- */
 mi_heap_t* mi_heap_set_default(mi_heap_t* heap) {
-  if (!mi_heap_is_initialized(heap) || mi_heap_is_foreign(heap, "mi_heap_set_default")) return NULL;
+  if (!mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_set_default")) return NULL;
   mi_heap_t* old = mi_prim_get_default_heap();
   _mi_heap_set_default_direct(heap);
   return old;
@@ -435,7 +433,7 @@ static bool mi_heap_page_visit(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* 
 }
 
 bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
-  if (visitor == NULL || !mi_heap_is_initialized(heap) || mi_heap_is_foreign(heap, "mi_heap_visit_blocks")) return false;
+  if (visitor == NULL || !mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_visit_blocks")) return false;
   mi_visit_blocks_args_t args = { visit_blocks, visitor, arg };
   return mi_heap_visit_pages((mi_heap_t*)heap, &mi_heap_page_visit, &args);
 }

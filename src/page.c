@@ -628,6 +628,10 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
     heap = mi_prim_get_default_heap();
     if (mi_unlikely(!mi_heap_is_initialized(heap))) { errno = ENOMEM; return NULL; }
   }
+  else if (mi_heap_check_owner(heap, "allocation")) {   /* every build: internal.h */
+    errno = ENOMEM;
+    return NULL;
+  }
   const size_t psize = (size <= MI_MAX_ALLOC_SIZE ? size + MI_PADDING_SIZE : size);   /* room for the padding */
   const unsigned long long beat = ++heap->tld->heartbeat;
   if (mi_likely((beat % MI_GENERIC_WORK_EVERY) != 0 && psize <= MI_LARGE_OBJ_SIZE_MAX && huge_alignment == 0)) {

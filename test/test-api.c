@@ -1002,6 +1002,60 @@ static int visited_containing(const visit_state_t* st, const void* p, size_t siz
 
 static visit_state_t vst; /* large: keep off the stack */
 
+/* A heap is its thread's (v2 API). Another thread's calls that would change its pages are
+   refused in every build: reported (EINVAL), allocations NULL with errno ENOMEM, the heap intact
+   for its owner. A fresh heap has no pages, so even release builds (which check on the generic
+   path, not on the fast path) see every allocation from it. */
+static mi_heap_t* foreign_heap;
+static int foreign_visits;
+static bool foreign_visitor(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)heap; (void)area; (void)block_size; (void)arg;
+  if (block != NULL) foreign_visits++;
+  return true;
+}
+
+static void* use_foreign_heap(void* arg) {
+  mi_heap_t* h = foreign_heap;
+  errno = 0;
+  CHECK(mi_heap_malloc(h, 10) == NULL && errno == ENOMEM);
+  errno = 0;
+  CHECK(mi_heap_calloc(h, 3, 100) == NULL && errno == ENOMEM);
+  errno = 0;
+  CHECK(mi_heap_malloc(h, 300000) == NULL && errno == ENOMEM);
+  errno = 0;
+  CHECK(mi_heap_malloc_aligned(h, 100, 4096) == NULL && errno == ENOMEM);
+  mi_heap_collect(h, true);
+  foreign_visits = 0;
+  CHECK(!mi_heap_visit_blocks(h, true, &foreign_visitor, NULL));
+  CHECK(mi_heap_set_default(h) == NULL);
+  mi_heap_delete(h);
+  mi_heap_destroy(h);
+  /* this thread's own heaps work */
+  mi_heap_t* own = mi_heap_new();
+  void* p = mi_heap_malloc(own, 100);
+  CHECK(p != NULL);
+  mi_heap_destroy(own);
+  return arg;
+}
+
+static void test_foreign_heap(void) {
+  foreign_heap = mi_heap_new();
+  pthread_t t;
+  CHECK_EQ(pthread_create(&t, NULL, &use_foreign_heap, NULL), 0);
+  CHECK_EQ(pthread_join(t, NULL), 0);
+  /* untouched, and still the main thread's */
+  foreign_visits = 0;
+  CHECK(mi_heap_visit_blocks(foreign_heap, true, &foreign_visitor, NULL));
+  CHECK_EQ(foreign_visits, 0);
+  void* p = mi_heap_malloc(foreign_heap, 300000);
+  void* q = mi_heap_malloc(foreign_heap, 10);
+  CHECK(p != NULL && q != NULL);
+  foreign_visits = 0;
+  CHECK(mi_heap_visit_blocks(foreign_heap, true, &foreign_visitor, NULL));
+  CHECK_EQ(foreign_visits, 2);
+  mi_heap_destroy(foreign_heap);
+}
+
 static void test_introspection(void) {
   int local = 0;
   mi_heap_t* h = mi_heap_new();
@@ -1452,6 +1506,7 @@ int main(int argc, char** argv) {
   test_zero_realloc();
   test_aligned();
   test_heaps();
+  test_foreign_heap();
   test_introspection();
   test_posix();
   test_misc();

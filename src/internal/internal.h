@@ -211,14 +211,18 @@ bool       _mi_heap_delayed_free_partial(mi_heap_t* heap);
 void       _mi_heap_delayed_free_all(mi_heap_t* heap);
 mi_heap_t* _mi_heap_by_tag(mi_heap_t* heap, uint8_t tag);
 bool       _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
-/* Heaps are thread-local (v2 API): is `heap` another thread's? Debug builds report it (EINVAL)
-   at the call, which then does nothing (an allocation returns NULL with errno ENOMEM, like every
-   failing allocation): using another thread's heap would change its page lists unsynchronised.
-   Release builds do not check: the entry points that take a heap share the code of malloc's
-   fast path, and the one compare (with the thread-id load) would be on it. */
-#if MI_DEBUG > 0
+/* Heaps are thread-local (v2 API): is `heap` another thread's? Then it is reported (EINVAL) and
+   the call does nothing (an allocation returns NULL with errno ENOMEM, like every failing
+   allocation): using another thread's heap would change its page lists unsynchronised.
+   mi_heap_check_owner is in every build, on the paths that change a heap's page lists or pages
+   (the generic allocation path, collect, delete, destroy, set_default, visit); the entry
+   points that share malloc's fast path use mi_heap_is_foreign, which only debug builds
+   compile: release builds leave the compare (and the thread-id load) off that path, so a
+   foreign heap's blocks may be taken from a page's free list unchecked until its next refill. */
 bool       _mi_heap_is_foreign(const mi_heap_t* heap, const char* call);
-#define mi_heap_is_foreign(heap, call)  mi_unlikely(_mi_heap_is_foreign(heap, call))
+#define mi_heap_check_owner(heap, call)  mi_unlikely(_mi_heap_is_foreign(heap, call))
+#if MI_DEBUG > 0
+#define mi_heap_is_foreign(heap, call)  mi_heap_check_owner(heap, call)
 #else
 #define mi_heap_is_foreign(heap, call)  (false)
 #endif
