@@ -92,6 +92,7 @@ static _Atomic(uintptr_t) mi_process_init_thread;
    even though we are loaded. A definition elsewhere that forwards to us (operators from
    mimalloc-new-delete.h in the program) is recognised by a probe: one block allocated and
    freed through it. Checked only when there is someone to tell (verbose or show_errors). */
+#if MI_MALLOC_OVERRIDE
 typedef void* (mi_alloc_fun_t)(size_t);
 typedef void  (mi_free_fun_t)(void*);
 
@@ -109,6 +110,7 @@ static bool mi_serves_pair(const char* alloc_name, const char* free_name, char* 
   ((mi_free_fun_t*)free_addr)(p);
   return ours;
 }
+#endif
 
 static void mi_report_active(void) {
   const bool verbose = mi_option_is_enabled(mi_option_verbose);

@@ -17,7 +17,10 @@ extern char  _ZTISt9bad_alloc[] mi_decl_weak;                                   
 extern void* _ZTVSt9bad_alloc[] mi_decl_weak;                                            /* vtable for std::bad_alloc */
 extern void  _ZNSt9bad_allocD1Ev(void* self) mi_decl_weak;                               /* std::bad_alloc::~bad_alloc() */
 
-bool _mi_cxx_call_new_handler_nothrow(mi_std_new_handler_t handler);   /* new-handler.cpp */
+/* new-handler.cpp; weak: a C-only build of src/static.c alone (no C++ compiler) links without
+   it, and then a nothrow new calls the handler directly (a std::bad_alloc thrown by it would
+   end the program; C++ programs link the library built with the .cpp, or add it) */
+bool _mi_cxx_call_new_handler_nothrow(mi_std_new_handler_t handler) mi_decl_weak;
 
 static void mi_throw_bad_alloc(void) {
   if (__cxa_allocate_exception != NULL && __cxa_throw != NULL && _ZTISt9bad_alloc != NULL &&
@@ -39,7 +42,7 @@ static bool mi_try_new_handler(bool nothrow) {
     if (!nothrow) mi_throw_bad_alloc();
     return false;
   }
-  if (nothrow) {
+  if (nothrow && _mi_cxx_call_new_handler_nothrow != NULL) {
     return _mi_cxx_call_new_handler_nothrow(h);   /* a std::bad_alloc from h means: give up */
   }
   h();   /* may free memory, install another handler, or throw */
