@@ -1,0 +1,305 @@
+//! Checks the hand-written declarations of `src/lib.rs` against the C headers: every function
+//! that `include/mimalloc.h` and `include/mimalloc-stats.h` export (`mi_decl_export`) must be
+//! declared here with the same parameter count and the same types (C types mapped to Rust
+//! ones), and nothing else may be declared; likewise the callback typedefs and the option
+//! enumeration.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+fn include_dir() -> PathBuf {
+    let root = match std::env::var_os("MIMALLOC_COMPAT_ROOT") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.."),
+    };
+    root.join("include")
+}
+
+/// Header text without comments and preprocessor lines, whitespace collapsed.
+fn c_source() -> String {
+    let mut text = String::new();
+    for name in ["mimalloc.h", "mimalloc-stats.h"] {
+        let path = include_dir().join(name);
+        text += &std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        text.push('\n');
+    }
+    // block comments
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find("/*") {
+        out += &rest[..start];
+        let end = rest[start..].find("*/").expect("unterminated comment") + start + 2;
+        out.push(' ');
+        rest = &rest[end..];
+    }
+    out += rest;
+    // line comments and preprocessor lines (the headers continue no directive that matters
+    // here over a backslash-newline except macro bodies, which are dropped line by line)
+    let mut lines = Vec::new();
+    let mut in_macro = false;
+    for line in out.lines() {
+        let trimmed = line.trim();
+        let continued = trimmed.ends_with('\\');
+        if in_macro || trimmed.starts_with('#') {
+            in_macro = continued;
+            continue;
+        }
+        lines.push(match line.find("//") {
+            Some(i) => &line[..i],
+            None => line,
+        });
+    }
+    lines.join(" ").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Rust source of the crate, doc and line comments removed, whitespace collapsed.
+fn rust_source() -> String {
+    let src = include_str!("../src/lib.rs");
+    src.lines()
+        .map(|l| match l.find("//") {
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A C type as written in the header, normalised: `const char *` -> `const char*`.
+fn norm_c(ty: &str) -> String {
+    let ty = ty.split_whitespace().collect::<Vec<_>>().join(" ");
+    ty.replace(" *", "*").replace("* ", "*")
+}
+
+/// The C spelling of a Rust FFI type.
+fn rust_to_c(ty: &str) -> String {
+    let ty = ty.trim();
+    if let Some(rest) = ty.strip_prefix("*mut ") {
+        return format!("{}*", rust_to_c(rest));
+    }
+    if let Some(rest) = ty.strip_prefix("*const ") {
+        return format!("const {}*", rust_to_c(rest));
+    }
+    if let Some(inner) = ty.strip_prefix("Option<").and_then(|t| t.strip_suffix('>')) {
+        // nullable function pointer: `mi_output_fun*` in C
+        return format!("{}*", rust_to_c(inner));
+    }
+    match ty {
+        "usize" => "size_t",
+        "c_int" => "int",
+        "c_long" => "long",
+        "c_char" => "char",
+        "c_uchar" => "unsigned char",
+        "c_ulonglong" => "unsigned long long",
+        "c_void" => "void",
+        "f64" => "double",
+        "i64" => "int64_t",
+        other => other,
+    }
+    .to_string()
+}
+
+/// Splits `a, b, c` at the top level (no nested commas occur in these signatures).
+fn split_params(params: &str) -> Vec<&str> {
+    let params = params.trim();
+    if params.is_empty() || params == "void" {
+        return Vec::new();
+    }
+    params.split(',').map(str::trim).collect()
+}
+
+#[derive(Debug, PartialEq)]
+struct Sig {
+    ret: String,
+    params: Vec<String>,
+}
+
+/// The exported functions of the headers: name -> signature in normalised C types.
+fn c_functions(src: &str) -> BTreeMap<String, Sig> {
+    let mut map = BTreeMap::new();
+    for stmt in src.split(';') {
+        if !stmt.contains("mi_decl_export") {
+            continue;
+        }
+        // drop whatever precedes the declaration (a closing brace, `extern "C" {`)
+        let stmt = stmt.rsplit(['{', '}']).next().unwrap();
+        // remove the declaration macros (`mi_decl_x`, `mi_cdecl`) and the attribute macros
+        // (`mi_attr_x`, with their argument list when they have one)
+        let mut decl = String::new();
+        let mut chars = stmt.chars().peekable();
+        while let Some(c) = chars.next() {
+            if !(c.is_alphanumeric() || c == '_') {
+                decl.push(c);
+                continue;
+            }
+            let mut token = String::from(c);
+            while let Some(&d) = chars.peek() {
+                if !(d.is_alphanumeric() || d == '_') {
+                    break;
+                }
+                token.push(d);
+                chars.next();
+            }
+            if token.starts_with("mi_attr_") {
+                if chars.peek() == Some(&'(') {
+                    for d in chars.by_ref() {
+                        if d == ')' {
+                            break;
+                        }
+                    }
+                }
+            } else if !(token.starts_with("mi_decl_") || token == "mi_cdecl") {
+                decl += &token;
+            }
+        }
+        let decl = decl.trim();
+        let open = decl.find('(').unwrap_or_else(|| panic!("no parameter list in `{decl}`"));
+        let close = decl.rfind(')').unwrap();
+        let head = decl[..open].trim();
+        let name_start = head.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+        let name = head[name_start..].to_string();
+        let ret = norm_c(&head[..name_start]);
+        let params = split_params(&decl[open + 1..close])
+            .into_iter()
+            .map(|p| {
+                // the parameter's type is everything before its name
+                let cut = p.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).expect(p);
+                norm_c(&p[..=cut])
+            })
+            .collect();
+        assert!(map.insert(name.clone(), Sig { ret, params }).is_none(), "{name} declared twice");
+    }
+    map
+}
+
+/// The functions declared in the crate's main `extern "C"` block.
+fn rust_functions(src: &str) -> BTreeMap<String, Sig> {
+    let mut map = BTreeMap::new();
+    for stmt in src.split(';') {
+        let Some(at) = stmt.find("pub fn mi_") else { continue };
+        let decl = &stmt[at + "pub fn ".len()..];
+        let open = decl.find('(').unwrap();
+        let close = decl.rfind(')').unwrap();
+        let name = decl[..open].trim().to_string();
+        if name.starts_with("mi_compat_") {
+            continue; // the layout probe, not part of the headers
+        }
+        let ret = match decl[close + 1..].trim().strip_prefix("->") {
+            Some(r) => rust_to_c(r),
+            None => "void".to_string(),
+        };
+        let params = split_params(&decl[open + 1..close])
+            .into_iter()
+            .map(|p| rust_to_c(p.split_once(':').expect(p).1))
+            .collect();
+        assert!(map.insert(name.clone(), Sig { ret, params }).is_none(), "{name} declared twice");
+    }
+    map
+}
+
+#[test]
+fn every_exported_function_is_declared_with_the_same_signature() {
+    let c = c_functions(&c_source());
+    let rust = rust_functions(&rust_source());
+    assert!(c.len() > 150, "header parse found only {} functions", c.len());
+    let mut problems = Vec::new();
+    for (name, sig) in &c {
+        match rust.get(name) {
+            None => problems.push(format!("{name}: not declared in src/lib.rs")),
+            Some(r) if r.params.len() != sig.params.len() => problems.push(format!(
+                "{name}: {} parameters in the header, {} in Rust",
+                sig.params.len(),
+                r.params.len()
+            )),
+            Some(r) if r != sig => {
+                problems.push(format!("{name}: header {sig:?}, Rust (as C) {r:?}"))
+            }
+            Some(_) => {}
+        }
+    }
+    for name in rust.keys() {
+        if !c.contains_key(name) {
+            problems.push(format!("{name}: declared in Rust, not exported by the headers"));
+        }
+    }
+    assert!(problems.is_empty(), "{} mismatches:\n{}", problems.len(), problems.join("\n"));
+    eprintln!("{} functions checked", c.len());
+}
+
+#[test]
+fn callback_typedefs_match() {
+    let c_src = c_source();
+    let rust_src = rust_source();
+    let mut checked = 0;
+    for stmt in c_src.split(';') {
+        let stmt = stmt.trim();
+        let Some(body) = stmt.strip_prefix("typedef ") else { continue };
+        let Some(open_name) = body.find("(mi_cdecl ") else { continue };
+        let ret = norm_c(&body[..open_name]);
+        let after = &body[open_name + "(mi_cdecl ".len()..];
+        let name_end = after.find(')').unwrap();
+        let name = after[..name_end].trim();
+        let params: Vec<String> = split_params(after[name_end + 1..].trim().trim_start_matches('(').trim_end_matches(')'))
+            .into_iter()
+            .map(|p| {
+                let cut = p.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap();
+                norm_c(&p[..=cut])
+            })
+            .collect();
+        // Rust: `pub type NAME = unsafe extern "C" fn(a: T, ...) -> R`
+        let key = format!("pub type {name} = unsafe extern \"C\" fn(");
+        let at = rust_src.find(&key).unwrap_or_else(|| panic!("callback type {name} not declared"));
+        let decl = &rust_src[at + key.len()..];
+        let decl = &decl[..decl.find(';').unwrap()];
+        let close = decl.rfind(')').unwrap();
+        let rparams: Vec<String> = split_params(decl[..close].trim().trim_end_matches(','))
+            .into_iter()
+            .map(|p| rust_to_c(p.split_once(':').unwrap().1))
+            .collect();
+        let rret = match decl[close + 1..].trim().strip_prefix("->") {
+            Some(r) => rust_to_c(r),
+            None => "void".into(),
+        };
+        assert_eq!((&ret, &params), (&rret, &rparams), "callback type {name}");
+        checked += 1;
+    }
+    assert_eq!(checked, 4, "expected the four callback typedefs of mimalloc.h");
+}
+
+/// Names of the `mi_option_e` enumeration, in order, as in the header.
+fn c_option_names(src: &str) -> Vec<String> {
+    let start = src.find("typedef enum mi_option_e {").expect("mi_option_e not found");
+    let body = &src[start..];
+    let body = &body[body.find('{').unwrap() + 1..body.find('}').unwrap()];
+    body.split(',')
+        .map(|e| e.split('=').next().unwrap().trim().to_string())
+        .filter(|e| !e.is_empty())
+        .collect()
+}
+
+#[test]
+fn every_option_is_declared_and_probed() {
+    let names = c_option_names(&c_source());
+    assert!(names.len() > 40, "{names:?}");
+    let rust_src = rust_source();
+    let probed = probe_names();
+    for name in &names {
+        assert!(
+            rust_src.contains(&format!("pub const {name}: mi_option_t =")),
+            "option {name} is not declared in src/lib.rs"
+        );
+        assert!(probed.contains(name), "option {name} is missing from c/probe.c");
+    }
+}
+
+fn probe_names() -> Vec<String> {
+    let mut count = 0usize;
+    let table = unsafe { mimalloc_compat_sys::probe::mi_compat_probe_table(&mut count) };
+    let rows = unsafe { std::slice::from_raw_parts(table, count) };
+    rows.iter()
+        .map(|r| unsafe { std::ffi::CStr::from_ptr(r.name) }.to_str().unwrap().to_string())
+        .collect()
+}
