@@ -23,8 +23,7 @@ fn probe() -> BTreeMap<String, i64> {
 
 macro_rules! rows {
     ($($name:expr => $value:expr,)*) => {{
-        let mut v: Vec<(String, i64)> = Vec::new();
-        $( v.push(($name.to_string(), $value as i64)); )*
+        let v: Vec<(String, i64)> = vec![$( ($name.to_string(), $value as i64), )*];
         v
     }};
 }
@@ -150,9 +149,9 @@ fn heap_area_is_read_correctly_by_a_visitor() {
     ) -> bool {
         let found = &mut *(arg as *mut (usize, usize));
         let area = &*area;
-        if block.is_null() && area.block_size >= 48 && area.block_size <= 64 {
+        if block.is_null() && (48..=64).contains(&area.block_size) {
             found.0 += area.used;
-        } else if !block.is_null() && block_size >= 48 && block_size <= 64 {
+        } else if !block.is_null() && (48..=64).contains(&block_size) {
             found.1 += 1;
         }
         true
