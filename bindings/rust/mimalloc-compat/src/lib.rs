@@ -38,6 +38,11 @@ pub use heap::{Heap, HeapArea};
 pub use options::MiOption;
 pub use stats::{ProcessInfo, StatsJson};
 
+/// The examples of the package README run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
+
 /// The allocator as a [`GlobalAlloc`]: `#[global_allocator] static GLOBAL: MiMalloc = MiMalloc;`
 ///
 /// Every block comes from the calling thread's default heap; a block may be freed by any
