@@ -5,7 +5,8 @@
 # the secure build (libmimalloc-secure: encoded free lists, double and invalid frees rejected),
 # under AddressSanitizer+UBSan, the tracking builds for Valgrind and ASan (whole suite, plus
 # deliberate heap bugs the checker must report at their line), and the multi-threaded stress
-# tests under ThreadSanitizer (Release and Debug builds).
+# tests under ThreadSanitizer (Release and Debug builds); then the Rust package's tests where
+# cargo is installed.
 # Usage: test/run.sh [--quick]   (--quick: the Release build only)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,4 +38,26 @@ run_suite track-asan -DCMAKE_BUILD_TYPE=Release -DMI_TRACK_ASAN=ON
 TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=thread -- -L stress
 # the debug build's checks run on the freeing thread (padding, double-free search): race-free too
 TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan-debug -DCMAKE_BUILD_TYPE=Debug -DMI_SANITIZE=thread -- -L stress
-echo "=== all test suites passed"
+
+# Suites that need a toolchain beyond C/C++: skipped with a message when it is missing, failed
+# instead when MI_TEST_REQUIRE_ALL=1 (CI installs every toolchain and sets it).
+skipped=()
+run_optional() {   # name, script, then the commands it needs
+  local name=$1 script=$2; shift 2
+  local missing=()
+  for c in "$@"; do command -v "$c" >/dev/null 2>&1 || missing+=("$c"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    if [ "${MI_TEST_REQUIRE_ALL:-0}" = 1 ]; then echo "=== $name: missing ${missing[*]}"; exit 1; fi
+    echo "=== $name: skipped (not installed: ${missing[*]})"
+    skipped+=("$name")
+    return 0
+  fi
+  echo "=== $name: $script"
+  bash "$root/$script"
+}
+run_optional rust bindings/rust/run-tests.sh cargo
+if [ ${#skipped[@]} -gt 0 ]; then
+  echo "=== all test suites passed; skipped for want of a toolchain: ${skipped[*]}"
+else
+  echo "=== all test suites passed"
+fi
