@@ -366,7 +366,7 @@ mi_decl_nodiscard mi_decl_export void* mi_heap_recalloc_aligned_at(mi_heap_t* he
 
 /* ---- Heap introspection ------------------------------------------------- */
 
-/* Does the live block `p` belong to `heap`? (`p` must be a mimalloc block.) */
+/* Is `p` in a page of `heap`? Any pointer may be passed: one that is not ours gives false. */
 mi_decl_export bool mi_heap_contains_block(mi_heap_t* heap, const void* p);
 /* Does any pointer `p` lie inside one of `heap`'s pages? (linear scan) */
 mi_decl_export bool mi_heap_check_owned(mi_heap_t* heap, const void* p);
