@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: MIT
+/**
+The allocator of this repository for D programs.
+
+$(UL
+  $(LI `mimalloc.capi`: extern(C) declarations of the whole C API (`mimalloc.h`,
+       `mimalloc-stats.h`).)
+  $(LI `mimalloc.allocator`: `Mimallocator` and `MiHeapAllocator` for
+       `std.experimental.allocator`, and `MiGCScannedAllocator` / `addGCRange` helpers for
+       memory that holds pointers to GC objects.)
+)
+*/
+module mimalloc;
+
+public import mimalloc.capi;
+public import mimalloc.allocator;
