@@ -41,7 +41,6 @@ static const mimalloc_d_probe_entry mi_probe_entries[] = {
   MI_PROBE_TYPE("long", long)
   MI_PROBE_TYPE("size_t", size_t)
   MI_PROBE_TYPE("wchar_t", wchar_t)
-  MI_PROBE("wchar_t.signed", ((wchar_t)-1) < 0)
 
   /* mi_heap_area_t */
   MI_PROBE_TYPE("mi_heap_area_t", mi_heap_area_t)

@@ -35,6 +35,21 @@ import core.stdc.config : c_long;
 import core.stdc.stddef : wchar_t;
 
 // ---------------------------------------------------------------------------
+// Callback types (declared before the `@nogc:` below: a callback need not be @nogc, but
+// it must be nothrow: a D exception must not unwind through the C library)
+
+/// Block visitor: called once per area (block is null) and, when asked for, once per live
+/// block. Return false to stop the walk.
+alias mi_block_visit_fun = extern (C) bool function(const(mi_heap_t)* heap, const(mi_heap_area_t)* area,
+                                         void* block, size_t block_size, void* arg) nothrow;
+/// Sink for every message the allocator prints.
+alias mi_output_fun = extern (C) void function(const(char)* msg, void* arg) nothrow;
+/// Error callback, receives an errno-style code.
+alias mi_error_fun = extern (C) void function(int err, void* arg) nothrow;
+/// Hook run regularly so that a program can release memory it deferred.
+alias mi_deferred_free_fun = extern (C) void function(bool force, ulong heartbeat, void* arg) nothrow;
+
+// ---------------------------------------------------------------------------
 // C++ allocation helpers with operator-new semantics: on failure they run the C++
 // new-handler and throw std::bad_alloc if a C++ runtime is linked in, else they print an
 // error and abort. So they are not `nothrow` here (the other declarations are).
@@ -92,17 +107,6 @@ struct mi_heap_area_s
 }
 /// ditto
 alias mi_heap_area_t = mi_heap_area_s;
-
-/// Block visitor: called once per area (block is null) and, when asked for, once per live
-/// block. Return false to stop the walk.
-alias mi_block_visit_fun = extern (C) bool function(const(mi_heap_t)* heap, const(mi_heap_area_t)* area,
-                                         void* block, size_t block_size, void* arg) nothrow;
-/// Sink for every message the allocator prints.
-alias mi_output_fun = extern (C) void function(const(char)* msg, void* arg) nothrow;
-/// Error callback, receives an errno-style code.
-alias mi_error_fun = extern (C) void function(int err, void* arg) nothrow;
-/// Hook run regularly so that a program can release memory it deferred.
-alias mi_deferred_free_fun = extern (C) void function(bool force, ulong heartbeat, void* arg) nothrow;
 
 // ---------------------------------------------------------------------------
 // 5. Functions

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: MIT
+/**
+Checks the D declarations (mimalloc.capi) against the C headers:
+$(OL
+  $(LI values: every constant, every mi_option_t value, the size and alignment of every
+       public type and the offset and size of every field, as the C compiler sees them
+       (c/probe.c, compiled with the headers into the package's archive), against the same
+       names built from the D declarations by reflection, in both directions;)
+  $(LI signatures: every function declared `mi_decl_export` and every callback typedef in
+       include/mimalloc.h and include/mimalloc-stats.h, parsed from the header text,
+       against the D declaration's linkage, return type and parameter types, in both
+       directions (a D function the headers do not declare fails too).)
+)
+*/
+module mimalloc_tests.headercheck;
+
+import std.algorithm : sort, canFind;
+import std.array : array, join, split;
+import std.conv : to;
+import std.file : readText, exists;
+import std.format : format;
+import std.path : buildNormalizedPath, dirName;
+import std.regex : regex, matchAll, matchFirst, replaceAll;
+import std.string : strip, fromStringz;
+import std.traits : functionLinkage, Parameters, ReturnType;
+
+import mimalloc.capi;
+static import mimalloc.capi;
+
+// ---- the C probe ------------------------------------------------------------------------
+
+extern (C) struct ProbeEntry
+{
+    const(char)* name;
+    long value;
+}
+
+extern (C) const(ProbeEntry)* mimalloc_d_probe_table(size_t* count) nothrow @nogc;
+extern (C) const(char)* mimalloc_d_probe_variant() nothrow @nogc;
+
+long[string] cValues()
+{
+    size_t n;
+    auto t = mimalloc_d_probe_table(&n);
+    long[string] r;
+    foreach (e; t[0 .. n])
+    {
+        const name = e.name.fromStringz.idup;
+        assert(name !in r, "probe lists " ~ name ~ " twice");
+        r[name] = e.value;
+    }
+    return r;
+}
+
+/// The C name of a D field (`version_` is `version` in C).
+string cFieldName(string d)
+{
+    return d == "version_" ? "version" : d;
+}
+
+long[string] dValues()
+{
+    long[string] t;
+    t["MI_MALLOC_VERSION"] = MI_MALLOC_VERSION;
+    t["MI_SMALL_WSIZE_MAX"] = MI_SMALL_WSIZE_MAX;
+    t["MI_SMALL_SIZE_MAX"] = MI_SMALL_SIZE_MAX;
+    t["MI_STAT_VERSION"] = MI_STAT_VERSION;
+    t["MI_BIN_HUGE"] = MI_BIN_HUGE;
+
+    void type(T)(string name)
+    {
+        t[name ~ ".sizeof"] = T.sizeof;
+        t[name ~ ".alignof"] = T.alignof;
+    }
+
+    void fields(T)(string name)
+    {
+        type!T(name);
+        static foreach (i; 0 .. T.tupleof.length)
+        {
+            {
+                enum f = cFieldName(__traits(identifier, T.tupleof[i]));
+                t[name ~ "." ~ f ~ ".offsetof"] = T.tupleof[i].offsetof;
+                t[name ~ "." ~ f ~ ".sizeof"] = typeof(T.tupleof[i]).sizeof;
+            }
+        }
+    }
+
+    import core.stdc.config : c_long;
+    import core.stdc.stddef : wchar_t;
+
+    type!mi_arena_id_t("mi_arena_id_t");
+    type!mi_subproc_id_t("mi_subproc_id_t");
+    type!mi_option_t("mi_option_t");
+    type!bool("bool");
+    type!c_long("long");
+    type!size_t("size_t");
+    type!wchar_t("wchar_t");
+    fields!mi_heap_area_t("mi_heap_area_t");
+    fields!mi_stat_count_t("mi_stat_count_t");
+    fields!mi_stat_counter_t("mi_stat_counter_t");
+    fields!mi_stats_t("mi_stats_t");
+    static foreach (m; __traits(allMembers, mi_option_t))
+        t["mi_option_t." ~ m] = __traits(getMember, mi_option_t, m);
+    return t;
+}
+
+/// The differences between the two tables, one line each.
+string[] compareTables(long[string] c, long[string] d)
+{
+    string[] bad;
+    foreach (k, v; c)
+    {
+        if (k !in d)
+            bad ~= format!"%s = %s in C, missing in D"(k, v);
+        else if (d[k] != v)
+            bad ~= format!"%s = %s in C, %s in D"(k, v, d[k]);
+    }
+    foreach (k, v; d)
+        if (k !in c)
+            bad ~= format!"%s = %s in D, not in the C headers (or the probe)"(k, v);
+    return bad.sort.array;
+}
+
+unittest // layout, constants and enum values against the C probe
+{
+    auto c = cValues();
+    auto d = dValues();
+    auto bad = compareTables(c, d);
+    assert(bad.length == 0, "D declarations differ from the C headers:\n  " ~ bad.join("\n  "));
+    // every option number 0 .. _mi_option_last-1 has a name (no value forgotten by the probe)
+    foreach (i; 0 .. c["mi_option_t._mi_option_last"])
+    {
+        bool found;
+        foreach (k, v; c)
+            if (k.length > 12 && k[0 .. 12] == "mi_option_t." && v == i)
+                found = true;
+        assert(found, format!"option number %s has no name in the probe"(i));
+    }
+    assert(c.length > 150, "probe table too small");
+}
+
+unittest // the comparison itself reports a changed, a missing and an extra entry
+{
+    auto c = ["a": 1L, "b": 2L, "c": 3L];
+    auto d = ["a": 1L, "b": 5L, "x": 3L];
+    assert(compareTables(c, d) == [
+        "b = 2 in C, 5 in D",
+        "c = 3 in C, missing in D",
+        "x = 3 in D, not in the C headers (or the probe)",
+    ]);
+}
+
+// ---- signatures from the header text ----------------------------------------------------
+
+/// Directory of the repository's C headers (../../include from the package).
+string includeDir()
+{
+    // this file is bindings/d/tests/mimalloc_tests/headercheck.d
+    auto dir = buildNormalizedPath(__FILE_FULL_PATH__.dirName, "..", "..", "..", "..", "include");
+    assert(exists(buildNormalizedPath(dir, "mimalloc.h")), "C headers not found at " ~ dir);
+    return dir;
+}
+
+struct CDecl
+{
+    string name;
+    string ret;
+    string[] params; // C types, normalised
+}
+
+string normType(string t)
+{
+    t = replaceAll(t, regex(`\s+`), " ").strip;
+    t = replaceAll(t, regex(`\s*\*\s*`), "*");
+    return t;
+}
+
+/// Split "type name" into the type (the parameter's name is the last identifier).
+string paramType(string p)
+{
+    p = p.strip;
+    auto m = matchFirst(p, regex(`^(.*[\s*])([A-Za-z_]\w*)$`, "s"));
+    assert(!m.empty, "cannot parse parameter '" ~ p ~ "'");
+    return normType(m[1]);
+}
+
+/// The C text without comments, preprocessor lines and line continuations.
+string cleanHeader(string text)
+{
+    text = replaceAll(text, regex(`/\*.*?\*/`, "s"), " ");
+    text = replaceAll(text, regex(`//[^\n]*`), " ");
+    text = replaceAll(text, regex(`\\\n`), " ");
+    text = replaceAll(text, regex(`^[ \t]*#[^\n]*`, "m"), " ");
+    return text;
+}
+
+CDecl[] parseFunctions(string text)
+{
+    CDecl[] r;
+    foreach (m; matchAll(text, regex(`mi_decl_export([^;{}]*);`)))
+    {
+        string s = m[1];
+        s = replaceAll(s, regex(`\bmi_(attr_alloc_size2?|attr_alloc_align)\s*\([^)]*\)`), " ");
+        s = replaceAll(s, regex(`\b(mi_decl_restrict|mi_cdecl|mi_attr_noexcept|mi_attr_malloc)\b`), " ");
+        auto d = matchFirst(s, regex(`^(.*?)\b(mi_\w+)\s*\((.*)\)\s*$`, "s"));
+        assert(!d.empty, "cannot parse declaration '" ~ s ~ "'");
+        CDecl c;
+        c.ret = normType(d[1]);
+        c.name = d[2];
+        const ps = d[3].strip;
+        if (ps != "void" && ps != "")
+            foreach (p; ps.split(","))
+                c.params ~= paramType(p);
+        r ~= c;
+    }
+    return r;
+}
+
+CDecl[] parseCallbacks(string text)
+{
+    CDecl[] r;
+    foreach (m; matchAll(text, regex(`typedef\s+([^;()]*?)\(\s*mi_cdecl\s+(mi_\w+)\s*\)\s*\(([^)]*)\)\s*;`)))
+    {
+        CDecl c;
+        c.ret = normType(m[1]);
+        c.name = m[2];
+        foreach (p; m[3].split(","))
+            c.params ~= paramType(p);
+        r ~= c;
+    }
+    return r;
+}
+
+/// The D type (as `.stringof` prints it) that a C type of the headers must have.
+string dTypeOf(string c)
+{
+    string[string] map = [
+        "void": "void", "void*": "void*", "const void*": "const(void)*", "void**": "void**",
+        "size_t": "ulong", "size_t*": "ulong*", "int": "int", "bool": "bool",
+        "double": "double", "long": "long", "unsigned long long": "ulong",
+        "char*": "char*", "const char*": "const(char)*", "char**": "char**",
+        "unsigned char*": "ubyte*", "const unsigned char*": "const(ubyte)*",
+        "wchar_t*": "dchar*", "const wchar_t*": "const(dchar)*", "wchar_t**": "dchar**",
+        "mi_heap_t*": "mi_heap_s*", "const mi_heap_t*": "const(mi_heap_s)*",
+        "const mi_heap_area_t*": "const(mi_heap_area_s)*",
+        "mi_arena_id_t": "int", "mi_arena_id_t*": "int*", "mi_subproc_id_t": "void*",
+        "mi_option_t": "mi_option_t", "mi_stats_t*": "mi_stats_s*",
+    ];
+    switch (c)
+    {
+    // the callback parameters must have the type of the D alias
+    case "mi_block_visit_fun*": return stripNames(mi_block_visit_fun.stringof);
+    case "mi_output_fun*": return stripNames(mi_output_fun.stringof);
+    case "mi_error_fun*": return stripNames(mi_error_fun.stringof);
+    case "mi_deferred_free_fun*": return stripNames(mi_deferred_free_fun.stringof);
+    default:
+        return map.get(c, "<no D type known for C type '" ~ c ~ "'>");
+    }
+}
+
+/// A function pointer type as `.stringof` prints it, without parameter names (the alias
+/// shows them, the type of a parameter declared with the alias does not).
+string stripNames(string t)
+{
+    return replaceAll(t, regex(`(\S)\s+[A-Za-z_]\w*(?=[,)])`), "$1");
+}
+
+struct DDecl
+{
+    string linkage;
+    string ret;
+    string[] params;
+}
+
+string[] paramStrings(F)()
+{
+    string[] r;
+    static foreach (P; Parameters!F)
+        r ~= P.stringof;
+    return r;
+}
+
+/// Every function of mimalloc.capi with C linkage (aliases of other names left out).
+DDecl[string] dFunctions()
+{
+    DDecl[string] r;
+    static foreach (m; __traits(allMembers, mimalloc.capi))
+    {
+        static if (is(typeof(__traits(getMember, mimalloc.capi, m)) == function)
+                   && __traits(identifier, __traits(getMember, mimalloc.capi, m)) == m)
+        {
+            {
+                alias f = __traits(getMember, mimalloc.capi, m);
+                static if (functionLinkage!f == "C")
+                    r[m] = DDecl(functionLinkage!f, ReturnType!f.stringof, paramStrings!(typeof(f)));
+            }
+        }
+    }
+    return r;
+}
+
+DDecl[string] dCallbacks()
+{
+    DDecl[string] r;
+    static foreach (name; ["mi_block_visit_fun", "mi_output_fun", "mi_error_fun", "mi_deferred_free_fun"])
+    {
+        {
+            alias F = __traits(getMember, mimalloc.capi, name);
+            r[name] = DDecl(functionLinkage!F, ReturnType!F.stringof, paramStrings!F);
+        }
+    }
+    return r;
+}
+
+string[] compareDecls(string what, CDecl[] cs, DDecl[string] ds)
+{
+    string[] bad;
+    bool[string] seen;
+    foreach (c; cs)
+    {
+        seen[c.name] = true;
+        auto d = c.name in ds;
+        if (d is null)
+        {
+            bad ~= what ~ " " ~ c.name ~ " is in the C headers, not declared in D";
+            continue;
+        }
+        if (d.linkage != "C")
+            bad ~= format!"%s %s: linkage extern(%s), not extern(C)"(what, c.name, d.linkage);
+        if (dTypeOf(c.ret) != d.ret)
+            bad ~= format!"%s %s: returns %s in D, C has %s (D type %s)"(what, c.name, d.ret, c.ret, dTypeOf(c.ret));
+        if (c.params.length != d.params.length)
+            bad ~= format!"%s %s: %s parameters in D, %s in C"(what, c.name, d.params.length, c.params.length);
+        else
+            foreach (i, p; c.params)
+                if (dTypeOf(p) != d.params[i])
+                    bad ~= format!"%s %s: parameter %s is %s in D, C has %s (D type %s)"(what, c.name, i + 1, d.params[i], p, dTypeOf(p));
+    }
+    foreach (name, _; ds)
+        if (name !in seen)
+            bad ~= what ~ " " ~ name ~ " is declared in D, not in the C headers";
+    return bad.sort.array;
+}
+
+string headersText()
+{
+    const dir = includeDir();
+    return cleanHeader(readText(buildNormalizedPath(dir, "mimalloc.h")))
+         ~ cleanHeader(readText(buildNormalizedPath(dir, "mimalloc-stats.h")));
+}
+
+unittest // every function and callback: linkage, return and parameter types
+{
+    const text = headersText();
+    auto fs = parseFunctions(text);
+    auto cbs = parseCallbacks(text);
+    assert(fs.length >= 150, format!"parsed only %s functions from the headers"(fs.length));
+    assert(cbs.length == 4, format!"parsed %s callback typedefs, expected 4"(cbs.length));
+    auto bad = compareDecls("function", fs, dFunctions()) ~ compareDecls("callback", cbs, dCallbacks());
+    assert(bad.length == 0, "D declarations differ from the C headers:\n  " ~ bad.join("\n  "));
+}
+
+unittest // the signature comparison catches a changed parameter, a missing and an extra function
+{
+    auto cs = parseFunctions(cleanHeader(
+        "mi_decl_nodiscard mi_decl_export size_t mi_a(const void* p, size_t n) mi_attr_noexcept;\n"
+      ~ "/* x */ mi_decl_export void mi_b(void);\n"));
+    assert(cs.length == 2 && cs[0].params == ["const void*", "size_t"] && cs[1].params.length == 0);
+    auto ds = ["mi_a": DDecl("C", "ulong", ["void*", "ulong"]), "mi_c": DDecl("C", "void", [])];
+    assert(compareDecls("function", cs, ds) == [
+        "function mi_a: parameter 1 is void* in D, C has const void* (D type const(void)*)",
+        "function mi_b is in the C headers, not declared in D",
+        "function mi_c is declared in D, not in the C headers",
+    ]);
+}
+
+/// The names of every C function declared in D (for the every-function test).
+string[] allDFunctionNames()
+{
+    return dFunctions().keys.sort.array;
+}
