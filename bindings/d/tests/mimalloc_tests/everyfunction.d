@@ -322,7 +322,8 @@ unittest // arenas, OS memory, huge pages (none requested)
     assert(h !is null);
     auto p = cast(ubyte*) c!"mi_heap_malloc"(h, 1000);
     assert(p >= start && p < start + size, "block of an arena heap outside its arena");
-    c!"mi_heap_destroy"(h);
+    c!"mi_free"(p);
+    c!"mi_heap_delete"(h); // mi_heap_new_in_arena heaps cannot be destroyed (as in mimalloc)
     assert(c!"mi_arena_area"(12345, &size) is null);
 
     assert(c!"mi_reserve_os_memory"(8 << 20, false, false) == 0);
@@ -471,22 +472,28 @@ unittest // process/thread life cycle, subprocesses, version, misc
     t.start();
     t.join();
 
-    // a thread in a subprocess of its own
+    // a thread in a subprocess of its own; its block is abandoned when it ends and is then
+    // visible to mi_abandoned_visit_blocks (which needs MIMALLOC_VISIT_ABANDONED: without it
+    // the call reports EFAULT, which aborts debug and secure builds)
+    c!"mi_option_enable"(mi_option_visit_abandoned);
     auto sub = c!"mi_subproc_new"();
     assert(sub !is null && sub != c!"mi_subproc_main"());
-    void* left;
-    t = new Thread({
+    __gshared void* left;
+    auto t2 = new Thread({
         c!"mi_subproc_add_current_thread"(sub);
         left = c!"mi_malloc"(100); // abandoned with the thread, freed below
     });
-    t.start();
-    t.join();
-    static extern (C) bool visitAny(const(mi_heap_t)*, const(mi_heap_area_t)*, void*, size_t, void*) nothrow
+    t2.start();
+    t2.join();
+    static extern (C) bool findLeft(const(mi_heap_t)*, const(mi_heap_area_t)*, void* block, size_t, void* arg) nothrow
     {
+        if (block !is null && block is left)
+            *cast(bool*) arg = true;
         return true;
     }
-    // true, or false where MIMALLOC_VISIT_ABANDONED is off (the default): either is fine
-    cast(void) c!"mi_abandoned_visit_blocks"(sub, -1, true, &visitAny, null);
+    bool found;
+    assert(c!"mi_abandoned_visit_blocks"(sub, -1, true, &findLeft, &found));
+    assert(found, "the abandoned block was not visited");
     c!"mi_free"(left);
     c!"mi_subproc_delete"(sub);
 
