@@ -37,6 +37,24 @@ private size_t atLeastMin(size_t n) @safe @nogc nothrow pure
     return n < minBlock ? minBlock : n;
 }
 
+/// The alignment to ask the C library for: `a`, at least `minBlock`; 0 when `a` is not a
+/// power of two (the callers then fail without calling the C library).
+private size_t alignArg(uint a) @safe @nogc nothrow pure
+{
+    if (a == 0 || (a & (a - 1)) != 0)
+        return 0;
+    return a < minBlock ? minBlock : a;
+}
+
+/// mi_free as a `pure` function, as Phobos' `pureFree` is for `free` (Phobos' allocator
+/// objects call `deallocate` from `pure` code). Freeing changes no state visible to D code
+/// other than the block itself, and mi_free leaves errno alone.
+private void pureMiFree(void* p) @trusted @nogc nothrow pure
+{
+    alias PureFree = extern (C) void function(void*) @nogc nothrow pure;
+    (cast(PureFree) &mi_free)(p);
+}
+
 /**
 The process-wide allocator (the thread's default heap of the C library), a drop-in for
 Phobos' `Mallocator`: `Mimallocator.instance` works with `make`, `dispose`, `makeArray`,
@@ -64,7 +82,9 @@ struct Mimallocator
     {
         if (bytes == 0)
             return null;
-        auto p = mi_malloc_aligned(atLeastMin(bytes), a < alignment ? alignment : a);
+        if (alignArg(a) == 0)
+            return null;
+        auto p = mi_malloc_aligned(atLeastMin(bytes), alignArg(a));
         return p is null ? null : p[0 .. bytes];
     }
 
@@ -78,9 +98,9 @@ struct Mimallocator
     }
 
     /// Frees `b` (a block of this allocator or of any other `mi_` function; null is fine).
-    bool deallocate(void[] b) shared const
+    bool deallocate(void[] b) shared const pure
     {
-        mi_free(b.ptr);
+        pureMiFree(b.ptr);
         return true;
     }
 
@@ -110,7 +130,9 @@ struct Mimallocator
             b = null;
             return true;
         }
-        auto p = mi_realloc_aligned(b.ptr, atLeastMin(s), a < alignment ? alignment : a);
+        if (alignArg(a) == 0)
+            return false;
+        auto p = mi_realloc_aligned(b.ptr, atLeastMin(s), alignArg(a));
         if (p is null)
             return false;
         b = p[0 .. s];
@@ -215,7 +237,9 @@ struct MiHeapAllocator
     {
         if (bytes == 0 || heap_ is null)
             return null;
-        auto p = mi_heap_malloc_aligned(heap_, atLeastMin(bytes), a < alignment ? alignment : a);
+        if (alignArg(a) == 0)
+            return null;
+        auto p = mi_heap_malloc_aligned(heap_, atLeastMin(bytes), alignArg(a));
         return p is null ? null : p[0 .. bytes];
     }
 
@@ -229,9 +253,9 @@ struct MiHeapAllocator
     }
 
     /// Frees `b` (from any thread).
-    bool deallocate(void[] b)
+    bool deallocate(void[] b) pure
     {
-        mi_free(b.ptr);
+        pureMiFree(b.ptr);
         return true;
     }
 
@@ -264,7 +288,9 @@ struct MiHeapAllocator
         }
         if (heap_ is null)
             return false;
-        auto p = mi_heap_realloc_aligned(heap_, b.ptr, atLeastMin(s), a < alignment ? alignment : a);
+        if (alignArg(a) == 0)
+            return false;
+        auto p = mi_heap_realloc_aligned(heap_, b.ptr, atLeastMin(s), alignArg(a));
         if (p is null)
             return false;
         b = p[0 .. s];
@@ -354,7 +380,9 @@ struct MiGCScannedAllocator
     {
         if (bytes == 0)
             return null;
-        auto p = mi_zalloc_aligned(atLeastMin(bytes), a < alignment ? alignment : a);
+        if (alignArg(a) == 0)
+            return null;
+        auto p = mi_zalloc_aligned(atLeastMin(bytes), alignArg(a));
         if (p is null)
             return null;
         GC.addRange(p, bytes);
