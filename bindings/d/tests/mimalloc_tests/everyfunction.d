@@ -485,15 +485,24 @@ unittest // process/thread life cycle, subprocesses, version, misc
     });
     t2.start();
     t2.join();
+    __gshared size_t nvisited;
     static extern (C) bool findLeft(const(mi_heap_t)*, const(mi_heap_area_t)*, void* block, size_t, void* arg) nothrow
     {
+        if (block !is null) nvisited++;
         if (block !is null && block is left)
             *cast(bool*) arg = true;
         return true;
     }
     bool found;
     assert(c!"mi_abandoned_visit_blocks"(sub, -1, true, &findLeft, &found));
-    assert(found, "the abandoned block was not visited");
+    version (MimallocOverride)
+    {
+        // druntime's thread start-up mallocs before the thread joins the subprocess, so its
+        // first segment (and `left` in it) belongs to the main subprocess
+        if (!found)
+            assert(c!"mi_abandoned_visit_blocks"(null, -1, true, &findLeft, &found));
+    }
+    assert(found, format!"the abandoned block was not visited (%s blocks visited)"(nvisited));
     c!"mi_free"(left);
     c!"mi_subproc_delete"(sub);
 
