@@ -5,8 +5,8 @@
 # the secure build (libmimalloc-secure: encoded free lists, double and invalid frees rejected),
 # under AddressSanitizer+UBSan, the tracking builds for Valgrind and ASan (whole suite, plus
 # deliberate heap bugs the checker must report at their line), and the multi-threaded stress
-# tests under ThreadSanitizer (Release and Debug builds); then the Rust package's tests where
-# cargo is installed.
+# tests under ThreadSanitizer (Release and Debug builds); then the Rust and D packages' tests
+# where their toolchains (cargo; ldc2, gdc, dub) are installed.
 # Usage: test/run.sh [--quick]   (--quick: the Release build only)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,6 +56,7 @@ run_optional() {   # name, script, then the commands it needs
   bash "$root/$script"
 }
 run_optional rust bindings/rust/run-tests.sh cargo
+run_optional d bindings/d/run-tests.sh ldc2 gdc dub
 if [ ${#skipped[@]} -gt 0 ]; then
   echo "=== all test suites passed; skipped for want of a toolchain: ${skipped[*]}"
 else
