@@ -39,9 +39,10 @@ static bool mi_asan_active(void) {
   if (mi_likely(mi_atomic_load_relaxed(&mi_asan_ready) != 0)) return true;
   if (__asan_get_shadow_mapping == NULL) return false;
   __asan_get_shadow_mapping(&mi_asan_scale, &mi_asan_offset);
-  const uintptr_t probe = (uintptr_t)mi_asan_shadow(&mi_asan_ready) & ~(uintptr_t)4095;
+  const size_t psize = _mi_os_page_size();   /* mincore needs an OS-page-aligned address (4, 16 or 64 KiB) */
+  const uintptr_t probe = (uintptr_t)mi_asan_shadow(&mi_asan_ready) & ~(uintptr_t)(psize - 1);
   unsigned char resident;
-  if (syscall(SYS_mincore, (void*)probe, (size_t)4096, &resident) != 0) return false;   /* not mapped yet */
+  if (syscall(SYS_mincore, (void*)probe, psize, &resident) != 0) return false;   /* not mapped yet */
   mi_atomic_store_relaxed(&mi_asan_ready, 1);
   return true;
 }

@@ -389,13 +389,34 @@ static inline size_t _mi_bin(size_t size) {
 /* ------------------------------------------------------------------------------------------
    Thread id and the default heap
 ------------------------------------------------------------------------------------------ */
-/* A unique id of the calling thread that costs one instruction: the thread control block. */
+/* A unique id of the calling thread that costs one instruction: the thread pointer (the
+   thread control block the C library sets up per thread; distinct for every live thread).
+     x86-64     %fs:0, the TCB's self pointer (glibc and musl both store it there)
+     aarch64    tpidr_el0 (EL0 read/write thread register, the TLS base)
+     riscv64    tp (x4), the ABI's thread pointer
+   Any other target: __builtin_thread_pointer() where the compiler has it, else the address of
+   a thread-local variable (unique per live thread too, one TLS address computation).
+   The asm is not volatile: within a thread the value never changes, so the compiler may reuse
+   it; it reads no memory. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_thread_pointer)
+#define MI_HAS_BUILTIN_THREAD_POINTER 1
+#endif
+#endif
 static inline uintptr_t _mi_thread_id(void) {
 #if defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__)
   uintptr_t tid;
   __asm__("movq %%fs:0, %0" : "=r"(tid));
   return tid;
-#elif defined(__aarch64__) || (defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__))
+#elif defined(__aarch64__) && defined(__linux__)
+  uintptr_t tid;
+  __asm__("mrs %0, tpidr_el0" : "=r"(tid));
+  return tid;
+#elif defined(__riscv) && (__riscv_xlen == 64) && defined(__linux__)
+  uintptr_t tid;
+  __asm__("mv %0, tp" : "=r"(tid));
+  return tid;
+#elif defined(MI_HAS_BUILTIN_THREAD_POINTER) || (defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__))
   return (uintptr_t)__builtin_thread_pointer();
 #else
   return (uintptr_t)&_mi_heap_default;
@@ -403,7 +424,8 @@ static inline uintptr_t _mi_thread_id(void) {
 }
 
 /* x == _mi_thread_id(), as one compare with the memory operand %fs:0 on x86-64 Linux (the
-   free fast path; a C load through a __seg_fs null pointer would do too, but trips UBSan). */
+   free fast path; a C load through a __seg_fs null pointer would do too, but trips UBSan).
+   Elsewhere the thread register is read into a register and compared (2 instructions). */
 static inline bool _mi_thread_id_is(uintptr_t x) {
 #if defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
   bool eq;
@@ -436,14 +458,22 @@ static inline mi_segment_t* _mi_ptr_segment(const void* p) {
 /* The segment-start map (segment.c): one byte per MI_SEGMENT_SIZE chunk of the user address
    space; non-zero iff one of our segments starts in that chunk, and then it is the segment's
    page_shift (16, 19 or 63), so free gets its page index without loading the header field.
-   x86-64 Linux never maps user memory at or above 2^47 without an explicit hint (also with
-   5-level paging); segments the OS places beyond MI_SEGMENT_MAP_ADDR_BITS are refused
-   (segment.c). A lookup needs no range check: the index keeps bits [ADDR_BITS-1, 22] of p - 1.
+   The range is the user address space Linux hands out without an explicit mmap hint (we never
+   pass one), per target:
+     x86-64   2^47 (4-level paging; 5-level paging maps above 2^47 only for a hint beyond it)
+     riscv64  2^47 (Sv48; Sv39 gives 2^38; Sv57 maps above 2^47 only for a hint beyond it)
+     aarch64  2^48 (48-bit VA; kernels with 52-bit VA map above 2^48 only for a hint beyond
+              it; 39/42-bit VA kernels give less)
+     other    2^48, the most that the thread_free word's pointer field holds (below)
+   Segments the OS places beyond MI_SEGMENT_MAP_ADDR_BITS are refused with a warning
+   (segment.c), so an unexpected layout makes allocation fail visibly, never corrupts the map.
+   A lookup needs no range check: the index keeps bits [ADDR_BITS-1, 22] of p - 1.
    NULL - 1 lands on the last chunk, which never holds a segment (refused like the ones beyond),
    so its entry stays 0. A pointer that is not a user address (the kernel half, non-canonical
    values), which no allocator hands out, may alias a user chunk: such garbage is not detected.
-   32 MiB of zero-initialised address space on x86-64, touched only where we have segments. */
-#if defined(__x86_64__)
+   32 MiB (47 bits) or 64 MiB (48 bits) of zero-initialised address space, touched only where
+   we have segments. */
+#if defined(__x86_64__) || (defined(__riscv) && __riscv_xlen == 64)
 #define MI_SEGMENT_MAP_ADDR_BITS  (47)
 #else
 #define MI_SEGMENT_MAP_ADDR_BITS  (48)

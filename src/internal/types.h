@@ -125,7 +125,7 @@
 #define MI_SECURE_GUARD_SIZE    ((size_t)0)
 #endif
 #define MI_SPAN_SLOTS_MAX       (MI_LARGE_OBJ_SIZE_MAX/MI_LARGE_SLOT_SIZE + 1)   /* 17: the +1 when the span starts at the header's slot */
-#define MI_MAX_ALLOC_SIZE       ((size_t)1 << 47)           /* user address space on x86-64 */
+#define MI_MAX_ALLOC_SIZE       ((size_t)1 << 47)           /* the user address space of x86-64 and riscv64 Sv48, half of aarch64's 48-bit one: larger requests fail at once (smaller spaces fail in mmap) */
 
 /* Aligned allocation: alignments up to this are served by over-allocating in a normal page;
    larger ones get a huge segment placed so the block is exactly aligned. */
