@@ -391,6 +391,7 @@ bool _mi_prim_getenv(const char* name, char* result, size_t result_size) {
   return false;
 }
 
+#if defined(__GLIBC__)   /* glibc: dladdr1, _r_debug (not in musl) */
 /* Does the loaded object `map` define the function `name`? Its dynamic symbol table is
    searched through its hash table (GNU or SysV), read in place: no dlsym, which may allocate
    or take locks, and which answers a PLT stub of a non-PIE program (python3 takes malloc's
@@ -450,9 +451,16 @@ static void* mi_elf_defines(const struct link_map* map, const char* name) {
   return (void*)((uintptr_t)map->l_addr + (uintptr_t)found->st_value);
 }
 
+#endif
+
 int _mi_prim_symbol_provider(const char* name, const void* self, void** addr, char* path, size_t path_size) {
   if (path_size > 0) path[0] = 0;
   *addr = NULL;
+#if !defined(__GLIBC__)
+  /* glibc's dladdr1 and _r_debug (musl has neither): the provider cannot be named */
+  (void)name; (void)self;
+  return -1;
+#else
   Dl_info info;
   struct link_map* self_map = NULL;
   if (dladdr1(self, &info, (void**)&self_map, RTLD_DL_LINKMAP) == 0 || self_map == NULL) return -1;
@@ -470,6 +478,7 @@ int _mi_prim_symbol_provider(const char* name, const void* self, void** addr, ch
     return 0;
   }
   return -1;
+#endif
 }
 
 bool _mi_prim_env_visit(void (*visit)(const char* entry, void* arg), void* arg) {

@@ -29,6 +29,7 @@ import os
 import re
 import signal
 import subprocess
+import shlex
 import sys
 
 E = r"mimalloc: error: "
@@ -267,10 +268,14 @@ def expand(template, vars_):
     return re.sub(r"%\((\w+)\)s", sub, template)
 
 
+# cross builds run the programs under an emulator (test/CMakeLists.txt: MI_TEST_EMULATOR)
+EMULATOR = shlex.split(os.environ.get("MI_TEST_EMULATOR", ""))
+
+
 def run_mode(c, path, mode, timeout):
     """Returns a list of problems (empty: passed)."""
     try:
-        r = subprocess.run([path, c.name, mode], env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        r = subprocess.run(EMULATOR + [path, c.name, mode], env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=timeout)
     except subprocess.TimeoutExpired:
         return ["timed out after %d s" % timeout]

@@ -4,7 +4,7 @@
 its leaks: the total, one line per size class with the exact block count, and in debug
 builds the allocating function of every leaked block and of nothing else.
 Usage: check-leaks.py <leaky> <padding (debug and tracking builds): 0|1> <callers recorded: 0|1>"""
-import os, re, subprocess, sys
+import os, re, shlex, subprocess, sys
 
 exe, debug, callers_recorded = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
 failures = []
@@ -13,10 +13,13 @@ def check(cond, msg):
     if not cond:
         failures.append(msg)
 
+# cross builds run the programs under an emulator (test/CMakeLists.txt: MI_TEST_EMULATOR)
+EMULATOR = shlex.split(os.environ.get("MI_TEST_EMULATOR", ""))
+
 def run(args, env_extra):
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("MIMALLOC_")}
     env.update(env_extra)
-    p = subprocess.run([exe] + args, env=env, capture_output=True, text=True, timeout=60)
+    p = subprocess.run(EMULATOR + [exe] + args, env=env, capture_output=True, text=True, timeout=60)
     check(p.returncode == 0, f"{args} {env_extra}: exit status {p.returncode}")
     return p.stderr
 

@@ -9,6 +9,7 @@
 #   FORBID_IMPORTS     comma-separated symbols it must not import
 #   PRELOAD            LD_PRELOAD for the program only (not for cmake or readelf)
 #   EXPECT_FAIL_REGEX  negative control: the program must exit non-zero and print a match
+#   EMULATOR           command (space-separated) that runs the program: qemu-user in cross builds
 cmake_minimum_required(VERSION 3.18)
 
 if(NOT PROG)
@@ -54,11 +55,12 @@ if(FORBID_NEEDED OR REQUIRE_IMPORTS OR FORBID_IMPORTS)
 endif()
 
 string(REPLACE "," ";" args "${PROG_ARGS}")
+separate_arguments(emulator UNIX_COMMAND "${EMULATOR}")
 if(PRELOAD)
   set(ENV{LD_PRELOAD} "${PRELOAD}")
 endif()
 if(EXPECT_FAIL_REGEX)
-  execute_process(COMMAND ${PROG} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out
+  execute_process(COMMAND ${emulator} ${PROG} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out
                   TIMEOUT 120)
   message("${out}")
   if(rc EQUAL 0)
@@ -67,7 +69,7 @@ if(EXPECT_FAIL_REGEX)
     string(APPEND failed "the program failed (${rc}) without the expected '${EXPECT_FAIL_REGEX}'\n")
   endif()
 else()
-  execute_process(COMMAND ${PROG} ${args} RESULT_VARIABLE rc TIMEOUT 120)
+  execute_process(COMMAND ${emulator} ${PROG} ${args} RESULT_VARIABLE rc TIMEOUT 120)
   if(NOT rc EQUAL 0)
     string(APPEND failed "${PROG} failed: ${rc}\n")
   endif()

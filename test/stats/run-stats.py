@@ -54,6 +54,7 @@ import json
 import os
 import re
 import subprocess
+import shlex
 import sys
 import tempfile
 
@@ -186,12 +187,16 @@ def clean_env(extra):
     return env
 
 
+# cross builds run the programs under an emulator (test/CMakeLists.txt: MI_TEST_EMULATOR)
+EMULATOR = shlex.split(os.environ.get("MI_TEST_EMULATOR", ""))
+
+
 def run_child(args, extra_env, timeout=60, layout="mimalloc"):
     """layout: the MIMALLOC_STATS_LAYOUT value, or None to leave it unset (the readable layout)"""
     env = dict(extra_env)
     if layout is not None:
         env.setdefault("MIMALLOC_STATS_LAYOUT", layout)
-    p = subprocess.run([ARGS.child] + args, env=clean_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    p = subprocess.run(EMULATOR + [ARGS.child] + args, env=clean_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        timeout=timeout)
     out = p.stdout.decode("utf-8", "replace")
     err = p.stderr.decode("utf-8", "replace")

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Builds and runs the ctest suite for the other Linux targets (docs/platforms.md):
+#   aarch64   cross-built with aarch64-linux-gnu-gcc, tests under qemu-aarch64-static
+#   riscv64   cross-built with riscv64-linux-gnu-gcc, tests under qemu-riscv64-static
+#   musl      x86-64 built with musl-gcc: NOT YET WORKING, not run by default (docs/platforms.md)
+# Installs nothing: a missing toolchain is an error naming the Debian package to install.
+# Usage: test/cross.sh [aarch64] [riscv64] [musl]   (default: aarch64 riscv64)
+# Build directories: build-cross-<target> in the source tree (CROSS_BUILD_ROOT to move them).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+broot=${CROSS_BUILD_ROOT:-$root}
+jobs=$(nproc 2>/dev/null || echo 2)
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=(aarch64 riscv64)   # musl: not yet (docs/platforms.md)
+
+need() {   # command, debian package
+  if ! command -v "$1" >/dev/null 2>&1; then
+    echo "cross.sh: $1 not found (Debian: apt-get install $2)" >&2
+    exit 2
+  fi
+}
+command -v ninja >/dev/null 2>&1 || { echo "cross.sh: ninja not found (apt-get install ninja-build)" >&2; exit 2; }
+
+declare -A took
+run_target() {
+  local t=$1 dir="$broot/build-cross-$1" start cmake_args=()
+  case "$t" in
+    aarch64|riscv64)
+      need "$t-linux-gnu-gcc" "gcc-$t-linux-gnu"
+      need "$t-linux-gnu-g++" "g++-$t-linux-gnu"
+      need "qemu-$t-static" "qemu-user-static"
+      [ -d "/usr/$t-linux-gnu/lib" ] || { echo "cross.sh: /usr/$t-linux-gnu/lib missing (apt-get install libc6-dev-${t/aarch64/arm64}-cross)" >&2; exit 2; }
+      cmake_args=(-DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-$t-linux-gnu.cmake") ;;
+    musl)
+      need musl-gcc musl-tools
+      cmake_args=(-DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-x86_64-linux-musl.cmake") ;;
+    *) echo "cross.sh: unknown target $t (aarch64, riscv64, musl)" >&2; exit 2 ;;
+  esac
+  start=$(date +%s)
+  echo "=== $t: configure and build ($dir)"
+  cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" | grep -A40 "tests disabled" || true
+  cmake --build "$dir" -j "$jobs"
+  echo "=== $t: ctest"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+  took[$t]=$(( $(date +%s) - start ))
+  echo "=== $t: passed in ${took[$t]} s"
+}
+
+total_start=$(date +%s)
+for t in "${targets[@]}"; do run_target "$t"; done
+echo "=== cross suites passed:"
+for t in "${targets[@]}"; do printf '  %-8s %4d s (build + tests)\n' "$t" "${took[$t]}"; done
+echo "  total    $(( $(date +%s) - total_start )) s"
