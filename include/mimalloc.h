@@ -619,6 +619,11 @@ typedef enum mi_option_e {
   mi_option_limit_os_alloc         = mi_option_disallow_os_alloc
 } mi_option_t;
 
+/* Options of this implementation beyond mimalloc's numbering (which they leave unchanged). */
+#define MI_OPTION_EXT_FIRST      1000
+#define mi_option_live           ((mi_option_t)1000)   /* MIMALLOC_LIVE: publish live statistics for tools/mimalloc-live */
+#define mi_option_live_interval  ((mi_option_t)1001)   /* MIMALLOC_LIVE_INTERVAL: ms between publications (10..60000) */
+
 #if defined(__cplusplus)
 extern "C" {
 #endif

@@ -149,7 +149,9 @@ bool _mi_heap_is_foreign(const mi_heap_t* heap, const char* call) {
 }
 
 void mi_collect(bool force) mi_attr_noexcept {
-  mi_heap_collect(mi_prim_get_default_heap(), force);
+  mi_heap_t* heap = mi_prim_get_default_heap();
+  mi_heap_collect(heap, force);
+  if (mi_unlikely(mi_live_enabled()) && mi_heap_is_initialized(heap)) _mi_live_publish(heap->tld, true);   /* figures now */
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -168,6 +168,7 @@ void mi_process_init(void) mi_attr_noexcept {
   mi_report_active();
   if (mi_option_is_enabled(mi_option_verbose)) mi_options_print();
   _mi_arenas_init_reserve();   /* MIMALLOC_RESERVE_HUGE_OS_PAGES(_AT), MIMALLOC_RESERVE_OS_MEMORY */
+  _mi_live_init();             /* MIMALLOC_LIVE */
 }
 
 bool _mi_is_main_thread(void) {
@@ -186,6 +187,7 @@ void mi_process_done(void) mi_attr_noexcept {
   }
   if (_mi_env_flag("MIMALLOC_SHOW_LEAKS")) _mi_leaks_report();
   _mi_stats_at_exit();
+  _mi_live_done();
   _mi_verbose_message("process done: elapsed %lld ms\n", (long long)_mi_process_elapsed());
 }
 
@@ -224,6 +226,7 @@ void _mi_thread_done(mi_heap_t* heap) {
   mi_tld_t* tld = heap->tld;
   mi_heap_t* backing = tld->heap_backing;
   if (backing->thread_id != _mi_thread_id()) return;   /* not ours */
+  _mi_live_thread_done(tld);
   _mi_heap_set_default_direct(backing);
   mi_heap_t* h = tld->heaps;
   while (h != NULL) {
@@ -329,7 +332,9 @@ static void mi_fork_child(void) {
     mi_lock_init(&sp->abandoned_lock);
   }
   mi_lock_init(&mi_subprocs_lock);
-  _mi_heap_after_fork_child(mi_prim_get_default_heap());
+  mi_heap_t* heap = mi_prim_get_default_heap();
+  _mi_live_fork_child(mi_heap_is_initialized(heap) ? heap->tld : NULL);
+  _mi_heap_after_fork_child(heap);
 }
 
 void mi_subproc_add_current_thread(mi_subproc_id_t subproc_id) {

@@ -41,7 +41,12 @@ typedef struct mi_option_desc_s {
 #define MI_OPT(value, option, name, legacy, is_kib, min, max) \
   { value, MI_UNINIT, mi_option_##option, name, legacy, is_kib, min, max }
 
-static mi_option_desc_t mi_options[_mi_option_last] = {
+/* mimalloc's options (numbered 0 .. _mi_option_last-1), then this implementation's own from
+   MI_OPTION_EXT_FIRST on (mimalloc.h): the table index of an option is mi_option_index. */
+#define MI_OPTION_EXT_COUNT  (2)
+#define MI_OPTION_COUNT      (_mi_option_last + MI_OPTION_EXT_COUNT)
+
+static mi_option_desc_t mi_options[MI_OPTION_COUNT] = {
   MI_OPT(MI_DEFAULT_SHOW_ERRORS, show_errors, "show_errors", NULL, false, 0, 1),
   MI_OPT(0,     show_stats, "show_stats", NULL, false, 0, 1),
   MI_OPT(0,     verbose, "verbose", NULL, false, 0, 2),
@@ -80,7 +85,18 @@ static mi_option_desc_t mi_options[_mi_option_last] = {
   MI_OPT(0,     target_segments_per_thread, "target_segments_per_thread", NULL, false, 0, 1000000),
   MI_OPT(10000, generic_collect, "generic_collect", NULL, false, 1, 1000000),
   MI_OPT(1,     allow_thp, "allow_thp", NULL, false, 0, 1),
+  /* this implementation's own (MI_OPTION_EXT_FIRST ..) */
+  MI_OPT(0,     live, "live", NULL, false, 0, 1),
+  MI_OPT(1000,  live_interval, "live_interval", NULL, false, 10, 60000),
 };
+
+/* The table index of an option, or -1 for a number that is no option. */
+static int mi_option_index(mi_option_t option) {
+  const int n = (int)option;
+  if (n >= 0 && n < _mi_option_last) return n;
+  if (n >= MI_OPTION_EXT_FIRST && n < MI_OPTION_EXT_FIRST + MI_OPTION_EXT_COUNT) return _mi_option_last + (n - MI_OPTION_EXT_FIRST);
+  return -1;
+}
 
 static void mi_option_init(mi_option_desc_t* desc);
 static void mi_env_check_entry(const char* entry, void* arg);
@@ -90,22 +106,23 @@ void _mi_options_init(void) {
   if (!_mi_prim_env_may_have("MIMALLOC_")) {
     /* the common case, with no MIMALLOC_ variable: the options not set by the program keep
        their defaults (one pass over the environment instead of one or two per option) */
-    for (int i = 0; i < _mi_option_last; i++) {
+    for (int i = 0; i < MI_OPTION_COUNT; i++) {
       int expected = MI_UNINIT;
       mi_atomic_cas_strong_acq_rel(&mi_options[i].init, &expected, (int)MI_DEFAULTED);
     }
     return;
   }
-  for (int i = 0; i < _mi_option_last; i++) {
-    long value = mi_option_get((mi_option_t)i);   /* reads the environment */
+  for (int i = 0; i < MI_OPTION_COUNT; i++) {
+    long value = mi_option_get(mi_options[i].option);   /* reads the environment */
     (void)value;
   }
   (void)_mi_prim_env_visit(&mi_env_check_entry, NULL);
 }
 
 long mi_option_get(mi_option_t option) {
-  if ((int)option < 0 || option >= _mi_option_last) return 0;
-  mi_option_desc_t* desc = &mi_options[option];
+  const int i = mi_option_index(option);
+  if (i < 0) return 0;
+  mi_option_desc_t* desc = &mi_options[i];
   if (mi_unlikely(mi_atomic_load_acquire(&desc->init) == MI_UNINIT)) mi_option_init(desc);
   return mi_atomic_load_relaxed(&desc->value);
 }
@@ -119,7 +136,8 @@ size_t mi_option_get_size(mi_option_t option) {
   long x = mi_option_get(option);
   if (x < 0) return 0;
   size_t size = (size_t)x;
-  if ((int)option >= 0 && option < _mi_option_last && mi_options[option].is_kib) {
+  const int i = mi_option_index(option);
+  if (i >= 0 && mi_options[i].is_kib) {
     if (size > MI_MAX_ALLOC_SIZE / MI_KiB) return MI_MAX_ALLOC_SIZE;
     size *= MI_KiB;
   }
@@ -131,8 +149,9 @@ static long mi_option_clamp(const mi_option_desc_t* desc, long value) {
 }
 
 void mi_option_set(mi_option_t option, long value) {
-  if ((int)option < 0 || option >= _mi_option_last) return;
-  mi_option_desc_t* desc = &mi_options[option];
+  const int i = mi_option_index(option);
+  if (i < 0) return;
+  mi_option_desc_t* desc = &mi_options[i];
   value = mi_option_clamp(desc, value);
   mi_atomic_store_relaxed(&desc->value, value);
   mi_atomic_store_release(&desc->init, MI_INITIALIZED);
@@ -142,11 +161,15 @@ void mi_option_set(mi_option_t option, long value) {
   else if (option == mi_option_guarded_max && mi_option_get(mi_option_guarded_min) > value) {
     mi_option_set(mi_option_guarded_min, value);
   }
+  else if (option == mi_option_live && value != 0 && _mi_process_is_initialized) {
+    _mi_live_init();   /* started now (at process start when set before that) */
+  }
 }
 
 void mi_option_set_default(mi_option_t option, long value) {
-  if ((int)option < 0 || option >= _mi_option_last) return;
-  mi_option_desc_t* desc = &mi_options[option];
+  const int i = mi_option_index(option);
+  if (i < 0) return;
+  mi_option_desc_t* desc = &mi_options[i];
   if (mi_atomic_load_relaxed(&desc->init) != MI_INITIALIZED) {
     mi_atomic_store_relaxed(&desc->value, mi_option_clamp(desc, value));   /* init stays: an environment value not read yet still wins */
   }
@@ -161,9 +184,9 @@ void mi_option_disable(mi_option_t option)                    { mi_option_set_en
 void mi_options_print(void) mi_attr_noexcept {
   _mi_message(MI_VERSION_TEXT_FMT ")%s\n", MI_VERSION_TEXT_ARGS,
               (MI_DEBUG > 0 ? ", debug build" : ""));
-  for (int i = 0; i < _mi_option_last; i++) {
+  for (int i = 0; i < MI_OPTION_COUNT; i++) {
     const mi_option_desc_t* desc = &mi_options[i];
-    _mi_message("option '%s': %ld%s\n", desc->name, mi_option_get((mi_option_t)i), (desc->is_kib ? " KiB" : ""));
+    _mi_message("option '%s': %ld%s\n", desc->name, mi_option_get(desc->option), (desc->is_kib ? " KiB" : ""));
   }
   _mi_message("debug level : %d\n", MI_DEBUG);
   _mi_message("secure level: %d\n", MI_SECURE);
@@ -338,10 +361,10 @@ static void mi_env_check_entry(const char* entry, void* arg) {
   while (name[len] != 0 && name[len] != '=') len++;
   const char* closest = NULL;
   size_t closest_dist = 3;
-  for (size_t k = 0; k < 2 * _mi_option_last + sizeof(mi_env_extra_names) / sizeof(mi_env_extra_names[0]); k++) {
-    const char* known = (k < _mi_option_last ? mi_options[k].name
-                         : k < 2 * _mi_option_last ? mi_options[k - _mi_option_last].legacy_name
-                         : mi_env_extra_names[k - 2 * _mi_option_last]);
+  for (size_t k = 0; k < 2 * MI_OPTION_COUNT + sizeof(mi_env_extra_names) / sizeof(mi_env_extra_names[0]); k++) {
+    const char* known = (k < MI_OPTION_COUNT ? mi_options[k].name
+                         : k < 2 * MI_OPTION_COUNT ? mi_options[k - MI_OPTION_COUNT].legacy_name
+                         : mi_env_extra_names[k - 2 * MI_OPTION_COUNT]);
     if (known == NULL) continue;
     if (mi_name_equals(name, len, known)) return;
     const size_t d = mi_name_distance(name, len, known);

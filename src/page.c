@@ -651,6 +651,7 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
   }
   if (mi_unlikely((beat % (4 * MI_GENERIC_WORK_EVERY)) == 0)) {
     _mi_heap_collect_periodic(heap);      /* looks at the clock */
+    if (mi_unlikely(mi_live_enabled())) _mi_live_publish(heap->tld, false);   /* MIMALLOC_LIVE */
   }
 
   mi_page_t* page = mi_find_page(heap, psize, huge_alignment, align_offset);

@@ -22,6 +22,7 @@ void _mi_text_begin(void) { }
 #include "heap.c"
 #include "init.c"
 #include "leaks.c"
+#include "live.c"
 #include "new.c"
 #include "options.c"
 #include "os.c"

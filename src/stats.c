@@ -334,6 +334,15 @@ static void mi_stats_json_now(mi_json_t* json) {
   mi_stats_json(json, &data, &info);
 }
 
+/* The process document of this moment into buf (live.c); its length, which may exceed size
+   (then buf holds a truncated prefix). */
+size_t _mi_stats_json_now(char* buf, size_t size) {
+  mi_json_t json = { buf, size, 0 };
+  mi_stats_json_now(&json);
+  if (json.len < size) buf[json.len] = 0;
+  return json.len;
+}
+
 char* mi_stats_get_json(size_t buf_size, char* buf) mi_attr_noexcept {
   mi_stats_merge();
   mi_json_t json = { buf, buf_size, 0 };

@@ -36,4 +36,5 @@ typedef pthread_mutex_t mi_lock_t;
 static inline void mi_lock_init(mi_lock_t* l)    { pthread_mutex_init(l, NULL); }
 static inline void mi_lock_done(mi_lock_t* l)    { pthread_mutex_destroy(l); }
 static inline void mi_lock_acquire(mi_lock_t* l) { pthread_mutex_lock(l); }
+static inline bool mi_lock_try_acquire(mi_lock_t* l) { return (pthread_mutex_trylock(l) == 0); }
 static inline void mi_lock_release(mi_lock_t* l) { pthread_mutex_unlock(l); }

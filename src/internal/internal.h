@@ -275,6 +275,16 @@ void       _mi_stat_page_transfer(const mi_page_t* page, mi_tld_t* from, mi_tld_
 void       _mi_stat_blocks_freed(const mi_page_t* page, mi_tld_t* tld, size_t count);
 void       _mi_stat_block_malloc(mi_tld_t* tld, const mi_page_t* page, size_t size);
 void       _mi_stats_merge_thread(mi_tld_t* tld);     /* add the thread's figures to the totals */
+size_t     _mi_stats_json_now(char* buf, size_t size);   /* the process JSON now; its length */
+
+/* live.c: live statistics in shared memory for a viewer (MIMALLOC_LIVE) */
+extern bool _mi_live_enabled;                       /* atomic: set once at start, cleared at exit */
+static inline bool mi_live_enabled(void) { return __atomic_load_n(&_mi_live_enabled, __ATOMIC_RELAXED); }
+void       _mi_live_init(void);                       /* process init: reads MIMALLOC_LIVE */
+void       _mi_live_done(void);                       /* process exit: removes the file */
+void       _mi_live_fork_child(mi_tld_t* tld);        /* a fork child publishes nothing */
+void       _mi_live_publish(mi_tld_t* tld, bool force);   /* the thread's figures, when due */
+void       _mi_live_thread_done(mi_tld_t* tld);       /* frees the thread's slot */
 void       _mi_stats_at_exit(void);                    /* show_stats, verbose, stats JSON */
 
 /* stats-print.c: the statistics as text, from a snapshot and the process information of the

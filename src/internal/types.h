@@ -511,6 +511,15 @@ typedef struct mi_tld_s {
   mi_segments_tld_t   segments;
   mi_stats_data_t     stats;          /* this thread's figures (see above) */
   mi_stats_data_t     stats_published; /* current values already added to the totals */
+  /* live statistics (live.c; MIMALLOC_LIVE only): this thread's slot and its peaks */
+  struct mi_live_doc_s* live_doc;     /* NULL: no slot (yet) */
+  size_t              live_slot;
+  bool                live_no_slot;   /* every slot was taken when this thread looked */
+  mi_msecs_t          live_next;      /* when the next publication is due */
+  uint64_t            live_reset_seen;
+  int64_t             live_peak_blocks;
+  int64_t             live_peak_bytes;
+  int64_t             live_bin_peak[MI_BIN_HUGE_INTERNAL + 1];
 } mi_tld_t;
 
 /* A heap. Owned by the thread that created it; only that thread allocates from it.

@@ -63,6 +63,16 @@ void  _mi_prim_process_info(mi_process_info_t* pinfo);
 /* Write a NUL-terminated message to stderr without buffering or allocating. */
 void  _mi_prim_out_stderr(const char* msg);
 
+/* Create (or truncate) the file `path` of `size` zero bytes, readable by the owner only, and
+   map it shared read/write at *addr; 0 or an errno value. */
+int   _mi_prim_shared_map(const char* path, size_t size, void** addr);
+/* Unmap what _mi_prim_shared_map mapped, and with `unlink` remove the file. */
+void  _mi_prim_shared_unmap(const char* path, void* addr, size_t size, bool unlink);
+
+/* The process id, and the calling thread's OS id (as in /proc/<pid>/task/<tid>). */
+long  _mi_prim_process_id(void);
+long  _mi_prim_thread_os_id(void);
+
 /* Create or truncate the file `path` and write `len` bytes to it; 0 or an errno value. */
 int   _mi_prim_write_file(const char* path, const char* buf, size_t len);
 

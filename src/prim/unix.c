@@ -353,6 +353,35 @@ void _mi_prim_out_stderr(const char* msg) {
   }
 }
 
+int _mi_prim_shared_map(const char* path, size_t size, void** addr) {
+  *addr = NULL;
+  const int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return errno;
+  int err = 0;
+  if (ftruncate(fd, (off_t)size) != 0) err = errno;
+  if (err == 0) {
+    void* p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) err = errno;
+    else *addr = p;
+  }
+  close(fd);
+  if (err != 0) unlink(path);
+  return err;
+}
+
+void _mi_prim_shared_unmap(const char* path, void* addr, size_t size, bool remove) {
+  if (addr != NULL) munmap(addr, size);
+  if (remove) unlink(path);
+}
+
+long _mi_prim_process_id(void) {
+  return (long)getpid();
+}
+
+long _mi_prim_thread_os_id(void) {
+  return (long)syscall(SYS_gettid);
+}
+
 int _mi_prim_write_file(const char* path, const char* buf, size_t len) {
   const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return errno;

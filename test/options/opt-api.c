@@ -258,7 +258,7 @@ static void scenario_basic(void) {
   /* out-of-range options: 0 everywhere, and setting them changes nothing */
   long before[NOPT], after[NOPT];
   snapshot(before);
-  const int bad[] = { -1, -2, NOPT, NOPT + 1, 99, 1000, INT_MAX, INT_MIN };
+  const int bad[] = { -1, -2, NOPT, NOPT + 1, 99, 999, MI_OPTION_EXT_FIRST + 2, 1003, INT_MAX, INT_MIN };
   for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
     mi_option_t o = (mi_option_t)bad[k];
     mi_option_set(o, 123);
@@ -275,6 +275,19 @@ static void scenario_basic(void) {
   }
   snapshot(after);
   for (int i = 0; i < NOPT; i++) CHECK_MSG(before[i] == after[i], "option %d changed from %ld to %ld", i, before[i], after[i]);
+
+  /* this implementation's own options, numbered from MI_OPTION_EXT_FIRST: defaults and ranges
+     (mi_option_live is not set here: setting it starts publishing, test/live covers that) */
+  CHECK_EQ((int)mi_option_live, MI_OPTION_EXT_FIRST);
+  CHECK_EQ(mi_option_get(mi_option_live), 0);
+  CHECK_EQ(mi_option_get(mi_option_live_interval), 1000);
+  mi_option_set(mi_option_live_interval, 5);
+  CHECK_EQ(mi_option_get(mi_option_live_interval), 10);
+  mi_option_set(mi_option_live_interval, 100000);
+  CHECK_EQ(mi_option_get(mi_option_live_interval), 60000);
+  mi_option_set(mi_option_live_interval, 250);
+  CHECK_EQ(mi_option_get(mi_option_live_interval), 250);
+  mi_option_set(mi_option_live_interval, 1000);
 }
 
 int main(int argc, char** argv) {

@@ -87,6 +87,8 @@ OPTIONS = [
     ("allow_thp", 1, False),
 ]
 assert len(OPTIONS) == 38
+# this implementation's own options (numbers from 1000), printed after mimalloc's: name, default
+EXT_OPTIONS = [("live", 0), ("live_interval", 1000)]
 INDEX = {name: i for i, (name, _, _) in enumerate(OPTIONS)}
 
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
@@ -769,6 +771,7 @@ def check_print_lines(ctx, lines, values, what):
     opt_lines = [l for l in lines if l.startswith("mimalloc: option '")]
     expect = ["mimalloc: option '%s': %d%s\n" % (name, values[i], " KiB" if kib else "")
               for i, (name, _, kib) in enumerate(OPTIONS)]
+    expect += ["mimalloc: option '%s': %d\n" % (name, default) for name, default in EXT_OPTIONS]
     ctx.eq(opt_lines, expect, what, "option lines of mi_options_print")
 
 

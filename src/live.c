@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/* Live statistics for an observer in another process. With MIMALLOC_LIVE=1 the allocator keeps
+   a shared-memory file, /dev/shm/mimalloc-live.<pid>, up to date:
+   - the process document: the JSON of MIMALLOC_STATS_JSON (one schema for both);
+   - one document per thread: its blocks and bytes in use, in total and per size class, with
+     their peaks (read off its own pages: page->used of every page of its heaps).
+   No thread and no socket is added to the program: each thread publishes its own document from
+   its allocation slow path at most once per interval, and the process document is written by
+   whichever thread finds it due first. A viewer reads the file (tools/mimalloc-live).
+
+   Layout (all offsets fixed, little-endian as the machine):
+     header        MI_LIVE_HEADER_SIZE bytes (mi_live_header_t)
+     process doc   MI_LIVE_PROCESS_SIZE bytes (mi_live_doc_t + text)
+     thread docs   slot_count x MI_LIVE_SLOT_SIZE bytes
+   A document is valid when its seq is even and the same before and after reading it (a
+   seqlock: the writer makes seq odd, writes, makes it even again). A thread slot whose tid is
+   0 is free. Untouched slots cost no memory (tmpfs pages are allocated on first write).
+
+   Nothing here runs unless the option is set: the only cost otherwise is one load and branch
+   in the generic allocation path's periodic work (page.c), never on a fast path. */
+#include "internal/internal.h"
+#include "prim/prim.h"
+
+#define MI_LIVE_VERSION        (1)
+#define MI_LIVE_HEADER_SIZE    (4 * MI_KiB)
+#define MI_LIVE_PROCESS_SIZE   (64 * MI_KiB)
+#define MI_LIVE_SLOT_SIZE      (16 * MI_KiB)
+#define MI_LIVE_SLOTS          (256)
+#define MI_LIVE_INTERVAL_MS    (1000)
+
+typedef struct mi_live_header_s {
+  char              magic[8];        /* "mi-live" */
+  uint32_t          version;
+  uint32_t          slot_count;
+  uint64_t          header_size;
+  uint64_t          process_size;
+  uint64_t          slot_size;
+  int64_t           pid;
+  uint64_t          interval_ms;
+  _Atomic(uint64_t) reset_request;   /* incremented by the viewer: publishers reset their peaks */
+} mi_live_header_t;
+
+typedef struct mi_live_doc_s {
+  _Atomic(uint64_t) seq;             /* odd while the text is written */
+  _Atomic(int64_t)  tid;             /* thread slots: the OS thread id of the owner, 0 if free */
+  uint64_t          len;             /* of text, without the terminating 0 */
+  char              text[];          /* JSON */
+} mi_live_doc_t;
+
+_Static_assert(sizeof(mi_live_header_t) <= MI_LIVE_HEADER_SIZE, "live header fits");
+
+bool _mi_live_enabled;                             /* read in slow paths only */
+static mi_live_header_t* mi_live_map;
+static size_t mi_live_map_size;
+static char mi_live_path[64];
+static _Atomic(mi_msecs_t) mi_live_process_next;   /* when the process document is due */
+
+static mi_live_doc_t* mi_live_process_doc(void) {
+  return (mi_live_doc_t*)((uint8_t*)mi_live_map + MI_LIVE_HEADER_SIZE);
+}
+static mi_live_doc_t* mi_live_slot(size_t i) {
+  return (mi_live_doc_t*)((uint8_t*)mi_live_map + MI_LIVE_HEADER_SIZE + MI_LIVE_PROCESS_SIZE + i * MI_LIVE_SLOT_SIZE);
+}
+
+/* ---------------------------------------------------------------------------------------
+   Set up at process start (MIMALLOC_LIVE), undone at exit and in a fork child
+--------------------------------------------------------------------------------------- */
+void _mi_live_init(void) {
+  if (__atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE) || !mi_option_is_enabled(mi_option_live)) return;
+  static _Atomic(int) starting;   /* mi_option_set from two threads at once: one starts it */
+  int expected = 0;
+  if (!mi_atomic_cas_strong_acq_rel(&starting, &expected, 1)) return;
+  const uint64_t interval = (uint64_t)mi_option_get(mi_option_live_interval);
+  const size_t size = MI_LIVE_HEADER_SIZE + MI_LIVE_PROCESS_SIZE + (size_t)MI_LIVE_SLOTS * MI_LIVE_SLOT_SIZE;
+  const long pid = _mi_prim_process_id();
+  _mi_snprintf(mi_live_path, sizeof(mi_live_path), "/dev/shm/mimalloc-live.%ld", pid);
+  void* map = NULL;
+  const int err = _mi_prim_shared_map(mi_live_path, size, &map);
+  if (err != 0) {
+    _mi_warning_message("MIMALLOC_LIVE: unable to create %s (error %d): no live statistics\n", mi_live_path, err);
+    mi_atomic_store_release(&starting, 0);
+    return;
+  }
+  mi_live_header_t* hdr = (mi_live_header_t*)map;
+  hdr->version = MI_LIVE_VERSION;
+  hdr->slot_count = MI_LIVE_SLOTS;
+  hdr->header_size = MI_LIVE_HEADER_SIZE;
+  hdr->process_size = MI_LIVE_PROCESS_SIZE;
+  hdr->slot_size = MI_LIVE_SLOT_SIZE;
+  hdr->pid = pid;
+  hdr->interval_ms = interval;
+  mi_live_map = hdr;
+  mi_live_map_size = size;
+  mi_atomic_store_release(&mi_live_process_next, (mi_msecs_t)0);
+  memcpy(hdr->magic, "mi-live", 8);   /* last: a viewer waits for it */
+  __atomic_store_n(&_mi_live_enabled, true, __ATOMIC_RELEASE);   /* publishers then see the map */
+  _mi_verbose_message("live statistics in %s, every %llu ms\n", mi_live_path, (unsigned long long)interval);
+}
+
+/* At exit: the file goes (a viewer holding it mapped keeps the last figures). The mapping
+   stays: threads still running may be publishing into it. */
+void _mi_live_done(void) {
+  if (!__atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE)) return;
+  __atomic_store_n(&_mi_live_enabled, false, __ATOMIC_RELEASE);
+  _mi_prim_shared_unmap(mi_live_path, NULL, 0, true);
+}
+
+/* In a fork child: the mapping is the parent's; the child publishes nothing (and must not
+   write into the parent's figures). */
+void _mi_live_fork_child(mi_tld_t* tld) {
+  if (!__atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE)) return;
+  __atomic_store_n(&_mi_live_enabled, false, __ATOMIC_RELEASE);   /* the only thread of the child */
+  _mi_prim_shared_unmap(mi_live_path, mi_live_map, mi_live_map_size, false);
+  mi_live_map = NULL;
+  if (tld != NULL) tld->live_doc = NULL;
+}
+
+/* ---------------------------------------------------------------------------------------
+   Publishing
+--------------------------------------------------------------------------------------- */
+typedef struct mi_live_text_s {
+  char*  buf;
+  size_t size;
+  size_t len;    /* may exceed size: then the text is incomplete and not published */
+} mi_live_text_t;
+
+static void mi_live_add(mi_live_text_t* t, const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  const size_t room = (t->len < t->size ? t->size - t->len : 0);
+  const int n = _mi_vsnprintf(t->buf + (t->len < t->size ? t->len : t->size - 1), (room > 0 ? room : 1), fmt, args);
+  va_end(args);
+  if (n > 0) t->len += (size_t)n;
+}
+
+static void mi_live_write_begin(mi_live_doc_t* doc) {
+  const uint64_t seq = mi_atomic_load_relaxed(&doc->seq);
+  mi_atomic_store_relaxed(&doc->seq, seq | 1);
+  __atomic_thread_fence(__ATOMIC_RELEASE);   /* the odd seq is seen before any text */
+}
+static void mi_live_write_end(mi_live_doc_t* doc) {
+  const uint64_t seq = mi_atomic_load_relaxed(&doc->seq);
+  mi_atomic_store_release(&doc->seq, (seq | 1) + 1);
+}
+
+/* The process document: written under a lock (one writer for its seqlock); when due, by the
+   first publisher to get the lock, and always on a forced publication (mi_collect), so that it
+   includes what that thread just merged. */
+static mi_lock_t mi_live_process_lock = MI_LOCK_INIT;
+
+static void mi_live_publish_process(mi_msecs_t now, bool force) {
+  if (!force && now < mi_atomic_load_relaxed(&mi_live_process_next)) return;
+  if (force) mi_lock_acquire(&mi_live_process_lock);
+  else if (!mi_lock_try_acquire(&mi_live_process_lock)) return;   /* another thread writes it now */
+  mi_atomic_store_relaxed(&mi_live_process_next, now + (mi_msecs_t)mi_live_map->interval_ms);
+  mi_live_doc_t* doc = mi_live_process_doc();
+  const size_t cap = MI_LIVE_PROCESS_SIZE - sizeof(mi_live_doc_t);
+  mi_live_write_begin(doc);
+  const size_t len = _mi_stats_json_now(doc->text, cap);
+  doc->len = (len < cap ? len : 0);
+  mi_live_write_end(doc);
+  mi_lock_release(&mi_live_process_lock);
+}
+
+static bool mi_live_claim_slot(mi_tld_t* tld) {
+  const int64_t tid = _mi_prim_thread_os_id();
+  for (size_t i = 0; i < mi_live_map->slot_count; i++) {
+    mi_live_doc_t* doc = mi_live_slot(i);
+    int64_t expected = 0;
+    if (mi_atomic_load_relaxed(&doc->tid) == 0 && mi_atomic_cas_strong_acq_rel(&doc->tid, &expected, tid)) {
+      tld->live_doc = doc;
+      tld->live_slot = i;
+      return true;
+    }
+  }
+  return false;   /* more threads than slots: this one shows in the process totals only */
+}
+
+/* The calling thread's document: its pages' blocks in use per size class. */
+void _mi_live_publish(mi_tld_t* tld, bool force) {
+  if (!__atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE) || tld == NULL) return;
+  const mi_msecs_t now = _mi_prim_clock_now();
+  if (!force && now < tld->live_next) return;
+  tld->live_next = now + (mi_msecs_t)mi_live_map->interval_ms;
+  _mi_stats_merge_thread(tld);   /* the totals include this thread's figures of now */
+  mi_live_publish_process(now, force);
+  if (tld->live_doc == NULL && (tld->live_no_slot || !mi_live_claim_slot(tld))) {
+    tld->live_no_slot = true;
+    return;
+  }
+  /* the figures, from this thread's own pages (only it changes their lists) */
+  int64_t blocks[MI_BIN_HUGE_INTERNAL + 1];
+  int64_t bytes[MI_BIN_HUGE_INTERNAL + 1];
+  memset(blocks, 0, sizeof(blocks));
+  memset(bytes, 0, sizeof(bytes));
+  size_t heaps = 0, pages = 0;
+  for (mi_heap_t* heap = tld->heaps; heap != NULL; heap = heap->next) {
+    heaps++;
+    for (size_t q = 0; q <= MI_BIN_FULL; q++) {
+      for (mi_page_t* page = heap->pages[q].first; page != NULL; page = page->next) {
+        const size_t bin = (mi_page_is_huge(page) ? MI_BIN_HUGE_INTERNAL : _mi_bin(page->block_size));
+        pages++;
+        blocks[bin] += page->used;
+        bytes[bin] += (int64_t)page->used * (int64_t)page->block_size;
+      }
+    }
+  }
+  int64_t total_blocks = 0, total_bytes = 0;
+  for (size_t b = 0; b <= MI_BIN_HUGE_INTERNAL; b++) { total_blocks += blocks[b]; total_bytes += bytes[b]; }
+  /* peaks: over the figures published (reset on the viewer's request) */
+  const uint64_t reset = mi_atomic_load_relaxed(&mi_live_map->reset_request);
+  if (reset != tld->live_reset_seen) {
+    tld->live_reset_seen = reset;
+    tld->live_peak_blocks = 0;
+    tld->live_peak_bytes = 0;
+    memset(tld->live_bin_peak, 0, sizeof(tld->live_bin_peak));
+  }
+  if (total_blocks > tld->live_peak_blocks) tld->live_peak_blocks = total_blocks;
+  if (total_bytes > tld->live_peak_bytes) tld->live_peak_bytes = total_bytes;
+  for (size_t b = 0; b <= MI_BIN_HUGE_INTERNAL; b++) {
+    if (blocks[b] > tld->live_bin_peak[b]) tld->live_bin_peak[b] = blocks[b];
+  }
+  mi_live_doc_t* doc = tld->live_doc;
+  mi_live_text_t t = { doc->text, MI_LIVE_SLOT_SIZE - sizeof(mi_live_doc_t), 0 };
+  mi_live_write_begin(doc);
+  mi_live_add(&t, "{ \"tid\": %lld, \"slot\": %zu, \"msecs\": %lld, \"heaps\": %zu, \"pages\": %zu,\n",
+              (long long)mi_atomic_load_relaxed(&doc->tid), tld->live_slot, (long long)_mi_process_elapsed(), heaps, pages);
+  mi_live_add(&t, "  \"blocks\": { \"current\": %lld, \"peak\": %lld }, \"bytes\": { \"current\": %lld, \"peak\": %lld },\n  \"bins\": [",
+              (long long)total_blocks, (long long)tld->live_peak_blocks, (long long)total_bytes, (long long)tld->live_peak_bytes);
+  bool first = true;
+  for (size_t b = 1; b <= MI_BIN_HUGE_INTERNAL; b++) {
+    if (blocks[b] == 0 && tld->live_bin_peak[b] == 0) continue;
+    mi_live_add(&t, "%s\n    { \"bin\": %zu, \"block_size\": %zu, \"blocks\": %lld, \"peak\": %lld, \"bytes\": %lld }",
+                (first ? "" : ","), b, (b == MI_BIN_HUGE_INTERNAL ? (size_t)0 : _mi_bin_size(b)),
+                (long long)blocks[b], (long long)tld->live_bin_peak[b], (long long)bytes[b]);
+    first = false;
+  }
+  mi_live_add(&t, "\n  ] }\n");
+  doc->len = (t.len < t.size ? t.len : 0);   /* 0: did not fit (cannot happen with 123 bins) */
+  mi_live_write_end(doc);
+}
+
+/* At thread exit: the slot becomes free (the viewer sees the thread go). */
+void _mi_live_thread_done(mi_tld_t* tld) {
+  if (!__atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE) || tld == NULL || tld->live_doc == NULL) return;
+  mi_live_doc_t* doc = tld->live_doc;
+  tld->live_doc = NULL;
+  mi_live_write_begin(doc);
+  doc->len = 0;
+  mi_live_write_end(doc);
+  mi_atomic_store_release(&doc->tid, (int64_t)0);
+}

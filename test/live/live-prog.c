@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/* The program run-live.py watches: three worker threads hold known numbers of blocks of known
+   sizes, in phases the driver steps through stdin, and publish with mi_collect at each:
+     phase 1  worker i holds COUNT[i] blocks of SIZE[i] bytes          -> "ready 1"
+     phase 2  it frees every other one (COUNT[i]/2 left)              -> "ready 2"
+     phase 3  nothing changes; it publishes again (after a reset)     -> "ready 3"
+     phase 4  it frees the rest and ends                              -> "ready 4"
+   then the main thread waits for a last line and exits. "tid i T" lines give the workers' OS
+   thread ids; with the argument "fork", the main thread forks after phase 1 and the child
+   allocates and publishes (it must not write into the parent's figures), printing "child P".
+   Blocks come from mi_malloc (sanitizer builds do not override malloc). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <mimalloc.h>
+
+#define WORKERS 3
+static const size_t SIZE[WORKERS] = { 48, 1000, 20000 };
+static const size_t COUNT[WORKERS] = { 3000, 800, 60 };
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static int phase = 0;          /* the phase the workers are asked to do */
+static int done[5];           /* per phase 1..4: workers that finished it */
+static long tids[WORKERS];
+
+static void wait_phase(int p) {
+  pthread_mutex_lock(&lock);
+  while (phase < p) pthread_cond_wait(&cond, &lock);
+  pthread_mutex_unlock(&lock);
+}
+static void finished(int p) {
+  pthread_mutex_lock(&lock);
+  done[p]++;
+  pthread_cond_broadcast(&cond);
+  pthread_mutex_unlock(&lock);
+}
+
+static void* worker(void* arg) {
+  const int i = (int)(intptr_t)arg;
+  char name[16];
+  snprintf(name, sizeof(name), "live-worker-%d", i);
+  pthread_setname_np(pthread_self(), name);
+  tids[i] = (long)syscall(SYS_gettid);
+  void** blocks = (void**)mi_malloc(COUNT[i] * sizeof(void*));   /* counted: one more block */
+  wait_phase(1);
+  for (size_t k = 0; k < COUNT[i]; k++) { blocks[k] = mi_malloc(SIZE[i]); memset(blocks[k], 1, SIZE[i]); }
+  mi_collect(false);
+  finished(1);
+  wait_phase(2);
+  for (size_t k = 0; k < COUNT[i]; k += 2) { mi_free(blocks[k]); blocks[k] = NULL; }
+  mi_collect(false);
+  finished(2);
+  wait_phase(3);
+  mi_collect(false);
+  finished(3);
+  wait_phase(4);
+  for (size_t k = 0; k < COUNT[i]; k++) mi_free(blocks[k]);
+  mi_free(blocks);
+  finished(4);
+  return NULL;
+}
+
+static void step(int p) {
+  char line[64];
+  if (p > 1 && fgets(line, sizeof(line), stdin) == NULL) exit(3);
+  pthread_mutex_lock(&lock);
+  phase = p;
+  pthread_cond_broadcast(&cond);
+  while (done[p] < WORKERS) pthread_cond_wait(&cond, &lock);
+  pthread_mutex_unlock(&lock);
+}
+
+int main(int argc, char** argv) {
+  const bool do_fork = (argc > 1 && strcmp(argv[1], "fork") == 0);
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  pthread_t t[WORKERS];
+  for (int i = 0; i < WORKERS; i++) pthread_create(&t[i], NULL, &worker, (void*)(intptr_t)i);
+  step(1);
+  for (int i = 0; i < WORKERS; i++) printf("tid %d %ld %zu %zu\n", i, tids[i], SIZE[i], COUNT[i]);
+  if (do_fork) {
+    const pid_t child = fork();
+    if (child == 0) {
+      void* keep[5000];
+      for (int k = 0; k < 5000; k++) keep[k] = mi_malloc(64);
+      mi_collect(false);
+      for (int k = 0; k < 5000; k++) mi_free(keep[k]);
+      _exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    printf("child %ld %d\n", (long)child, (WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+  }
+  printf("ready 1\n");
+  step(2);
+  printf("ready 2\n");
+  step(3);
+  printf("ready 3\n");
+  step(4);
+  for (int i = 0; i < WORKERS; i++) pthread_join(t[i], NULL);
+  printf("ready 4\n");
+  char line[64];
+  if (fgets(line, sizeof(line), stdin) == NULL) return 3;
+  return 0;
+}

@@ -1,0 +1,233 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Live statistics (label live): runs live-prog through its phases with MIMALLOC_LIVE=1 and
+checks what tools/mimalloc-live reads at each one:
+  - each worker thread's blocks and bytes in its size class are exactly what it holds, its
+    name is the one it set, and peaks follow (phase 2: current halves, peak stays; after a
+    reset of the peaks, phase 3: peak = current);
+  - ended threads leave the view, and the file is gone when the process exits;
+  - the process document has the MIMALLOC_STATS_JSON schema;
+  - a fork child publishes nothing (no document of it in the parent's file, no file of its own);
+  - without the option: no file and no extra thread;
+  - the viewer's HTTP server: the page, /live.json, POST /reset;
+  - in headless Chromium (when installed), the page shows the workers and draws the chart.
+usage: run-live.py PROGRAM VIEWER [SCREENSHOT.png]
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from importlib.machinery import SourceFileLoader
+
+PROG, VIEWER = sys.argv[1], sys.argv[2]
+SHOT = sys.argv[3] if len(sys.argv) > 3 else None
+live_mod = SourceFileLoader("mimalloc_live", VIEWER).load_module()
+failures = []
+
+
+def check(cond, msg):
+    if not cond:
+        failures.append(msg)
+        print("FAIL", msg)
+    return cond
+
+
+class Prog:
+    def __init__(self, env_extra, *args):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MIMALLOC_")}
+        env.update(env_extra)
+        self.p = subprocess.Popen([PROG, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True, env=env)
+        self.workers = {}   # i -> (tid, size, count)
+        self.child = None
+
+    def until_ready(self, n):
+        while True:
+            line = self.p.stdout.readline()
+            if not line:
+                raise RuntimeError(f"program ended before ready {n}")
+            parts = line.split()
+            if parts[:1] == ["tid"]:
+                self.workers[int(parts[1])] = (int(parts[2]), int(parts[3]), int(parts[4]))
+            elif parts[:1] == ["child"]:
+                self.child = (int(parts[1]), int(parts[2]))
+            elif parts == ["ready", str(n)]:
+                return
+
+    def next(self):
+        self.p.stdin.write("go\n")
+        self.p.stdin.flush()
+
+    def finish(self):
+        self.next()
+        return self.p.wait(timeout=30)
+
+
+def snapshot(live, want_tids, pred, what, timeout=5.0):
+    """The first snapshot in which pred holds for every wanted thread's document (publications
+    happen at mi_collect: a snapshot may still be one publication behind), else the last."""
+    deadline = time.time() + timeout
+    while True:
+        s = live.snapshot()
+        by_tid = {t["tid"]: t for t in s["threads"]}
+        if all(t in by_tid and pred(by_tid[t]) for t in want_tids) or time.time() > deadline:
+            return s, by_tid
+        time.sleep(0.05)
+
+
+def size_bin(doc, size):
+    """The bin entry of the size class serving `size` (the smallest block size >= size)."""
+    fits = [b for b in doc["bins"] if b["block_size"] >= size]
+    return min(fits, key=lambda b: b["block_size"]) if fits else None
+
+
+def phase_checks(prog, live, phase):
+    for i, (tid, size, count) in sorted(prog.workers.items()):
+        held = count if phase == 1 else count // 2
+        peak = count if phase in (1, 2) else count // 2
+        s, by_tid = snapshot(live, [tid], lambda d: size_bin(d, size) is not None and size_bin(d, size)["blocks"] == held and size_bin(d, size)["peak"] == peak, f"phase {phase}")
+        doc = by_tid.get(tid)
+        if not check(doc is not None, f"phase {phase}: worker {i} (tid {tid}) not in the view"):
+            continue
+        b = size_bin(doc, size)
+        if not check(b is not None, f"phase {phase}: worker {i}: no size class for {size} bytes in {doc['bins']}"):
+            continue
+        check(b["blocks"] == held, f"phase {phase}: worker {i}: {b['blocks']} blocks of {b['block_size']} B, expected {held}")
+        check(b["peak"] == peak, f"phase {phase}: worker {i}: peak {b['peak']}, expected {peak}")
+        check(b["bytes"] == held * b["block_size"], f"phase {phase}: worker {i}: bytes {b['bytes']} != {held} x {b['block_size']}")
+        check(size <= b["block_size"] < size * 1.25 + 48,   # debug builds: plus the padding
+              f"phase {phase}: worker {i}: size class {b['block_size']} for {size} bytes")
+        # its only other block: the pointer array
+        check(doc["blocks"]["current"] == held + 1, f"phase {phase}: worker {i}: {doc['blocks']['current']} blocks in all, expected {held + 1}")
+        check(doc["name"] == f"live-worker-{i}", f"phase {phase}: worker {i}: name {doc['name']!r}")
+    return s
+
+
+def run_live():
+    prog = Prog({"MIMALLOC_LIVE": "1", "MIMALLOC_LIVE_INTERVAL": "50"}, "fork")
+    pid = prog.p.pid
+    prog.until_ready(1)
+    path = f"/dev/shm/mimalloc-live.{pid}"
+    check(os.path.exists(path), f"{path} missing with MIMALLOC_LIVE=1")
+    live = live_mod.LiveFile(pid)
+    check(live.interval_ms == 50, f"interval {live.interval_ms}, expected 50 (MIMALLOC_LIVE_INTERVAL)")
+    s = phase_checks(prog, live, 1)
+    # the process document includes what the threads hold (each forced publication merges first)
+    held = lambda snap: sum(t["bytes"]["current"] for t in snap["threads"])
+    deadline = time.time() + 5
+    while (s["process"] or {}).get("page_committed", {}).get("current", 0) < held(s) and time.time() < deadline:
+        time.sleep(0.05)
+        s = live.snapshot()
+    check(s["process"]["page_committed"]["current"] >= held(s),
+          f"process: pages in use {s['process']['page_committed']['current']} < {held(s)} bytes the threads hold")
+    p = s["process"]
+    check(p is not None and p.get("mimalloc_version") == 20401 and "malloc_bins" in p and "committed" in p,
+          "process document lacks the MIMALLOC_STATS_JSON fields")
+    # the fork child published nothing into this file and has none of its own
+    check(prog.child is not None and prog.child[1] == 0, f"fork child: {prog.child}")
+    if prog.child:
+        check(prog.child[0] not in {t["tid"] for t in s["threads"]}, "the fork child published into the parent's file")
+        check(not os.path.exists(f"/dev/shm/mimalloc-live.{prog.child[0]}"), "the fork child made a file of its own")
+    prog.next()
+    prog.until_ready(2)
+    phase_checks(prog, live, 2)
+    live.reset_peaks()
+    prog.next()
+    prog.until_ready(3)
+    phase_checks(prog, live, 3)
+    # the viewer's server, while the program runs (its reset comes after the peak checks)
+    serve_checks(prog, pid)
+    prog.next()
+    prog.until_ready(4)
+    tids = {tid for tid, _, _ in prog.workers.values()}
+    s, _ = snapshot(live, [], lambda d: True, "phase 4")
+    check(not tids & {t["tid"] for t in s["threads"]}, "ended threads are still in the view")
+    check(prog.finish() == 0, "live-prog failed")
+    check(not os.path.exists(path), f"{path} still there after the process exited")
+
+
+def serve_checks(prog, pid):
+    srv = subprocess.Popen([sys.executable, VIEWER, "serve", str(pid), "--listen", "127.0.0.1:0"],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        line = srv.stdout.readline()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        if not check(m is not None, f"viewer did not say where it serves: {line!r}"):
+            return
+        base = f"http://127.0.0.1:{m.group(1)}"
+        page = urllib.request.urlopen(base + "/", timeout=10).read().decode()
+        check('<svg id="chart"' in page and "<script>" in page, "the page is not the live view")
+        check(not re.search(r"<(script|link)[^>]+(src|href)=", page), "the page loads external resources")
+        data = json.loads(urllib.request.urlopen(base + "/live.json", timeout=10).read())
+        tids = {tid for tid, _, _ in prog.workers.values()}
+        check(tids <= {t["tid"] for t in data["threads"]}, "/live.json lacks the workers")
+        hdr = prog_header(pid)
+        r = urllib.request.urlopen(urllib.request.Request(base + "/reset", method="POST", data=b""), timeout=10)
+        check(json.loads(r.read()).get("reset") is True, "POST /reset did not answer")
+        check(prog_header(pid) == hdr + 1, "POST /reset did not raise the reset request")
+        browser_checks(base, tids)
+    finally:
+        srv.terminate()
+        srv.wait(timeout=10)
+
+
+def prog_header(pid):
+    with open(f"/dev/shm/mimalloc-live.{pid}", "rb") as f:
+        data = f.read(live_mod.HEADER.size)
+    return live_mod.HEADER.unpack(data)[-1]
+
+
+def browser_checks(base, tids):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        print("SKIP browser check: chromium not installed (Debian: apt-get install chromium)")
+        return
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--virtual-time-budget=4000", "--window-size=1280,900"]
+    with tempfile.TemporaryDirectory() as ud:
+        out = subprocess.run([chromium, *flags, f"--user-data-dir={ud}", "--dump-dom", base + "/"],
+                             capture_output=True, text=True, timeout=120)
+        dom = out.stdout
+        for tid in tids:
+            check(f'data-tid="{tid}"' in dom, f"browser: the page shows no row for thread {tid}")
+        pts = re.findall(r'<polyline[^>]*points="([^"]*)"', dom)
+        check(len(pts) >= 3 and all(len(p.split()) >= 2 for p in pts), f"browser: the chart has no lines ({len(pts)} polylines)")
+        check("live-worker-0" in dom, "browser: thread names missing")
+        if SHOT:
+            subprocess.run([chromium, *flags, f"--user-data-dir={ud}", f"--screenshot={SHOT}", base + "/"],
+                           capture_output=True, timeout=120)
+            print(f"browser screenshot: {SHOT}" if os.path.exists(SHOT) else "browser screenshot: not written")
+
+
+def run_off():
+    prog = Prog({})
+    pid = prog.p.pid
+    prog.until_ready(1)
+    check(not os.path.exists(f"/dev/shm/mimalloc-live.{pid}"), "a live file exists without MIMALLOC_LIVE")
+    threads = len(os.listdir(f"/proc/{pid}/task"))
+    check(threads == 4, f"{threads} threads without the option, expected 4 (main and 3 workers)")
+    for n in (2, 3, 4):
+        prog.next()
+        prog.until_ready(n)
+    check(prog.finish() == 0, "live-prog failed (option off)")
+
+
+def main():
+    run_off()
+    run_live()
+    if failures:
+        print(f"FAIL live: {len(failures)} failures")
+        return 1
+    print("PASS live: figures per thread and size class, peaks and reset, thread exit, fork child, "
+          "option off, viewer server" + ("" if shutil.which("chromium") is None else ", browser"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
