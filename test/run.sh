@@ -30,6 +30,8 @@ run_suite() {   # name, extra cmake args..., then ctest args after --
 }
 
 run_suite release -DCMAKE_BUILD_TYPE=Release
+shot="$root/build-test-release/test/live/live-view.png"
+[ -f "$shot" ] && echo "=== live view in headless Chromium, screenshot: $shot"
 if [ "${1:-}" = "--quick" ]; then exit 0; fi
 run_suite debug -DCMAKE_BUILD_TYPE=Debug
 run_suite secure -DCMAKE_BUILD_TYPE=Release -DMI_SECURE=ON
