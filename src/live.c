@@ -118,21 +118,6 @@ void _mi_live_fork_child(mi_tld_t* tld) {
 /* ---------------------------------------------------------------------------------------
    Publishing
 --------------------------------------------------------------------------------------- */
-typedef struct mi_live_text_s {
-  char*  buf;
-  size_t size;
-  size_t len;    /* may exceed size: then the text is incomplete and not published */
-} mi_live_text_t;
-
-static void mi_live_add(mi_live_text_t* t, const char* fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  const size_t room = (t->len < t->size ? t->size - t->len : 0);
-  const int n = _mi_vsnprintf(t->buf + (t->len < t->size ? t->len : t->size - 1), (room > 0 ? room : 1), fmt, args);
-  va_end(args);
-  if (n > 0) t->len += (size_t)n;
-}
-
 static void mi_live_write_begin(mi_live_doc_t* doc) {
   const uint64_t seq = mi_atomic_load_relaxed(&doc->seq);
   mi_atomic_store_relaxed(&doc->seq, seq | 1);
@@ -221,21 +206,21 @@ void _mi_live_publish(mi_tld_t* tld, bool force) {
     if (blocks[b] > tld->live_bin_peak[b]) tld->live_bin_peak[b] = blocks[b];
   }
   mi_live_doc_t* doc = tld->live_doc;
-  mi_live_text_t t = { doc->text, MI_LIVE_SLOT_SIZE - sizeof(mi_live_doc_t), 0 };
+  mi_json_t t = { doc->text, MI_LIVE_SLOT_SIZE - sizeof(mi_live_doc_t), 0 };
   mi_live_write_begin(doc);
-  mi_live_add(&t, "{ \"tid\": %lld, \"slot\": %zu, \"msecs\": %lld, \"heaps\": %zu, \"pages\": %zu,\n",
+  _mi_json_add(&t, "{ \"tid\": %lld, \"slot\": %zu, \"msecs\": %lld, \"heaps\": %zu, \"pages\": %zu,\n",
               (long long)mi_atomic_load_relaxed(&doc->tid), tld->live_slot, (long long)_mi_process_elapsed(), heaps, pages);
-  mi_live_add(&t, "  \"blocks\": { \"current\": %lld, \"peak\": %lld }, \"bytes\": { \"current\": %lld, \"peak\": %lld },\n  \"bins\": [",
+  _mi_json_add(&t, "  \"blocks\": { \"current\": %lld, \"peak\": %lld }, \"bytes\": { \"current\": %lld, \"peak\": %lld },\n  \"bins\": [",
               (long long)total_blocks, (long long)tld->live_peak_blocks, (long long)total_bytes, (long long)tld->live_peak_bytes);
   bool first = true;
   for (size_t b = 1; b <= MI_BIN_HUGE_INTERNAL; b++) {
     if (blocks[b] == 0 && tld->live_bin_peak[b] == 0) continue;
-    mi_live_add(&t, "%s\n    { \"bin\": %zu, \"block_size\": %zu, \"blocks\": %lld, \"peak\": %lld, \"bytes\": %lld }",
+    _mi_json_add(&t, "%s\n    { \"bin\": %zu, \"block_size\": %zu, \"blocks\": %lld, \"peak\": %lld, \"bytes\": %lld }",
                 (first ? "" : ","), b, (b == MI_BIN_HUGE_INTERNAL ? (size_t)0 : _mi_bin_size(b)),
                 (long long)blocks[b], (long long)tld->live_bin_peak[b], (long long)bytes[b]);
     first = false;
   }
-  mi_live_add(&t, "\n  ] }\n");
+  _mi_json_add(&t, "\n  ] }\n");
   doc->len = (t.len < t.size ? t.len : 0);   /* 0: did not fit (cannot happen with 123 bins) */
   mi_live_write_end(doc);
 }

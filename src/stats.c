@@ -272,13 +272,7 @@ bool mi_stats_get(mi_stats_t* stats) mi_attr_noexcept {
    JSON: written through a bounded writer that counts what does not fit, so the same code
    measures the size, fills a caller's buffer, or streams to a file at exit.
 --------------------------------------------------------------------------------------- */
-typedef struct mi_json_s {
-  char*  buf;
-  size_t size;
-  size_t len;      /* characters produced so far, also beyond size */
-} mi_json_t;
-
-static void mi_json_add(mi_json_t* json, const char* fmt, ...) {
+void _mi_json_add(mi_json_t* json, const char* fmt, ...) {
   char tmp[256];
   va_list args;
   va_start(args, fmt);
@@ -289,40 +283,40 @@ static void mi_json_add(mi_json_t* json, const char* fmt, ...) {
 }
 
 static void mi_json_count(mi_json_t* json, const char* name, const mi_stat_count_t* stat) {
-  mi_json_add(json, ",\n  \"%s\": { \"total\": %lld, \"peak\": %lld, \"current\": %lld }", name,
+  _mi_json_add(json, ",\n  \"%s\": { \"total\": %lld, \"peak\": %lld, \"current\": %lld }", name,
               (long long)stat->total, (long long)stat->peak, (long long)stat->current);
 }
 
 static void mi_json_bins(mi_json_t* json, const char* name, const mi_stat_count_t* bins) {
-  mi_json_add(json, ",\n  \"%s\": [", name);
+  _mi_json_add(json, ",\n  \"%s\": [", name);
   bool first = true;
   for (size_t bin = 0; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
     const size_t bsize = (bin == 0 ? 0 : _mi_bin_size(bin));   /* huge: the smallest huge size */
     /* large: a span of 128 KiB slots (one more when it starts at the header's slot) */
     const size_t psize = (bsize <= MI_SMALL_OBJ_SIZE_MAX ? MI_SMALL_PAGE_SIZE : bsize <= MI_MEDIUM_OBJ_SIZE_MAX ? MI_MEDIUM_PAGE_SIZE
                           : bsize <= MI_LARGE_OBJ_SIZE_MAX ? _mi_align_up(bsize, MI_LARGE_SLOT_SIZE) : MI_SEGMENT_SIZE);
-    mi_json_add(json, "%s\n    { \"bin\": %zu, \"total\": %lld, \"peak\": %lld, \"current\": %lld, \"block_size\": %zu, \"page_size\": %zu }",
+    _mi_json_add(json, "%s\n    { \"bin\": %zu, \"total\": %lld, \"peak\": %lld, \"current\": %lld, \"block_size\": %zu, \"page_size\": %zu }",
                 (first ? "" : ","), bin, (long long)bins[bin].total, (long long)bins[bin].peak, (long long)bins[bin].current,
                 bsize, psize);
     first = false;
   }
-  mi_json_add(json, "\n  ]");
+  _mi_json_add(json, "\n  ]");
 }
 
 static void mi_stats_json(mi_json_t* json, const mi_stats_data_t* data, const mi_process_info_t* info) {
-  mi_json_add(json, "{\n  \"stat_version\": %d,\n  \"mimalloc_version\": %d,\n  \"stat_level\": %d,\n  \"debug\": %d", MI_STAT_VERSION, MI_MALLOC_VERSION, MI_STAT, MI_DEBUG);
-  mi_json_add(json, ",\n  \"process\": { \"elapsed_msecs\": %lld, \"user_msecs\": %lld, \"system_msecs\": %lld, \"page_faults\": %zu, ",
+  _mi_json_add(json, "{\n  \"stat_version\": %d,\n  \"mimalloc_version\": %d,\n  \"stat_level\": %d,\n  \"debug\": %d", MI_STAT_VERSION, MI_MALLOC_VERSION, MI_STAT, MI_DEBUG);
+  _mi_json_add(json, ",\n  \"process\": { \"elapsed_msecs\": %lld, \"user_msecs\": %lld, \"system_msecs\": %lld, \"page_faults\": %zu, ",
               (long long)info->elapsed, (long long)info->utime, (long long)info->stime, info->page_faults);
-  mi_json_add(json, "\"rss_current\": %zu, \"rss_peak\": %zu, \"commit_current\": %zu, \"commit_peak\": %zu }",
+  _mi_json_add(json, "\"rss_current\": %zu, \"rss_peak\": %zu, \"commit_current\": %zu, \"commit_peak\": %zu }",
               info->current_rss, info->peak_rss, info->current_commit, info->peak_commit);
 #define MI_STAT_COUNT(name)    mi_json_count(json, #name, &data->name);
-#define MI_STAT_COUNTER(name)  mi_json_add(json, ",\n  \"%s\": %lld", #name, (long long)data->name.total);
+#define MI_STAT_COUNTER(name)  _mi_json_add(json, ",\n  \"%s\": %lld", #name, (long long)data->name.total);
   MI_STAT_FIELDS()
 #undef MI_STAT_COUNT
 #undef MI_STAT_COUNTER
   mi_json_bins(json, "malloc_bins", data->malloc_bins);
   mi_json_bins(json, "page_bins", data->page_bins);
-  mi_json_add(json, "\n}\n");
+  _mi_json_add(json, "\n}\n");
 }
 
 /* Each pass renders the figures of its own moment (the allocated buffer counts in the second). */

@@ -276,6 +276,14 @@ void       _mi_stat_blocks_freed(const mi_page_t* page, mi_tld_t* tld, size_t co
 void       _mi_stat_block_malloc(mi_tld_t* tld, const mi_page_t* page, size_t size);
 void       _mi_stats_merge_thread(mi_tld_t* tld);     /* add the thread's figures to the totals */
 size_t     _mi_stats_json_now(char* buf, size_t size);   /* the process JSON now; its length */
+/* A bounded text writer (stats.c) that counts what does not fit, so the same code measures a
+   text's size or fills a buffer; each piece under 256 characters. */
+typedef struct mi_json_s {
+  char*  buf;
+  size_t size;
+  size_t len;      /* characters produced so far, also beyond size */
+} mi_json_t;
+void       _mi_json_add(mi_json_t* json, const char* fmt, ...);
 
 /* live.c: live statistics in shared memory for a viewer (MIMALLOC_LIVE) */
 extern bool _mi_live_enabled;                       /* atomic: set once at start, cleared at exit */
