@@ -288,6 +288,7 @@ static bool mi_heap_page_destroy(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t
   _mi_heap_area_visit_blocks(heap, page, true, &mi_heap_track_destroyed, page);
 #endif
   _mi_stat_blocks_freed(page, heap->tld, page->used);   /* they all die with the heap */
+  mi_live_count_freed(page, page->used);
   page->used = 0;
   page->free = NULL;
   page->local_free = NULL;

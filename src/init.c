@@ -74,6 +74,7 @@ static void mi_tld_init(mi_tld_t* tld, mi_heap_t* backing, bool is_zero) {
   tld->heap_backing = backing;
   tld->heaps = backing;
   tld->subproc = &_mi_subproc_main;
+  tld->live_exact = mi_live_enabled();   /* its allocations and frees are counted from the start */
 }
 
 /* ---------------------------------------------------------------------------------------

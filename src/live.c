@@ -16,6 +16,16 @@
    seqlock: the writer makes seq odd, writes, makes it even again). A thread slot whose tid is
    0 is free. Untouched slots cost no memory (tmpfs pages are allocated on first write).
 
+   Allocations and frees per thread, with nothing counted on the fast paths. Pages carry the
+   flag MI_PAGE_LIVE_COUNT while the option is on (set at page set-up, at reclaim, and on a
+   thread's existing pages at its first publication), which sends every free of their blocks
+   off the free fast path to the generic one, where the owner's frees are counted; other
+   threads' frees are counted when the owner collects them. Allocations then follow from
+   `used`, which malloc increments and free decrements:
+     allocations = frees + (blocks in use now) - (blocks in use of pages that came with reclaim)
+   Cost with the option on: frees take the generic path (docs/live.md has the figure); off,
+   nothing (the flag test is part of the free fast path's one compare).
+
    Nothing here runs unless the option is set: the only cost otherwise is one load and branch
    in the generic allocation path's periodic work (page.c), never on a fast path. */
 #include "internal/internal.h"
@@ -36,7 +46,7 @@ typedef struct mi_live_header_s {
   uint64_t          process_size;
   uint64_t          slot_size;
   int64_t           pid;
-  uint64_t          interval_ms;
+  _Atomic(uint64_t) interval_ms;     /* the viewer may change it (MI_LIVE_MIN..MAX_INTERVAL) */
   _Atomic(uint64_t) reset_request;   /* incremented by the viewer: publishers reset their peaks */
 } mi_live_header_t;
 
@@ -54,6 +64,15 @@ static mi_live_header_t* mi_live_map;
 static size_t mi_live_map_size;
 static char mi_live_path[64];
 static _Atomic(mi_msecs_t) mi_live_process_next;   /* when the process document is due */
+static _Atomic(int) mi_live_starting;               /* mi_option_set from two threads at once: one starts it */
+
+/* The publication interval: the option's, unless a viewer changed it in the header. */
+static mi_msecs_t mi_live_interval(void) {
+  uint64_t ms = mi_atomic_load_relaxed(&mi_live_map->interval_ms);
+  if (ms < 10) ms = 10;
+  if (ms > 60000) ms = 60000;
+  return (mi_msecs_t)ms;
+}
 
 static mi_live_doc_t* mi_live_process_doc(void) {
   return (mi_live_doc_t*)((uint8_t*)mi_live_map + MI_LIVE_HEADER_SIZE);
@@ -67,9 +86,8 @@ static mi_live_doc_t* mi_live_slot(size_t i) {
 --------------------------------------------------------------------------------------- */
 void _mi_live_init(void) {
   if (__atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE) || !mi_option_is_enabled(mi_option_live)) return;
-  static _Atomic(int) starting;   /* mi_option_set from two threads at once: one starts it */
   int expected = 0;
-  if (!mi_atomic_cas_strong_acq_rel(&starting, &expected, 1)) return;
+  if (!mi_atomic_cas_strong_acq_rel(&mi_live_starting, &expected, 1)) return;
   const uint64_t interval = (uint64_t)mi_option_get(mi_option_live_interval);
   const size_t size = MI_LIVE_HEADER_SIZE + MI_LIVE_PROCESS_SIZE + (size_t)MI_LIVE_SLOTS * MI_LIVE_SLOT_SIZE;
   const long pid = _mi_prim_process_id();
@@ -78,7 +96,7 @@ void _mi_live_init(void) {
   const int err = _mi_prim_shared_map(mi_live_path, size, &map);
   if (err != 0) {
     _mi_warning_message("MIMALLOC_LIVE: unable to create %s (error %d): no live statistics\n", mi_live_path, err);
-    mi_atomic_store_release(&starting, 0);
+    mi_atomic_store_release(&mi_live_starting, 0);
     return;
   }
   mi_live_header_t* hdr = (mi_live_header_t*)map;
@@ -88,7 +106,7 @@ void _mi_live_init(void) {
   hdr->process_size = MI_LIVE_PROCESS_SIZE;
   hdr->slot_size = MI_LIVE_SLOT_SIZE;
   hdr->pid = pid;
-  hdr->interval_ms = interval;
+  mi_atomic_store_relaxed(&hdr->interval_ms, interval);
   mi_live_map = hdr;
   mi_live_map_size = size;
   mi_atomic_store_release(&mi_live_process_next, (mi_msecs_t)0);
@@ -106,13 +124,20 @@ void _mi_live_done(void) {
 }
 
 /* In a fork child: the mapping is the parent's; the child publishes nothing (and must not
-   write into the parent's figures). */
+   write into the parent's figures) unless it asks with mi_option_set(mi_option_live, 1), which
+   starts a file of its own. */
 void _mi_live_fork_child(mi_tld_t* tld) {
+  if (tld != NULL) {   /* the slot and the counts were the parent's */
+    tld->live_doc = NULL;
+    tld->live_no_slot = false;
+    tld->live_next = 0;
+    tld->live_exact = false;
+  }
+  mi_atomic_store_relaxed(&mi_live_starting, 0);   /* the child is single-threaded here */
   if (!__atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE)) return;
-  __atomic_store_n(&_mi_live_enabled, false, __ATOMIC_RELEASE);   /* the only thread of the child */
+  __atomic_store_n(&_mi_live_enabled, false, __ATOMIC_RELEASE);
   _mi_prim_shared_unmap(mi_live_path, mi_live_map, mi_live_map_size, false);
   mi_live_map = NULL;
-  if (tld != NULL) tld->live_doc = NULL;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -137,7 +162,7 @@ static void mi_live_publish_process(mi_msecs_t now, bool force) {
   if (!force && now < mi_atomic_load_relaxed(&mi_live_process_next)) return;
   if (force) mi_lock_acquire(&mi_live_process_lock);
   else if (!mi_lock_try_acquire(&mi_live_process_lock)) return;   /* another thread writes it now */
-  mi_atomic_store_relaxed(&mi_live_process_next, now + (mi_msecs_t)mi_live_map->interval_ms);
+  mi_atomic_store_relaxed(&mi_live_process_next, now + mi_live_interval());
   mi_live_doc_t* doc = mi_live_process_doc();
   const size_t cap = MI_LIVE_PROCESS_SIZE - sizeof(mi_live_doc_t);
   mi_live_write_begin(doc);
@@ -161,12 +186,23 @@ static bool mi_live_claim_slot(mi_tld_t* tld) {
   return false;   /* more threads than slots: this one shows in the process totals only */
 }
 
+/* A page with blocks in use moves from the thread of `from` to that of `to` (NULL: none; so
+   far only reclaim, by the new owner): its blocks in use were allocated by neither. */
+void _mi_live_page_move(mi_page_t* page, mi_tld_t* from, mi_tld_t* to) {
+  if (from == to) return;
+  if (from != NULL) from->live_used_in -= (int64_t)page->used;
+  if (to != NULL) {
+    to->live_used_in += (int64_t)page->used;
+    mi_page_flag_set(page, MI_PAGE_LIVE_COUNT, true);   /* the caller owns it now */
+  }
+}
+
 /* The calling thread's document: its pages' blocks in use per size class. */
 void _mi_live_publish(mi_tld_t* tld, bool force) {
   if (!__atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE) || tld == NULL) return;
   const mi_msecs_t now = _mi_prim_clock_now();
   if (!force && now < tld->live_next) return;
-  tld->live_next = now + (mi_msecs_t)mi_live_map->interval_ms;
+  tld->live_next = now + mi_live_interval();
   _mi_stats_merge_thread(tld);   /* the totals include this thread's figures of now */
   mi_live_publish_process(now, force);
   if (tld->live_doc == NULL && (tld->live_no_slot || !mi_live_claim_slot(tld))) {
@@ -179,6 +215,7 @@ void _mi_live_publish(mi_tld_t* tld, bool force) {
   memset(blocks, 0, sizeof(blocks));
   memset(bytes, 0, sizeof(bytes));
   size_t heaps = 0, pages = 0;
+  const bool counting_starts = !tld->live_exact;   /* the thread had pages before the option was on */
   for (mi_heap_t* heap = tld->heaps; heap != NULL; heap = heap->next) {
     heaps++;
     for (size_t q = 0; q <= MI_BIN_FULL; q++) {
@@ -187,11 +224,21 @@ void _mi_live_publish(mi_tld_t* tld, bool force) {
         pages++;
         blocks[bin] += page->used;
         bytes[bin] += (int64_t)page->used * (int64_t)page->block_size;
+        if (counting_starts) mi_page_flag_set(page, MI_PAGE_LIVE_COUNT, true);
       }
     }
   }
   int64_t total_blocks = 0, total_bytes = 0;
   for (size_t b = 0; b <= MI_BIN_HUGE_INTERNAL; b++) { total_blocks += blocks[b]; total_bytes += bytes[b]; }
+  const int64_t frees = tld->live_freed;
+  const int64_t allocs = frees + total_blocks - tld->live_used_in;
+  if (counting_starts) {   /* count from now */
+    tld->live_allocs_base = allocs;
+    tld->live_frees_base = frees;
+    tld->live_exact = true;
+  }
+  tld->live_allocs = allocs - tld->live_allocs_base;
+  tld->live_frees = frees - tld->live_frees_base;
   /* peaks: over the figures published (reset on the viewer's request) */
   const uint64_t reset = mi_atomic_load_relaxed(&mi_live_map->reset_request);
   if (reset != tld->live_reset_seen) {
@@ -210,8 +257,9 @@ void _mi_live_publish(mi_tld_t* tld, bool force) {
   mi_live_write_begin(doc);
   _mi_json_add(&t, "{ \"tid\": %lld, \"slot\": %zu, \"msecs\": %lld, \"heaps\": %zu, \"pages\": %zu,\n",
               (long long)mi_atomic_load_relaxed(&doc->tid), tld->live_slot, (long long)_mi_process_elapsed(), heaps, pages);
-  _mi_json_add(&t, "  \"blocks\": { \"current\": %lld, \"peak\": %lld }, \"bytes\": { \"current\": %lld, \"peak\": %lld },\n  \"bins\": [",
+  _mi_json_add(&t, "  \"blocks\": { \"current\": %lld, \"peak\": %lld }, \"bytes\": { \"current\": %lld, \"peak\": %lld },\n",
               (long long)total_blocks, (long long)tld->live_peak_blocks, (long long)total_bytes, (long long)tld->live_peak_bytes);
+  _mi_json_add(&t, "  \"allocs\": %lld, \"frees\": %lld,\n  \"bins\": [", (long long)tld->live_allocs, (long long)tld->live_frees);
   bool first = true;
   for (size_t b = 1; b <= MI_BIN_HUGE_INTERNAL; b++) {
     if (blocks[b] == 0 && tld->live_bin_peak[b] == 0) continue;

@@ -293,6 +293,7 @@ void       _mi_live_done(void);                       /* process exit: removes t
 void       _mi_live_fork_child(mi_tld_t* tld);        /* a fork child publishes nothing */
 void       _mi_live_publish(mi_tld_t* tld, bool force);   /* the thread's figures, when due */
 void       _mi_live_thread_done(mi_tld_t* tld);       /* frees the thread's slot */
+void       _mi_live_page_move(mi_page_t* page, mi_tld_t* from, mi_tld_t* to);   /* a page with blocks in use changes thread (NULL: none) */
 void       _mi_stats_at_exit(void);                    /* show_stats, verbose, stats JSON */
 
 /* stats-print.c: the statistics as text, from a snapshot and the process information of the
@@ -539,6 +540,14 @@ static inline bool mi_is_in_heap_block(const void* p) {
 
 static inline mi_heap_t* mi_page_heap(const mi_page_t* page) {
   return mi_atomic_load_relaxed(&((mi_page_t*)page)->xheap);
+}
+
+/* `n` blocks of `page` were freed (the frees of live.c); slow paths only */
+static inline void mi_live_count_freed(const mi_page_t* page, size_t n) {
+  if (mi_unlikely(mi_live_enabled())) {
+    mi_heap_t* const heap = mi_page_heap(page);
+    if (heap != NULL) heap->tld->live_freed += (int64_t)n;
+  }
 }
 static inline uintptr_t mi_page_flags(const mi_page_t* page) {
   return (mi_atomic_load_relaxed(&((mi_page_t*)page)->xthread_id) & MI_PAGE_FLAGS_MASK);

@@ -257,7 +257,8 @@ typedef enum mi_delayed_e {
    them; other threads read has_aligned (usable_size of a block they hold). */
 #define MI_PAGE_IN_FULL      ((uintptr_t)0x01)   /* page is in the heap's MI_BIN_FULL queue */
 #define MI_PAGE_HAS_ALIGNED  ((uintptr_t)0x02)   /* a block was handed out at an interior pointer */
-#define MI_PAGE_FLAGS_MASK   ((uintptr_t)0x03)
+#define MI_PAGE_LIVE_COUNT   ((uintptr_t)0x04)   /* MIMALLOC_LIVE: frees take the generic path, which counts them */
+#define MI_PAGE_FLAGS_MASK   ((uintptr_t)0x07)   /* thread ids are at least 8-byte aligned */
 
 /* A page holds blocks of a single size in [page_start, page_start + reserved*block_size).
    Invariants (owner thread view, `|l|` = length of list l):
@@ -520,6 +521,14 @@ typedef struct mi_tld_s {
   int64_t             live_peak_blocks;
   int64_t             live_peak_bytes;
   int64_t             live_bin_peak[MI_BIN_HUGE_INTERNAL + 1];
+  /* allocations and frees (live.c has the derivation): */
+  int64_t             live_freed;     /* blocks of this thread's pages freed (counted where the
+                                         frees of pages with MI_PAGE_LIVE_COUNT go) */
+  int64_t             live_used_in;   /* blocks in use of pages that came from other threads */
+  bool                live_exact;     /* counting since the thread's start (else from its first
+                                         publication: the base below) */
+  int64_t             live_allocs_base, live_frees_base;
+  int64_t             live_allocs, live_frees;   /* as last published */
 } mi_tld_t;
 
 /* A heap. Owned by the thread that created it; only that thread allocates from it.

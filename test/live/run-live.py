@@ -5,11 +5,15 @@ checks what tools/mimalloc-live reads at each one:
   - each worker thread's blocks and bytes in its size class are exactly what it holds, its
     name is the one it set, and peaks follow (phase 2: current halves, peak stays; after a
     reset of the peaks, phase 3: peak = current);
+  - its allocations and frees are exactly those it made, and the viewer's rates follow them
+    (phase 2: frees but no allocations per second; phase 3: neither);
   - ended threads leave the view, and the file is gone when the process exits;
   - the process document has the MIMALLOC_STATS_JSON schema;
-  - a fork child publishes nothing (no document of it in the parent's file, no file of its own);
+  - a fork child publishes nothing (no document of it in the parent's file, no file of its own)
+    unless it asks with mi_option_set (then its own file shows it, and goes at its exit);
   - without the option: no file and no extra thread;
-  - the viewer's HTTP server: the page, /live.json, POST /reset;
+  - the viewer's HTTP server: the page, /live.json, POST /reset, POST /interval;
+  - `clean` removes the file of an ended process and keeps a running one's;
   - in headless Chromium (when installed), the page shows the workers and draws the chart.
 usage: run-live.py PROGRAM VIEWER [SCREENSHOT.png]
 """
@@ -45,6 +49,7 @@ class Prog:
                                   text=True, env=env)
         self.workers = {}   # i -> (tid, size, count)
         self.child = None
+        self.child_live = None
 
     def until_ready(self, n):
         while True:
@@ -56,6 +61,8 @@ class Prog:
                 self.workers[int(parts[1])] = (int(parts[2]), int(parts[3]), int(parts[4]))
             elif parts[:1] == ["child"]:
                 self.child = (int(parts[1]), int(parts[2]))
+            elif parts[:1] == ["child-live"]:
+                self.child_live = (int(parts[1]), int(parts[2]))
             elif parts == ["ready", str(n)]:
                 return
 
@@ -90,7 +97,9 @@ def phase_checks(prog, live, phase):
     for i, (tid, size, count) in sorted(prog.workers.items()):
         held = count if phase == 1 else count // 2
         peak = count if phase in (1, 2) else count // 2
-        s, by_tid = snapshot(live, [tid], lambda d: size_bin(d, size) is not None and size_bin(d, size)["blocks"] == held and size_bin(d, size)["peak"] == peak, f"phase {phase}")
+        allocs, frees = count + 1, (0 if phase == 1 else count // 2)   # and the pointer array
+        s, by_tid = snapshot(live, [tid], lambda d: size_bin(d, size) is not None and size_bin(d, size)["blocks"] == held and size_bin(d, size)["peak"] == peak
+                             and d["allocs"] == allocs and d["frees"] == frees, f"phase {phase}")
         doc = by_tid.get(tid)
         if not check(doc is not None, f"phase {phase}: worker {i} (tid {tid}) not in the view"):
             continue
@@ -105,6 +114,14 @@ def phase_checks(prog, live, phase):
         # its only other block: the pointer array
         check(doc["blocks"]["current"] == held + 1, f"phase {phase}: worker {i}: {doc['blocks']['current']} blocks in all, expected {held + 1}")
         check(doc["name"] == f"live-worker-{i}", f"phase {phase}: worker {i}: name {doc['name']!r}")
+        check(doc["allocs"] == allocs and doc["frees"] == frees,
+              f"phase {phase}: worker {i}: {doc['allocs']} allocations and {doc['frees']} frees, expected {allocs} and {frees}")
+        if phase == 2:   # since phase 1's publication: frees only
+            check(doc["allocs_per_sec"] == 0 and (doc["frees_per_sec"] or 0) > 0,
+                  f"phase 2: worker {i}: {doc['allocs_per_sec']} allocations/s and {doc['frees_per_sec']} frees/s, expected 0 and > 0")
+        elif phase == 3:
+            check(doc["allocs_per_sec"] == 0 and doc["frees_per_sec"] == 0,
+                  f"phase 3: worker {i}: {doc['allocs_per_sec']} allocations/s and {doc['frees_per_sec']} frees/s, expected 0 and 0")
     return s
 
 
@@ -133,6 +150,12 @@ def run_live():
     if prog.child:
         check(prog.child[0] not in {t["tid"] for t in s["threads"]}, "the fork child published into the parent's file")
         check(not os.path.exists(f"/dev/shm/mimalloc-live.{prog.child[0]}"), "the fork child made a file of its own")
+    codes = {5: "it has no file", 6: "its file lacks its thread", 7: "its thread does not show 5000 allocations"}
+    check(prog.child_live is not None and prog.child_live[1] == 0,
+          f"fork child with mi_option_set(mi_option_live): {codes.get(prog.child_live[1], prog.child_live) if prog.child_live else 'no report'}")
+    if prog.child_live:
+        check(not os.path.exists(f"/dev/shm/mimalloc-live.{prog.child_live[0]}"), "the publishing fork child's file outlived it")
+    clean_checks(path)
     prog.next()
     prog.until_ready(2)
     phase_checks(prog, live, 2)
@@ -149,6 +172,19 @@ def run_live():
     check(not tids & {t["tid"] for t in s["threads"]}, "ended threads are still in the view")
     check(prog.finish() == 0, "live-prog failed")
     check(not os.path.exists(path), f"{path} still there after the process exited")
+
+
+def clean_checks(running):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = f"/dev/shm/mimalloc-live.{dead.pid}"   # as a killed program leaves it
+    with open(stale, "wb") as f:
+        f.write(b"\0" * 4096)
+    out = subprocess.run([sys.executable, VIEWER, "clean"], capture_output=True, text=True, timeout=30)
+    check(out.returncode == 0 and not os.path.exists(stale), f"clean left {stale}: {out.stdout}{out.stderr}")
+    check(os.path.exists(running), f"clean removed the running program's {running}")
+    if os.path.exists(stale):
+        os.unlink(stale)
 
 
 def serve_checks(prog, pid):
@@ -170,16 +206,21 @@ def serve_checks(prog, pid):
         r = urllib.request.urlopen(urllib.request.Request(base + "/reset", method="POST", data=b""), timeout=10)
         check(json.loads(r.read()).get("reset") is True, "POST /reset did not answer")
         check(prog_header(pid) == hdr + 1, "POST /reset did not raise the reset request")
+        r = urllib.request.urlopen(urllib.request.Request(base + "/interval?ms=200", method="POST", data=b""), timeout=10)
+        check(json.loads(r.read()).get("interval_ms") == 200, "POST /interval did not answer")
+        check(prog_header(pid, -2) == 200, f"POST /interval: the program's interval is {prog_header(pid, -2)} ms, expected 200")
+        urllib.request.urlopen(urllib.request.Request(base + "/interval?ms=50", method="POST", data=b""), timeout=10)
         browser_checks(base, tids)
     finally:
         srv.terminate()
         srv.wait(timeout=10)
 
 
-def prog_header(pid):
+def prog_header(pid, field=-1):
+    """A field of the program's header: the reset request (-1), the interval (-2)."""
     with open(f"/dev/shm/mimalloc-live.{pid}", "rb") as f:
         data = f.read(live_mod.HEADER.size)
-    return live_mod.HEADER.unpack(data)[-1]
+    return live_mod.HEADER.unpack(data)[field]
 
 
 def browser_checks(base, tids):
