@@ -161,6 +161,9 @@ void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool 
   memcpy(heap, &_mi_heap_empty, sizeof(*heap));
   heap->tld = tld;
   heap->thread_id = _mi_thread_id();
+  if (mi_unlikely((heap->thread_id & MI_PAGE_FLAGS_MASK) != 0)) {   /* a port's _mi_thread_id is wrong */
+    _mi_error_message(EFAULT, "thread id %p has low bits set: page flags would be taken for it (internal.h, _mi_thread_id)\n", (void*)heap->thread_id);
+  }
   heap->arena_id = arena_id;
   heap->allow_destroy = allow_destroy;
   heap->tag = tag;
