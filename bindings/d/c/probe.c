@@ -32,6 +32,7 @@ static const mimalloc_d_probe_entry mi_probe_entries[] = {
   MI_PROBE("MI_SMALL_SIZE_MAX", MI_SMALL_SIZE_MAX)
   MI_PROBE("MI_STAT_VERSION", MI_STAT_VERSION)
   MI_PROBE("MI_BIN_HUGE", MI_BIN_HUGE)
+  MI_PROBE("MI_OPTION_EXT_FIRST", MI_OPTION_EXT_FIRST)
 
   /* scalar types of the interface */
   MI_PROBE_TYPE("mi_arena_id_t", mi_arena_id_t)
@@ -118,6 +119,9 @@ static const mimalloc_d_probe_entry mi_probe_entries[] = {
   MI_PROBE_OPTION(mi_option_reset_delay)
   MI_PROBE_OPTION(mi_option_abandoned_page_reset)
   MI_PROBE_OPTION(mi_option_limit_os_alloc)
+  /* this implementation's own (#defines from MI_OPTION_EXT_FIRST on) */
+  MI_PROBE_OPTION(mi_option_live)
+  MI_PROBE_OPTION(mi_option_live_interval)
 };
 
 /* The table and its length. */

@@ -300,6 +300,10 @@ void* mi_new_aligned_nothrow(size_t size, size_t alignment);
 // ---------------------------------------------------------------------------
 // 7. Options (numbering is part of the ABI)
 
+/// The number of the first option of this implementation beyond mimalloc's (the options
+/// from here on are `#define`s in mimalloc.h; mimalloc's numbering stays unchanged).
+enum MI_OPTION_EXT_FIRST = 1000;
+
 /// Every option; `mi_option_<name>` is read from `MIMALLOC_<NAME>` on first use.
 enum mi_option_t
 {
@@ -349,6 +353,9 @@ enum mi_option_t
     mi_option_reset_delay = mi_option_purge_delay,                ///
     mi_option_abandoned_page_reset = mi_option_abandoned_page_purge, ///
     mi_option_limit_os_alloc = mi_option_disallow_os_alloc,       ///
+    // this implementation's own (MI_OPTION_EXT_FIRST ..)
+    mi_option_live = 1000,                /// 1000: publish live statistics in /dev/shm for tools/mimalloc-live (MIMALLOC_LIVE)
+    mi_option_live_interval = 1001,       /// 1001: ms between publications of the live statistics (10..60000)
 }
 /// The C tag name.
 alias mi_option_e = mi_option_t;

@@ -452,6 +452,28 @@ unittest // options
     assert(mi_option_verbose == mi_option_t.mi_option_verbose && mi_option_reset_delay == 15);
 }
 
+unittest // this implementation's own options: the live statistics (docs/live.md)
+{
+    import core.stdc.stdlib : getenv;
+
+    // off unless MIMALLOC_LIVE says otherwise (not enabled here: that would create
+    // /dev/shm/mimalloc-live.<pid>)
+    if (getenv("MIMALLOC_LIVE") is null)
+    {
+        assert(!c!"mi_option_is_enabled"(mi_option_live));
+        assert(c!"mi_option_get"(mi_option_live) == 0);
+    }
+    // the interval (ms), set and read back, clamped to 10..60000
+    const old = c!"mi_option_get"(mi_option_live_interval);
+    c!"mi_option_set"(mi_option_live_interval, 250);
+    assert(c!"mi_option_get"(mi_option_live_interval) == 250);
+    c!"mi_option_set"(mi_option_live_interval, 5);
+    assert(c!"mi_option_get"(mi_option_live_interval) == 10);
+    c!"mi_option_set"(mi_option_live_interval, 100_000);
+    assert(c!"mi_option_get"(mi_option_live_interval) == 60_000);
+    c!"mi_option_set"(mi_option_live_interval, old);
+}
+
 unittest // process/thread life cycle, subprocesses, version, misc
 {
     c!"mi_process_init"();

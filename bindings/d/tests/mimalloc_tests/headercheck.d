@@ -9,7 +9,10 @@ $(OL
   $(LI signatures: every function declared `mi_decl_export` and every callback typedef in
        include/mimalloc.h and include/mimalloc-stats.h, parsed from the header text,
        against the D declaration's linkage, return type and parameter types, in both
-       directions (a D function the headers do not declare fails too).)
+       directions (a D function the headers do not declare fails too);)
+  $(LI the options this implementation adds beyond mimalloc's enumeration: every
+       `#define mi_option_<name> ((mi_option_t)<number>)` of mimalloc.h, and
+       `MI_OPTION_EXT_FIRST`, parsed from the header text, against the D value.)
 )
 */
 module mimalloc_tests.headercheck;
@@ -66,6 +69,7 @@ long[string] dValues()
     t["MI_SMALL_SIZE_MAX"] = MI_SMALL_SIZE_MAX;
     t["MI_STAT_VERSION"] = MI_STAT_VERSION;
     t["MI_BIN_HUGE"] = MI_BIN_HUGE;
+    t["MI_OPTION_EXT_FIRST"] = MI_OPTION_EXT_FIRST;
 
     void type(T)(string name)
     {
@@ -373,6 +377,72 @@ unittest // the signature comparison catches a changed parameter, a missing and 
         "function mi_b is in the C headers, not declared in D",
         "function mi_c is declared in D, not in the C headers",
     ]);
+}
+
+// ---- the extension options from the header text ----------------------------------------
+
+/// The `#define`s of mimalloc.h for this implementation's own options, in the header's order:
+/// `mi_option_<name>` -> number, and `MI_OPTION_EXT_FIRST`.
+struct ExtOptions
+{
+    string[] names;
+    long[string] numbers;
+    long first = -1;
+}
+
+ExtOptions parseExtOptions(string text)
+{
+    ExtOptions r;
+    auto first = matchFirst(text, regex(`^[ \t]*#[ \t]*define[ \t]+MI_OPTION_EXT_FIRST[ \t]+(\d+)\b`, "m"));
+    if (!first.empty)
+        r.first = first[1].to!long;
+    foreach (m; matchAll(text, regex(`^[ \t]*#[ \t]*define[ \t]+(mi_option_\w+)[ \t]+([^\n]*?)[ \t]*(/\*[^\n]*)?$`, "m")))
+    {
+        auto v = matchFirst(m[2], regex(`^\(\s*\(\s*mi_option_t\s*\)\s*(\d+)\s*\)$`));
+        assert(!v.empty, "option " ~ m[1] ~ " is defined as '" ~ m[2] ~ "', not ((mi_option_t)<number>)");
+        r.names ~= m[1];
+        r.numbers[m[1]] = v[1].to!long;
+    }
+    return r;
+}
+
+unittest // the extension options of the header: declared in D with the header's numbers
+{
+    const text = readText(buildNormalizedPath(includeDir(), "mimalloc.h"));
+    auto ext = parseExtOptions(text);
+    assert(ext.first >= 0, "MI_OPTION_EXT_FIRST not found in mimalloc.h");
+    assert(ext.names.length >= 2, format!"expected mi_option_live and mi_option_live_interval, found %s"(ext.names));
+    auto d = dValues();
+    string[] bad;
+    if (d["MI_OPTION_EXT_FIRST"] != ext.first)
+        bad ~= format!"MI_OPTION_EXT_FIRST = %s in the header, %s in D"(ext.first, d["MI_OPTION_EXT_FIRST"]);
+    assert(ext.first > d["mi_option_t._mi_option_last"], "MI_OPTION_EXT_FIRST within mimalloc's numbers");
+    foreach (i, name; ext.names)
+    {
+        const n = ext.numbers[name];
+        if (n != ext.first + cast(long) i)
+            bad ~= format!"%s = %s in the header: not consecutive from MI_OPTION_EXT_FIRST"(name, n);
+        auto dv = ("mi_option_t." ~ name) in d;
+        if (dv is null)
+            bad ~= format!"%s = %s in the header, not a member of mi_option_t in D"(name, n);
+        else if (*dv != n)
+            bad ~= format!"%s = %s in the header, %s in D"(name, n, *dv);
+    }
+    // and no D member beyond mimalloc's numbers that the header does not define
+    foreach (k, v; d)
+        if (k.length > 12 && k[0 .. 12] == "mi_option_t." && v >= ext.first && k[12 .. $] !in ext.numbers)
+            bad ~= format!"%s = %s in D, not defined in the header"(k, v);
+    assert(bad.length == 0, "D declarations differ from the C headers:\n  " ~ bad.sort.array.join("\n  "));
+}
+
+unittest // the define parser: numbers, comments, and a define that is no option number
+{
+    auto e = parseExtOptions("#define MI_OPTION_EXT_FIRST 7\n"
+        ~ "#define mi_option_a  ((mi_option_t)7)   /* a */\n"
+        ~ "  #define mi_option_b ( (mi_option_t) 8 )\n"
+        ~ "#define mi_other 3\n");
+    assert(e.first == 7 && e.names == ["mi_option_a", "mi_option_b"]);
+    assert(e.numbers["mi_option_a"] == 7 && e.numbers["mi_option_b"] == 8);
 }
 
 /// The names of every C function declared in D (for the every-function test).

@@ -65,7 +65,7 @@ static const mi_compat_probe_entry_t mi_compat_probe_entries[] = {
   P_FIELD(mi_stats_t, malloc_bins)
   P_FIELD(mi_stats_t, page_bins)
 
-  /* mi_option_t: every option, the count, and the legacy names */
+  /* mi_option_t: every option, the count, the legacy names, and the extension options */
   P_VALUE(mi_option_show_errors)
   P_VALUE(mi_option_show_stats)
   P_VALUE(mi_option_verbose)
@@ -111,6 +111,10 @@ static const mi_compat_probe_entry_t mi_compat_probe_entries[] = {
   P_VALUE(mi_option_reset_delay)
   P_VALUE(mi_option_abandoned_page_reset)
   P_VALUE(mi_option_limit_os_alloc)
+  /* this implementation's own options (#defines beyond mimalloc's numbering) */
+  P_VALUE(MI_OPTION_EXT_FIRST)
+  P_VALUE(mi_option_live)
+  P_VALUE(mi_option_live_interval)
 };
 
 #undef MI_STAT_COUNT

@@ -318,6 +318,17 @@ pub const mi_option_abandoned_page_reset: mi_option_t = mi_option_abandoned_page
 /// legacy name of [`mi_option_disallow_os_alloc`]
 pub const mi_option_limit_os_alloc: mi_option_t = mi_option_disallow_os_alloc;
 
+// This implementation's own options, numbered from `MI_OPTION_EXT_FIRST` on so that
+// mimalloc's numbering (0 .. `_mi_option_last`) stays unchanged. `#define`s in the header.
+
+/// The number of the first option of this implementation beyond mimalloc's.
+pub const MI_OPTION_EXT_FIRST: c_int = 1000;
+/// publish live statistics in shared memory (`/dev/shm/mimalloc-live.<pid>`) for
+/// `tools/mimalloc-live` (`MIMALLOC_LIVE`; docs/live.md)
+pub const mi_option_live: mi_option_t = 1000;
+/// ms between publications of the live statistics, 10..60000 (`MIMALLOC_LIVE_INTERVAL`)
+pub const mi_option_live_interval: mi_option_t = 1001;
+
 // ---- 5. Functions (in the header's order) --------------------------------------------------
 
 // Each function is documented at its declaration in include/mimalloc.h (or mimalloc-stats.h).

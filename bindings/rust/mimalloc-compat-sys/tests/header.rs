@@ -1,8 +1,9 @@
 //! Checks the hand-written declarations of `src/lib.rs` against the C headers: every function
 //! that `include/mimalloc.h` and `include/mimalloc-stats.h` export (`mi_decl_export`) must be
 //! declared here with the same parameter count and the same types (C types mapped to Rust
-//! ones), and nothing else may be declared; likewise the callback typedefs and the option
-//! enumeration.
+//! ones), and nothing else may be declared; likewise the callback typedefs, the option
+//! enumeration and the options this implementation defines beyond it (`#define mi_option_*`
+//! from `MI_OPTION_EXT_FIRST` on).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -295,11 +296,64 @@ fn every_option_is_declared_and_probed() {
     }
 }
 
-fn probe_names() -> Vec<String> {
+/// The options this implementation adds beyond mimalloc's enumeration: the header's
+/// `#define mi_option_<name> ((mi_option_t)<number>)` lines, `(name, number)`, and the value
+/// of `MI_OPTION_EXT_FIRST`.
+fn c_extension_options() -> (Vec<(String, i64)>, i64) {
+    let path = include_dir().join("mimalloc.h");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let mut options = Vec::new();
+    let mut ext_first = None;
+    for line in text.lines() {
+        let Some(def) = line.trim().strip_prefix("#define ") else { continue };
+        let def = def.split("/*").next().unwrap();
+        let Some((name, value)) = def.trim().split_once(char::is_whitespace) else { continue };
+        let value = value.split_whitespace().collect::<String>();
+        if name == "MI_OPTION_EXT_FIRST" {
+            ext_first = Some(value.parse::<i64>().unwrap_or_else(|_| panic!("MI_OPTION_EXT_FIRST is `{value}`")));
+        } else if name.starts_with("mi_option_") {
+            let number = value
+                .strip_prefix("((mi_option_t)")
+                .and_then(|v| v.strip_suffix(')'))
+                .and_then(|v| v.parse::<i64>().ok())
+                .unwrap_or_else(|| panic!("option {name} is defined as `{value}`, not ((mi_option_t)<number>)"));
+            options.push((name.to_string(), number));
+        }
+    }
+    (options, ext_first.expect("MI_OPTION_EXT_FIRST not defined in mimalloc.h"))
+}
+
+#[test]
+fn every_extension_option_is_declared_and_probed() {
+    let (options, ext_first) = c_extension_options();
+    assert!(options.len() >= 2, "expected at least mi_option_live and mi_option_live_interval: {options:?}");
+    let rust_src = rust_source();
+    let probed = probe_values();
+    assert!(rust_src.contains("pub const MI_OPTION_EXT_FIRST: c_int ="), "MI_OPTION_EXT_FIRST is not declared in src/lib.rs");
+    assert_eq!(probed.get("MI_OPTION_EXT_FIRST"), Some(&ext_first), "MI_OPTION_EXT_FIRST in c/probe.c");
+    let last = c_option_names(&c_source()).iter().position(|n| n == "_mi_option_last").unwrap() as i64;
+    assert!(ext_first > last, "MI_OPTION_EXT_FIRST {ext_first} within mimalloc's numbers (0..{last})");
+    for (i, (name, number)) in options.iter().enumerate() {
+        // consecutive from MI_OPTION_EXT_FIRST (MiOption::from_raw relies on it)
+        assert_eq!(*number, ext_first + i as i64, "option {name}");
+        assert!(
+            rust_src.contains(&format!("pub const {name}: mi_option_t =")),
+            "option {name} is not declared in src/lib.rs"
+        );
+        // the value itself is compared with the Rust constant by tests/layout.rs
+        assert_eq!(probed.get(name), Some(number), "option {name} in c/probe.c");
+    }
+}
+
+fn probe_values() -> BTreeMap<String, i64> {
     let mut count = 0usize;
     let table = unsafe { mimalloc_compat_sys::probe::mi_compat_probe_table(&mut count) };
     let rows = unsafe { std::slice::from_raw_parts(table, count) };
     rows.iter()
-        .map(|r| unsafe { std::ffi::CStr::from_ptr(r.name) }.to_str().unwrap().to_string())
+        .map(|r| (unsafe { std::ffi::CStr::from_ptr(r.name) }.to_str().unwrap().to_string(), r.value))
         .collect()
+}
+
+fn probe_names() -> Vec<String> {
+    probe_values().into_keys().collect()
 }

@@ -96,7 +96,7 @@ fn rust_rows() -> Vec<(String, i64)> {
         mi_option_target_segments_per_thread, mi_option_generic_collect, mi_option_allow_thp,
         _mi_option_last, mi_option_large_os_pages, mi_option_eager_region_commit,
         mi_option_reset_decommits, mi_option_reset_delay, mi_option_abandoned_page_reset,
-        mi_option_limit_os_alloc,
+        mi_option_limit_os_alloc, MI_OPTION_EXT_FIRST, mi_option_live, mi_option_live_interval,
     );
     v
 }

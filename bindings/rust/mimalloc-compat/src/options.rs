@@ -96,11 +96,20 @@ pub enum MiOption {
     GenericCollect = ffi::mi_option_generic_collect,
     /// `mi_option_allow_thp` (`MIMALLOC_ALLOW_THP`)
     AllowThp = ffi::mi_option_allow_thp,
+    /// `mi_option_live` (`MIMALLOC_LIVE`): publish live statistics in shared memory
+    /// (`/dev/shm/mimalloc-live.<pid>`) for the viewer `tools/mimalloc-live` (docs/live.md).
+    /// This implementation's own option (see [`MiOption::is_extension`]).
+    Live = ffi::mi_option_live,
+    /// `mi_option_live_interval` (`MIMALLOC_LIVE_INTERVAL`): milliseconds between
+    /// publications of the live statistics, 10..60000. This implementation's own option.
+    LiveInterval = ffi::mi_option_live_interval,
 }
 
 impl MiOption {
-    /// Every option, in the order of their numbers.
-    pub const ALL: [MiOption; 38] = [
+    /// Every option, in the order of their numbers: mimalloc's (numbered
+    /// `0.._mi_option_last`, at the same index here), then this implementation's own
+    /// (numbered from `MI_OPTION_EXT_FIRST` on; [`MiOption::is_extension`]).
+    pub const ALL: [MiOption; 40] = [
         MiOption::ShowErrors,
         MiOption::ShowStats,
         MiOption::Verbose,
@@ -139,6 +148,8 @@ impl MiOption {
         MiOption::TargetSegmentsPerThread,
         MiOption::GenericCollect,
         MiOption::AllowThp,
+        MiOption::Live,
+        MiOption::LiveInterval,
     ];
 
     /// The option's name as in `mi_option_<name>` (the environment variable is
@@ -183,6 +194,8 @@ impl MiOption {
             MiOption::TargetSegmentsPerThread => "target_segments_per_thread",
             MiOption::GenericCollect => "generic_collect",
             MiOption::AllowThp => "allow_thp",
+            MiOption::Live => "live",
+            MiOption::LiveInterval => "live_interval",
         }
     }
 
@@ -191,9 +204,24 @@ impl MiOption {
         self as ffi::mi_option_t
     }
 
+    /// Whether this is one of this implementation's own options (numbered from
+    /// `MI_OPTION_EXT_FIRST` on), which mimalloc does not have.
+    pub fn is_extension(self) -> bool {
+        self.as_raw() >= ffi::MI_OPTION_EXT_FIRST
+    }
+
     /// The option with number `raw`, if there is one.
     pub fn from_raw(raw: ffi::mi_option_t) -> Option<MiOption> {
-        usize::try_from(raw).ok().and_then(|i| Self::ALL.get(i).copied())
+        // mimalloc's options are at their number in ALL, the extension options follow them
+        let index = if (0..ffi::_mi_option_last).contains(&raw) {
+            raw
+        } else if raw >= ffi::MI_OPTION_EXT_FIRST {
+            ffi::_mi_option_last + (raw - ffi::MI_OPTION_EXT_FIRST)
+        } else {
+            return None;
+        };
+        let option = Self::ALL.get(usize::try_from(index).ok()?).copied()?;
+        (option.as_raw() == raw).then_some(option)
     }
 
     /// The current value (reading the environment on first access).
@@ -260,13 +288,34 @@ mod tests {
 
     #[test]
     fn all_options_are_numbered_in_order() {
-        assert_eq!(MiOption::ALL.len() as i32, ffi::_mi_option_last);
-        for (i, o) in MiOption::ALL.iter().enumerate() {
+        // mimalloc's options: 0.._mi_option_last, at their number in ALL
+        let last = ffi::_mi_option_last as usize;
+        let (mimalloc, ext) = MiOption::ALL.split_at(last);
+        for (i, o) in mimalloc.iter().enumerate() {
             assert_eq!(o.as_raw(), i as i32);
+            assert!(!o.is_extension());
             assert_eq!(MiOption::from_raw(i as i32), Some(*o));
         }
-        assert_eq!(MiOption::from_raw(-1), None);
-        assert_eq!(MiOption::from_raw(ffi::_mi_option_last), None);
+        // then this implementation's own, numbered from MI_OPTION_EXT_FIRST
+        assert_eq!(ext, [MiOption::Live, MiOption::LiveInterval]);
+        for (i, o) in ext.iter().enumerate() {
+            assert_eq!(o.as_raw(), ffi::MI_OPTION_EXT_FIRST + i as i32);
+            assert!(o.is_extension());
+            assert_eq!(MiOption::from_raw(o.as_raw()), Some(*o));
+        }
+        assert_eq!(MiOption::Live.as_raw(), ffi::mi_option_live);
+        assert_eq!(MiOption::LiveInterval.as_raw(), ffi::mi_option_live_interval);
+        // numbers that are no option
+        for raw in [
+            -1,
+            i32::MIN,
+            ffi::_mi_option_last,
+            ffi::MI_OPTION_EXT_FIRST - 1,
+            ffi::MI_OPTION_EXT_FIRST + ext.len() as i32,
+            i32::MAX,
+        ] {
+            assert_eq!(MiOption::from_raw(raw), None, "{raw}");
+        }
     }
 
     #[test]
@@ -305,5 +354,26 @@ mod tests {
         MiOption::Verbose.set(1000);
         assert!(MiOption::Verbose.get() <= 2);
         MiOption::Verbose.set(0);
+    }
+
+    #[test]
+    fn live_options() {
+        // off unless MIMALLOC_LIVE says otherwise (not enabled here: that creates a file in
+        // /dev/shm)
+        if std::env::var_os("MIMALLOC_LIVE").is_none() {
+            assert!(!MiOption::Live.is_enabled());
+            assert_eq!(MiOption::Live.get(), 0);
+        }
+        // the interval, set through the wrapper and read back, clamped to 10..60000 ms
+        let o = MiOption::LiveInterval;
+        let old = o.get();
+        o.set(250);
+        assert_eq!(o.get(), 250);
+        assert_eq!(unsafe { ffi::mi_option_get(ffi::mi_option_live_interval) }, 250);
+        o.set(5);
+        assert_eq!(o.get(), 10);
+        o.set(100_000);
+        assert_eq!(o.get(), 60_000);
+        o.set(old);
     }
 }
