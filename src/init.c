@@ -139,6 +139,46 @@ static void mi_report_active(void) {
                       (MI_DEBUG > 0 ? "debug" : "release"), serves);
 }
 
+/* The fork handlers are registered after init is complete: pthread_atfork may allocate.
+   glibc keeps the first registrations in static storage; musl mallocs a 40-byte record for
+   each (and never frees it), which would come from the heap: a segment and a page at start-up
+   in the statistics, a "leak" of one block in every program's leak report, and with
+   disallow_os_alloc (no arena reserved yet) a failed registration with an error about an
+   allocation the program never made. With MI_ATFORK_RECORDS (musl) the thread's default heap
+   is the empty one while it registers, so its allocations reach the generic path's
+   uninitialised-heap branch, which serves them here from static storage: not heap memory,
+   never counted, never freed. (Later registrations by the program are its own allocations.) */
+_Atomic(uintptr_t) _mi_atfork_registering;
+static mi_heap_t*  mi_atfork_heap;                     /* the registering thread's heap */
+#define MI_ATFORK_ROOM  (4*64)                         /* room for a few records */
+static uint8_t     mi_atfork_room[MI_ATFORK_ROOM] __attribute__((aligned(MI_MAX_ALIGN_SIZE)));
+static size_t      mi_atfork_room_used;
+
+void* _mi_atfork_record_malloc(size_t size, bool zero, size_t huge_alignment, size_t align_offset) {
+  const size_t bsize = _mi_align_up(size == 0 ? 1 : size, MI_MAX_ALIGN_SIZE);
+  if (huge_alignment == 0 && bsize <= MI_ATFORK_ROOM - mi_atfork_room_used) {
+    void* p = &mi_atfork_room[mi_atfork_room_used];   /* all zero: never handed out before */
+    mi_atfork_room_used += bsize;
+    return p;
+  }
+  return _mi_malloc_generic(size, mi_atfork_heap, zero, huge_alignment, align_offset);   /* the room is used up */
+}
+
+static void mi_register_fork_handlers(void) {
+  mi_heap_t* const heap = mi_prim_get_default_heap();
+  if (MI_ATFORK_RECORDS) {
+    mi_atfork_heap = heap;
+    _mi_heap_set_default_direct((mi_heap_t*)&_mi_heap_empty);
+    mi_atomic_store_release(&_mi_atfork_registering, _mi_thread_id());
+  }
+  const bool ok = _mi_prim_atfork(&mi_fork_prepare, &mi_fork_parent, &mi_fork_child);
+  if (MI_ATFORK_RECORDS) {
+    mi_atomic_store_release(&_mi_atfork_registering, (uintptr_t)0);
+    _mi_heap_set_default_direct(heap);
+  }
+  if (!ok) _mi_warning_message("unable to register the fork handlers\n");
+}
+
 void mi_process_init(void) mi_attr_noexcept {
   if (mi_atomic_load_acquire(&mi_process_init_state) == 2) return;
   int expected = 0;
@@ -162,10 +202,7 @@ void mi_process_init(void) mi_attr_noexcept {
     _mi_heap_set_default_direct(&_mi_heap_main);
     _mi_prim_thread_associate_default_heap(&_mi_heap_main);
   }
-  /* after init is complete: pthread_atfork may allocate (beyond its static slots) */
-  if (!_mi_prim_atfork(&mi_fork_prepare, &mi_fork_parent, &mi_fork_child)) {
-    _mi_warning_message("unable to register the fork handlers\n");
-  }
+  mi_register_fork_handlers();
   mi_report_active();
   if (mi_option_is_enabled(mi_option_verbose)) mi_options_print();
   _mi_arenas_init_reserve();   /* MIMALLOC_RESERVE_HUGE_OS_PAGES(_AT), MIMALLOC_RESERVE_OS_MEMORY */

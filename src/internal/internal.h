@@ -70,6 +70,18 @@ void       _mi_heap_set_default_direct(mi_heap_t* heap);
 bool       _mi_is_main_thread(void);              /* the thread that initialised the process (or none yet) */
 void       _mi_thread_done(mi_heap_t* heap);       /* called at thread exit with the backing heap */
 
+/* musl's pthread_atfork mallocs a record for each handler set it registers (40 bytes) and never
+   frees it; glibc keeps the first ones in static storage. MI_ATFORK_RECORDS: the records libc
+   allocates while we register our fork handlers come from static storage (init.c), not from
+   the heap. (musl defines no macro of its own: Linux without glibc and not Android.) */
+#if defined(__linux__) && !defined(__GLIBC__) && !defined(__ANDROID__)
+#define MI_ATFORK_RECORDS  1
+#else
+#define MI_ATFORK_RECORDS  0
+#endif
+extern _Atomic(uintptr_t) _mi_atfork_registering;  /* the thread registering our fork handlers, or 0 */
+void*      _mi_atfork_record_malloc(size_t size, bool zero, size_t huge_alignment, size_t align_offset);
+
 /* ------------------------------------------------------------------------------------------
    options.c: options, output, errors
 ------------------------------------------------------------------------------------------ */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* foreign.c -- free, realloc, reallocarray and malloc_usable_size of pointers that are not ours:
    a stack address, a global, a string literal, anonymous mmap memory (also at a 4 MiB boundary,
-   where a segment header would be), small and large blocks of glibc's own malloc (found with
-   dlsym(RTLD_NEXT) from libov-next.so), the inside of a 64 MiB block (+10 MiB), and NULL.
+   where a segment header would be), small and large blocks of the C library's own malloc (glibc's
+   or musl's, found with dlsym(RTLD_NEXT) from libov-next.so), the inside of a 64 MiB block (+10 MiB), and NULL.
 
    Never a crash; free leaves the memory and errno alone; realloc/reallocarray return NULL with
    errno EINVAL and leave the memory alone; malloc_usable_size is 0. Blocks allocated before
@@ -91,15 +91,17 @@ static size_t witness_size(size_t i) {
 static int run_all(void) {
   int nbad = 0;
 
-  /* glibc's allocator, reached past the override */
-  malloc_fun glibc_malloc = (malloc_fun)ov_next_sym("malloc");
-  free_fun glibc_free = (free_fun)ov_next_sym("free");
-  usable_fun glibc_usable = (usable_fun)ov_next_sym("malloc_usable_size");
+  /* the C library's allocator, reached past the override */
+  malloc_fun libc_malloc = (malloc_fun)ov_next_sym("malloc");
+  free_fun libc_free = (free_fun)ov_next_sym("free");
+  usable_fun libc_usable = (usable_fun)ov_next_sym("malloc_usable_size");
   Dl_info info;
-  CHECK_MSG(glibc_malloc != NULL && glibc_free != NULL && glibc_usable != NULL, "dlsym(RTLD_NEXT) found no glibc malloc/free");
-  CHECK_MSG(glibc_malloc != NULL && dladdr((void*)glibc_malloc, &info) && strstr(info.dli_fname, "libc.so") != NULL,
-            "dlsym(RTLD_NEXT, \"malloc\") from libov-next.so is not glibc's");
-  CHECK_MSG((void*)glibc_malloc != (void*)&malloc, "glibc's malloc is the program's malloc: no override?");
+  CHECK_MSG(libc_malloc != NULL && libc_free != NULL && libc_usable != NULL, "dlsym(RTLD_NEXT) found no C library malloc/free");
+  /* the C library: glibc's libc.so.6, or musl's, which is its dynamic linker (ld-musl-<arch>.so.1) */
+  CHECK_MSG(libc_malloc != NULL && dladdr((void*)libc_malloc, &info) &&
+            (strstr(info.dli_fname, "libc.so") != NULL || strstr(info.dli_fname, "ld-musl-") != NULL),
+            "dlsym(RTLD_NEXT, \"malloc\") from libov-next.so is not the C library's");
+  CHECK_MSG((void*)libc_malloc != (void*)&malloc, "the C library's malloc is the program's malloc: no override?");
   /* from the executable itself RTLD_NEXT finds the override */
   void* exe_next = dlsym(RTLD_NEXT, "malloc");
   CHECK_MSG(exe_next != NULL && dladdr(exe_next, &info) && strstr(info.dli_fname, "mimalloc") != NULL,
@@ -152,26 +154,26 @@ static int run_all(void) {
     munmap(big, alen);
   }
 
-  /* glibc's own blocks: a small one (its heap) and a large one (its own mmap) */
-  if (glibc_malloc != NULL && glibc_free != NULL) {
-    uint8_t* gs = (uint8_t*)glibc_malloc(64);
-    uint8_t* gl = (uint8_t*)glibc_malloc(OV_MiB);
+  /* the C library's own blocks: a small one (its heap) and a large one (its own mmap) */
+  if (libc_malloc != NULL && libc_free != NULL) {
+    uint8_t* gs = (uint8_t*)libc_malloc(64);
+    uint8_t* gl = (uint8_t*)libc_malloc(OV_MiB);
     CHECK(gs != NULL && gl != NULL);
     if (gs != NULL && gl != NULL) {
       ov_fill(gs, 64, 6);
       ov_fill(gl, OV_MiB, 7);
-      const foreign_t f_gs = { "a small glibc block", gs, gs, 64, 6, NULL, false };
-      const foreign_t f_gl = { "a large glibc block", gl, gl, OV_MiB, 7, NULL, false };
+      const foreign_t f_gs = { "a small libc block", gs, gs, 64, 6, NULL, false };
+      const foreign_t f_gl = { "a large libc block", gl, gl, OV_MiB, 7, NULL, false };
       bad_ops(&f_gs); nbad++;
       bad_ops(&f_gl); nbad++;
-      /* glibc still considers them its own, intact blocks */
-      CHECK(glibc_usable(gs) >= 64);
-      CHECK(glibc_usable(gl) >= OV_MiB);
-      glibc_free(gs);
-      glibc_free(gl);
-      void* again = glibc_malloc(100);   /* glibc's heap is still consistent */
+      /* the C library still considers them its own, intact blocks */
+      CHECK(libc_usable(gs) >= 64);
+      CHECK(libc_usable(gl) >= OV_MiB);
+      libc_free(gs);
+      libc_free(gl);
+      void* again = libc_malloc(100);   /* the C library's heap is still consistent */
       CHECK(again != NULL);
-      glibc_free(again);
+      libc_free(again);
     }
   }
 

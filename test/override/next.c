@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* next.c -- libov-next.so, loaded after libmimalloc: dlsym(RTLD_NEXT) from here skips the
-   override and finds glibc's own functions (from the executable it would find ours). */
+   override and finds the C library's own functions, glibc's or musl's (from the executable it
+   would find ours). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 

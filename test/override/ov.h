@@ -32,6 +32,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#if !defined(__GLIBC__)
+/* musl has no pvalloc: the allocator's (weak here, so programs run without it still link) */
+void* pvalloc(size_t size) __attribute__((weak));
+#endif
+
 #include "mimalloc.h"
 #include "testing.h"
 

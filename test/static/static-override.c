@@ -9,7 +9,12 @@
    - blocks that libc allocates internally (getline, asprintf, realpath, getcwd,
      open_memstream) are in our heap and can be freed with free;
    - blocks freed by another thread (while the owner runs, and after the owner exited) work.
-   Linked against plain glibc (malloc not overridden) the heap checks fail. */
+   Linked against plain glibc (malloc not overridden) the heap checks fail.
+
+   Compiled with MI_TEST_FULLY_STATIC=1 and linked with -static (static-fully-static: libc.a,
+   glibc's or musl's, and no dynamic loader): there are no dynamic symbols to look up, so the
+   linkage check is that no shared object is mapped at all; the heap checks are the same (libc.a's
+   own getline, asprintf, ... must call our malloc). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -40,6 +45,11 @@ static int verify(const unsigned char* p, size_t n, unsigned seed) {
 
 /* ---- symbol resolution and loaded objects ---- */
 
+#ifndef MI_TEST_FULLY_STATIC
+#define MI_TEST_FULLY_STATIC 0
+#endif
+
+#if !MI_TEST_FULLY_STATIC
 static void exe_marker(void) {}
 
 /* The process-wide definition (what libc's own calls bind to) must be in this executable. */
@@ -52,6 +62,7 @@ static void check_resolves_to_exe(const char* name) {
   CHECK_MSG(dladdr(addr, &def) != 0 && def.dli_fbase == self.dli_fbase,
             "%s is defined in %s, not in the executable", name, def.dli_fname ? def.dli_fname : "?");
 }
+#endif
 
 /* is the file name (not the directories: a build directory may be called anything) ours? */
 static int is_mimalloc_file(const char* path) {
@@ -69,9 +80,11 @@ static int find_mimalloc_object(struct dl_phdr_info* info, size_t size, void* ar
 }
 
 static void test_linkage(void) {
+#if !MI_TEST_FULLY_STATIC
   static const char* names[] = { "malloc", "free", "calloc", "realloc", "posix_memalign",
                                  "aligned_alloc", "memalign", "valloc", "malloc_usable_size" };
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) check_resolves_to_exe(names[i]);
+#endif
 
   const char* found = NULL;
   dl_iterate_phdr(&find_mimalloc_object, (void*)&found);
@@ -82,13 +95,18 @@ static void test_linkage(void) {
   if (maps != NULL) {
     char line[4096];
     int mapped = 0;
+    int shared = 0;
     while (fgets(line, sizeof(line), maps) != NULL) {
       line[strcspn(line, "\n")] = 0;
       const char* path = strchr(line, '/');           /* the pathname column, if any */
       if (path != NULL && is_mimalloc_file(path)) { mapped = 1; fprintf(stderr, "mapped: %s\n", line); }
+#if MI_TEST_FULLY_STATIC
+      if (path != NULL && strstr(path, ".so") != NULL) { shared = 1; fprintf(stderr, "mapped: %s\n", line); }
+#endif
     }
     fclose(maps);
     CHECK_MSG(!mapped, "a libmimalloc file is mapped into the process");
+    CHECK_MSG(!shared, "a shared object is mapped into a program linked with -static");
   }
 }
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Builds and runs the ctest suite on x86-64 Linux with musl libc (docs/platforms.md): Debian's
+# musl-gcc wrapper (musl-tools), cmake/toolchain-x86_64-linux-musl.cmake (a C-only library,
+# MI_CXX=OFF; no C++ tests). The programs run natively. Tests that need glibc's loader are
+# disabled with their reasons (listed at configure time and below).
+# Installs nothing: a missing tool is an error naming the Debian package to install.
+# Usage: test/musl.sh   (build directory: build-musl in the source tree; MUSL_BUILD_DIR moves it)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=${MUSL_BUILD_DIR:-$root/build-musl}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+need() {   # command, debian package
+  if ! command -v "$1" >/dev/null 2>&1; then
+    echo "musl.sh: $1 not found (Debian: apt-get install $2)" >&2
+    exit 2
+  fi
+}
+need musl-gcc musl-tools
+need cmake cmake
+need ninja ninja-build
+need python3 python3        # the options and stats test drivers
+need readelf binutils       # test/static
+
+start=$(date +%s)
+echo "=== musl: configure and build ($dir)"
+# -Werror: the library and the tests compile warning-free against musl's headers too
+cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS=-Werror \
+      -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-x86_64-linux-musl.cmake" | grep -A40 "tests disabled" || true
+cmake --build "$dir" -j "$jobs"
+echo "=== musl: ctest"
+ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+echo "=== musl: passed in $(( $(date +%s) - start )) s (build + tests)"
