@@ -7,7 +7,7 @@
 # deliberate heap bugs the checker must report at their line), and the multi-threaded stress
 # tests under ThreadSanitizer (Release and Debug builds); then, where their toolchains are
 # installed, the Rust and D packages' tests (cargo; ldc2, gdc, dub) and the aarch64 and riscv64
-# suites under qemu-user (test/cross.sh).
+# suites under qemu-user (test/cross.sh) and the musl suite (test/musl.sh).
 # Usage: test/run.sh [--quick]   (--quick: the Release build only)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -61,6 +61,7 @@ run_optional() {   # name, script, then the commands it needs
 run_optional rust bindings/rust/run-tests.sh cargo
 run_optional d bindings/d/run-tests.sh ldc2 gdc dub
 run_optional cross test/cross.sh qemu-aarch64-static qemu-riscv64-static aarch64-linux-gnu-gcc aarch64-linux-gnu-g++ riscv64-linux-gnu-gcc riscv64-linux-gnu-g++
+run_optional musl test/musl.sh musl-gcc
 if [ ${#skipped[@]} -gt 0 ]; then
   echo "=== all test suites passed; skipped for want of a toolchain: ${skipped[*]}"
 else
