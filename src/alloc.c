@@ -302,6 +302,11 @@ char* mi_strndup(const char* s, size_t n) mi_attr_noexcept {
 #ifndef PATH_MAX
 #define PATH_MAX 4096
 #endif
+#if defined(_WIN32)
+/* Windows has no realpath: the absolute path (_fullpath, into the given buffer: no allocation);
+   unlike realpath it resolves no links and does not require the file to exist */
+#define realpath(fname, resolved)  _fullpath((resolved), (fname), PATH_MAX + 1)
+#endif
 char* mi_heap_realpath(mi_heap_t* heap, const char* fname, char* resolved_name) mi_attr_noexcept {
   if (resolved_name != NULL) {
     return realpath(fname, resolved_name);

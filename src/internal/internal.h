@@ -12,8 +12,14 @@
 #define mi_unlikely(x)    __builtin_expect(!!(x), 0)
 #define mi_decl_noinline  __attribute__((noinline))
 #define mi_decl_cold      __attribute__((cold))
+#if defined(_WIN32)
+/* PE has neither TLS models nor symbol visibility (exports are chosen by dllexport) */
+#define mi_decl_thread    __thread
+#define mi_decl_hidden
+#else
 #define mi_decl_thread    __thread __attribute__((tls_model("initial-exec")))
 #define mi_decl_hidden    __attribute__((visibility("hidden")))
+#endif
 #define mi_decl_weak      __attribute__((weak))
 /* malloc and free entry points: a cache-line aligned start measured 2-3% faster on
    bench-st than wherever the unity build happens to place them */
@@ -390,7 +396,7 @@ static inline size_t _mi_wsize_from_size(size_t size) {
 }
 
 static inline size_t mi_bsr(uintptr_t x) {  /* index of the highest set bit; x != 0 */
-  return (sizeof(uintptr_t)*8 - 1) - (size_t)__builtin_clzl(x);
+  return (sizeof(uintptr_t)*8 - 1) - (size_t)__builtin_clzll(x);   /* (long is 32 bits on Windows) */
 }
 
 /* Size to bin, table free (see the bin layout in types.h). */
@@ -412,6 +418,7 @@ static inline size_t _mi_bin(size_t size) {
      x86-64     %fs:0, the TCB's self pointer (glibc and musl both store it there)
      aarch64    tpidr_el0 (EL0 read/write thread register, the TLS base)
      riscv64    tp (x4), the ABI's thread pointer
+     Windows x64  %gs:0x30, the TEB's self pointer (NtCurrentTeb())
    Any other target: __builtin_thread_pointer() where the compiler has it, else the address of
    a thread-local variable (unique per live thread too, one TLS address computation).
    The asm is not volatile: within a thread the value never changes, so the compiler may reuse
@@ -425,6 +432,10 @@ static inline uintptr_t _mi_thread_id(void) {
 #if defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__)
   uintptr_t tid;
   __asm__("movq %%fs:0, %0" : "=r"(tid));
+  return tid;
+#elif defined(__x86_64__) && defined(_WIN32)
+  uintptr_t tid;
+  __asm__("movq %%gs:0x30, %0" : "=r"(tid));
   return tid;
 #elif defined(__aarch64__) && defined(__linux__)
   uintptr_t tid;
