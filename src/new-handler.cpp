@@ -29,3 +29,11 @@ extern "C" bool _mi_cxx_call_new_handler_nothrow(std::new_handler handler) noexc
     return false;
   }
 }
+
+#if defined(_WIN32)
+/* Windows: new.c throws through here (PE has no weak references to typeinfo and vtables) */
+extern "C" void _mi_cxx_throw_bad_alloc(void);
+extern "C" void _mi_cxx_throw_bad_alloc(void) {
+  throw std::bad_alloc();
+}
+#endif

@@ -31,7 +31,11 @@
    process touches at start-up, so that those share a few pages (each page of zero data costs
    a page fault when first touched, two when first read and then written). Zero-initialised
    data only (a .bss.* section, so it takes no room in the file). */
+#if defined(_WIN32)
+#define mi_decl_cold_bss  /* PE: a named section would be stored as initialised data (32 MiB of zeros) */
+#else
 #define mi_decl_cold_bss  __attribute__((section(".bss.mi_cold")))
+#endif
 #else
 #define mi_likely(x)      (x)
 #define mi_unlikely(x)    (x)
