@@ -73,7 +73,26 @@ extern const mi_page_t  _mi_page_empty;           /* free == NULL: always takes 
 extern const mi_heap_t  _mi_heap_empty;           /* default heap of uninitialised threads */
 extern mi_heap_t        _mi_heap_main;            /* backing heap of the first thread */
 extern mi_subproc_t     _mi_subproc_main;
+#if defined(_WIN32) && defined(__x86_64__) && defined(__GNUC__)
+/* Windows x64: mingw-w64's gcc has only emulated TLS (a call into libgcc per access, which
+   allocates on a thread's first access), so the one TLS pointer is native TLS made by hand:
+   it sits in the image's TLS template (section .tls$MI, between the CRT's _tls_start in .tls
+   and _tls_end in .tls$ZZZ) and is reached through the TEB's ThreadLocalStoragePointer
+   (%gs:0x58) indexed by the image's _tls_index, at its section-relative offset (SECREL32).
+   Never access _mi_heap_default directly there: only through _mi_heap_default_ptr(). */
+#define MI_TLS_PE 1
+extern mi_heap_t* _mi_heap_default;
+static inline mi_heap_t** _mi_heap_default_ptr(void) {
+  uintptr_t idx, tls;
+  mi_heap_t** p;
+  __asm__("movl _tls_index(%%rip), %k0" : "=r"(idx));
+  __asm__("movq %%gs:0x58, %0" : "=r"(tls));
+  __asm__("leaq _mi_heap_default@SECREL32(%1), %0" : "=r"(p) : "r"(((char**)tls)[idx]));
+  return p;
+}
+#else
 extern mi_decl_thread mi_heap_t* _mi_heap_default;  /* the one TLS pointer of the fast path */
+#endif
 extern bool             _mi_process_is_initialized;
 
 void       _mi_heap_set_default_direct(mi_heap_t* heap);
@@ -470,7 +489,11 @@ static inline bool _mi_thread_id_is(uintptr_t x) {
 }
 
 static inline mi_heap_t* mi_prim_get_default_heap(void) {
+#if MI_TLS_PE
+  return *_mi_heap_default_ptr();
+#else
   return _mi_heap_default;
+#endif
 }
 
 static inline bool mi_heap_is_initialized(const mi_heap_t* heap) {
