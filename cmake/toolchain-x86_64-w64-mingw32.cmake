@@ -16,9 +16,6 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 # programs carry their runtime (libgcc, libstdc++, winpthread) statically: Wine then needs no
 # path to the toolchain's DLLs, only to libmimalloc.dll in the build directory (WINEPATH)
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-static")
-# printf's %zu and %lld in the tests (msvcrt's own printf predates C99)
-set(CMAKE_C_FLAGS_INIT "-D__USE_MINGW_ANSI_STDIO=1")
-set(CMAKE_CXX_FLAGS_INIT "-D__USE_MINGW_ANSI_STDIO=1")
 set(CMAKE_CROSSCOMPILING_EMULATOR
     env WINEDEBUG=-all WINEPREFIX=${CMAKE_BINARY_DIR}/wineprefix WINEPATH=${CMAKE_BINARY_DIR}
         WINEDLLOVERRIDES=mscoree,mshtml= wine)
