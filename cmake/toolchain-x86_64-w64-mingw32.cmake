@@ -13,9 +13,8 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
-# programs carry their runtime (libgcc, libstdc++, winpthread) statically: Wine then needs no
-# path to the toolchain's DLLs, only to libmimalloc.dll in the build directory (WINEPATH)
-set(CMAKE_EXE_LINKER_FLAGS_INIT "-static")
+# (the project links its programs -static: Wine needs no path to the toolchain's DLLs, only
+# to libmimalloc.dll in the build directory, WINEPATH)
 set(CMAKE_CROSSCOMPILING_EMULATOR
     env WINEDEBUG=-all WINEPREFIX=${CMAKE_BINARY_DIR}/wineprefix WINEPATH=${CMAKE_BINARY_DIR}
         WINEDLLOVERRIDES=mscoree,mshtml= wine)
