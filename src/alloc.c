@@ -302,6 +302,17 @@ char* mi_strndup(const char* s, size_t n) mi_attr_noexcept {
 #ifndef PATH_MAX
 #define PATH_MAX 4096
 #endif
+#if defined(_WIN32)
+/* Windows has no realpath: the absolute path (GetFullPathNameA, into the buffer of PATH_MAX + 1
+   bytes: no allocation) of a file that exists (else ENOENT, as realpath); links stay as they are */
+static char* mi_win_realpath(const char* fname, char* resolved) {
+  const DWORD n = GetFullPathNameA(fname, PATH_MAX + 1, resolved, NULL);
+  if (n == 0 || n > PATH_MAX) { errno = (n == 0 ? ENOENT : ENAMETOOLONG); return NULL; }
+  if (GetFileAttributesA(resolved) == INVALID_FILE_ATTRIBUTES) { errno = ENOENT; return NULL; }
+  return resolved;
+}
+#define realpath  mi_win_realpath
+#endif
 char* mi_heap_realpath(mi_heap_t* heap, const char* fname, char* resolved_name) mi_attr_noexcept {
   if (resolved_name != NULL) {
     return realpath(fname, resolved_name);

@@ -19,7 +19,11 @@ const mi_heap_t _mi_heap_empty = {
   .page_retired_min = MI_BIN_FULL,
 };
 
+#if MI_TLS_PE
+__attribute__((section(".tls$MI"))) mi_heap_t* _mi_heap_default = (mi_heap_t*)&_mi_heap_empty;   /* (internal.h) */
+#else
 mi_decl_thread mi_heap_t* _mi_heap_default = (mi_heap_t*)&_mi_heap_empty;
+#endif
 
 mi_subproc_t     _mi_subproc_main = { .abandoned_lock = MI_LOCK_INIT };
 mi_heap_t        _mi_heap_main;
@@ -33,7 +37,11 @@ mi_msecs_t _mi_process_elapsed(void) {
 }
 
 void _mi_heap_set_default_direct(mi_heap_t* heap) {
+#if MI_TLS_PE
+  *_mi_heap_default_ptr() = heap;
+#else
   _mi_heap_default = heap;
+#endif
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -7,7 +7,10 @@
    still running are counted from their pages' `used` figure without addresses: their free
    lists belong to those threads. */
 #include "internal/internal.h"
-#include <dlfcn.h>
+#if !defined(_WIN32)
+#include <dlfcn.h>   /* dladdr: the object and symbol of a caller */
+#define MI_HAVE_DLADDR 1
+#endif
 
 #define MI_LEAK_SHOW_PER_CLASS  (4)
 
@@ -27,6 +30,7 @@ typedef struct mi_leak_report_s {
 static void mi_leak_print_block(const mi_page_t* page, const mi_block_t* block, size_t bytes) {
 #if MI_DEBUG > 0
   void* caller = _mi_debug_block_caller(page, block);
+#if MI_HAVE_DLADDR
   Dl_info info;
   if (caller != NULL && dladdr(caller, &info) != 0 && info.dli_fname != NULL) {
     const char* object = info.dli_fname;
@@ -41,6 +45,7 @@ static void mi_leak_print_block(const mi_page_t* page, const mi_block_t* block, 
     }
     return;
   }
+#endif
   _mi_message("  %p: %zu bytes, allocated at %p\n", (void*)block, bytes, caller);
 #else
   (void)page; (void)block; (void)bytes;

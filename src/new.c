@@ -11,24 +11,36 @@ typedef void (*mi_std_new_handler_t)(void);
 
 /* Itanium C++ ABI / libstdc++ symbols (weak: NULL when the C++ runtime is absent) */
 extern mi_std_new_handler_t _ZSt15get_new_handlerv(void) mi_decl_weak;                   /* std::get_new_handler() */
+#if !defined(_WIN32)
 extern void* __cxa_allocate_exception(size_t size) mi_decl_weak;
 extern void  __cxa_throw(void* obj, void* tinfo, void (*dest)(void*)) mi_decl_weak;
 extern char  _ZTISt9bad_alloc[] mi_decl_weak;                                            /* typeinfo for std::bad_alloc */
 extern void* _ZTVSt9bad_alloc[] mi_decl_weak;                                            /* vtable for std::bad_alloc */
 extern void  _ZNSt9bad_allocD1Ev(void* self) mi_decl_weak;                               /* std::bad_alloc::~bad_alloc() */
+#endif
 
 /* new-handler.cpp; weak: a C-only build of src/static.c alone (no C++ compiler) links without
    it, and then a nothrow new calls the handler directly (a std::bad_alloc thrown by it would
    end the program; C++ programs link the library built with the .cpp, or add it) */
 bool _mi_cxx_call_new_handler_nothrow(mi_std_new_handler_t handler) mi_decl_weak;
 
+#if defined(_WIN32)
+/* new-handler.cpp; weak. PE has no weak references to data (typeinfo, vtable): on Windows
+   the C++ side throws, and a C-only build of src/static.c has no C++ runtime to throw with. */
+void _mi_cxx_throw_bad_alloc(void) mi_decl_weak;
+#endif
+
 static void mi_throw_bad_alloc(void) {
+#if defined(_WIN32)
+  if (_mi_cxx_throw_bad_alloc != NULL) _mi_cxx_throw_bad_alloc();
+#else
   if (__cxa_allocate_exception != NULL && __cxa_throw != NULL && _ZTISt9bad_alloc != NULL &&
       _ZTVSt9bad_alloc != NULL && _ZNSt9bad_allocD1Ev != NULL) {
     void** obj = (void**)__cxa_allocate_exception(sizeof(void*));
     obj[0] = &_ZTVSt9bad_alloc[2];   /* the vptr points past offset-to-top and typeinfo */
     __cxa_throw(obj, _ZTISt9bad_alloc, &_ZNSt9bad_allocD1Ev);
   }
+#endif
   _mi_error_message(ENOMEM, "out of memory in operator new and no C++ runtime to throw std::bad_alloc\n");
   abort();
 }

@@ -37,7 +37,9 @@ typedef struct mi_option_desc_s {
    overflow); sizes in KiB up to half the user address space; negative means "off/never/
    unlimited" where the option documents it (clamped to -1 unless any negative is meaningful). */
 #define MI_MS_MAX     (24L*60*60*1000)
-#define MI_KIB_MAX    ((long)(MI_MAX_ALLOC_SIZE / 2 / MI_KiB))
+/* x bytes in KiB as a long, saturated at LONG_MAX (long has 32 bits on Windows) */
+#define MI_KIB_LONG(x) ((x) / MI_KiB > (size_t)LONG_MAX ? LONG_MAX : (long)((x) / MI_KiB))
+#define MI_KIB_MAX    MI_KIB_LONG(MI_MAX_ALLOC_SIZE / 2)
 #define MI_OPT(value, option, name, legacy, is_kib, min, max) \
   { value, MI_UNINIT, mi_option_##option, name, legacy, is_kib, min, max }
 
@@ -227,7 +229,7 @@ static bool mi_option_parse(const char* s, bool is_kib, long* result) {
     else if (*end == 'B') end++;
     if (value <= 0) { /* negative: out of range, reported by the caller */ }
     else if (mult == 0) value = (long)_mi_divide_up(((size_t)value > MI_MAX_ALLOC_SIZE ? MI_MAX_ALLOC_SIZE : (size_t)value), 1024);
-    else if (value > (long)(MI_MAX_ALLOC_SIZE / MI_KiB) / mult) value = (long)(MI_MAX_ALLOC_SIZE / MI_KiB);
+    else if (value > MI_KIB_LONG(MI_MAX_ALLOC_SIZE) / mult) value = MI_KIB_LONG(MI_MAX_ALLOC_SIZE);
     else value *= mult;
   }
   if (*end != 0) return false;

@@ -7,6 +7,7 @@ static mi_os_mem_config_t mi_os_mem_config = {
   4096,         /* page size */
   2*MI_MiB,     /* large page size */
   4096,         /* allocation granularity */
+  true,         /* partial free */
 };
 
 void _mi_os_init(void) {
@@ -177,6 +178,32 @@ static void* mi_os_random_hint(size_t size, size_t alignment) {
 }
 #endif
 
+/* Where a mapping can only be released whole (Windows): find a free range of size + alignment
+   by reserving it, release it, and map `size` bytes at the aligned address inside it (the
+   aligned address is a multiple of the allocation granularity: alignment and align_offset are
+   multiples of MI_SEGMENT_SIZE when alignment exceeds the granularity). Another thread may
+   take the range in between: then a few more tries. NULL if none worked. */
+static void* mi_os_alloc_placed(size_t size, size_t alignment, size_t align_offset, bool commit, bool allow_large, bool* large) {
+  void* p = NULL;
+  if (_mi_prim_alloc(NULL, size, commit, allow_large, large, &p) != 0) return NULL;
+  if (((uintptr_t)p + align_offset) % alignment == 0) return p;   /* (alignment <= granularity) */
+  _mi_prim_free(p, size);
+  *large = false;
+  for (int tries = 0; tries < 8; tries++) {
+    void* probe = NULL;
+    bool probe_large = false;
+    if (_mi_prim_alloc(NULL, size + alignment, false, false, &probe_large, &probe) != 0) return NULL;
+    uintptr_t aligned = _mi_align_up((uintptr_t)probe + align_offset, alignment) - align_offset;
+    if (aligned < (uintptr_t)probe) aligned += alignment;
+    _mi_prim_free(probe, size + alignment);
+    if (_mi_prim_alloc((void*)aligned, size, commit, allow_large, large, &p) != 0) return NULL;
+    if ((uintptr_t)p == aligned) return p;
+    _mi_prim_free(p, size);   /* placed elsewhere: the range was taken meanwhile */
+    *large = false;
+  }
+  return NULL;
+}
+
 /* Over-allocate by `alignment` and unmap the unaligned head and the unused tail, so that
    (result + align_offset) % alignment == 0. align_offset must be a multiple of the page size.
    Committed memory counts as committed; a reservation (commit false) does not. */
@@ -210,6 +237,14 @@ static void* mi_os_alloc_aligned_ex(size_t size, size_t alignment, size_t align_
     }
   }
 #endif
+  if (p == NULL && !mi_os_mem_config.has_partial_free) {
+    p = mi_os_alloc_placed(size, alignment, align_offset, commit, allow_large, &large);
+    if (p == NULL) {
+      _mi_warning_message("unable to allocate aligned OS memory (size 0x%zx bytes, alignment 0x%zx)\n", size, alignment);
+      return NULL;
+    }
+    over_size = size;
+  }
   if (p == NULL && _mi_prim_alloc(NULL, over_size, commit, allow_large, &large, &p) != 0) {
     _mi_warning_message("unable to allocate aligned OS memory (size 0x%zx bytes, alignment 0x%zx)\n", size, alignment);
     return NULL;

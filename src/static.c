@@ -35,7 +35,11 @@ void _mi_text_begin(void) { }
 #include "stats.c"
 #include "stats-print.c"
 #include "track.c"
+#if defined(_WIN32)
+#include "prim/windows.c"
+#else
 #include "prim/unix.c"
+#endif
 #if MI_MALLOC_OVERRIDE
 #include "override.c"
 #endif

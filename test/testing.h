@@ -26,6 +26,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* Windows (mingw-w64): the few POSIX calls the tests make */
+#if defined(_WIN32)
+#include <limits.h>
+static inline int test_setenv_(const char* name, const char* value) { return _putenv_s(name, value); }
+#define setenv(name, value, overwrite)  test_setenv_((name), (value))
+#define unsetenv(name)                  test_setenv_((name), "")
+#define realpath(fname, resolved)       _fullpath((resolved), (fname), PATH_MAX)
+#define sysconf(name)                   (4096L)   /* only _SC_PAGESIZE: 4 KiB on Windows */
+#ifndef _SC_PAGESIZE
+#define _SC_PAGESIZE 0
+#endif
+#endif
+
 #ifndef TEST_MAX_REPORTS
 #define TEST_MAX_REPORTS 40
 #endif
@@ -56,7 +69,11 @@ static long test_failures_;
 
 #if defined(__GNUC__)
 #define TEST_UNUSED_ __attribute__((unused))
+#if defined(__MINGW32__)
+#define TEST_PRINTF_(f, a) __attribute__((format(gnu_printf, f, a)))   /* C99 formats (__USE_MINGW_ANSI_STDIO) */
+#else
 #define TEST_PRINTF_(f, a) __attribute__((format(printf, f, a)))
+#endif
 #else
 #define TEST_UNUSED_
 #define TEST_PRINTF_(f, a)

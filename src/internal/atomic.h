@@ -5,8 +5,15 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdbool.h>
+#if defined(_WIN32)
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <windows.h>
+#else
 #include <pthread.h>
 #include <sched.h>
+#endif
 
 #define mi_atomic_load_relaxed(p)        atomic_load_explicit(p, memory_order_relaxed)
 #define mi_atomic_load_acquire(p)        atomic_load_explicit(p, memory_order_acquire)
@@ -25,6 +32,21 @@
 #define mi_atomic_cas_strong_acq_rel(p, expected, desired) \
   atomic_compare_exchange_strong_explicit(p, expected, desired, memory_order_acq_rel, memory_order_acquire)
 
+#if defined(_WIN32)
+static inline void mi_atomic_yield(void) {
+  SwitchToThread();
+}
+
+/* Windows: a slim reader/writer lock, taken exclusively; like the pthread mutex below it
+   never allocates and has a static initialiser (no dependency on a pthread library). */
+typedef SRWLOCK mi_lock_t;
+#define MI_LOCK_INIT  SRWLOCK_INIT
+static inline void mi_lock_init(mi_lock_t* l)    { InitializeSRWLock(l); }
+static inline void mi_lock_done(mi_lock_t* l)    { (void)l; }
+static inline void mi_lock_acquire(mi_lock_t* l) { AcquireSRWLockExclusive(l); }
+static inline bool mi_lock_try_acquire(mi_lock_t* l) { return (TryAcquireSRWLockExclusive(l) != 0); }
+static inline void mi_lock_release(mi_lock_t* l) { ReleaseSRWLockExclusive(l); }
+#else
 static inline void mi_atomic_yield(void) {
   sched_yield();
 }
@@ -38,3 +60,4 @@ static inline void mi_lock_done(mi_lock_t* l)    { pthread_mutex_destroy(l); }
 static inline void mi_lock_acquire(mi_lock_t* l) { pthread_mutex_lock(l); }
 static inline bool mi_lock_try_acquire(mi_lock_t* l) { return (pthread_mutex_trylock(l) == 0); }
 static inline void mi_lock_release(mi_lock_t* l) { pthread_mutex_unlock(l); }
+#endif

@@ -12,8 +12,14 @@
 #define mi_unlikely(x)    __builtin_expect(!!(x), 0)
 #define mi_decl_noinline  __attribute__((noinline))
 #define mi_decl_cold      __attribute__((cold))
+#if defined(_WIN32)
+/* PE has neither TLS models nor symbol visibility (exports are chosen by dllexport) */
+#define mi_decl_thread    __thread
+#define mi_decl_hidden
+#else
 #define mi_decl_thread    __thread __attribute__((tls_model("initial-exec")))
 #define mi_decl_hidden    __attribute__((visibility("hidden")))
+#endif
 #define mi_decl_weak      __attribute__((weak))
 /* malloc and free entry points: a cache-line aligned start measured 2-3% faster on
    bench-st than wherever the unity build happens to place them */
@@ -25,7 +31,11 @@
    process touches at start-up, so that those share a few pages (each page of zero data costs
    a page fault when first touched, two when first read and then written). Zero-initialised
    data only (a .bss.* section, so it takes no room in the file). */
+#if defined(_WIN32)
+#define mi_decl_cold_bss  /* PE: a named section would be stored as initialised data (32 MiB of zeros) */
+#else
 #define mi_decl_cold_bss  __attribute__((section(".bss.mi_cold")))
+#endif
 #else
 #define mi_likely(x)      (x)
 #define mi_unlikely(x)    (x)
@@ -63,7 +73,26 @@ extern const mi_page_t  _mi_page_empty;           /* free == NULL: always takes 
 extern const mi_heap_t  _mi_heap_empty;           /* default heap of uninitialised threads */
 extern mi_heap_t        _mi_heap_main;            /* backing heap of the first thread */
 extern mi_subproc_t     _mi_subproc_main;
+#if defined(_WIN32) && defined(__x86_64__) && defined(__GNUC__)
+/* Windows x64: mingw-w64's gcc has only emulated TLS (a call into libgcc per access, which
+   allocates on a thread's first access), so the one TLS pointer is native TLS made by hand:
+   it sits in the image's TLS template (section .tls$MI, between the CRT's _tls_start in .tls
+   and _tls_end in .tls$ZZZ) and is reached through the TEB's ThreadLocalStoragePointer
+   (%gs:0x58) indexed by the image's _tls_index, at its section-relative offset (SECREL32).
+   Never access _mi_heap_default directly there: only through _mi_heap_default_ptr(). */
+#define MI_TLS_PE 1
+extern mi_heap_t* _mi_heap_default;
+static inline mi_heap_t** _mi_heap_default_ptr(void) {
+  uintptr_t idx, tls;
+  mi_heap_t** p;
+  __asm__("movl _tls_index(%%rip), %k0" : "=r"(idx));
+  __asm__("movq %%gs:0x58, %0" : "=r"(tls));
+  __asm__("leaq _mi_heap_default@SECREL32(%1), %0" : "=r"(p) : "r"(((char**)tls)[idx]));
+  return p;
+}
+#else
 extern mi_decl_thread mi_heap_t* _mi_heap_default;  /* the one TLS pointer of the fast path */
+#endif
 extern bool             _mi_process_is_initialized;
 
 void       _mi_heap_set_default_direct(mi_heap_t* heap);
@@ -403,7 +432,7 @@ static inline size_t _mi_wsize_from_size(size_t size) {
 }
 
 static inline size_t mi_bsr(uintptr_t x) {  /* index of the highest set bit; x != 0 */
-  return (sizeof(uintptr_t)*8 - 1) - (size_t)__builtin_clzl(x);
+  return (sizeof(uintptr_t)*8 - 1) - (size_t)__builtin_clzll(x);   /* (long is 32 bits on Windows) */
 }
 
 /* Size to bin, table free (see the bin layout in types.h). */
@@ -425,6 +454,7 @@ static inline size_t _mi_bin(size_t size) {
      x86-64     %fs:0, the TCB's self pointer (glibc and musl both store it there)
      aarch64    tpidr_el0 (EL0 read/write thread register, the TLS base)
      riscv64    tp (x4), the ABI's thread pointer
+     Windows x64  %gs:0x30, the TEB's self pointer (NtCurrentTeb())
    Any other target: __builtin_thread_pointer() where the compiler has it, else the address of
    a thread-local variable (unique per live thread too, one TLS address computation).
    The asm is not volatile: within a thread the value never changes, so the compiler may reuse
@@ -438,6 +468,10 @@ static inline uintptr_t _mi_thread_id(void) {
 #if defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__)
   uintptr_t tid;
   __asm__("movq %%fs:0, %0" : "=r"(tid));
+  return tid;
+#elif defined(__x86_64__) && defined(_WIN32)
+  uintptr_t tid;
+  __asm__("movq %%gs:0x30, %0" : "=r"(tid));
   return tid;
 #elif defined(__aarch64__) && defined(__linux__)
   uintptr_t tid;
@@ -468,7 +502,11 @@ static inline bool _mi_thread_id_is(uintptr_t x) {
 }
 
 static inline mi_heap_t* mi_prim_get_default_heap(void) {
+#if MI_TLS_PE
+  return *_mi_heap_default_ptr();
+#else
   return _mi_heap_default;
+#endif
 }
 
 static inline bool mi_heap_is_initialized(const mi_heap_t* heap) {

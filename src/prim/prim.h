@@ -1,108 +1,153 @@
 /* SPDX-License-Identifier: MIT */
 /* The OS layer: every system call of the allocator goes through these primitives, one file per
-   OS (src/prim/unix.c). Each returns 0 on success or an errno value, and never allocates. */
+   OS (src/prim/unix.c, src/prim/windows.c; src/static.c picks one). A port is one such file.
+
+   Rules for every function below, unless its entry says otherwise:
+   - Errors: an int result is 0 on success or an errno value (<errno.h>; a port maps its own
+     codes, e.g. Windows' GetLastError, to the nearest one). Output pointers are set on every
+     path (NULL on error).
+   - Never allocates through malloc (which may be this allocator, being initialised).
+   - Thread-safe: may be called from any thread at any time, concurrently.
+   - May be called before the C library's constructors and the allocator's own init have run
+     (from the first malloc of the process), and after its destructors (threads still freeing).
+   - Keeps errno (and Windows' last-error value) as the caller left it where it can: malloc
+     and free must not change what the program sees there. The functions that only run on
+     malloc's slow paths and report through their result may leave it changed.
+   - Addresses and sizes of memory functions are multiples of config->page_size; [addr,
+     addr+size) lies within one mapping returned by _mi_prim_alloc (or the huge-page call). */
 #pragma once
 #include "../internal/types.h"
 
 typedef struct mi_os_mem_config_s {
   size_t page_size;          /* OS page size, e.g. 4 KiB */
   size_t large_page_size;    /* 2 MiB on x86-64 (0 if unknown) */
-  size_t alloc_granularity;  /* smallest unit of mmap address alignment */
+  size_t alloc_granularity;  /* smallest unit of mapping address alignment (Windows: 64 KiB) */
+  bool   has_partial_free;   /* _mi_prim_free may unmap part of a mapping (mmap: yes; Windows'
+                                VirtualFree releases only whole reservations: no) */
 } mi_os_mem_config_t;
 
-/* Fill in the memory configuration; called once at process init. Makes no system call (the
-   start-up of a process that never allocates stays cheap): what needs the OS to be asked is
-   asked on first need, as below. */
+/* Fill in the memory configuration; called once at process init (os.c preset the fields: a
+   port changes only those that differ). Makes no system call (the start-up of a process that
+   never allocates stays cheap): what needs the OS to be asked is asked on first need. */
 void  _mi_prim_mem_init(mi_os_mem_config_t* config);
 
 /* Does untouched reserved memory cost nothing (Linux overcommit mode 0 or 1)? Asks the OS
-   (/proc on Linux) at each call: the caller keeps the answer. */
+   (/proc on Linux) at each call: the caller keeps the answer. False where memory is charged
+   when made accessible (Windows commit, strict overcommit): arenas are then reserved
+   inaccessible and committed piecewise. */
 bool  _mi_prim_has_overcommit(void);
 
-/* Map `size` bytes of zeroed memory, read/write if `commit` else inaccessible (a reservation);
-   `hint` may be NULL. With allow_large (and commit): 2 MiB hugetlb pages where the system has a
-   pool of them (then *is_large: pinned, never purged), else transparent huge pages requested
-   with madvise. *addr is NULL on error. */
+/* Map `size` bytes of zeroed memory, read/write if `commit` else inaccessible (a reservation).
+   `hint`: NULL, or an address (a multiple of alloc_granularity) the caller would like; the OS
+   may place the mapping elsewhere, and the caller checks. With allow_large (and commit): 2 MiB
+   large pages where the system has them for us (then *is_large: pinned, never purged or
+   decommitted; Linux: a hugetlb pool, Windows: SeLockMemoryPrivilege), else, where the OS has
+   them, transparent huge pages requested as a hint. *addr is NULL on error. */
 int   _mi_prim_alloc(void* hint, size_t size, bool commit, bool allow_large, bool* is_large, void** addr);
 
-/* Unmap [addr, addr+size); addr and size page aligned. */
+/* Unmap [addr, addr+size). Without has_partial_free, addr must be the start of a mapping and
+   the whole mapping is released (size is then only informative). */
 int   _mi_prim_free(void* addr, size_t size);
 
-/* Make [addr, addr+size) read/write (commit a reservation). */
+/* Make [addr, addr+size) read/write (commit a reservation). ENOMEM when the OS refuses the
+   commit charge. */
 int   _mi_prim_commit(void* addr, size_t size);
 
 /* Decommit: RSS falls at once and the range reads as zero (MADV_DONTNEED); with `protect` it
-   also becomes inaccessible (returning the commit charge on strict-overcommit systems). */
+   also becomes inaccessible (returning the commit charge on strict-overcommit systems and
+   Windows). Without `protect` the range stays usable without a new _mi_prim_commit. Never
+   called on large (pinned) pages. */
 int   _mi_prim_decommit(void* addr, size_t size, bool protect);
 
-/* Reset: the OS may reclaim the pages lazily (MADV_FREE, else MADV_DONTNEED); the range stays
-   usable and its contents are undefined. */
+/* Reset: the OS may reclaim the pages lazily (MADV_FREE, else MADV_DONTNEED; Windows
+   MEM_RESET); the range stays usable and its contents are undefined. */
 int   _mi_prim_reset(void* addr, size_t size);
 
-/* Make [addr, addr+size) inaccessible (protect) or read/write again. */
+/* Make [addr, addr+size) inaccessible (protect) or read/write again; the range is committed
+   (Windows cannot protect reserved pages). */
 int   _mi_prim_protect(void* addr, size_t size, bool protect);
 /* Install (or remove) a guard region over [addr, addr+size): accesses fault, no memory is used,
    the markers survive purges (Linux 6.13+ MADV_GUARD_INSTALL); 0, or an errno (EINVAL: no
-   such support for this memory or kernel; other memory keeps its contents on removal). */
+   such support for this memory or kernel, and os.c then uses _mi_prim_protect where it may;
+   other memory keeps its contents on removal). */
 int   _mi_prim_guard(void* addr, size_t size, bool install);
 
 /* Map `size` bytes (a multiple of 1 GiB) of 1 GiB huge pages at exactly `hint` (if not NULL),
-   preferring `numa_node` (-1: any). 0 or an errno value (ENOMEM where the OS has none). */
+   preferring `numa_node` (-1: any). 0 or an errno value (ENOMEM where the OS has none,
+   ENOTSUP where the port has no such pages). */
 int   _mi_prim_alloc_huge_os_pages(void* hint, size_t size, int numa_node, void** addr);
 
-/* The NUMA node of the calling thread's CPU, and the number of nodes (>= 1). */
+/* The NUMA node of the calling thread's CPU (0 when unknown), and the number of nodes (>= 1;
+   asked once, on the first allocation, so it should be cheap). */
 size_t _mi_prim_numa_node(void);
 size_t _mi_prim_numa_node_count(void);
 
-/* Monotonic clock in milliseconds. */
+/* Monotonic clock in milliseconds (any origin). Cheap: called on slow paths. */
 mi_msecs_t _mi_prim_clock_now(void);
 
-/* Elapsed/user/system times, RSS (true current RSS from /proc), page faults. */
+/* Elapsed/user/system times, RSS (current and peak), commit, page faults; the fields the OS
+   cannot tell are left as the caller set them (zero). Linux: true current RSS from /proc,
+   major faults; Windows: working set, pagefile usage, all faults. */
 void  _mi_prim_process_info(mi_process_info_t* pinfo);
 
-/* Write a NUL-terminated message to stderr without buffering or allocating. */
+/* Write a NUL-terminated message to stderr without buffering or allocating; errors are
+   ignored. */
 void  _mi_prim_out_stderr(const char* msg);
 
 /* Create (or truncate) the file `path` of `size` zero bytes, readable by the owner only, and
-   map it shared read/write at *addr; 0 or an errno value. */
+   map it shared read/write at *addr; 0 or an errno value (ENOTSUP: no live view on this OS).
+   Called at process init and exit only (src/live.c). */
 int   _mi_prim_shared_map(const char* path, size_t size, void** addr);
-/* Unmap what _mi_prim_shared_map mapped, and with `unlink` remove the file. */
+/* Unmap what _mi_prim_shared_map mapped (addr NULL: nothing), and with `unlink` remove the file. */
 void  _mi_prim_shared_unmap(const char* path, void* addr, size_t size, bool unlink);
 
-/* The process id, and the calling thread's OS id (as in /proc/<pid>/task/<tid>). */
+/* The process id, and the calling thread's OS id (as in /proc/<pid>/task/<tid>; Windows:
+   GetCurrentThreadId). */
 long  _mi_prim_process_id(void);
 long  _mi_prim_thread_os_id(void);
 
-/* Create or truncate the file `path` and write `len` bytes to it; 0 or an errno value. */
+/* Create or truncate the file `path` and write `len` bytes to it; 0 or an errno value. Only
+   at exit or on the program's request (statistics JSON). */
 int   _mi_prim_write_file(const char* path, const char* buf, size_t len);
 
-/* Copy the value of environment variable `name` (matched case-insensitively) into `result`;
-   false when absent. Never allocates; works before libc is fully initialised. */
+/* Copy the value of environment variable `name` (matched case-insensitively) into `result`
+   (NUL-terminated; Unix cuts a value that does not fit, Windows reports it as absent); false
+   when absent. Never allocates; works before libc is fully initialised (false then: the
+   options are read again later). */
 bool  _mi_prim_getenv(const char* name, char* result, size_t result_size);
 
 /* Which loaded object the program's calls to the function `name` bind to (the first definition
    in load order): 1 the one that contains `self`, 0 another one (its path in `path`), -1
-   unknown; `addr` is the definition's address. Reads the loaded objects' symbol tables in
-   place (no dlsym); never allocates; takes the loader's lock once (dladdr of `self`). */
+   unknown (the only answer a port needs to give); `addr` is the definition's address. Reads the
+   loaded objects' symbol tables in place (no dlsym); never allocates; takes the loader's lock
+   once (dladdr of `self`). Called after process init, only with verbose or show_errors. */
 int   _mi_prim_symbol_provider(const char* name, const void* self, void** addr, char* path, size_t path_size);
 
 /* Call `visit` on each "NAME=value" entry of the environment; false if the environment is
-   not accessible yet. Never allocates. */
+   not accessible yet. Never allocates from this allocator (Windows: a copy of the block on
+   the process heap, GetEnvironmentStringsW). Called once, at process init. */
 bool  _mi_prim_env_visit(void (*visit)(const char* entry, void* arg), void* arg);
 
 /* False only if the environment is readable and no variable's name starts with `prefix`
    (case-insensitively): one pass over the environment, for skipping many _mi_prim_getenv. */
 bool  _mi_prim_env_may_have(const char* prefix);
 
-/* Fill `buf` with random bytes from the OS; false if none are available. */
+/* Fill `buf` with random bytes from the OS; false if none are available (the caller then
+   seeds from the clock and addresses). */
 bool  _mi_prim_random_buf(void* buf, size_t buf_len);
 
-/* Register the thread-exit hook and associate `heap` with the calling thread so the hook runs
-   _mi_thread_done(heap) when the thread ends (NULL disassociates). */
+/* Thread exit. _mi_prim_thread_init_auto_done registers the exit hook once, at process init
+   (on the initialising thread, no concurrency); associate_default_heap(heap) makes the hook
+   run _mi_thread_done(heap) on the exiting thread itself, while its thread-local variables are
+   still usable (NULL disassociates: nothing runs); it is called on the calling thread's own
+   behalf only. The hook must run for every thread that allocated, however it was started
+   (pthread key destructor; Windows: FLS callback). done_auto_done: process exit; may keep the
+   hook (threads still running may exit later). */
 void  _mi_prim_thread_init_auto_done(void);
 void  _mi_prim_thread_done_auto_done(void);
 void  _mi_prim_thread_associate_default_heap(mi_heap_t* heap);
 
 /* Run prepare before fork() in the forking thread, parent and child after it; false if the
-   handlers could not be registered. */
+   handlers could not be registered. Where there is no fork (Windows): true, nothing done.
+   Called after process init (pthread_atfork may allocate). */
 bool  _mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
