@@ -25,7 +25,11 @@
    process touches at start-up, so that those share a few pages (each page of zero data costs
    a page fault when first touched, two when first read and then written). Zero-initialised
    data only (a .bss.* section, so it takes no room in the file). */
+#if defined(__APPLE__)
+#define mi_decl_cold_bss  /* Mach-O: plain zero-fill data (no ELF .bss.* section names) */
+#else
 #define mi_decl_cold_bss  __attribute__((section(".bss.mi_cold")))
+#endif
 #else
 #define mi_likely(x)      (x)
 #define mi_unlikely(x)    (x)
@@ -69,6 +73,7 @@ extern bool             _mi_process_is_initialized;
 void       _mi_heap_set_default_direct(mi_heap_t* heap);
 bool       _mi_is_main_thread(void);              /* the thread that initialised the process (or none yet) */
 void       _mi_thread_done(mi_heap_t* heap);       /* called at thread exit with the backing heap */
+mi_msecs_t _mi_process_elapsed(void);            /* milliseconds since the process started */
 
 /* ------------------------------------------------------------------------------------------
    options.c: options, output, errors
@@ -412,6 +417,8 @@ static inline size_t _mi_bin(size_t size) {
      x86-64     %fs:0, the TCB's self pointer (glibc and musl both store it there)
      aarch64    tpidr_el0 (EL0 read/write thread register, the TLS base)
      riscv64    tp (x4), the ABI's thread pointer
+     macOS      %gs:0 on x86-64 (TSD slot 0: the thread's pthread), tpidrro_el0 on arm64 (the
+                TSD base, the low 3 bits cleared); untested at run time (docs/platforms.md)
    Any other target: __builtin_thread_pointer() where the compiler has it, else the address of
    a thread-local variable (unique per live thread too, one TLS address computation).
    The asm is not volatile: within a thread the value never changes, so the compiler may reuse
@@ -434,6 +441,14 @@ static inline uintptr_t _mi_thread_id(void) {
   uintptr_t tid;
   __asm__("mv %0, tp" : "=r"(tid));
   return tid;
+#elif defined(__x86_64__) && defined(__APPLE__)
+  uintptr_t tid;
+  __asm__("movq %%gs:0, %0" : "=r"(tid));   /* the thread's pthread (TSD slot 0) */
+  return tid;
+#elif defined(__aarch64__) && defined(__APPLE__)
+  uintptr_t tid;
+  __asm__("mrs %0, tpidrro_el0" : "=r"(tid));   /* the thread's TSD base */
+  return tid & ~(uintptr_t)7;                   /* older kernels kept the CPU number in bits 0-2 */
 #elif defined(MI_HAS_BUILTIN_THREAD_POINTER) || (defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__))
   return (uintptr_t)__builtin_thread_pointer();
 #else
