@@ -456,13 +456,18 @@ static inline uintptr_t _mi_thread_id(void) {
 #endif
 }
 
-/* x == _mi_thread_id(), as one compare with the memory operand %fs:0 on x86-64 Linux (the
-   free fast path; a C load through a __seg_fs null pointer would do too, but trips UBSan).
+/* x == _mi_thread_id(), as one compare with the memory operand %fs:0 on x86-64 Linux (%gs:0 on
+   macOS) (the free fast path; a C load through a __seg_fs null pointer would do too, but trips
+   UBSan).
    Elsewhere the thread register is read into a register and compared (2 instructions). */
 static inline bool _mi_thread_id_is(uintptr_t x) {
 #if defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
   bool eq;
   __asm__("cmpq %%fs:0, %1" : "=@cce"(eq) : "r"(x));
+  return eq;
+#elif defined(__x86_64__) && defined(__APPLE__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  bool eq;
+  __asm__("cmpq %%gs:0, %1" : "=@cce"(eq) : "r"(x));
   return eq;
 #else
   return (x == _mi_thread_id());
