@@ -3,7 +3,8 @@
 # macOS compile and link check, without a Mac: Zig's C compiler (PyPI package ziglang) bundles
 # the macOS libc headers and a libSystem link stub. For aarch64-macos and x86_64-macos (in
 # parallel, one log each):
-#   1. every src/*.c on its own, -Wall -Wextra -Werror (the library is built as src/static.c);
+#   1. every src/*.c on its own, -Wall -Wextra -Werror (the library is built as src/static.c),
+#      and src/static.c as the debug and the secure build;
 #   2. src/static.c and src/new-handler.cpp with the library's flags, -Werror; the dylib, the
 #      archive, test-api and test-stress against each, and a one-source program
 #      (cc examples/demo.c src/static.c): every symbol must resolve;
@@ -83,6 +84,12 @@ EOF
     n=$((n + 1))
   done
   echo "  $n source files compile on their own (-Werror): $(($(now) - start)) s"
+  # the debug and secure builds' code paths (as CMake defines them)
+  step=$(now)
+  "$cc" $cflags -DMI_DEBUG=2 -DMI_DEBUG_TRACE_CALLER=1 -fno-omit-frame-pointer -c "$root/src/static.c" -o "$o/static-debug.o" \
+    || fail "$t: src/static.c, debug build"
+  "$cc" $cflags -DMI_SECURE=1 -c "$root/src/static.c" -o "$o/static-secure.o" || fail "$t: src/static.c, secure build"
+  echo "  debug and secure builds compile (-Werror): $(($(now) - step)) s"
 
   # 2. the library by hand, and programs linked against it
   step=$(now)
