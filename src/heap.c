@@ -2,6 +2,7 @@
 /* First-class heaps: creation, deletion (live blocks move to the backing heap), destruction
    (all blocks freed at once), collection, thread-exit abandonment, and introspection. */
 #include "internal/internal.h"
+#include "prim/prim.h"
 
 /* ---------------------------------------------------------------------------------------
    Page iteration

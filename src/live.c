@@ -37,6 +37,11 @@
 #define MI_LIVE_SLOT_SIZE      (16 * MI_KiB)
 #define MI_LIVE_SLOTS          (256)
 #define MI_LIVE_INTERVAL_MS    (1000)
+#if defined(__APPLE__)
+#define MI_LIVE_DIR            "/tmp"       /* macOS has no /dev/shm: a sparse file in /tmp */
+#else
+#define MI_LIVE_DIR            "/dev/shm"
+#endif
 
 typedef struct mi_live_header_s {
   char              magic[8];        /* "mi-live" */
@@ -91,7 +96,7 @@ void _mi_live_init(void) {
   const uint64_t interval = (uint64_t)mi_option_get(mi_option_live_interval);
   const size_t size = MI_LIVE_HEADER_SIZE + MI_LIVE_PROCESS_SIZE + (size_t)MI_LIVE_SLOTS * MI_LIVE_SLOT_SIZE;
   const long pid = _mi_prim_process_id();
-  _mi_snprintf(mi_live_path, sizeof(mi_live_path), "/dev/shm/mimalloc-live.%ld", pid);
+  _mi_snprintf(mi_live_path, sizeof(mi_live_path), MI_LIVE_DIR "/mimalloc-live.%ld", pid);
   void* map = NULL;
   const int err = _mi_prim_shared_map(mi_live_path, size, &map);
   if (err != 0) {

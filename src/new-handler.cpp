@@ -6,10 +6,14 @@
 #include <new>
 
 /* assembler-level weak references (C++ declarations cannot make typeinfo or the
-   personality routine weak) */
+   personality routine weak). Not on macOS: Mach-O has no .weak directive, and its linker
+   wants every weak import defined in a linked library anyway; the library links libc++,
+   which every macOS system has (CMakeLists.txt). */
+#if !defined(__APPLE__)
 __asm__(".weak __gxx_personality_v0\n\t.weak __cxa_begin_catch\n\t.weak __cxa_end_catch\n\t"
         ".weak __cxa_call_terminate\n\t.weak _Unwind_Resume\n\t.weak _ZTISt9bad_alloc\n\t"
         ".weak _ZSt9terminatev");
+#endif
 
 #if defined(_WIN32)
 extern "C" bool _mi_cxx_call_new_handler_nothrow(std::new_handler handler) noexcept;   /* (PE: no visibility) */

@@ -5,6 +5,7 @@
    with a snapshot of the figures and the process information of the same moment. Writes
    through _mi_fputs one line at a time and never allocates. */
 #include "internal/internal.h"
+#include "prim/prim.h"
 
 /* ---------------------------------------------------------------------------------------
    Output one line at a time through the output function

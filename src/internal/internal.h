@@ -33,6 +33,8 @@
    data only (a .bss.* section, so it takes no room in the file). */
 #if defined(_WIN32)
 #define mi_decl_cold_bss  /* PE: a named section would be stored as initialised data (32 MiB of zeros) */
+#elif defined(__APPLE__)
+#define mi_decl_cold_bss  /* Mach-O: plain zero-fill data (no ELF .bss.* section names) */
 #else
 #define mi_decl_cold_bss  __attribute__((section(".bss.mi_cold")))
 #endif
@@ -98,6 +100,7 @@ extern bool             _mi_process_is_initialized;
 void       _mi_heap_set_default_direct(mi_heap_t* heap);
 bool       _mi_is_main_thread(void);              /* the thread that initialised the process (or none yet) */
 void       _mi_thread_done(mi_heap_t* heap);       /* called at thread exit with the backing heap */
+mi_msecs_t _mi_process_elapsed(void);            /* milliseconds since the process started */
 
 /* musl's pthread_atfork mallocs a record for each handler set it registers (40 bytes) and never
    frees it; glibc keeps the first ones in static storage. MI_ATFORK_RECORDS: the records libc
@@ -455,6 +458,9 @@ static inline size_t _mi_bin(size_t size) {
      aarch64    tpidr_el0 (EL0 read/write thread register, the TLS base)
      riscv64    tp (x4), the ABI's thread pointer
      Windows x64  %gs:0x30, the TEB's self pointer (NtCurrentTeb())
+     macOS      %gs:0 on x86-64 (TSD slot 0: the thread's pthread), tpidrro_el0 on arm64 (the
+                TSD base, the low 3 bits cleared); untested at run time (docs/platforms.md)
+   Every id is at least 8-byte aligned: the page flags share its word (MI_PAGE_FLAGS_MASK).
    Any other target: __builtin_thread_pointer() where the compiler has it, else the address of
    a thread-local variable (unique per live thread too, one TLS address computation).
    The asm is not volatile: within a thread the value never changes, so the compiler may reuse
@@ -481,6 +487,14 @@ static inline uintptr_t _mi_thread_id(void) {
   uintptr_t tid;
   __asm__("mv %0, tp" : "=r"(tid));
   return tid;
+#elif defined(__x86_64__) && defined(__APPLE__)
+  uintptr_t tid;
+  __asm__("movq %%gs:0, %0" : "=r"(tid));   /* the thread's pthread (TSD slot 0) */
+  return tid;
+#elif defined(__aarch64__) && defined(__APPLE__)
+  uintptr_t tid;
+  __asm__("mrs %0, tpidrro_el0" : "=r"(tid));   /* the thread's TSD base */
+  return tid & ~(uintptr_t)7;                   /* older kernels kept the CPU number in bits 0-2 */
 #elif defined(MI_HAS_BUILTIN_THREAD_POINTER) || (defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__))
   return (uintptr_t)__builtin_thread_pointer();
 #else
@@ -488,13 +502,18 @@ static inline uintptr_t _mi_thread_id(void) {
 #endif
 }
 
-/* x == _mi_thread_id(), as one compare with the memory operand %fs:0 on x86-64 Linux (the
-   free fast path; a C load through a __seg_fs null pointer would do too, but trips UBSan).
+/* x == _mi_thread_id(), as one compare with the memory operand %fs:0 on x86-64 Linux (%gs:0 on
+   macOS) (the free fast path; a C load through a __seg_fs null pointer would do too, but trips
+   UBSan).
    Elsewhere the thread register is read into a register and compared (2 instructions). */
 static inline bool _mi_thread_id_is(uintptr_t x) {
 #if defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
   bool eq;
   __asm__("cmpq %%fs:0, %1" : "=@cce"(eq) : "r"(x));
+  return eq;
+#elif defined(__x86_64__) && defined(__APPLE__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  bool eq;
+  __asm__("cmpq %%gs:0, %1" : "=@cce"(eq) : "r"(x));
   return eq;
 #else
   return (x == _mi_thread_id());

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The OS layer for Linux and other Unix-like systems (see prim.h for the contracts). */
+/* The OS layer for Linux, macOS and other Unix-like systems (see prim.h for the contracts).
+   What macOS does differently is in `#if defined(__APPLE__)` blocks next to the POSIX code:
+   mapping flags and 2 MiB superpages, decommit and reset, process figures from Mach, the
+   thread id, the environment, randomness (docs/platforms.md, section macOS). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -8,22 +11,32 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/time.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <fcntl.h>
 #include <time.h>
 #include <pthread.h>
 #include <dlfcn.h>
+#if defined(__APPLE__)
+#include <mach/mach.h>            /* task_info */
+#include <mach/vm_statistics.h>   /* VM_FLAGS_SUPERPAGE_SIZE_2MB */
+#include <crt_externs.h>          /* _NSGetEnviron */
+#else
+#include <sys/syscall.h>
 #include <link.h>
-#if defined(__linux__)
-#include <sys/random.h>
+#endif
+#if defined(__linux__) || defined(__APPLE__)
+#include <sys/random.h>       /* (getentropy on macOS) */
 #endif
 
-#ifndef MAP_NORESERVE
-#define MAP_NORESERVE 0
+#if defined(__APPLE__) || !defined(MAP_NORESERVE)
+#undef  MAP_NORESERVE
+#define MAP_NORESERVE 0           /* (macOS defines it but ignores it: it never reserves swap) */
+#endif
+#if !defined(MAP_ANONYMOUS) && defined(MAP_ANON)
+#define MAP_ANONYMOUS MAP_ANON
 #endif
 
-#if MI_TRACK_ASAN
+#if MI_TRACK_ASAN && defined(__linux__)
 /* AddressSanitizer intercepts these; its interceptors call the real function through a pointer
    that it sets while it initialises, and during that it may already call malloc (dlsym's error
    path allocates): our first malloc then jumped to NULL. The ASan tracking build goes to the
@@ -45,6 +58,7 @@ static ssize_t mi_sys_write(int fd, const void* buf, size_t size) { return (ssiz
 /* ---------------------------------------------------------------------------------------
    Memory
 --------------------------------------------------------------------------------------- */
+#if defined(__linux__)
 /* Read a small decimal or text file from /proc or /sys into buf (NUL-terminated), no stdio.
    errno is kept: these probes run on first need, inside malloc, which must not change it. */
 static ssize_t unix_read_small_file(const char* path, char* buf, size_t size) {
@@ -74,6 +88,7 @@ static size_t unix_parse_size(const char* s) {
   while (*s >= '0' && *s <= '9') { v = v*10 + (size_t)(*s - '0'); s++; }
   return v;
 }
+#endif
 
 /* No system call here: a process that never allocates (or exits soon) should not pay for
    /proc or /sys reads; those are made on first need (below). */
@@ -96,11 +111,14 @@ bool _mi_prim_has_overcommit(void) {
   /* 0: heuristic, 1: always, 2: never overcommit */
   if (unix_read_small_file("/proc/sys/vm/overcommit_memory", buf, sizeof(buf)) <= 0) return false;
   return (buf[0] == '0' || buf[0] == '1');
+#elif defined(__APPLE__)
+  return true;    /* no commit charge: untouched anonymous memory costs nothing */
 #else
   return false;
 #endif
 }
 
+#if defined(__linux__) && defined(MAP_HUGETLB)
 /* Are there free pre-allocated 2 MiB hugetlb pages (vm.nr_hugepages)? Read on the first
    request for large pages: 0 unknown, 1 no, 2 yes. */
 static _Atomic(int) unix_hugetlb_free;
@@ -116,9 +134,11 @@ static bool unix_has_hugetlb_free(void) {
   }
   return (state == 2);
 }
+#endif
 
 int _mi_prim_alloc(void* hint, size_t size, bool commit, bool allow_large, bool* is_large, void** addr) {
   *is_large = false;
+  (void)allow_large;   /* (no large pages on some targets) */
   void* p = MAP_FAILED;
 #if defined(__linux__) && defined(MAP_HUGETLB)
   /* 2 MiB hugetlb pages only where the administrator configured a pool of them */
@@ -127,6 +147,13 @@ int _mi_prim_alloc(void* hint, size_t size, bool commit, bool allow_large, bool*
       p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);   /* no MAP_NORESERVE: the pages must exist now, not fault with SIGBUS later */
       if (p != MAP_FAILED) *is_large = true;
     }
+  }
+#elif defined(__APPLE__) && defined(__x86_64__) && defined(VM_FLAGS_SUPERPAGE_SIZE_2MB)
+  /* 2 MiB superpages: asked for through mmap's fd argument; they are wired (never paged
+     out or purged), so large like hugetlb pages. The kernel fails the call when it has none. */
+  if (allow_large && commit && (size % (2*MI_MiB)) == 0) {
+    p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, VM_FLAGS_SUPERPAGE_SIZE_2MB, 0);
+    if (p != MAP_FAILED) *is_large = true;
   }
 #endif
   if (p == MAP_FAILED) {
@@ -155,6 +182,32 @@ int _mi_prim_commit(void* addr, size_t size) {
   return (mprotect(addr, size, PROT_READ | PROT_WRITE) == -1 ? errno : 0);
 }
 
+#if defined(__APPLE__)
+/* macOS's MADV_DONTNEED and MADV_FREE neither free the pages at once nor zero them: the range
+   is replaced by fresh anonymous memory instead (mmap MAP_FIXED), which drops the old pages
+   now (RSS and the footprint fall) and reads as zero. The protection is set anew, so a guard
+   page inside the range would be lifted: no caller decommits over one (without guard markers
+   the only guards are in a segment header's info_size, which is never purged). */
+int _mi_prim_decommit(void* addr, size_t size, bool protect) {
+  const int prot = (protect ? PROT_NONE : PROT_READ | PROT_WRITE);
+  void* p = mmap(addr, size, prot, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return errno;
+  return (p == addr ? 0 : EINVAL);
+}
+
+/* MADV_FREE_REUSABLE: the kernel may take the pages, and they leave the task's footprint at
+   once (Activity Monitor's "Memory"; the resident size falls only when they are taken). The
+   OS expects MADV_FREE_REUSE before such memory is used again, for its accounting only (the
+   contents are as after MADV_FREE either way): prim.h has no primitive for that moment yet,
+   so the footprint may undercount reused memory. MADV_FREE where REUSABLE is refused. */
+int _mi_prim_reset(void* addr, size_t size) {
+#if defined(MADV_FREE_REUSABLE)
+  if (madvise(addr, size, MADV_FREE_REUSABLE) == 0) return 0;
+  if (errno != EINVAL) return errno;
+#endif
+  return (madvise(addr, size, MADV_FREE) == -1 ? errno : 0);
+}
+#else
 int _mi_prim_decommit(void* addr, size_t size, bool protect) {
   int err = (madvise(addr, size, MADV_DONTNEED) == -1 ? errno : 0);
   if (protect && err == 0) {
@@ -175,6 +228,7 @@ int _mi_prim_reset(void* addr, size_t size) {
 #endif
   return (madvise(addr, size, MADV_DONTNEED) == -1 ? errno : 0);
 }
+#endif
 
 #if defined(__linux__)
 #ifndef MADV_GUARD_INSTALL
@@ -282,6 +336,26 @@ static mi_msecs_t timeval_msecs(const struct timeval* tv) {
   return ((mi_msecs_t)tv->tv_sec * 1000) + ((mi_msecs_t)tv->tv_usec / 1000);
 }
 
+#if defined(__APPLE__)
+/* No /proc: current and peak resident size from Mach, else getrusage's peak, which macOS
+   reports in bytes (Linux: KiB). */
+void _mi_prim_process_info(mi_process_info_t* pinfo) {
+  struct rusage rusage;
+  getrusage(RUSAGE_SELF, &rusage);
+  pinfo->utime = timeval_msecs(&rusage.ru_utime);
+  pinfo->stime = timeval_msecs(&rusage.ru_stime);
+  pinfo->page_faults = (size_t)rusage.ru_majflt;
+  pinfo->peak_rss = (size_t)rusage.ru_maxrss;
+  pinfo->current_rss = 0;
+  struct mach_task_basic_info info;
+  mach_msg_type_number_t count = MACH_TASK_BASIC_INFO_COUNT;
+  if (task_info(mach_task_self(), MACH_TASK_BASIC_INFO, (task_info_t)&info, &count) == KERN_SUCCESS) {
+    pinfo->current_rss = (size_t)info.resident_size;
+    if (info.resident_size_max > 0) pinfo->peak_rss = (size_t)info.resident_size_max;
+  }
+  if (pinfo->peak_rss < pinfo->current_rss) pinfo->peak_rss = pinfo->current_rss;
+}
+#else
 /* Read a small /proc file into buf (NUL-terminated) without stdio; false if unreadable. */
 static bool unix_read_proc(const char* path, char* buf, size_t size) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -339,6 +413,7 @@ void _mi_prim_process_info(mi_process_info_t* pinfo) {
   if (pinfo->peak_rss < pinfo->current_rss) pinfo->peak_rss = pinfo->current_rss;
   if (pinfo->peak_rss < peak) pinfo->peak_rss = peak;
 }
+#endif
 
 /* ---------------------------------------------------------------------------------------
    Output, environment, randomness
@@ -379,7 +454,13 @@ long _mi_prim_process_id(void) {
 }
 
 long _mi_prim_thread_os_id(void) {
+#if defined(__APPLE__)
+  uint64_t tid = 0;   /* the system-wide id (ps -M, Instruments), not the Mach port */
+  pthread_threadid_np(NULL, &tid);
+  return (long)tid;
+#else
   return (long)syscall(SYS_gettid);
+#endif
 }
 
 int _mi_prim_write_file(const char* path, const char* buf, size_t len) {
@@ -396,13 +477,19 @@ int _mi_prim_write_file(const char* path, const char* buf, size_t len) {
   return err;
 }
 
+#if defined(__APPLE__)
+/* `environ` is only defined for the main program on macOS, not in a dylib */
+static char** unix_environ(void) { return *_NSGetEnviron(); }
+#else
 extern char** environ;
+static char** unix_environ(void) { return environ; }
+#endif
 
 static char mi_toupper(char c) { return (c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c); }
 
 bool _mi_prim_getenv(const char* name, char* result, size_t result_size) {
   if (name == NULL || result == NULL || result_size == 0) return false;
-  char** env = environ;
+  char** env = unix_environ();
   if (env == NULL) return false;   /* too early; options are read again later */
   size_t len = strlen(name);
   for (size_t i = 0; env[i] != NULL; i++) {
@@ -511,14 +598,14 @@ int _mi_prim_symbol_provider(const char* name, const void* self, void** addr, ch
 }
 
 bool _mi_prim_env_visit(void (*visit)(const char* entry, void* arg), void* arg) {
-  char** env = environ;
+  char** env = unix_environ();
   if (env == NULL) return false;
   for (size_t i = 0; env[i] != NULL; i++) visit(env[i], arg);
   return true;
 }
 
 bool _mi_prim_env_may_have(const char* prefix) {
-  char** env = environ;
+  char** env = unix_environ();
   if (env == NULL || prefix == NULL) return true;   /* not readable yet: cannot tell */
   const size_t len = strlen(prefix);
   for (size_t i = 0; env[i] != NULL; i++) {
@@ -541,6 +628,16 @@ bool _mi_prim_random_buf(void* buf, size_t buf_len) {
     }
     p += n;
     buf_len -= (size_t)n;
+  }
+  return true;
+#elif defined(__APPLE__)
+  /* getentropy: a system call (no allocation, no file descriptor), at most 256 bytes a call */
+  uint8_t* p = (uint8_t*)buf;
+  while (buf_len > 0) {
+    const size_t n = (buf_len > 256 ? 256 : buf_len);
+    if (getentropy(p, n) != 0) return false;
+    p += n;
+    buf_len -= n;
   }
   return true;
 #else
