@@ -7,7 +7,9 @@
 # deliberate heap bugs the checker must report at their line), and the multi-threaded stress
 # tests under ThreadSanitizer (Release and Debug builds); then, where their toolchains are
 # installed, the Rust and D packages' tests (cargo; ldc2, gdc, dub) and the aarch64 and riscv64
-# suites under qemu-user (test/cross.sh) and the musl suite (test/musl.sh).
+# suites under qemu-user (test/cross.sh), the musl suite (test/musl.sh), the Windows build
+# with its core suite under Wine (test/windows.sh) and the macOS compile and link check
+# (test/macos-check.sh, Zig's C compiler).
 # Usage: test/run.sh [--quick]   (--quick: the Release build only)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -62,6 +64,8 @@ run_optional rust bindings/rust/run-tests.sh cargo
 run_optional d bindings/d/run-tests.sh ldc2 gdc dub
 run_optional cross test/cross.sh qemu-aarch64-static qemu-riscv64-static aarch64-linux-gnu-gcc aarch64-linux-gnu-g++ riscv64-linux-gnu-gcc riscv64-linux-gnu-g++
 run_optional musl test/musl.sh musl-gcc
+run_optional windows test/windows.sh x86_64-w64-mingw32-gcc-win32 x86_64-w64-mingw32-g++-win32 wine wineboot wineserver
+run_optional macos test/macos-check.sh python-zig file
 if [ ${#skipped[@]} -gt 0 ]; then
   echo "=== all test suites passed; skipped for want of a toolchain: ${skipped[*]}"
 else
