@@ -53,7 +53,8 @@ int   _mi_prim_free(void* addr, size_t size);
    commit charge. */
 int   _mi_prim_commit(void* addr, size_t size);
 
-/* Decommit: RSS falls at once and the range reads as zero (MADV_DONTNEED); with `protect` it
+/* Decommit: RSS falls at once and the range reads as zero (Linux MADV_DONTNEED; macOS, where
+   that neither frees at once nor zeroes, a fresh anonymous mapping over it); with `protect` it
    also becomes inaccessible (returning the commit charge on strict-overcommit systems and
    Windows). Without `protect` the range stays usable without a new _mi_prim_commit. Never
    called on large (pinned) pages. */
@@ -87,7 +88,8 @@ mi_msecs_t _mi_prim_clock_now(void);
 
 /* Elapsed/user/system times, RSS (current and peak), commit, page faults; the fields the OS
    cannot tell are left as the caller set them (zero). Linux: true current RSS from /proc,
-   major faults; Windows: working set, pagefile usage, all faults. */
+   major faults; macOS: task_info's resident sizes; Windows: working set, pagefile usage, all
+   faults. */
 void  _mi_prim_process_info(mi_process_info_t* pinfo);
 
 /* Write a NUL-terminated message to stderr without buffering or allocating; errors are
@@ -96,13 +98,13 @@ void  _mi_prim_out_stderr(const char* msg);
 
 /* Create (or truncate) the file `path` of `size` zero bytes, readable by the owner only, and
    map it shared read/write at *addr; 0 or an errno value (ENOTSUP: no live view on this OS).
-   Called at process init and exit only (src/live.c). */
+   Called when the live view starts (process init, or mi_option_set) and at exit (src/live.c). */
 int   _mi_prim_shared_map(const char* path, size_t size, void** addr);
 /* Unmap what _mi_prim_shared_map mapped (addr NULL: nothing), and with `unlink` remove the file. */
 void  _mi_prim_shared_unmap(const char* path, void* addr, size_t size, bool unlink);
 
-/* The process id, and the calling thread's OS id (as in /proc/<pid>/task/<tid>; Windows:
-   GetCurrentThreadId). */
+/* The process id, and the calling thread's OS id (Linux: as in /proc/<pid>/task/<tid>; macOS:
+   pthread_threadid_np; Windows: GetCurrentThreadId). */
 long  _mi_prim_process_id(void);
 long  _mi_prim_thread_os_id(void);
 
