@@ -303,11 +303,12 @@ char* mi_strndup(const char* s, size_t n) mi_attr_noexcept {
 #define PATH_MAX 4096
 #endif
 #if defined(_WIN32)
-/* Windows has no realpath: the absolute path (GetFullPathNameA, into the buffer of PATH_MAX + 1
-   bytes: no allocation) of a file that exists (else ENOENT, as realpath); links stay as they are */
+/* Windows has no realpath: the absolute path (GetFullPathNameA, into the caller's buffer of
+   PATH_MAX bytes, as realpath's: no allocation) of a file that exists (else ENOENT, as
+   realpath); links stay as they are */
 static char* mi_win_realpath(const char* fname, char* resolved) {
-  const DWORD n = GetFullPathNameA(fname, PATH_MAX + 1, resolved, NULL);
-  if (n == 0 || n > PATH_MAX) { errno = (n == 0 ? ENOENT : ENAMETOOLONG); return NULL; }
+  const DWORD n = GetFullPathNameA(fname, PATH_MAX, resolved, NULL);   /* n: without the NUL, or the size needed */
+  if (n == 0 || n >= PATH_MAX) { errno = (n == 0 ? ENOENT : ENAMETOOLONG); return NULL; }
   if (GetFileAttributesA(resolved) == INVALID_FILE_ATTRIBUTES) { errno = ENOENT; return NULL; }
   return resolved;
 }

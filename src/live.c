@@ -137,11 +137,14 @@ void _mi_live_fork_child(mi_tld_t* tld) {
     tld->live_no_slot = false;
     tld->live_next = 0;
     tld->live_exact = false;
-    /* frees go back to the fast path (the flag is set again if the child starts its own) */
+  }
+  if (tld != NULL && __atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE)) {
+    /* frees go back to the fast path (the flag is set again if the child starts its own); only
+       flagged pages are written: each write copies a page of the parent's metadata */
     for (mi_heap_t* heap = tld->heaps; heap != NULL; heap = heap->next) {
       for (size_t q = 0; q <= MI_BIN_FULL; q++) {
         for (mi_page_t* page = heap->pages[q].first; page != NULL; page = page->next) {
-          mi_page_flag_set(page, MI_PAGE_LIVE_COUNT, false);
+          if ((mi_page_flags(page) & MI_PAGE_LIVE_COUNT) != 0) mi_page_flag_set(page, MI_PAGE_LIVE_COUNT, false);
         }
       }
     }
@@ -199,8 +202,9 @@ static bool mi_live_claim_slot(mi_tld_t* tld) {
   return false;   /* more threads than slots: this one shows in the process totals only */
 }
 
-/* A page with blocks in use moves from the thread of `from` to that of `to` (NULL: none; so
-   far only reclaim, by the new owner): its blocks in use were allocated by neither. */
+/* A page with blocks in use moves from the thread of `from` to that of `to` (NULL: none):
+   reclaim (by the new owner), abandon (mi_heap_delete of an arena heap; thread exit). Its
+   blocks in use were allocated by neither. */
 void _mi_live_page_move(mi_page_t* page, mi_tld_t* from, mi_tld_t* to) {
   if (from == to) return;
   if (from != NULL) from->live_used_in -= (int64_t)page->used;

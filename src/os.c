@@ -8,6 +8,7 @@ static mi_os_mem_config_t mi_os_mem_config = {
   2*MI_MiB,     /* large page size */
   4096,         /* allocation granularity */
   true,         /* partial free */
+  true,         /* decommit keeps access */
 };
 
 void _mi_os_init(void) {
@@ -121,10 +122,15 @@ void _mi_os_decommit(void* p, size_t size, bool protect) {
   }
 }
 
+/* May the range be decommitted without being made inaccessible (else it is reset)? */
+static bool mi_os_may_decommit_in_place(void) {
+  return (mi_option_is_enabled(mi_option_purge_decommits) && mi_os_mem_config.decommit_keeps_access);
+}
+
 bool _mi_os_discard(void* p, size_t size) {
   uint8_t* start; size_t len;
   if (!mi_os_page_range(p, size, &start, &len)) return false;
-  const bool decommits = mi_option_is_enabled(mi_option_purge_decommits);
+  const bool decommits = mi_os_may_decommit_in_place();
   int err = (decommits ? _mi_prim_decommit(start, len, false) : _mi_prim_reset(start, len));
   _mi_trace_message("os: %s %zu KiB at %p\n", (decommits ? "decommitted" : "reset"), len / MI_KiB, (void*)start);
   mi_os_stat_counter_increase(reset, len);
@@ -158,7 +164,7 @@ bool _mi_os_guard(void* p, size_t size, bool install, bool may_protect) {
 bool _mi_os_purge(void* p, size_t size, bool protect) {
   mi_os_stat_counter_increase(purge_calls, 1);
   mi_os_stat_counter_increase(purged, size);
-  if (mi_option_is_enabled(mi_option_purge_decommits)) {
+  if (mi_option_is_enabled(mi_option_purge_decommits) && (protect || mi_os_mem_config.decommit_keeps_access)) {
     _mi_os_decommit(p, size, protect);
     return true;
   }

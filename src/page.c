@@ -472,10 +472,12 @@ void _mi_page_free(mi_page_t* page, mi_page_queue_t* pq) {
   _mi_segment_page_free(page, heap->tld);
 }
 
-/* Detach a page with live blocks from its heap at thread exit. */
+/* Detach a page with live blocks from its heap: at thread exit, and on mi_heap_delete of a heap
+   whose arena no other heap of the thread uses. */
 void _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq) {
   mi_heap_t* heap = mi_page_heap(page);
   mi_tld_t* tld = heap->tld;
+  if (mi_unlikely(mi_live_enabled())) _mi_live_page_move(page, tld, NULL);   /* its blocks leave the thread's figures */
   _mi_page_use_delayed_free(page, MI_NEVER_DELAYED_FREE, false);
   _mi_page_queue_remove(pq, page);
   mi_page_set_heap(page, NULL);

@@ -24,6 +24,9 @@ typedef struct mi_os_mem_config_s {
   size_t alloc_granularity;  /* smallest unit of mapping address alignment (Windows: 64 KiB) */
   bool   has_partial_free;   /* _mi_prim_free may unmap part of a mapping (mmap: yes; Windows'
                                 VirtualFree releases only whole reservations: no) */
+  bool   decommit_keeps_access; /* _mi_prim_decommit without `protect` cannot fail half-way and
+                                leave the range inaccessible (madvise: yes; Windows, which
+                                decommits and commits again: no, so os.c resets instead) */
 } mi_os_mem_config_t;
 
 /* Fill in the memory configuration; called once at process init (os.c preset the fields: a

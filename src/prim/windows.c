@@ -34,8 +34,9 @@ static int win_errno(DWORD err) {
   }
 }
 
-static int win_last_errno(void) {
-  return win_errno(GetLastError());
+static int win_last_errno(void) {   /* after a failed call: never 0 */
+  const int err = win_errno(GetLastError());
+  return (err != 0 ? err : EINVAL);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -49,6 +50,7 @@ void _mi_prim_mem_init(mi_os_mem_config_t* config) {
   config->alloc_granularity = 64 * MI_KiB;
   config->large_page_size = 2 * MI_MiB;   /* GetLargePageMinimum() on x64; asked on first need */
   config->has_partial_free = false;
+  config->decommit_keeps_access = false;   /* see _mi_prim_decommit */
 }
 
 bool _mi_prim_has_overcommit(void) {
@@ -121,7 +123,9 @@ int _mi_prim_commit(void* addr, size_t size) {
 }
 
 /* Decommitted pages are always inaccessible on Windows: without `protect` they are committed
-   again at once, which costs no RSS (fresh pages are zero and materialise when touched). */
+   again at once, which costs no RSS (fresh pages are zero and materialise when touched). That
+   second step can fail (the commit limit), leaving the range inaccessible: os.c does not ask
+   for it (decommit_keeps_access is false) and resets instead. */
 int _mi_prim_decommit(void* addr, size_t size, bool protect) {
   if (!VirtualFree(addr, size, MEM_DECOMMIT)) return win_last_errno();
   if (!protect) return _mi_prim_commit(addr, size);

@@ -10,7 +10,8 @@
    thread ids; with the argument "fork", the main thread forks after phase 1, twice: the first
    child allocates and publishes (it must not write into the parent's figures), printing
    "child P S"; the second asks for its own file (mi_option_set(mi_option_live, 1)), checks
-   that it shows its main thread with 5000 allocations, and exits, printing "child-live P S"
+   that it shows its main thread with 6001 allocations (1000 of them in a heap it deleted, one
+   the heap itself), and exits, printing "child-live P S"
    (S: exit status, 0 when its checks passed).
    Blocks come from mi_malloc (sanitizer builds do not override malloc). */
 #define _GNU_SOURCE
@@ -96,6 +97,15 @@ static int child_with_live(void) {
   mi_collect(false);                       /* its first publication: counting starts */
   void* keep[5000];
   for (int k = 0; k < 5000; k++) keep[k] = mi_malloc(64);
+  /* 1000 more in a heap of an exclusive arena: mi_heap_delete hands its pages over (abandons
+     them, no other heap of the thread uses that arena), which are neither frees nor fewer
+     allocations */
+  mi_arena_id_t arena;
+  if (mi_reserve_os_memory_ex(64u << 20, false, false, true, &arena) != 0) return 8;
+  mi_heap_t* heap = mi_heap_new_in_arena(arena);
+  if (heap == NULL) return 8;
+  for (int k = 0; k < 1000; k++) { if (mi_heap_malloc(heap, 32) == NULL) return 8; }
+  mi_heap_delete(heap);
   mi_collect(false);
   char path[64];
   snprintf(path, sizeof(path), "/dev/shm/mimalloc-live.%ld", (long)getpid());
@@ -109,7 +119,7 @@ static int child_with_live(void) {
   snprintf(want, sizeof(want), "\"tid\": %ld,", (long)syscall(SYS_gettid));
   int rc = 0;
   if (memmem(buf, len, want, strlen(want)) == NULL) rc = 6;
-  else if (memmem(buf, len, "\"allocs\": 5000,", 15) == NULL) rc = 7;
+  else if (memmem(buf, len, "\"allocs\": 6001,", 15) == NULL) rc = 7;
   mi_free(buf);
   for (int k = 0; k < 5000; k++) mi_free(keep[k]);
   return rc;
