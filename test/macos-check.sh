@@ -16,7 +16,7 @@
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-out=${MI_MACOS_CHECK_DIR:-${TMPDIR:-/tmp}/mimalloc-macos-check}
+out=${MI_MACOS_CHECK_DIR:-$root/build-macos-check}   # in the tree (ignored), as build-windows: one per clone
 targets=${*:-"aarch64 x86_64"}
 
 if ! python3 -m ziglang version >/dev/null 2>&1; then
