@@ -70,6 +70,14 @@ static void sample(void) {
   atomic_fetch_add(&samples, 1);
 }
 
+/* Until the sampler has taken n samples, at most 30 s (the check on `samples` then fails). */
+static void wait_samples(long n) {
+  for (int ms = 0; ms < 30000 && atomic_load(&samples) < n; ms++) {
+    struct timespec ts = { 0, 1000000 };
+    nanosleep(&ts, NULL);
+  }
+}
+
 static void* sampler_main(void* arg) {
   (void)arg;
   long n = 0;
@@ -192,6 +200,7 @@ int main(int argc, char** argv) {
 
   pthread_t sampler;
   CHECK_EQ(pthread_create(&sampler, &attr, &sampler_main, NULL), 0);
+  wait_samples(1);   /* the sampler runs before the workers start: they overlap however loaded the machine */
   worker_arg_t args[MAX_WORKERS];
   for (int round = 0; round < rounds; round++) {
     pthread_t t[MAX_WORKERS];
@@ -209,6 +218,7 @@ int main(int argc, char** argv) {
     CHECK_MSG(ts_check_nonneg(&mid, false, why, sizeof(why)) == NULL, "between rounds: %s", why);
     CHECK_EQ(mid.threads.current, base.threads.current);   /* the workers are gone; the sampler never allocates */
   }
+  wait_samples(10);  /* a few more (a loaded machine ran 7 while two rounds ran) */
   atomic_store(&done, 1);
   pthread_join(sampler, NULL);
 
