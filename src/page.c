@@ -3,6 +3,7 @@
    moving pages between a heap's bin queues and its full queue, retiring empty pages, and the
    generic (slow-path) allocation that finds or makes a page with a free block. */
 #include "internal/internal.h"
+#include "prim/prim.h"
 
 /* ------------------------------------------------------------------------------------------
    Bins
@@ -635,6 +636,15 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
     mi_thread_init();
     heap = mi_prim_get_default_heap();
     if (mi_unlikely(!mi_heap_is_initialized(heap))) { errno = ENOMEM; return NULL; }
+    if (mi_unlikely(_mi_prim_thread_is_exited())) {
+      /* past the thread's last exit hook (prim.h): this heap serves this one call and is
+         abandoned at once; the block is freed later like any block of an exited thread */
+      void* const p = _mi_malloc_generic(size, heap, zero, huge_alignment, align_offset);
+      const int err = errno;
+      _mi_thread_done(heap);
+      errno = err;
+      return p;
+    }
   }
   else if (mi_heap_check_owner(heap, "allocation")) {   /* every build: internal.h */
     errno = ENOMEM;

@@ -146,11 +146,21 @@ bool  _mi_prim_random_buf(void* buf, size_t buf_len);
    run _mi_thread_done(heap) on the exiting thread itself, while its thread-local variables are
    still usable (NULL disassociates: nothing runs); it is called on the calling thread's own
    behalf only. The hook must run for every thread that allocated, however it was started
-   (pthread key destructor; Windows: FLS callback). done_auto_done: process exit; may keep the
+   (pthread key destructor; Windows: FLS callback, and a TLS callback for heaps made after it). done_auto_done: process exit; may keep the
    hook (threads still running may exit later). */
 void  _mi_prim_thread_init_auto_done(void);
 void  _mi_prim_thread_done_auto_done(void);
 void  _mi_prim_thread_associate_default_heap(mi_heap_t* heap);
+
+/* True once the calling thread's last exit hook has run (Windows: the TLS callback, after which
+   no hook of ours runs on the thread again). An allocation then gets a heap for that one call,
+   which is abandoned at once (_mi_malloc_generic): nothing is left owned by the dying thread.
+   Elsewhere the exit hook runs last (a pthread key destructor re-runs while values are set). */
+#if defined(_WIN32)
+bool  _mi_prim_thread_is_exited(void);
+#else
+static inline bool _mi_prim_thread_is_exited(void) { return false; }
+#endif
 
 /* Run prepare before fork() in the forking thread, parent and child after it; false if the
    handlers could not be registered. Where there is no fork (Windows): true, nothing done.

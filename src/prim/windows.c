@@ -362,24 +362,89 @@ bool _mi_prim_random_buf(void* buf, size_t buf_len) {
 }
 
 /* ---------------------------------------------------------------------------------------
-   Thread exit: a fiber-local storage slot whose callback receives the thread's backing
-   heap. Windows runs FLS callbacks first when a thread ends (before the DLL and TLS
-   callbacks, while the thread's other thread-local data is still there), for threads
-   started by CreateThread, _beginthreadex or pthread_create alike.
+   Thread exit, in two hooks.
+   1. A fiber-local storage slot whose callback receives the thread's backing heap. Windows
+      runs FLS callbacks first when a thread ends, for threads started by CreateThread,
+      _beginthreadex or pthread_create alike (not on fiber threads: win_fls_done).
+   2. A TLS callback of this module (win_tls_exit below), for what runs after the FLS
+      callbacks: the TLS callbacks and DLL_THREAD_DETACH of every module, among them mingw's: C++
+      thread_local destructors registered with the CRT's __cxa_thread_atexit (.CRT$XLB), TLS
+      key destructors (.CRT$XLD; gcc 12's libstdc++ queues its thread_local destructors there),
+      winpthreads' (.CRT$XLF). An allocation
+      there finds the thread done and makes a new heap (mi_thread_init), which no FLS callback
+      would ever release: its pages would stay owned by a thread id (the TEB address) that a
+      later thread may get. Ours sits in .CRT$XLY, after mingw's callbacks of the same module;
+      the loader runs a module's TLS callbacks just before its DllMain, DLLs in reverse order of
+      initialisation, the exe last. So in an exe (static library) it runs after everything
+      else; as libmimalloc.dll, after the DLLs loaded after ours, but before the exe's
+      callbacks (its thread_local destructors: seen under Wine) and the DLLs loaded before
+      ours, whose late allocations take the "exited" path below.
+   After the TLS callback the thread is "exited" (a flag in native TLS): an allocation still
+   made on it gets a heap for that call only, abandoned at once (_mi_prim_thread_is_exited,
+   _mi_malloc_generic), so nothing is left behind. DLL_PROCESS_DETACH does nothing: the
+   process is ending, the statistics were reported (mi_process_done), the OS takes the memory.
 --------------------------------------------------------------------------------------- */
 static DWORD         win_fls_key = FLS_OUT_OF_INDEXES;
 static _Atomic(int)  win_fls_state;   /* 0: none, 1: created */
 
-static void NTAPI win_fls_done(void* value) {
-  if (value != NULL) _mi_thread_done((mi_heap_t*)value);
+/* the "exited" flag: native TLS like _mi_heap_default (internal.h), valid through all TLS
+   callbacks and DLL notifications (gcc's emulated TLS may be freed by then: .CRT$XLD) */
+#if MI_TLS_PE
+__attribute__((section(".tls$MI"))) int _mi_win_thread_exited = 0;
+static inline int* win_thread_exited_ptr(void) {
+  uintptr_t idx, tls;
+  int* p;
+  __asm__("movl _tls_index(%%rip), %k0" : "=r"(idx));
+  __asm__("movq %%gs:0x58, %0" : "=r"(tls));
+  __asm__("leaq _mi_win_thread_exited@SECREL32(%1), %0" : "=r"(p) : "r"(((char**)tls)[idx]));
+  return p;
 }
+#else
+static mi_decl_thread int win_thread_exited = 0;
+static inline int* win_thread_exited_ptr(void) { return &win_thread_exited; }
+#endif
+
+bool _mi_prim_thread_is_exited(void) {
+  return (*win_thread_exited_ptr() != 0);
+}
+
+/* FLS is per fiber: DeleteFiber runs the callbacks for the deleted fiber's values, on the
+   calling thread, which goes on running; and a thread's values of fibers never deleted get no
+   callback at all. The heaps belong to the thread, so on a thread that is a fiber (it called
+   ConvertThreadToFiber) the callback does nothing: the TLS callback releases the heaps when the
+   thread ends (docs/platforms.md, "Fibers"). */
+static void NTAPI win_fls_done(void* value) {
+  if (value == NULL || IsThreadAFiber()) return;
+  _mi_thread_done((mi_heap_t*)value);
+}
+
+static void NTAPI win_tls_exit(PVOID module, DWORD reason, PVOID reserved) {
+  (void)module; (void)reserved;
+  if (reason != DLL_THREAD_DETACH) return;
+  *win_thread_exited_ptr() = 1;   /* from here on: a heap per allocation, abandoned at once */
+  if (!_mi_process_is_initialized) return;
+  mi_heap_t* const heap = mi_prim_get_default_heap();
+  if (!mi_heap_is_initialized(heap)) return;   /* done by the FLS callback, nothing since */
+  /* made after the FLS callback ran (or the slot could not be made): the slot may hold it
+     (mi_thread_init after the FLS callbacks); it must not point to freed metadata */
+  if (mi_atomic_load_acquire(&win_fls_state) == 1 && FlsGetValue(win_fls_key) != NULL) {
+    FlsSetValue(win_fls_key, NULL);
+  }
+  _mi_thread_done(heap);   /* sets the default heap to the empty one: never done twice */
+}
+
+/* The TLS directory's callback array is the .CRT$XLA..XLZ sections in name order (mingw's
+   tlssup.c); `used` keeps the pointer in the object, and the linker keeps .CRT$ sections
+   (KEEP in its script) of every object it links: this file always is (its functions are the
+   OS layer), in the DLL and in an exe linked with the static library alike. */
+__attribute__((used, section(".CRT$XLY"))) const PIMAGE_TLS_CALLBACK _mi_win_tls_exit = &win_tls_exit;
 
 void _mi_prim_thread_init_auto_done(void) {
   if (mi_atomic_load_acquire(&win_fls_state) != 0) return;
   const DWORD key = FlsAlloc(&win_fls_done);
   if (key == FLS_OUT_OF_INDEXES) return;
   win_fls_key = key;
-  /* the callback must outlive every thread: keep this module loaded for good (as -z nodelete
+  /* the callbacks must outlive every thread: keep this module loaded for good (as -z nodelete
      does for the ELF shared library) */
   HMODULE self = NULL;
   (void)GetModuleHandleExA(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_PIN,
@@ -392,7 +457,8 @@ void _mi_prim_thread_done_auto_done(void) {
 }
 
 void _mi_prim_thread_associate_default_heap(mi_heap_t* heap) {
-  if (mi_atomic_load_acquire(&win_fls_state) == 1) {
+  /* an exited thread's heaps last one call: no slot value (the FLS callbacks have run) */
+  if (mi_atomic_load_acquire(&win_fls_state) == 1 && !_mi_prim_thread_is_exited()) {
     FlsSetValue(win_fls_key, heap);
   }
 }
