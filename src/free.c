@@ -16,8 +16,10 @@ mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p) {
   return (mi_block_t*)((uintptr_t)p - adjust);
 }
 
-/* Free by the owning thread into a page that needs attention (full, or empty afterwards). */
+/* Free by the owning thread into a page that needs attention (full, or empty afterwards, or
+   counted by the live view: MI_PAGE_LIVE_COUNT). */
 static void mi_free_block_local(mi_page_t* page, mi_block_t* block) {
+  mi_live_count_freed(page, 1);
   mi_page_push_owner_free(page, block);
   if (mi_unlikely(--page->used == 0)) {
     _mi_page_retire(page);
@@ -129,12 +131,8 @@ void _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) {
   if (!mi_secure_free_plain(page, p) && !_mi_secure_free_check(page, p, owner == _mi_thread_id())) return;
 #endif
   mi_block_t* block = (mi_page_has_aligned(page) ? _mi_page_ptr_unalign(page, p) : (mi_block_t*)p);
-  if (owner == _mi_thread_id()) {
-    mi_live_count_freed(page, 1);   /* MIMALLOC_LIVE: pages with MI_PAGE_LIVE_COUNT free here */
-    mi_free_block_local(page, block);
-  }
+  if (owner == _mi_thread_id()) mi_free_block_local(page, block);
   else if (owner == 0 && _mi_segment_reclaim_on_free(segment)) {
-    mi_live_count_freed(page, 1);
     mi_free_block_local(page, block);   /* reclaimed: the page is ours now */
   }
   else mi_free_block_mt(block, page, segment);
@@ -145,7 +143,6 @@ void _mi_free_delayed_block(mi_block_t* block) {
   mi_page_t* page = _mi_ptr_page(block);
   _mi_page_free_collect(page, false);
   _mi_stat_blocks_freed(page, mi_page_heap(page)->tld, 1);   /* not counted by the freeing thread */
-  mi_live_count_freed(page, 1);
   mi_free_block_local(page, block);
 }
 

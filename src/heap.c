@@ -80,13 +80,17 @@ static bool mi_heap_page_collect(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t
 
 /* In a fork child: a thread of the parent that was between the two CASes of the delayed-free
    handshake (free.c) left the page in MI_DELAYED_FREEING; it does not exist in the child, so
-   finish for it (its block is lost, a leak) or the owner would wait for it forever. */
+   finish for it (its block is lost, a leak) or the owner would wait for it forever. The live
+   view's counting flag goes too (the child publishes nothing unless it starts its own view):
+   its frees take the fast path again. Only pages that need it are written (each write copies
+   a page of the parent's metadata). */
 static bool mi_heap_page_fork_repair(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
   (void)heap; (void)pq; (void)arg;
   const uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
   if (mi_tf_delayed(tfree) == MI_DELAYED_FREEING) {
     mi_atomic_store_relaxed(&page->xthread_free, mi_tf_set_delayed(tfree, MI_NO_DELAYED_FREE));
   }
+  if ((mi_page_flags(page) & MI_PAGE_LIVE_COUNT) != 0) mi_page_flag_set(page, MI_PAGE_LIVE_COUNT, false);
   return true;
 }
 

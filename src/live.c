@@ -138,17 +138,7 @@ void _mi_live_fork_child(mi_tld_t* tld) {
     tld->live_next = 0;
     tld->live_exact = false;
   }
-  if (tld != NULL && __atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE)) {
-    /* frees go back to the fast path (the flag is set again if the child starts its own); only
-       flagged pages are written: each write copies a page of the parent's metadata */
-    for (mi_heap_t* heap = tld->heaps; heap != NULL; heap = heap->next) {
-      for (size_t q = 0; q <= MI_BIN_FULL; q++) {
-        for (mi_page_t* page = heap->pages[q].first; page != NULL; page = page->next) {
-          if ((mi_page_flags(page) & MI_PAGE_LIVE_COUNT) != 0) mi_page_flag_set(page, MI_PAGE_LIVE_COUNT, false);
-        }
-      }
-    }
-  }
+  /* (the pages' counting flags are cleared by _mi_heap_after_fork_child's walk) */
   mi_atomic_store_relaxed(&mi_live_starting, 0);   /* the child is single-threaded here */
   if (!__atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE)) return;
   __atomic_store_n(&_mi_live_enabled, false, __ATOMIC_RELEASE);

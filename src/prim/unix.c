@@ -337,24 +337,17 @@ static mi_msecs_t timeval_msecs(const struct timeval* tv) {
 }
 
 #if defined(__APPLE__)
-/* No /proc: current and peak resident size from Mach, else getrusage's peak, which macOS
-   reports in bytes (Linux: KiB). */
-void _mi_prim_process_info(mi_process_info_t* pinfo) {
-  struct rusage rusage;
-  getrusage(RUSAGE_SELF, &rusage);
-  pinfo->utime = timeval_msecs(&rusage.ru_utime);
-  pinfo->stime = timeval_msecs(&rusage.ru_stime);
-  pinfo->page_faults = (size_t)rusage.ru_majflt;
-  pinfo->peak_rss = (size_t)rusage.ru_maxrss;
-  pinfo->current_rss = 0;
+/* No /proc: current and peak resident size from Mach (0 when unknown). */
+static void unix_rss(size_t* current, size_t* peak) {
   struct mach_task_basic_info info;
   mach_msg_type_number_t count = MACH_TASK_BASIC_INFO_COUNT;
+  *current = 0; *peak = 0;
   if (task_info(mach_task_self(), MACH_TASK_BASIC_INFO, (task_info_t)&info, &count) == KERN_SUCCESS) {
-    pinfo->current_rss = (size_t)info.resident_size;
-    if (info.resident_size_max > 0) pinfo->peak_rss = (size_t)info.resident_size_max;
+    *current = (size_t)info.resident_size;
+    *peak = (size_t)info.resident_size_max;
   }
-  if (pinfo->peak_rss < pinfo->current_rss) pinfo->peak_rss = pinfo->current_rss;
 }
+#define MI_MAXRSS_UNIT  1      /* getrusage's ru_maxrss: bytes on macOS */
 #else
 /* Read a small /proc file into buf (NUL-terminated) without stdio; false if unreadable. */
 static bool unix_read_proc(const char* path, char* buf, size_t size) {
@@ -397,23 +390,28 @@ static size_t unix_peak_rss(void) {
   return 0;
 }
 
+static void unix_rss(size_t* current, size_t* peak) {
+  *current = unix_current_rss();
+  *peak = unix_peak_rss();
+}
+#define MI_MAXRSS_UNIT  1024   /* getrusage's ru_maxrss: KiB on Linux */
+#endif
+
 void _mi_prim_process_info(mi_process_info_t* pinfo) {
   struct rusage rusage;
   getrusage(RUSAGE_SELF, &rusage);
   pinfo->utime = timeval_msecs(&rusage.ru_utime);
   pinfo->stime = timeval_msecs(&rusage.ru_stime);
   pinfo->page_faults = (size_t)rusage.ru_majflt;
-  pinfo->peak_rss = unix_peak_rss();
-  if (pinfo->peak_rss == 0) pinfo->peak_rss = (size_t)rusage.ru_maxrss * 1024;  /* Linux reports KiB */
-  pinfo->current_rss = unix_current_rss();
-  /* ru_maxrss and statm are sampled differently: keep the peak at least every current seen */
+  unix_rss(&pinfo->current_rss, &pinfo->peak_rss);
+  if (pinfo->peak_rss == 0) pinfo->peak_rss = (size_t)rusage.ru_maxrss * MI_MAXRSS_UNIT;
+  /* the peak and current figures are sampled differently: keep the peak at least every current seen */
   static _Atomic(size_t) peak_seen;
   size_t peak = mi_atomic_load_relaxed(&peak_seen);
   while (peak < pinfo->current_rss && !mi_atomic_cas_weak_acq_rel(&peak_seen, &peak, pinfo->current_rss)) { }
   if (pinfo->peak_rss < pinfo->current_rss) pinfo->peak_rss = pinfo->current_rss;
   if (pinfo->peak_rss < peak) pinfo->peak_rss = peak;
 }
-#endif
 
 /* ---------------------------------------------------------------------------------------
    Output, environment, randomness
