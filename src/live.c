@@ -244,8 +244,6 @@ void _mi_live_publish(mi_tld_t* tld, bool force) {
     tld->live_frees_base = frees;
     tld->live_exact = true;
   }
-  tld->live_allocs = allocs - tld->live_allocs_base;
-  tld->live_frees = frees - tld->live_frees_base;
   /* peaks: over the figures published (reset on the viewer's request) */
   const uint64_t reset = mi_atomic_load_relaxed(&mi_live_map->reset_request);
   if (reset != tld->live_reset_seen) {
@@ -266,7 +264,7 @@ void _mi_live_publish(mi_tld_t* tld, bool force) {
               (long long)mi_atomic_load_relaxed(&doc->tid), tld->live_slot, (long long)_mi_process_elapsed(), heaps, pages);
   _mi_json_add(&t, "  \"blocks\": { \"current\": %lld, \"peak\": %lld }, \"bytes\": { \"current\": %lld, \"peak\": %lld },\n",
               (long long)total_blocks, (long long)tld->live_peak_blocks, (long long)total_bytes, (long long)tld->live_peak_bytes);
-  _mi_json_add(&t, "  \"allocs\": %lld, \"frees\": %lld,\n  \"bins\": [", (long long)tld->live_allocs, (long long)tld->live_frees);
+  _mi_json_add(&t, "  \"allocs\": %lld, \"frees\": %lld,\n  \"bins\": [", (long long)(allocs - tld->live_allocs_base), (long long)(frees - tld->live_frees_base));
   bool first = true;
   for (size_t b = 1; b <= MI_BIN_HUGE_INTERNAL; b++) {
     if (blocks[b] == 0 && tld->live_bin_peak[b] == 0) continue;

@@ -528,7 +528,6 @@ typedef struct mi_tld_s {
   bool                live_exact;     /* counting since the thread's start (else from its first
                                          publication: the base below) */
   int64_t             live_allocs_base, live_frees_base;
-  int64_t             live_allocs, live_frees;   /* as last published */
 } mi_tld_t;
 
 /* A heap. Owned by the thread that created it; only that thread allocates from it.
