@@ -140,11 +140,10 @@ static void mi_report_active(void) {
             : malloc_ours ? ", overrides malloc but not new/delete" : NULL);
 #endif
   if (serves == NULL) {
-    _mi_verbose_message("allocator loaded but not in use for malloc: " MI_VERSION_TEXT_FMT ")\n", MI_VERSION_TEXT_ARGS);
+    _mi_verbose_message("allocator loaded but not in use for malloc: " MI_VERSION_TEXT_FMT "; " MI_BUILD_NAME " build)\n", MI_VERSION_TEXT_ARGS);
     return;
   }
-  _mi_verbose_message("allocator active: " MI_VERSION_TEXT_FMT "; %s build%s)\n", MI_VERSION_TEXT_ARGS,
-                      (MI_DEBUG > 0 ? "debug" : "release"), serves);
+  _mi_verbose_message("allocator active: " MI_VERSION_TEXT_FMT "; " MI_BUILD_NAME " build%s)\n", MI_VERSION_TEXT_ARGS, serves);
 }
 
 /* The fork handlers are registered after init is complete: pthread_atfork may allocate.

@@ -27,7 +27,9 @@ typedef struct mi_option_desc_s {
   long        max;
 } mi_option_desc_t;
 
-#if MI_DEBUG > 0
+/* Checked builds say what they caught by default: a secure build that ignores a double free
+   or aborts on a corrupted free list without a word cannot be told from a crash. */
+#if MI_DEBUG > 0 || MI_SECURE > 0
 #define MI_DEFAULT_SHOW_ERRORS 1
 #else
 #define MI_DEFAULT_SHOW_ERRORS 0
@@ -184,15 +186,14 @@ void mi_option_enable(mi_option_t option)                     { mi_option_set_en
 void mi_option_disable(mi_option_t option)                    { mi_option_set_enabled(option, false); }
 
 void mi_options_print(void) mi_attr_noexcept {
-  _mi_message(MI_VERSION_TEXT_FMT ")%s\n", MI_VERSION_TEXT_ARGS,
-              (MI_DEBUG > 0 ? ", debug build" : ""));
+  _mi_message(MI_VERSION_TEXT_FMT "; " MI_BUILD_NAME " build)\n", MI_VERSION_TEXT_ARGS);
   for (int i = 0; i < MI_OPTION_COUNT; i++) {
     const mi_option_desc_t* desc = &mi_options[i];
     _mi_message("option '%s': %ld%s\n", desc->name, mi_option_get(desc->option), (desc->is_kib ? " KiB" : ""));
   }
   _mi_message("debug level : %d\n", MI_DEBUG);
   _mi_message("secure level: %d\n", MI_SECURE);
-  _mi_message("mem tracking: none\n");
+  _mi_message("mem tracking: " MI_TRACK_NAME "\n");
 }
 
 static char mi_upper(char c) { return (c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c); }
@@ -277,16 +278,32 @@ static void mi_option_value_str(const mi_option_desc_t* desc, long value, char* 
   _mi_snprintf(buf, size, "%ld %s", value, units[u]);
 }
 
+/* "MIMALLOC_<NAME>" in upper case, as messages name a variable */
+static void mi_env_name(char* buf, size_t size, const char* name) {
+  _mi_snprintf(buf, size, "MIMALLOC_%s", name);
+  for (size_t i = 0; i < size && buf[i] != 0; i++) buf[i] = mi_upper(buf[i]);
+}
+
 static void mi_option_init(mi_option_desc_t* desc) {
   char name[64];
   char value[65];
-  _mi_snprintf(name, sizeof(name), "MIMALLOC_%s", desc->name);
+  mi_env_name(name, sizeof(name), desc->name);
   bool found = _mi_prim_getenv(name, value, sizeof(value));
-  if (!found && desc->legacy_name != NULL) {
-    _mi_snprintf(name, sizeof(name), "MIMALLOC_%s", desc->legacy_name);
-    found = _mi_prim_getenv(name, value, sizeof(value));
-    if (found) {
-      _mi_warning_message("environment option \"mimalloc_%s\" is deprecated -- use \"mimalloc_%s\" instead.\n", desc->legacy_name, desc->name);
+  if (desc->legacy_name != NULL) {
+    /* a legacy name works, but is reported like a typo (always): it is mimalloc's old
+       spelling, and a user who set both should know which one counts */
+    char legacy[64];
+    char legacy_value[65];
+    mi_env_name(legacy, sizeof(legacy), desc->legacy_name);
+    if (_mi_prim_getenv(legacy, legacy_value, sizeof(legacy_value))) {
+      if (found) {
+        _mi_warning_always("environment option %s is deprecated and ignored: %s is set.\n", legacy, name);
+      }
+      else {
+        _mi_warning_always("environment option %s is deprecated; use %s (its value is applied to it).\n", legacy, name);
+        memcpy(value, legacy_value, sizeof(value));
+        found = true;
+      }
     }
   }
   if (found) {
@@ -361,6 +378,19 @@ static void mi_env_check_entry(const char* entry, void* arg) {
   const char* name = entry + sizeof(prefix) - 1;
   size_t len = 0;
   while (name[len] != 0 && name[len] != '=') len++;
+  char shown[64];
+  _mi_snprintf(shown, sizeof(shown), "%s", entry);
+  for (size_t i = 0; i < sizeof(shown) && shown[i] != 0; i++) if (shown[i] == '=') { shown[i] = 0; break; }
+  /* mimalloc's retired options (MIMALLOC_PAGE_RESET, _SEGMENT_CACHE, _SEGMENT_RESET) are now
+     the placeholders deprecated_<name>: the old name does nothing, which the user must learn */
+  static const char retired[] = "deprecated_";
+  for (size_t k = 0; k < MI_OPTION_COUNT; k++) {
+    const char* known = mi_options[k].name;
+    if (strncmp(known, retired, sizeof(retired) - 1) == 0 && mi_name_equals(name, len, known + sizeof(retired) - 1)) {
+      _mi_warning_always("environment option %s is deprecated and has no effect (ignored).\n", shown);
+      return;
+    }
+  }
   const char* closest = NULL;
   size_t closest_dist = 3;
   for (size_t k = 0; k < 2 * MI_OPTION_COUNT + sizeof(mi_env_extra_names) / sizeof(mi_env_extra_names[0]); k++) {
@@ -372,9 +402,6 @@ static void mi_env_check_entry(const char* entry, void* arg) {
     const size_t d = mi_name_distance(name, len, known);
     if (d < closest_dist) { closest_dist = d; closest = known; }
   }
-  char shown[64];
-  _mi_snprintf(shown, sizeof(shown), "%s", entry);
-  for (size_t i = 0; i < sizeof(shown) && shown[i] != 0; i++) if (shown[i] == '=') { shown[i] = 0; break; }
   /* a typo: distance 1 for short names, 2 for longer ones (distance 0: only '_' or case differ) */
   const size_t limit = (len <= 6 ? 1 : 2);
   if (closest != NULL && closest_dist <= limit) {
@@ -505,18 +532,24 @@ void mi_register_error(mi_error_fun* fun, void* arg) {
 }
 
 void _mi_error_message(int err, const char* fmt, ...) {
-  if (mi_should_show(&mi_error_count, mi_option_max_errors)) {
+  mi_error_fun* handler = mi_atomic_load_acquire(&mi_error_handler);
+  /* corrupted metadata: checked builds do not continue without a handler that decides */
+  const bool fatal = ((MI_DEBUG > 0 || MI_SECURE > 0) && err == EFAULT && handler == NULL);
+  /* the reason for an abort is shown beyond max_errors (only show_errors=0 silences it) */
+  const bool show = mi_should_show(&mi_error_count, mi_option_max_errors)
+                    || (fatal && mi_option_is_enabled(mi_option_show_errors));
+  if (show) {
     va_list args;
     va_start(args, fmt);
     mi_vfprintf("mimalloc: error: ", fmt, args);
     va_end(args);
   }
-  mi_error_fun* handler = mi_atomic_load_acquire(&mi_error_handler);
   if (handler != NULL) {
     handler(err, mi_atomic_load_acquire(&mi_error_arg));
   }
-  else if ((MI_DEBUG > 0 || MI_SECURE > 0) && err == EFAULT) {
-    abort();   /* corrupted metadata: do not continue in checked builds */
+  else if (fatal) {
+    if (show) _mi_message("aborting: the heap is corrupted (the error above); a handler registered with mi_register_error would decide instead\n");
+    abort();
   }
 }
 

@@ -12,6 +12,26 @@
 # (test/macos-check.sh, Zig's C compiler).
 # Usage: test/run.sh [--quick]   (--quick: the Release build only)
 set -euo pipefail
+# Suites that need a toolchain beyond C/C++: skipped with a message when it is missing, failed
+# instead when MI_TEST_REQUIRE_ALL=1 (CI installs every toolchain and sets it). Each suite names
+# what it needs and how to install it; the README and docs/testing.md give the same commands
+# (test/docs/check-install-hints.sh compares them).
+OPTIONAL_SUITES=(
+  "rust|bindings/rust/run-tests.sh|cargo|install Rust with rustup"
+  "d|bindings/d/run-tests.sh|ldc2 gdc dub|apt-get install ldc gdc dub"
+  "cross|test/cross.sh|qemu-aarch64-static qemu-riscv64-static aarch64-linux-gnu-gcc aarch64-linux-gnu-g++ riscv64-linux-gnu-gcc riscv64-linux-gnu-g++|apt-get install qemu-user-static gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-riscv64-linux-gnu g++-riscv64-linux-gnu"
+  "musl|test/musl.sh|musl-gcc|apt-get install musl-tools"
+  "windows|test/windows.sh|x86_64-w64-mingw32-gcc-win32 x86_64-w64-mingw32-g++-win32 wine wineboot wineserver|apt-get install g++-mingw-w64-x86-64-win32 wine wine64"
+  "macos|test/macos-check.sh|ziglang file|pip install ziglang; apt-get install file"
+)
+if [ "${1:-}" = "--list-optional" ]; then   # name, what it needs, how to install it
+  for s in "${OPTIONAL_SUITES[@]}"; do IFS='|' read -r n _ needs how <<<"$s"; printf '%s\t%s\t%s\n' "$n" "$needs" "$how"; done
+  exit 0
+fi
+have() {   # a command, or ziglang: Zig's C compiler from PyPI (a Python module, not a command)
+  if [ "$1" = ziglang ]; then python3 -m ziglang version >/dev/null 2>&1; else command -v "$1" >/dev/null 2>&1; fi
+}
+
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
 gen=()
@@ -44,28 +64,20 @@ TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan -DCMAKE_BUILD_TY
 # the debug build's checks run on the freeing thread (padding, double-free search): race-free too
 TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan-debug -DCMAKE_BUILD_TYPE=Debug -DMI_SANITIZE=thread -- -L stress
 
-# Suites that need a toolchain beyond C/C++: skipped with a message when it is missing, failed
-# instead when MI_TEST_REQUIRE_ALL=1 (CI installs every toolchain and sets it).
 skipped=()
-run_optional() {   # name, script, then the commands it needs
-  local name=$1 script=$2; shift 2
-  local missing=()
-  for c in "$@"; do command -v "$c" >/dev/null 2>&1 || missing+=("$c"); done
+for suite in "${OPTIONAL_SUITES[@]}"; do
+  IFS='|' read -r name script needs how <<<"$suite"
+  missing=()
+  for c in $needs; do have "$c" || missing+=("$c"); done
   if [ ${#missing[@]} -gt 0 ]; then
-    if [ "${MI_TEST_REQUIRE_ALL:-0}" = 1 ]; then echo "=== $name: missing ${missing[*]}"; exit 1; fi
-    echo "=== $name: skipped (not installed: ${missing[*]})"
+    if [ "${MI_TEST_REQUIRE_ALL:-0}" = 1 ]; then echo "=== $name: missing ${missing[*]} ($how)"; exit 1; fi
+    echo "=== $name: skipped (not installed: ${missing[*]}; $how)"
     skipped+=("$name")
-    return 0
+    continue
   fi
   echo "=== $name: $script"
   bash "$root/$script"
-}
-run_optional rust bindings/rust/run-tests.sh cargo
-run_optional d bindings/d/run-tests.sh ldc2 gdc dub
-run_optional cross test/cross.sh qemu-aarch64-static qemu-riscv64-static aarch64-linux-gnu-gcc aarch64-linux-gnu-g++ riscv64-linux-gnu-gcc riscv64-linux-gnu-g++
-run_optional musl test/musl.sh musl-gcc
-run_optional windows test/windows.sh x86_64-w64-mingw32-gcc-win32 x86_64-w64-mingw32-g++-win32 wine wineboot wineserver
-run_optional macos test/macos-check.sh python-zig file
+done
 if [ ${#skipped[@]} -gt 0 ]; then
   echo "=== all test suites passed; skipped for want of a toolchain: ${skipped[*]}"
 else

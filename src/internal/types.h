@@ -67,6 +67,26 @@
 #if MI_GUARDED > 0 && MI_SECURE == 0
 #error "MI_GUARDED needs MI_SECURE (the guarded block's header is keyed with the page's keys)"
 #endif
+/* The build's name in messages (the start-up line, mi_options_print), so a user can tell which
+   library is loaded: "release", "debug", "secure", "debug secure", "valgrind" or "asan". */
+#if MI_TRACK_VALGRIND
+#define MI_BUILD_NAME "valgrind"
+#define MI_TRACK_NAME "valgrind"
+#elif MI_TRACK_ASAN
+#define MI_BUILD_NAME "asan"
+#define MI_TRACK_NAME "asan"
+#elif MI_DEBUG > 0 && MI_SECURE > 0
+#define MI_BUILD_NAME "debug secure"
+#elif MI_DEBUG > 0
+#define MI_BUILD_NAME "debug"
+#elif MI_SECURE > 0
+#define MI_BUILD_NAME "secure"
+#else
+#define MI_BUILD_NAME "release"
+#endif
+#ifndef MI_TRACK_NAME
+#define MI_TRACK_NAME "none"   /* the memory checker a tracking build informs (track.h) */
+#endif
 #ifndef MI_STAT
 #if MI_DEBUG > 0
 #define MI_STAT 2             /* 2: also every malloc/free per size bin (costs on the fast paths) */

@@ -6,7 +6,7 @@ Runs opt-probe / opt-api in a clean environment (nothing inherited but PATH and 
 settings, i.e. like `env -i PATH=...`) plus the MIMALLOC_* variables of each case, and checks
 values and stderr exactly.
 
-usage: run-options.py --probe P --probe-static PS --api A --api-static AS [--debug 0|1]
+usage: run-options.py --probe P --probe-static PS --api A --api-static AS [--build NAME]
                       [--wrapper "valgrind -q --error-exitcode=99"] GROUP...
 
 Groups:
@@ -23,8 +23,9 @@ Groups:
                the ranges (value stored, warning or not), 300 runs with a fixed seed
   invalid      malformed values: default kept, exactly one warning line naming the variable,
                unless show_errors was set to 0 (verbose shows it anyway)
-  legacy       legacy variable names: used when the new name is absent, deprecation warning,
-               new name wins
+  legacy       legacy variable names: used when the new name is absent, with a deprecation
+               warning shown by default; with both names the new one wins and the legacy one
+               is reported as ignored; mimalloc's retired names are reported as having no effect
   api-basic    opt-api basic (shared and static library): enable/disable/set_enabled(_default),
                get_clamp, get_size, out-of-range options, guarded min/max, set_default, aliases
   api-env      opt-api env: set beats the environment; set_default loses to an environment value
@@ -309,7 +310,17 @@ def model_parse(name, text):
 
 
 def warn_legacy(old, new):
-    return 'mimalloc: warning: environment option "mimalloc_%s" is deprecated -- use "mimalloc_%s" instead.\n' % (old, new)
+    return ("mimalloc: warning: environment option MIMALLOC_%s is deprecated; use MIMALLOC_%s (its value is applied to it).\n"
+            % (old.upper(), new.upper()))
+
+
+def warn_legacy_ignored(old, new):
+    return ("mimalloc: warning: environment option MIMALLOC_%s is deprecated and ignored: MIMALLOC_%s is set.\n"
+            % (old.upper(), new.upper()))
+
+
+def warn_retired(var):
+    return "mimalloc: warning: environment option %s is deprecated and has no effect (ignored).\n" % var
 
 
 # ---------------------------------------------------------------------------------------
@@ -464,7 +475,7 @@ def group_unknown(ctx):
         ({"MIMALLOC_RESERVE_OS_MEMMORY": "1G"}, [("MIMALLOC_RESERVE_OS_MEMMORY", "RESERVE_OS_MEMORY")]),
         ({"MIMALLOC_SHOW_LEAK": "1"}, [("MIMALLOC_SHOW_LEAK", "SHOW_LEAKS")]),
         ({"MIMALLOC_RESETDELAY": "1"}, [("MIMALLOC_RESETDELAY", "RESET_DELAY")]),
-        ({"MIMALLOC_FOO": "1", "MIMALLOC_PAGE_RESET": "1"}, [("MIMALLOC_FOO", None), ("MIMALLOC_PAGE_RESET", None)]),
+        ({"MIMALLOC_FOO": "1", "MIMALLOC_PAGE_RESETS": "1"}, [("MIMALLOC_FOO", None), ("MIMALLOC_PAGE_RESETS", None)]),
         ({"MIMALLOC_THIS_IS_NOT_AN_OPTION": "x"}, [("MIMALLOC_THIS_IS_NOT_AN_OPTION", None)]),
         ({"MIMALLOC_TAG": "1"}, [("MIMALLOC_TAG", None)]),   # short name: distance 2 is not a typo
         # known names never warn: options, legacy names, settings outside the table
@@ -674,12 +685,18 @@ def group_legacy(ctx):
         if r is not None:
             check_dump(ctx, r[0], {INDEX["show_errors"]: 1, i: value}, what)
             ctx.eq(r[1], warn_legacy(old, new), what, "stderr")
+        # reported without show_errors, like a misspelled name
+        what = "legacy MIMALLOC_%s=%s (show_errors unset)" % (old.upper(), text)
+        r = ctx.probe({"MIMALLOC_" + old.upper(): text}, what)
+        if r is not None:
+            check_dump(ctx, r[0], {i: value}, what)
+            ctx.eq(r[1], warn_legacy(old, new), what, "stderr")
         what = "legacy MIMALLOC_%s=%s (show_errors=0)" % (old.upper(), text)
         r = ctx.probe({"MIMALLOC_SHOW_ERRORS": "0", "MIMALLOC_" + old.upper(): text}, what)
         if r is not None:
             check_dump(ctx, r[0], {i: value, INDEX["show_errors"]: 0}, what)
             ctx.eq(r[1], "", what, "stderr")
-        # both names: the new one wins and the legacy one is not even looked at (no warning)
+        # both names: the new one wins, and the legacy one is reported as ignored
         new_text, new_value = {"arena_eager_commit": ("1", 1), "purge_decommits": ("1", 1),
                                "allow_large_os_pages": ("0", 0), "abandoned_page_purge": ("0", 0),
                                "purge_delay": ("33", 33), "disallow_os_alloc": ("0", 0),
@@ -694,13 +711,24 @@ def group_legacy(ctx):
             r = ctx.probe(env, what)
             if r is not None:
                 check_dump(ctx, r[0], {INDEX["show_errors"]: 1, i: new_value}, what)
-                ctx.eq(r[1], "", what, "stderr")
+                ctx.eq(r[1], warn_legacy_ignored(old, new), what, "stderr")
         # the new name with a bad value still hides the legacy one
         what = "legacy MIMALLOC_%s=%s with %s=bad" % (old.upper(), text, env_name(new))
         r = ctx.probe({"MIMALLOC_SHOW_ERRORS": "1", "MIMALLOC_" + old.upper(): text, env_name(new): "bad"}, what)
         if r is not None:
             check_dump(ctx, r[0], {INDEX["show_errors"]: 1}, what)
-            ctx.eq(r[1], warn_invalid(new), what, "stderr")
+            ctx.eq(r[1], warn_legacy_ignored(old, new) + warn_invalid(new), what, "stderr")
+    # mimalloc's retired names do nothing: always reported (show_errors=0 silences them)
+    for var in ("MIMALLOC_PAGE_RESET", "MIMALLOC_SEGMENT_CACHE", "mimalloc_segment_reset"):
+        for show in (None, "1", "0"):
+            env = {var: "1"}
+            if show is not None:
+                env["MIMALLOC_SHOW_ERRORS"] = show
+            what = "retired %s=1 (show_errors %s)" % (var, show or "unset")
+            r = ctx.probe(env, what)
+            if r is not None:
+                check_dump(ctx, r[0], {} if show is None else {INDEX["show_errors"]: int(show)}, what)
+                ctx.eq(r[1], "" if show == "0" else warn_retired(var), what, "stderr")
     # case-insensitive legacy name
     what = "legacy mimalloc_reset_delay=3"
     r = ctx.probe({"mimalloc_reset_delay": "3", "MIMALLOC_SHOW_ERRORS": "1"}, what)
@@ -907,7 +935,7 @@ def group_verbose_startup(ctx):
 
 
 def group_print_levels(ctx):
-    what = "mi_options_print prints debug, secure and tracking levels"
+    what = "mi_options_print names the build and prints debug, secure and tracking levels"
     r = ctx.probe({"MIMALLOC_SHOW_ERRORS": "0"}, what, ("print",))
     if r is None:
         return
@@ -915,6 +943,20 @@ def group_print_levels(ctx):
     for word in ("debug", "secure", "track"):
         ctx.check(any(l.startswith("mimalloc: ") and word in l and "option '" not in l for l in lines), what,
                   "no %s line in %r" % (word, lines[-4:]))
+    head = [l for l in lines if "independent implementation of the mimalloc" in l]
+    ctx.check(len(head) == 1 and head[0].endswith(" API; %s build)" % ctx.args.build), what,
+              "the version line should name the %s build: %r" % (ctx.args.build, head))
+    tracking = {"valgrind": "valgrind", "asan": "asan"}.get(ctx.args.build, "none")
+    ctx.check("mimalloc: mem tracking: %s" % tracking in lines, what,
+              "expected the line 'mem tracking: %s' in %r" % (tracking, lines[-4:]))
+    # the start-up line (MIMALLOC_VERBOSE=1) names the build too
+    what = "the start-up line names the %s build" % ctx.args.build
+    r = ctx.probe({"MIMALLOC_VERBOSE": "1"}, what)
+    if r is None:
+        return
+    start = [l for l in r[1].splitlines() if l.startswith("mimalloc: allocator ")]
+    ctx.check(len(start) == 1 and ("; %s build" % ctx.args.build) in start[0], what,
+              "expected one 'allocator active/loaded' line naming the %s build: %r" % (ctx.args.build, start))
 
 
 def group_thread_prefix(ctx):
@@ -947,10 +989,13 @@ def main():
     ap.add_argument("--probe-static", required=True)
     ap.add_argument("--api", required=True)
     ap.add_argument("--api-static", required=True)
-    ap.add_argument("--debug", type=int, default=0)
+    ap.add_argument("--build", default="release",
+                    help="the build's name as the start-up line gives it (release, debug, secure, debug secure, valgrind, asan)")
     ap.add_argument("--wrapper", default="")
     ap.add_argument("groups", nargs="+")
     args = ap.parse_args()
+    # debug and secure builds show errors by default
+    args.debug = ("debug" in args.build.split() or "secure" in args.build.split())
     ctx = Ctx(args)
     for g in args.groups:
         if g == "all":

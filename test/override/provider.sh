@@ -9,10 +9,12 @@
 # check is not made and nothing is printed. Exit 77 (skip) only if no other allocator exists.
 # Also: a non-PIE python3 (its PLT stub for malloc is not a definition) under the preload, and
 # a program whose own operators from mimalloc-new-delete.h forward to us: both "active".
-# (Debug builds show errors by default: there the warning comes without options too.)
-# usage: provider.sh <libmimalloc.so> <program> <program with mimalloc-new-delete.h operators> <debug 0|1>
+# The active line names the build (release, debug, secure, debug secure, valgrind, asan).
+# (Debug and secure builds show errors by default: there the warning comes without options too.)
+# usage: provider.sh <libmimalloc.so> <program> <program with mimalloc-new-delete.h operators> <build name>
 set -u
-lib=$1 prog=$2 nd_prog=$3 debug=${4:-0}
+lib=$1 prog=$2 nd_prog=$3 build=${4:-release}
+case " $build " in *" debug "*|*" secure "*) errors_default=1 ;; *) errors_default=0 ;; esac
 fails=0 ran=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 run() {   # preload, env... -> stderr in $err
@@ -21,8 +23,8 @@ run() {   # preload, env... -> stderr in $err
 }
 
 run "$lib" MIMALLOC_VERBOSE=1
-grep -q "^mimalloc: allocator active: version [0-9.]* (independent implementation of the mimalloc 2.4.1 API; [a-z]* build, overrides malloc and new/delete)$" <<<"$err" \
-  || fail "ours alone: no truthful active line: $err"
+grep -q "^mimalloc: allocator active: version [0-9.]* (independent implementation of the mimalloc 2.4.1 API; $build build, overrides malloc and new/delete)$" <<<"$err" \
+  || fail "ours alone: no truthful active line naming the $build build: $err"
 grep -q "warning: loaded, but" <<<"$err" && fail "ours alone: a false warning: $err"
 run "$lib"
 [ -z "$err" ] || fail "ours alone, no options: stderr not empty: $err"
@@ -49,8 +51,8 @@ for other in libjemalloc.so.2 libtcmalloc_minimal.so.4 libmimalloc.so.2; do
   grep -q "$want" <<<"$err" || fail "$other first, show_errors: no warning: $err"
   grep -q "not in use\|allocator active" <<<"$err" && fail "$other first, show_errors: verbose lines: $err"
   run "$libdir/$other:$lib"
-  if [ "$debug" = 1 ]; then
-    [ "$err" = "${want:1:-1}" ] || fail "$other first, no options (debug build): not just the warning: $err"
+  if [ "$errors_default" = 1 ]; then
+    [ "$err" = "${want:1:-1}" ] || fail "$other first, no options ($build build): not just the warning: $err"
   else
     [ -z "$err" ] || fail "$other first, no options: stderr not empty: $err"
   fi
