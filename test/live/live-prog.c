@@ -13,6 +13,8 @@
    that it shows its main thread with 6001 allocations (1000 of them in a heap it deleted, one
    the heap itself), and exits, printing "child-live P S"
    (S: exit status, 0 when its checks passed).
+   Before phase 1 the main thread frees an 8 MiB block and purges it (mi_collect(true)), so
+   that the process document's `purged` and `purge_calls` are not zero (the page shows them).
    Blocks come from mi_malloc (sanitizer builds do not override malloc). */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -128,6 +130,10 @@ static int child_with_live(void) {
 int main(int argc, char** argv) {
   const bool do_fork = (argc > 1 && strcmp(argv[1], "fork") == 0);
   setvbuf(stdout, NULL, _IOLBF, 0);
+  void* big = mi_malloc(8u << 20);
+  memset(big, 1, 8u << 20);
+  mi_free(big);
+  mi_collect(true);
   pthread_t t[WORKERS];
   for (int i = 0; i < WORKERS; i++) pthread_create(&t[i], NULL, &worker, (void*)(intptr_t)i);
   step(1);

@@ -14,7 +14,11 @@ checks what tools/mimalloc-live reads at each one:
   - without the option: no file and no extra thread;
   - the viewer's HTTP server: the page, /live.json, POST /reset, POST /interval;
   - `clean` removes the file of an ended process and keeps a running one's;
-  - in headless Chromium (when installed), the page shows the workers and draws the chart.
+  - in headless Chromium (when installed), the page rendered from a snapshot of /live.json
+    shows every card's value, every thread row and every size-class row exactly as that JSON
+    gives it (formatted here, independently of the page), marks no field as missing, and
+    draws the chart; from a snapshot that lacks a field, it marks that card as missing
+    (the page's expected text, its DOM and the fixed-snapshot server: live_page.py).
 usage: run-live.py PROGRAM VIEWER [SCREENSHOT.png]
 """
 import json
@@ -27,6 +31,9 @@ import tempfile
 import time
 import urllib.request
 from importlib.machinery import SourceFileLoader
+
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+from live_page import BROWSER_FLAGS, DASH, browser_dom, expected_view, shown_view  # noqa: E402
 
 PROG, VIEWER = sys.argv[1], sys.argv[2]
 SHOT = sys.argv[3] if len(sys.argv) > 3 else None
@@ -160,12 +167,13 @@ def run_live():
     prog.next()
     prog.until_ready(2)
     phase_checks(prog, live, 2)
+    view_snap = live.snapshot()   # for the page: peaks above the current figures, frees per second
     live.reset_peaks()
     prog.next()
     prog.until_ready(3)
     phase_checks(prog, live, 3)
     # the viewer's server, while the program runs (its reset comes after the peak checks)
-    serve_checks(prog, pid)
+    serve_checks(prog, pid, view_snap)
     prog.next()
     prog.until_ready(4)
     tids = {tid for tid, _, _ in prog.workers.values()}
@@ -188,7 +196,7 @@ def clean_checks(running):
         os.unlink(stale)
 
 
-def serve_checks(prog, pid):
+def serve_checks(prog, pid, view_snap):
     srv = subprocess.Popen([sys.executable, VIEWER, "serve", str(pid), "--listen", "127.0.0.1:0"],
                            stdout=subprocess.PIPE, text=True)
     try:
@@ -211,7 +219,7 @@ def serve_checks(prog, pid):
         check(json.loads(r.read()).get("interval_ms") == 200, "POST /interval did not answer")
         check(prog_header(pid, -2) == 200, f"POST /interval: the program's interval is {prog_header(pid, -2)} ms, expected 200")
         urllib.request.urlopen(urllib.request.Request(base + "/interval?ms=50", method="POST", data=b""), timeout=10)
-        browser_checks(base, tids)
+        browser_checks(base, page.encode(), view_snap, tids)
     finally:
         srv.terminate()
         srv.wait(timeout=10)
@@ -224,28 +232,54 @@ def prog_header(pid, field=-1):
     return live_mod.HEADER.unpack(data)[field]
 
 
-def browser_checks(base, tids):
+def browser_checks(base, page, snap, tids):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         print("SKIP browser check: chromium not installed (Debian: apt-get install chromium)")
         return
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--virtual-time-budget=4000", "--window-size=1280,900"]
-    with tempfile.TemporaryDirectory() as ud:
-        out = subprocess.run([chromium, *flags, f"--user-data-dir={ud}", "--dump-dom", base + "/"],
-                             capture_output=True, text=True, timeout=120)
-        dom = out.stdout
-        for tid in tids:
-            check(f'data-tid="{tid}"' in dom, f"browser: the page shows no row for thread {tid}")
-        pts = re.findall(r'<polyline[^>]*points="([^"]*)"', dom)
-        check(len(pts) >= 3 and all(len(p.split()) >= 2 for p in pts), f"browser: the chart has no lines ({len(pts)} polylines)")
-        check("live-worker-0" in dom, "browser: thread names missing")
-        if SHOT:
-            subprocess.run([chromium, *flags, f"--user-data-dir={ud}", f"--screenshot={SHOT}", base + "/"],
+    # snap: the driver's own reader's snapshot of phase 2 (json.dumps of it is what /live.json
+    # serves). The threads' peaks and the in-use and RSS peaks differ from the current figures
+    # (a page that swaps them fails), and the workers' rates are known, where the server's fresh reader gives null until it has seen
+    # two publications of a thread.
+    check(snap["process"]["purged"] > 0 and snap["process"]["purge_calls"] > 0,
+          f"the program purged nothing (purged {snap['process']['purged']}): the purged card would show 0 B on any page")
+    want_cards, want_threads, want_classes = expected_view(snap)
+    cards, threads, classes, points, nthreads = shown_view(browser_dom(chromium, page, snap))
+    check([c[0] for c in cards] == [c[0] for c in want_cards],
+          f"browser: cards {[c[0] for c in cards]}, expected {[c[0] for c in want_cards]}")
+    for (label, v, sub, missing), (wlabel, wv, wsub) in zip(cards, want_cards):
+        check(missing is None, f"browser: card {label!r}: fields not in the JSON: {missing}")
+        check(label == wlabel and v == wv and sub == wsub and DASH not in v + sub,
+              f"browser: card {label!r} shows {v!r} / {sub!r}, expected {wv!r} / {wsub!r}")
+    check(nthreads == f"({len(snap['threads'])})", f"browser: thread count {nthreads!r}, expected ({len(snap['threads'])})")
+    check(set(threads) == set(want_threads), f"browser: thread rows {sorted(threads)}, expected {sorted(want_threads)}")
+    for tid in tids:
+        check(str(tid) in threads, f"browser: the page shows no row for thread {tid}")
+    for tid, (cells, missing) in threads.items():
+        check(missing is None, f"browser: thread {tid}: fields not in the JSON: {missing}")
+        check(cells == want_threads.get(tid), f"browser: thread {tid} shows {cells}, expected {want_threads.get(tid)}")
+    check(len(classes) == len(want_classes) > 0, f"browser: {len(classes)} size-class rows, expected {len(want_classes)}")
+    for i, ((cells, missing), want) in enumerate(zip(classes, want_classes)):
+        check(missing is None, f"browser: size class {cells[:1]}: fields not in the JSON: {missing}")
+        check(cells == want, f"browser: size-class row {i} shows {cells}, expected {want}")
+    check(len(points) >= 3 and all(len(p.split()) >= 2 for p in points), f"browser: the chart has no lines ({len(points)} polylines)")
+    check(any(t["name"] == "live-worker-0" for t in snap["threads"]), "the snapshot lacks the workers' names")
+    # a field the page reads that the JSON lacks shows as an error, not as a quiet "–"
+    broken = json.loads(json.dumps(snap))
+    del broken["process"]["purged"]
+    del broken["threads"][0]["msecs"]
+    cards, threads, _, _, _ = shown_view(browser_dom(chromium, page, broken))
+    marks = {c[0]: c[3] for c in cards}
+    check(marks.get("purged") == "process.purged" and all(m is None for k, m in marks.items() if k != "purged"),
+          f"browser: without process.purged, the cards' missing marks are {marks}, expected the purged card's only")
+    tid0 = str(broken["threads"][0]["tid"])
+    check(threads.get(tid0, ([], None))[1] == "msecs",
+          f"browser: without msecs, thread {tid0}'s missing mark is {threads.get(tid0, ([], None))[1]!r}, expected 'msecs'")
+    if SHOT:   # the real viewer, as a user sees it
+        with tempfile.TemporaryDirectory() as ud:
+            subprocess.run([chromium, *BROWSER_FLAGS, f"--user-data-dir={ud}", f"--screenshot={SHOT}", base + "/"],
                            capture_output=True, timeout=120)
-            print(f"browser screenshot: {SHOT}" if os.path.exists(SHOT) else "browser screenshot: not written")
-
+        print(f"browser screenshot: {SHOT}" if os.path.exists(SHOT) else "browser screenshot: not written")
 
 def run_off():
     prog = Prog({})
