@@ -93,6 +93,7 @@ static void mi_fork_prepare(void);
 static void mi_fork_parent(void);
 static void mi_fork_child(void);
 
+static void mi_process_init_env(void);
 static _Atomic(int) mi_process_init_state;   /* 0: not started, 1: running, 2: done */
 static _Atomic(uintptr_t) mi_process_init_thread;
 
@@ -210,6 +211,18 @@ void mi_process_init(void) mi_attr_noexcept {
     _mi_prim_thread_associate_default_heap(&_mi_heap_main);
   }
   mi_register_fork_handlers();
+  if (_mi_prim_env_ready()) mi_process_init_env();
+  /* else a .preinit_array function allocated (AddressSanitizer's start-up, with the ASan
+     tracking object linked in) before libc set `environ`: the options are still unread, and
+     what depends on them waits for the library's constructor */
+}
+
+/* The part of process init that acts on the options: once, when the environment is readable. */
+static _Atomic(int) mi_process_env_state;   /* 0: not yet, 1: done */
+
+static void mi_process_init_env(void) {
+  int expected = 0;
+  if (!mi_atomic_cas_strong_acq_rel(&mi_process_env_state, &expected, 1)) return;
   mi_report_active();
   if (mi_option_is_enabled(mi_option_verbose)) mi_options_print();
   _mi_arenas_init_reserve();   /* MIMALLOC_RESERVE_HUGE_OS_PAGES(_AT), MIMALLOC_RESERVE_OS_MEMORY */
@@ -239,6 +252,10 @@ void mi_process_done(void) mi_attr_noexcept {
 #if defined(__GNUC__)
 __attribute__((constructor)) static void mi_process_load(void) {
   mi_process_init();
+  if (mi_atomic_load_acquire(&mi_process_env_state) == 0 && _mi_prim_env_ready()) {
+    _mi_options_init();   /* init ran before `environ` was set: read the options now */
+    mi_process_init_env();
+  }
 }
 __attribute__((destructor)) static void mi_process_unload(void) {
   mi_process_done();

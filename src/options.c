@@ -326,7 +326,7 @@ static void mi_option_init(mi_option_desc_t* desc) {
       _mi_warning_always("environment option mimalloc_%s has an invalid value.\n", desc->name);
     }
   }
-  else if (_mi_process_is_initialized) {
+  else if (_mi_process_is_initialized && _mi_prim_env_ready()) {
     mi_atomic_store_release(&desc->init, MI_DEFAULTED);   /* the environment was accessible: it is absent */
   }
 }

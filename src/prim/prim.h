@@ -133,6 +133,11 @@ int   _mi_prim_symbol_provider(const char* name, const void* self, void** addr, 
    the process heap, GetEnvironmentStringsW). Called once, at process init. */
 bool  _mi_prim_env_visit(void (*visit)(const char* entry, void* arg), void* arg);
 
+/* True once the environment can be read: false only early in a process's start (a
+   .preinit_array function, as AddressSanitizer's start-up, runs before libc sets `environ`),
+   when _mi_prim_getenv finds nothing although the variable may be set. */
+bool  _mi_prim_env_ready(void);
+
 /* False only if the environment is readable and no variable's name starts with `prefix`
    (case-insensitively): one pass over the environment, for skipping many _mi_prim_getenv. */
 bool  _mi_prim_env_may_have(const char* prefix);

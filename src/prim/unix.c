@@ -602,6 +602,10 @@ bool _mi_prim_env_visit(void (*visit)(const char* entry, void* arg), void* arg) 
   return true;
 }
 
+bool _mi_prim_env_ready(void) {
+  return (unix_environ() != NULL);
+}
+
 bool _mi_prim_env_may_have(const char* prefix) {
   char** env = unix_environ();
   if (env == NULL || prefix == NULL) return true;   /* not readable yet: cannot tell */

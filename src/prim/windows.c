@@ -334,6 +334,10 @@ static bool win_env_has_prefix(const char* entry, void* arg) {
   return true;
 }
 
+bool _mi_prim_env_ready(void) {
+  return true;   /* the process's environment block exists before any code of it runs */
+}
+
 bool _mi_prim_env_may_have(const char* prefix) {
   if (prefix == NULL) return true;
   win_env_prefix_t p = { prefix, false };

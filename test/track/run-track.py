@@ -89,11 +89,21 @@ def main():
             failures.append(f"{what}: the checker's report did not fail the run\n{err}")
             continue
         print(f"ok   {what}: '{m.group(0)}' at track-bugs.c:{want}")
+    # MIMALLOC_ options are honoured (with ASan the allocator starts from ASan's .preinit_array
+    # function, before libc set `environ`) and the start-up line names the build
+    what = f"{tool} MIMALLOC_VERBOSE=1{' (preloaded)' if preload else ''}"
+    venv = dict(env, MIMALLOC_VERBOSE="1")
+    r = subprocess.run(cmd[:-1] + ["clean"], env=venv, capture_output=True, text=True, timeout=300)
+    want = r"^mimalloc: allocator active: version .*; %s build, overrides malloc and new/delete\)$" % tool
+    if re.search(want, r.stderr, re.M) is None:
+        failures.append(f"{what}: no start-up line naming the {tool} build (the option not read?)\n{r.stderr[-2000:]}")
+    else:
+        print(f"ok   {what}: the start-up line names the {tool} build")
     for f in failures:
         print("FAIL " + f)
     if failures:
         sys.exit(1)
-    print(f"PASS track {tool}{' preload' if preload else ''}: {len(expect) + 1} cases")
+    print(f"PASS track {tool}{' preload' if preload else ''}: {len(expect) + 2} cases")
 
 
 if __name__ == "__main__":
