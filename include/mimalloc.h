@@ -291,7 +291,9 @@ mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_uzalloc_small(size_t 
 
 /* ---- Aligned allocation --------------------------------------------------
    `alignment` must be a power of two (> 0), else NULL. Note that alignment
-   comes after the size arguments. `_at` variants align `p + offset`. */
+   comes after the size arguments. `_at` variants align `p + offset`; with an
+   alignment above 2 MiB they fail when `offset` lies just below a multiple of
+   4 MiB (where the block would overlap its segment's header). */
 
 mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_malloc_aligned(size_t size, size_t alignment) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1) mi_attr_alloc_align(2);
 mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_malloc_aligned_at(size_t size, size_t alignment, size_t offset) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1);
