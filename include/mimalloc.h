@@ -3,15 +3,20 @@
   mimalloc.h -- public C/C++ interface.
 
   Source-compatible with the public API of mimalloc v2.4.1: every name, type,
-  enum value and declaration attribute matches that interface (see
-  shared/API.md). The implementation behind it is our own.
+  enum value and declaration attribute matches that interface, so a program
+  written for mimalloc v2 compiles against this header unchanged. Each
+  declaration below carries its contract in one line (or its group's does).
+  The implementation behind it is our own.
 
   Layout of this header:
     1. version and configuration constants
     2. attribute / declaration macros
     3. standard includes
     4. types
-    5. function declarations, grouped as in API.md section 5
+    5. function declarations, in groups: basic, extended, usable-size variants,
+       aligned, heaps, zero-initialised re-allocation, heap introspection,
+       statistics, output/error registration, arenas, subprocesses, life
+       cycle, version, POSIX/Unix/Windows compatibility, C++ helpers
     6. typed allocation macros
     7. the option enumeration and option functions
     8. C++ STL allocators (C++ only)
@@ -211,6 +216,18 @@ typedef void (mi_cdecl mi_deferred_free_fun)(bool force, unsigned long long hear
 
 /* ============================================================================
    5. Functions
+
+   Rules for every function below unless its comment says otherwise:
+   - an allocation that fails returns NULL and sets errno to ENOMEM, also when
+     the cause is a size overflow (count*size) or an invalid alignment; the
+     cause is reported to the mi_register_error callback with its own code
+     (ENOMEM, EOVERFLOW, EINVAL). A call that succeeds leaves errno unchanged.
+     (mimalloc itself sets errno only in some functions; this is deliberate.)
+   - a block from any mi_ allocation function may be freed with mi_free (or
+     reallocated) from any thread; the mi_heap_ functions that allocate may be
+     called only by the thread that owns the heap.
+   - the maximum size of one allocation is about 2^48 bytes; larger requests
+     fail as above.
 ============================================================================ */
 
 /* ---- Basic allocation (default heap; free anything with mi_free) -------- */
@@ -274,7 +291,9 @@ mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_uzalloc_small(size_t 
 
 /* ---- Aligned allocation --------------------------------------------------
    `alignment` must be a power of two (> 0), else NULL. Note that alignment
-   comes after the size arguments. `_at` variants align `p + offset`. */
+   comes after the size arguments. `_at` variants align `p + offset`; with an
+   alignment above 2 MiB they fail when `offset` lies just below a multiple of
+   4 MiB (where the block would overlap its segment's header). */
 
 mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_malloc_aligned(size_t size, size_t alignment) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1) mi_attr_alloc_align(2);
 mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_malloc_aligned_at(size_t size, size_t alignment, size_t offset) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1);
@@ -406,8 +425,18 @@ mi_decl_export void mi_process_info(size_t* elapsed_msecs, size_t* user_msecs, s
 /* ---- Output, error and deferred-free registration -------------------------
    Each is a single process-wide slot; NULL restores the default. */
 
+/* Send every message (errors, warnings, verbose output, statistics) to `out`
+   instead of stderr; messages printed before the first registration are
+   replayed to it. */
 mi_decl_export void mi_register_output(mi_output_fun* out, void* arg) mi_attr_noexcept;
+/* Call `fun(err, arg)` after each error message (EAGAIN double free, EFAULT
+   corrupted memory, ENOMEM, EOVERFLOW, EINVAL invalid pointer or argument);
+   when it returns, the failing call returns or is ignored. Without one, EFAULT
+   aborts debug and secure builds. */
 mi_decl_export void mi_register_error(mi_error_fun* fun, void* arg);
+/* Call `deferred_free(force, heartbeat, arg)` regularly from the allocation
+   slow path and on collect (`force` for a forced collect), so the program can
+   free memory it deferred; `heartbeat` counts the calls of this thread. */
 mi_decl_export void mi_register_deferred_free(mi_deferred_free_fun* deferred_free, void* arg) mi_attr_noexcept;
 
 
@@ -417,6 +446,8 @@ mi_decl_export void mi_register_deferred_free(mi_deferred_free_fun* deferred_fre
 mi_decl_export int mi_reserve_huge_os_pages_interleave(size_t pages, size_t numa_nodes, size_t timeout_msecs) mi_attr_noexcept;
 /* Reserve up to `pages` 1 GiB pages on one NUMA node (-1 = no affinity). */
 mi_decl_export int mi_reserve_huge_os_pages_at(size_t pages, int numa_node, size_t timeout_msecs) mi_attr_noexcept;
+/* The `_ex` variants also make the arena exclusive (used only by heaps made for
+   it, mi_heap_new_in_arena) if asked and store its id in `*arena_id`. */
 mi_decl_export int mi_reserve_huge_os_pages_at_ex(size_t pages, int numa_node, size_t timeout_msecs, bool exclusive, mi_arena_id_t* arena_id) mi_attr_noexcept;
 /* Reserve `size` bytes of ordinary OS memory as an arena; 0 or ENOMEM. */
 mi_decl_export int mi_reserve_os_memory(size_t size, bool commit, bool allow_large) mi_attr_noexcept;
@@ -438,7 +469,9 @@ mi_decl_export int mi_reserve_huge_os_pages(size_t pages, double max_secs, size_
    A subprocess owns its own abandoned memory; threads of different
    subprocesses never reclaim or visit each other's memory. */
 
+/* The main subprocess (always NULL). */
 mi_decl_export mi_subproc_id_t mi_subproc_main(void);
+/* A new, empty subprocess; NULL when out of memory. */
 mi_decl_export mi_subproc_id_t mi_subproc_new(void);
 /* Release a subprocess once all its threads have ended (main/NULL ignored). */
 mi_decl_export void mi_subproc_delete(mi_subproc_id_t subproc);
@@ -449,10 +482,16 @@ mi_decl_export void mi_subproc_add_current_thread(mi_subproc_id_t subproc);
 /* ---- Process and thread life cycle, misc ---------------------------------
    Normally run automatically; explicit calls are harmless. */
 
+/* Initialise the process once (thread-safe); also makes the start-up
+   reservations asked for by the reserve_* options. */
 mi_decl_export void mi_process_init(void) mi_attr_noexcept;
-/* Process shutdown; mi_cdecl so that it can be handed to atexit. */
+/* Process shutdown: collect, print the statistics if asked, release all memory
+   with destroy_on_exit; mi_cdecl so that it can be handed to atexit. */
 mi_decl_export void mi_cdecl mi_process_done(void) mi_attr_noexcept;
+/* Set up the calling thread's heap (and the process if needed); idempotent. */
 mi_decl_export void mi_thread_init(void) mi_attr_noexcept;
+/* Abandon the calling thread's memory so other threads can take it over
+   (runs by itself at thread exit). */
 mi_decl_export void mi_thread_done(void) mi_attr_noexcept;
 /* Hint that the thread is part of a thread pool (no effect in v2). */
 mi_decl_export void mi_thread_set_in_threadpool(void) mi_attr_noexcept;
@@ -477,18 +516,24 @@ mi_decl_export int mi_version(void) mi_attr_noexcept;
 mi_decl_export void mi_cfree(void* p) mi_attr_noexcept;
 /* mi_expand that sets errno = ENOMEM on failure (MSVC _expand). */
 mi_decl_export void* mi__expand(void* p, size_t newsize) mi_attr_noexcept;
+/* mi_usable_size (macOS malloc_size, glibc malloc_usable_size) and mi_good_size. */
 mi_decl_nodiscard mi_decl_export size_t mi_malloc_size(const void* p) mi_attr_noexcept;
 mi_decl_nodiscard mi_decl_export size_t mi_malloc_good_size(size_t size) mi_attr_noexcept;
 mi_decl_nodiscard mi_decl_export size_t mi_malloc_usable_size(const void* p) mi_attr_noexcept;
 
 /* posix_memalign: 0, EINVAL or ENOMEM (deliberately not noexcept, as in v2.4). */
 mi_decl_export int mi_posix_memalign(void** p, size_t alignment, size_t size);
+/* memalign / aligned_alloc: mi_malloc_aligned with the arguments swapped; an
+   alignment that is not a power of two sets errno to EINVAL, as POSIX asks
+   (size need not be a multiple of the alignment). valloc: aligned to the OS
+   page size; pvalloc: also rounded up to whole OS pages. */
 mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_memalign(size_t alignment, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2) mi_attr_alloc_align(1);
 mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_valloc(size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1);
 mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_pvalloc(size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1);
 mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_aligned_alloc(size_t alignment, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2) mi_attr_alloc_align(1);
 
-/* BSD reallocarray / NetBSD reallocarr (`ptrp` is really a void**). */
+/* BSD reallocarray: mi_reallocn. NetBSD reallocarr (`ptrp` is really a void**):
+   returns 0, or EINVAL / EOVERFLOW / ENOMEM (also in errno) leaving *ptrp. */
 mi_decl_nodiscard mi_decl_export void* mi_reallocarray(void* p, size_t count, size_t size) mi_attr_noexcept mi_attr_alloc_size2(2,3);
 mi_decl_nodiscard mi_decl_export int mi_reallocarr(void* ptrp, size_t count, size_t size) mi_attr_noexcept;
 /* MSVC _aligned_recalloc / _aligned_offset_recalloc. */
@@ -512,12 +557,15 @@ mi_decl_nodiscard mi_decl_export mi_decl_restrict unsigned char* mi_mbsdup(const
    without a handler throw std::bad_alloc. The throwing ones are therefore
    not noexcept; the _nothrow ones return NULL instead. */
 
+/* mi_malloc / mi_malloc_aligned that never return NULL. */
 mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_new(size_t size) mi_attr_malloc mi_attr_alloc_size(1);
 mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_new_aligned(size_t size, size_t alignment) mi_attr_malloc mi_attr_alloc_size(1) mi_attr_alloc_align(2);
+/* Run the new-handler loop, then return NULL instead of throwing. */
 mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_new_nothrow(size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1);
 mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_new_aligned_nothrow(size_t size, size_t alignment) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(1) mi_attr_alloc_align(2);
 /* mi_new(count*size); an overflow counts as an allocation failure. */
 mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_new_n(size_t count, size_t size) mi_attr_malloc mi_attr_alloc_size2(1,2);
+/* mi_realloc / mi_reallocn with the new-handler loop; never return NULL. */
 mi_decl_nodiscard mi_decl_export void* mi_new_realloc(void* p, size_t newsize) mi_attr_alloc_size(2);
 mi_decl_nodiscard mi_decl_export void* mi_new_reallocn(void* p, size_t newcount, size_t size) mi_attr_alloc_size2(2,3);
 /* mi_new / mi_new_n allocating in `heap` (used by the heap STL allocators). */

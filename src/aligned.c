@@ -49,7 +49,7 @@ void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t align
   if (mi_heap_is_foreign(heap, "aligned allocation")) { errno = ENOMEM; return NULL; }   /* debug builds */
   if (mi_unlikely(alignment == 0 || !mi_is_power_of_two(alignment))) {
     _mi_error_message(EINVAL, "aligned allocation requires a power-of-two alignment (size %zu, alignment %zu)\n", size, alignment);
-    errno = ENOMEM;   /* every failing allocation sets ENOMEM (API.md difference 1) */
+    errno = ENOMEM;   /* every failing allocation sets ENOMEM, whatever the cause (mimalloc.h) */
     return NULL;
   }
   if (mi_unlikely(size > MI_MAX_ALLOC_SIZE)) {
@@ -74,7 +74,7 @@ void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t align
     if (!_mi_segment_huge_align_ok(alignment, offset)) {
       _mi_error_message(EINVAL, "cannot place %zu bytes at alignment %zu with offset %zu (the offset lies just below a multiple of %zu bytes)\n",
                         size, alignment, offset, MI_SEGMENT_SIZE);
-      errno = ENOMEM;   /* every failing allocation sets ENOMEM (API.md difference 1) */
+      errno = ENOMEM;   /* every failing allocation sets ENOMEM, whatever the cause (mimalloc.h) */
       return NULL;
     }
     return mi_block_align(_mi_malloc_generic((size == 0 ? 1 : size), heap, zero, alignment, offset), size, alignment, offset, zero);

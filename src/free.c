@@ -160,9 +160,9 @@ static mi_decl_noinline void mi_free_bad_cookie(const mi_segment_t* segment, con
   _mi_error_message(EINVAL, "mi_free: invalid pointer %p (no segment of this allocator at %p)\n", p, (const void*)segment);
 }
 
-/* The free fast path (DESIGN.md idea 5): a page owned by this thread and without flags
-   (one compare of xthread_id) pushes the block back (mi_page_push_owner_free); everything else
-   is one branch to the noinline _mi_free_generic. */
+/* The free fast path (docs/design.md, "Fast paths"): a page owned by this thread and without
+   flags (one compare of xthread_id) pushes the block back (mi_page_push_owner_free); everything
+   else is one branch to the noinline _mi_free_generic. */
 mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
 #if MI_TRACK_ENABLED
   if (mi_unlikely(!mi_track_free(p))) return;   /* the tool reported it: not a live block */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Drop-in replacement: the standard allocation symbols of C, POSIX, glibc and the Itanium
-   C++ ABI, defined as aliases of the mi_ functions (API.md section 14). Exported from
+   C++ ABI (every name mimalloc v2 overrides on Linux, listed below by family), defined as
+   aliases of the mi_ functions. Exported from
    libmimalloc.so they take over a whole process under LD_PRELOAD; linked first (mimalloc.o,
    libmimalloc.a) they take over a program statically. Included by static.c only when built
    with MI_OVERRIDE, so the alias targets are in this translation unit.

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The statistics as text, in two layouts: a readable one (the default: a summary line, then
    sections with plain names, only rows that are not zero; docs/statistics.md) and mimalloc
-   v2.4's (API.md section 16), chosen with MIMALLOC_STATS_LAYOUT=mimalloc. Called by stats.c
-   with a snapshot of the figures and the process information of the same moment. Writes
-   through _mi_fputs one line at a time and never allocates. */
+   v2.4's (docs/statistics.md, "mimalloc's layout"), chosen with MIMALLOC_STATS_LAYOUT=mimalloc.
+   Called by stats.c with a snapshot of the figures and the process information of the same
+   moment. Writes through _mi_fputs one line at a time and never allocates. */
 #include "internal/internal.h"
 #include "prim/prim.h"
 
@@ -32,9 +32,9 @@ static void mi_line_end(mi_line_t* line) {
 }
 
 /* ---------------------------------------------------------------------------------------
-   mimalloc v2.4's layout (API.md section 16). Trailing blanks of the fixed-width layout
-   stay; the unit suffix of amounts below the base adds blanks too ("640   B  "), as in
-   mimalloc's output.
+   mimalloc v2.4's layout (docs/statistics.md, "mimalloc's layout"). Trailing blanks of the
+   fixed-width layout stay; the unit suffix of amounts below the base adds blanks too
+   ("640   B  "), as in mimalloc's output.
 --------------------------------------------------------------------------------------- */
 /* One number: base 1024 for bytes (unit > 0) and binary counts (unit < 0), 1000 for decimal
    counts (unit == 0); truncated tenths above the base, e.g. "16.4 KiB", "1.8 K", "640   B". */
@@ -130,7 +130,7 @@ static void mi_stats_print_mimalloc(const mi_stats_data_t* stats, const mi_proce
     total.peak = stats->malloc_normal.peak + stats->malloc_huge.peak;
     total.total = stats->malloc_normal.total + stats->malloc_huge.total;
     total.current = stats->malloc_normal.current + stats->malloc_huge.current;
-    /* binary counts when no such allocation was counted (section 16) */
+    /* binary counts when no such allocation was counted, as mimalloc prints them */
     mi_print_amount_row(&line, "binned", &stats->malloc_normal, (stats->malloc_normal_count.total == 0 ? -1 : 1), "not all freed");
     mi_print_amount_row(&line, "huge", &stats->malloc_huge, (stats->malloc_huge_count.total == 0 ? -1 : 1), "not all freed");
     mi_print_amount_row(&line, "total", &total, 1, "");

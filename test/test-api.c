@@ -6,7 +6,8 @@
    variant, typed macros, the zero-initialising realloc family, heap introspection, collect,
    thread init/done, version, and the POSIX/Unix/Windows compatibility functions.
 
-   Semantics follow ../shared/API.md, with our deliberate differences taking precedence: every
+   Semantics follow mimalloc v2's documented interface (the contracts in include/mimalloc.h),
+   with our deliberate differences taking precedence: every
    failing allocation sets errno = ENOMEM, and every successful call leaves errno unchanged
    (checked by setting errno to a sentinel before the call).
 
@@ -606,7 +607,7 @@ static void test_zero_realloc(void) {
 /* Checks one aligned result: p + offset aligned, usable >= size, zero if asked, writable. */
 static void check_aligned_result(const char* fn, void* vp, size_t size, size_t align, size_t offset, bool zero) {
   uint8_t* p = (uint8_t*)vp;
-  bool may_fail = (align > 16 * MiB && offset != 0); /* API.md: allowed to fail (NULL, ENOMEM) */
+  bool may_fail = (align > 16 * MiB && offset != 0); /* may fail (NULL, ENOMEM), as in mimalloc */
   if (p == NULL) {
     CHECK_MSG(may_fail, "%s(size %zu, alignment %zu, offset %zu) returned NULL", fn, size, align, offset);
     CHECK_MSG(errno == ENOMEM, "%s(size %zu, alignment %zu, offset %zu): NULL with errno %d", fn, size, align, offset, errno);
@@ -716,8 +717,8 @@ static void test_aligned(void) {
   }
 
   /* realloc_aligned: the result is aligned to the given alignment and keeps the contents, in both
-     directions (API.md; the reference instead reuses p's old offset modulo the new alignment, so a
-     block that was not already aligned stays misaligned) */
+     directions (mimalloc.h; the reference instead reuses p's old offset modulo the new
+     alignment, so a block that was not already aligned stays misaligned) */
   for (size_t lg = 0; lg <= 22; lg += 2) {
     size_t align = (size_t)1 << lg;
     uint8_t* p = (uint8_t*)OK(mi_realloc_aligned(NULL, 100, align));
@@ -1072,7 +1073,8 @@ static void test_introspection(void) {
   mi_heap_t* other = mi_heap_new();
 
   /* an empty heap: the walk completes (so the result is true; the reference returns false here,
-     but API.md says the result is false only when the visitor stopped the walk) */
+     but its documented contract, in mimalloc.h too, is false only when the visitor stopped the
+     walk) */
   memset(&vst, 0, sizeof(vst));
   CHECK(mi_heap_visit_blocks(h, true, &record_visitor, &vst));
   CHECK_EQ(vst.block_calls, 0);
@@ -1273,8 +1275,8 @@ static void test_posix(void) {
   void* before = arr;
   errno = 0;
   int rc = mi_reallocarr(&arr, opaque(SIZE_MAX / 2), 4);
-  /* API.md (2.4.1) says EOVERFLOW; our difference 1 says ENOMEM for overflow: accept either,
-     but errno must carry the same code */
+  /* mimalloc 2.4.1 returns EOVERFLOW; our errno rule (mimalloc.h) says ENOMEM for overflow:
+     accept either, but errno must carry the same code */
   CHECK_MSG(rc == EOVERFLOW || rc == ENOMEM, "reallocarr overflow returned %d", rc);
   CHECK_EQ(errno, rc);
   CHECK_PTR_EQ(arr, before);

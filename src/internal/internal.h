@@ -789,9 +789,9 @@ static inline bool mi_page_block_valid(const mi_page_t* page, const mi_block_t* 
 }
 
 /* ------------------------------------------------------------------------------------------
-   The allocation fast path (DESIGN.md idea 5): pop the page's free list, bump `used`.
-   Anything else (empty free list, uninitialised thread, zeroing of fresh pages) goes to the
-   noinline _mi_malloc_generic.
+   The allocation fast path (docs/design.md, "Fast paths"): pop the page's free list, bump
+   `used`. Anything else (empty free list, uninitialised thread, zeroing of fresh pages) goes to
+   the noinline _mi_malloc_generic.
 ------------------------------------------------------------------------------------------ */
 #if defined(__GNUC__)
 #define mi_decl_always_inline  inline __attribute__((always_inline))

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Internal data types of the allocator and the invariants that tie them together.
 
-   Thread exit (DESIGN.md idea 7), in short: a thread that ends abandons its pages that hold live
-   blocks; the segment goes on its subprocess' abandoned list once all its pages in use are
-   abandoned. From then on any thread's free of a page's last live block releases the page (and
-   the segment with its last page) under the abandoned lock, and a thread that needs a page of
-   some size class reclaims a segment with such a page with room (per-bin page lists) before it
-   takes fresh memory. See mi_segment_t, mi_subproc_t and the thread_free word (internal.h).
+   Thread exit (docs/design.md, "Thread exit"; docs/thread-exit.md), in short: a thread that
+   ends abandons its pages that hold live blocks; the segment goes on its subprocess' abandoned
+   list once all its pages in use are abandoned. From then on any thread's free of a page's
+   last live block releases the page (and the segment with its last page) under the abandoned
+   lock, and a thread that needs a page of some size class reclaims a segment with such a page
+   with room (per-bin page lists) before it takes fresh memory. See mi_segment_t, mi_subproc_t
+   and the thread_free word (internal.h).
 
    Types, in order:
      mi_block_t          a free block: just a link to the next free block
@@ -21,8 +22,9 @@
      mi_tld_t            thread-local data shared by all heaps of a thread
      mi_heap_t           a heap (struct mi_heap_s), owned by one thread
 
-   Pointer to page, header-free, in O(1) (DESIGN.md idea 4): every segment starts at a multiple of
-   MI_SEGMENT_SIZE and holds its descriptors at its start, so for any block pointer p handed out:
+   Pointer to page, header-free, in O(1) (docs/design.md, "From a pointer to its page"): every
+   segment starts at a multiple of MI_SEGMENT_SIZE and holds its descriptors at its start, so
+   for any block pointer p handed out:
        segment = (p - 1) & ~MI_SEGMENT_MASK
        page    = &segment->pages[(p - segment) >> segment->page_shift]   (page_shift also in the map)
    The "- 1" lets a huge block with an alignment >= MI_SEGMENT_SIZE start exactly MI_SEGMENT_SIZE

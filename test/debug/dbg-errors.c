@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Error codes of failing calls (none of them aborts: EOVERFLOW, ENOMEM and EINVAL return).
-   Every failing allocation returns NULL with errno ENOMEM (API.md "deliberate differences" 1)
-   and leaves errno alone when it succeeds.
+   Every failing allocation returns NULL with errno ENOMEM, whatever the cause, and leaves errno
+   alone when it succeeds (our deliberate difference from mimalloc: include/mimalloc.h, section 5).
    Cases:
      too-large          mi_malloc(SIZE_MAX): "allocation request is too large (<n> bytes)"
                         (EOVERFLOW), then "unable to allocate memory (<n> bytes)" (ENOMEM)
@@ -16,9 +16,9 @@
                         allocated by this allocator)" (EINVAL), NULL, the local untouched
    debug-pending:
      calloc-overflow    mi_calloc(SIZE_MAX/2, 3): NULL, errno ENOMEM, reported as EOVERFLOW in
-                        debug builds (API.md mi_calloc)
-     bad-alignment      mi_malloc_aligned(100, 48): NULL, errno ENOMEM, reported as EOVERFLOW in
-                        debug builds (API.md section "aligned allocation") */
+                        debug builds (as mimalloc reports it)
+     bad-alignment      mi_malloc_aligned(100, 48): NULL, errno ENOMEM, reported as EINVAL (an
+                        invalid argument; mimalloc reports EOVERFLOW in debug builds) */
 #include "dbg.h"
 #include <sys/resource.h>
 

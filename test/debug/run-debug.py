@@ -205,7 +205,7 @@ case("errors", P, "enomem",
 case("errors", P, "realloc-foreign",
      [(EINVAL, E + r"mi_realloc: invalid pointer %(q)s \(not allocated by this allocator\)")])
 pending(P, "calloc-overflow", [(EOVERFLOW, E + r".*(too large|overflow).*")],
-        note="API.md mi_calloc: count*size overflow is reported (EOVERFLOW) in debug builds")
+        note="as in mimalloc: count*size overflow is reported (EOVERFLOW) in debug builds")
 pending(P, "bad-alignment",
         [(EINVAL, E + r"aligned allocation requires a power-of-two alignment \(size 100, alignment 48\)")],
         note="a bad alignment is an invalid argument: EINVAL (mimalloc says EOVERFLOW; README)")

@@ -573,8 +573,8 @@ static int pending_reclaim_mode(void) {
   return test_summary("mem-arena pending-reclaim", NULL);
 }
 
-/* pending-errno: a successful allocation leaves errno unchanged (API.md, differences, 1), also
-   when an internal attempt failed first (here: a new segment in the full exclusive arena,
+/* pending-errno: a successful allocation leaves errno unchanged (include/mimalloc.h, section 5),
+   also when an internal attempt failed first (here: a new segment in the full exclusive arena,
    before the abandoned one is reclaimed). */
 static int pending_errno_mode(void) {
   mi_arena_id_t id = 0;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* opt-api.c -- the rules of the option functions (API.md "Options (functions)", 7 and 15).
+/* opt-api.c -- the rules of the option functions (include/mimalloc.h, section 7).
 
    Self-checking; run by run-options.py with a scenario name and a fixed environment:
 

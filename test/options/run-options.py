@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Option tests (API.md "Options (functions)", sections 7 and 15), driven from ctest.
+"""Option tests (the option functions and MIMALLOC_* variables, include/mimalloc.h section 7),
+driven from ctest.
 
 Runs opt-probe / opt-api in a clean environment (nothing inherited but PATH and sanitizer
 settings, i.e. like `env -i PATH=...`) plus the MIMALLOC_* variables of each case, and checks

@@ -15,8 +15,8 @@ inherited, plus the MIMALLOC_* variables of the group) and checks:
                     figures equal the child's last mi_stats_get.
   exit-json-badpath an unwritable MIMALLOC_STATS_JSON path: the program still exits normally.
   exit-show         MIMALLOC_SHOW_STATS=1 (with MIMALLOC_STATS_JSON too): the statistics text on
-                    stderr, in the layout of API.md section 16, each row equal to the same
-                    figures of the exit JSON formatted by the spec's rules; nothing on stdout but
+                    stderr, in mimalloc's layout (docs/statistics.md), each row equal to the same
+                    figures of the exit JSON formatted by that layout's rules; nothing on stdout but
                     the child's own lines.
   exit-verbose      MIMALLOC_VERBOSE=1: the same text on stderr among "mimalloc: " messages.
   exit-quiet        no variable / MIMALLOC_SHOW_STATS=0: no statistics at exit, empty stderr.
@@ -85,7 +85,7 @@ def check(cond, msg):
 
 
 # ------------------------------------------------------------------------------------------
-# API.md section 16 formatting
+# The number formatting of mimalloc's layout (docs/statistics.md, "mimalloc's layout")
 # ------------------------------------------------------------------------------------------
 def fmt(n, kind):
     """kind: 'B' bytes, 'C' decimal count, 'I' binary count"""

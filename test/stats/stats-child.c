@@ -15,8 +15,8 @@
                               block is freed and mi_collect(true) called before (figures
                               whose current value is 0 while their peak is not).
    stats-child legacy-print   mi_stats_print(NULL), mi_stats_print(stdout), mi_stats_print(stderr)
-                              (API.md: NULL or the stdout/stderr FILE pointers select the default
-                              output), then "done" on stdout.
+                              (NULL or the stdout/stderr FILE pointers select the default
+                              output: docs/statistics.md), then "done" on stdout.
    stats-child thread-print   a thread that never allocated prints its own statistics
                               (mi_thread_stats_print_out, lines "I|..." on stdout), then a thread
                               that keeps 30 blocks of 100 bytes and frees 10 of 200 ("T|...").

@@ -3,10 +3,12 @@
 
    - ts_capture_t / ts_capture_out: an mi_output_fun that appends to a static buffer (never
      allocates, so capturing does not change the figures being printed) and records every call
-     that was not exactly one complete line (API.md section 16: "one complete line at a time");
-   - ts_fmt: the number formatting of API.md section 16, written from the text of the spec
+     that was not exactly one complete line (the statistics text is written one complete line
+     per call: docs/statistics.md);
+   - ts_fmt: the number formatting of mimalloc's layout, written from its description (now in
+     docs/statistics.md, "mimalloc's layout"), not from our printer's code
      (bytes / decimal counts / binary counts, truncated tenths, "1 byte" = empty cell);
-   - ts_row_*: the row kinds of section 16, and ts_expected_lines: every line of the statistics
+   - ts_row_*: the row kinds of that layout, and ts_expected_lines: every line of the statistics
      text up to "numa nodes" built from an mi_stats_t (mi_stats_get) plus the per-bin figures;
    - ts_bin / ts_bin_size: our size classes as documented in src/internal/types.h, and
      ts_public_bin: mimalloc v2's bin numbering that mi_stats_get folds them into;
@@ -97,7 +99,7 @@ static TEST_UNUSED_ int ts_text_negative_line(const ts_capture_t* c) {
 }
 
 /* ---------------------------------------------------------------------------------------
-   Number formatting (API.md section 16, "Number formatting")
+   Number formatting (docs/statistics.md, "mimalloc's layout", "Numbers")
 --------------------------------------------------------------------------------------- */
 typedef enum ts_unit_e { TS_BYTES, TS_COUNT, TS_BINCOUNT } ts_unit_t;
 
@@ -271,7 +273,7 @@ static TEST_UNUSED_ int ts_json_bins(const char* json, const char* key, ts_bin_t
 }
 
 /* ---------------------------------------------------------------------------------------
-   Expected text (API.md section 16, rows 1..10)
+   Expected text (docs/statistics.md, "mimalloc's layout", "Rows, in order": up to "numa nodes")
 --------------------------------------------------------------------------------------- */
 /* Fills lines[] with every expected line up to and including "numa nodes"; `bins` are the
    internal per-bin block counts (NULL or stat_level < 2: no bin rows). Returns the count. */
@@ -330,7 +332,7 @@ static TEST_UNUSED_ int ts_expected_lines(char lines[][TS_LINE_MAX], const mi_st
   return n;
 }
 
-/* The rows every build prints, in order (section 16 rows 5..12), for structure checks. */
+/* The rows every build prints, in order (from "reserved" to "process"), for structure checks. */
 static const char* const ts_common_labels[] = {
   "  reserved:", " committed:", "     reset:", "    purged:", "   touched:", "  segments:", "-abandoned:",
   "   -cached:", "     pages:", "-abandoned:", " -extended:", "   -retire:", "    arenas:", " -rollback:",

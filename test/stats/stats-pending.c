@@ -1,22 +1,24 @@
 /* SPDX-License-Identifier: MIT */
-/* stats-pending.c -- statistics behaviour the specification asks for that was missing when these
+/* stats-pending.c -- statistics behaviour the interface asks for that was missing when these
    checks were written; one ctest test per case (stats-pending-<case>), label stats. They run
    like the others and fail until src/ is fixed; cases that need rows a build does not print
    (per-block statistics, MI_STAT < 2) exit with 77 (ctest: skipped).
 
-   one-byte     API.md 16, Number formatting: 'the value "1 byte" prints as an empty cell'
-                (a thread that requested exactly 1 byte: its "malloc req" cell is blank).
-   reset-req    API.md 5, mi_stats_reset "Zeroes ... the process-wide statistics": after
-                everything is freed and the statistics are reset, "malloc req" (the total of
-                requested bytes) restarts from 0.
-   bincount     API.md 16, Row kinds: binned/huge are binary-count rows "when no such allocation
-                was counted" (after mi_stats_reset with live blocks; a thread's own print after
-                mi_stats_merge).
-   huge-bin     API.md 11: page_bins[MI_BIN_HUGE] of mi_stats_get holds the huge pages (the
+   one-byte     docs/statistics.md, mimalloc's layout, Numbers: an amount of exactly one byte
+                prints as an empty cell (a thread that requested exactly 1 byte: its
+                "malloc req" cell is blank).
+   reset-req    mimalloc.h: mi_stats_reset zeroes "the calling thread's and the process-wide
+                statistics": after everything is freed and the statistics are reset,
+                "malloc req" (the total of requested bytes) restarts from 0.
+   bincount     docs/statistics.md, mimalloc's layout: binned/huge are binary-count rows when
+                no allocation of their kind was counted (after mi_stats_reset with live blocks;
+                a thread's own print after mi_stats_merge).
+   huge-bin     mimalloc-stats.h: page_bins[MI_BIN_HUGE] of mi_stats_get holds the huge pages (the
                 bins add up to pages.current, as mi_stats_get_json's bins do).
-   merge-clears API.md 5: mi_stats_merge "clears the thread's copy" and
-                mi_thread_stats_print_out prints "only the calling thread's not-yet-merged
-                statistics": right after a merge the thread's print shows no blocks. */
+   merge-clears mimalloc.h: mi_stats_merge folds the thread's statistics into the process totals
+                (its own copy starts again from zero) and mi_thread_stats_print_out prints "only
+                the calling thread's not yet merged statistics": right after a merge the
+                thread's print shows no blocks. */
 #include <pthread.h>
 #include "stats-common.h"
 

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* stats-text.c -- the statistics text (API.md section 16) and mi_stats_get (section 11) after a
+/* stats-text.c -- the statistics text (mimalloc's layout, docs/statistics.md) and mi_stats_get
+   (mimalloc-stats.h) after a
    known single-thread workload; ctest stats-text (shared library) and stats-text-static.
 
-   1. The formatter of stats-common.h is checked against the examples of section 16.
+   1. The formatter of stats-common.h is checked against the examples of docs/statistics.md.
    2. Start from empty figures (probe freed, mi_collect(true), mi_stats_reset) and print: the
-      output must match, line by line, the text built from mi_stats_get by the spec's rules.
+      output must match, line by line, the text built from mi_stats_get by the layout's rules.
    3. Workload (block sizes are chosen so each lands exactly on one of our size classes; debug
       builds add a 24-byte padding record, subtracted from the request):
         A: 1700 blocks of 32 bytes, 1000 of them freed at the end   (bin 3)
@@ -18,7 +19,7 @@
       figures of mi_stats_get_json, the counts the workload determines must be exact
       (segments 4/4/3, pages 7/8/6, mmaps 4, -retire 2, threads 1/1/1, reserved, huge, and with
       per-block statistics the bin rows, binned and malloc req), and a few rows must equal
-      literal strings written by hand from the spec's examples.
+      literal strings written by hand from the layout's description.
    4. mi_stats_get refuses a NULL / wrong-size / wrong-version struct without touching it, does
       not merge the calling thread, and its malloc_bins/page_bins are our bins folded into
       mimalloc v2's numbering (sums match the internal figures).
@@ -71,7 +72,7 @@ static void take(snapshot_t* t) {
   ts_capture_split(&t->cap);
 }
 
-/* The whole text against the spec's layout filled with the snapshot's figures. */
+/* The whole text against mimalloc's layout filled with the snapshot's figures. */
 static void check_text(const snapshot_t* t, const char* what) {
   const ts_capture_t* c = &t->cap;
   CHECK_MSG(c->bad_calls == 0, "%s: %d output calls were not exactly one line, first: \"%s\"", what, c->bad_calls, c->first_bad);
@@ -150,7 +151,7 @@ static void check_literal(const snapshot_t* t, const char* label, const char* li
 }
 
 /* ---------------------------------------------------------------------------------------
-   1. The formatter against the spec's own examples
+   1. The formatter against the examples of docs/statistics.md
 --------------------------------------------------------------------------------------- */
 static void check_fmt(int64_t n, ts_unit_t u, const char* want) {
   char buf[64];
@@ -297,7 +298,7 @@ static void check_workload(void) {
     CHECK_EQ(ts_find_line(&T1.cap, 0, "malloc req:"), -1);
   }
 
-  /* rows written by hand from the spec's examples */
+  /* rows written by hand from the layout's description */
   check_literal(&T1, "  segments:", "  segments:     4           4           3      ");
 #ifdef MI_TEST_SECURE
   check_literal(&T1, "     pages:", "     pages:     8           9           7      ");   /* see check_workload */
