@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Process and thread life cycle: the static empty and main heaps, lazy reentrancy-safe
    process initialisation, thread initialisation on the first slow-path allocation, and
-   thread-exit abandonment (DESIGN.md ideas 1, 7 and 11). */
+   thread-exit abandonment (docs/design.md: "Heaps and the fast paths", "Thread exit",
+   "Initialisation"). */
 #include "internal/internal.h"
 #include "internal/version.h"
 #include "prim/prim.h"
