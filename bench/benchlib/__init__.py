@@ -8,6 +8,7 @@ Layers, each importing only from the ones above it (no cycles):
                                   result files, crates.io sources, the hand-written SVG chart
   peers, real, suite_report       the peer allocators; the real-program workloads; the suite's
                                   summary and report
-  micro, mem, chart, suite, ab    the subcommands: each has main(argv) -> exit status
+  micro, mem, chart, suite, ab,   the subcommands, each with main(argv) -> exit status; one may
+  real, peers                     use one listed before it (chart draws mem's SVG; suite, chart)
 chart_mpl is a script of its own, run with Debian's python3 for matplotlib.
 """

@@ -107,3 +107,9 @@ def machine_info(compiler):
     """One line: CPU, CPUs, kernel release, compiler (micro and mem reports)."""
     m = machine(compiler)
     return "%s, %d CPUs, %s, %s" % (m["cpu"], m["cores"], platform.release(), m["compiler"])
+
+
+def add_build_dir_option(parser):
+    """--build-dir, the same in every subcommand that runs our library."""
+    parser.add_argument("--build-dir", default=os.path.join(REPO_DIR, "build"),
+                        help="build directory of our library (default: <repo>/build)")

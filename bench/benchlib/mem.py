@@ -32,8 +32,8 @@ import tempfile
 import time
 
 from benchlib import debian, ours, origin, results, svgchart
-from benchlib.common import BENCH_DIR, REPO_DIR, RESULTS_DIR, clean_env, machine_info, note, \
-    loadavg, parse_result, run
+from benchlib.common import BENCH_DIR, RESULTS_DIR, add_build_dir_option, clean_env, loadavg, \
+    machine_info, note, parse_result, run
 from benchlib.svgchart import thin
 
 CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra"]
@@ -192,8 +192,7 @@ def median_of(runs, key):
 def main(argv):
     p = argparse.ArgumentParser(prog="bench.py mem", description=__doc__,
                                 formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--build-dir", default=os.path.join(REPO_DIR, "build"),
-                   help="build directory of our library (default: <repo>/build)")
+    add_build_dir_option(p)
     p.add_argument("--reps", type=int, default=None, help="repetitions (default 3; 1 with --quick)")
     p.add_argument("--quick", action="store_true", help="bench-mem -q, one repetition")
     p.add_argument("--out", default=RESULTS_DIR,

@@ -26,8 +26,8 @@ import sys
 import tempfile
 
 from benchlib import debian, ours, origin
-from benchlib.common import BENCH_DIR, REPO_DIR, clean_env, loadavg, machine_info, note, \
-    parse_result, run
+from benchlib.common import BENCH_DIR, REPO_DIR, add_build_dir_option, clean_env, loadavg, \
+    machine_info, note, parse_result, run
 
 CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra"]
 LIBS = ["-ldl", "-lpthread"]
@@ -401,8 +401,7 @@ def cleanup(args, out_dir):
 def main(argv):
     p = argparse.ArgumentParser(prog="bench.py micro", description=__doc__,
                                 formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--build-dir", default=os.path.join(REPO_DIR, "build"),
-                   help="build directory of our library (default: <repo>/build)")
+    add_build_dir_option(p)
     p.add_argument("--include-dir", default=os.path.join(REPO_DIR, "include"),
                    help="our public headers (default: <repo>/include)")
     p.add_argument("--reps", type=int, default=None, help="repetitions (default 5; 1 with --quick)")

@@ -38,8 +38,8 @@ import time
 import tempfile
 
 from benchlib import chart, debian, launcher, origin, ours, peers, results
-from benchlib.common import BENCH_DIR, CACHE_DIR, CPUS, LIB_DIR, REPO_DIR, RESULTS_DIR, \
-    clean_env, hms, loadavg, machine, note, parse_result, run
+from benchlib.common import BENCH_DIR, CACHE_DIR, CPUS, LIB_DIR, RESULTS_DIR, \
+    add_build_dir_option, clean_env, hms, loadavg, machine, note, parse_result, run
 from benchlib.suite_report import report, summarize
 
 CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-pthread"]
@@ -83,8 +83,7 @@ def parse_args(argv):
     p.add_argument("--allocators", default="",
                    help="comma-separated allocator keys: ours,glibc,mimalloc-deb,mimalloc2,"
                         "mimalloc3,jemalloc,tcmalloc,tbbmalloc,snmalloc,rpmalloc (default: all)")
-    p.add_argument("--build-dir", default=os.path.join(REPO_DIR, "build"),
-                   help="build directory of our library (default: <repo>/build)")
+    add_build_dir_option(p)
     p.add_argument("--out", default=RESULTS_DIR,
                    help="where the .md, .json.gz and .png go (default: bench/results/)")
     p.add_argument("--no-install", action="store_true",

@@ -109,6 +109,27 @@ def best_peers(items, allocs, summ, geo):
     return L
 
 
+def result_keys(runs, workload, wanted):
+    """The RESULT fields that pass wanted(name) in the good runs of a workload, in order."""
+    keys = []
+    for r in runs:
+        if r["workload"] == workload and r["ok"]:
+            keys += [k for k in r.get("result", {}) if k not in keys and wanted(k)]
+    return keys
+
+
+def result_median(runs, workload, alloc, key):
+    """The median of a RESULT field over an allocator's good runs of a workload, or None."""
+    xs = []
+    for r in runs:
+        if r["workload"] == workload and r["allocator"] == alloc and r["ok"]:
+            try:
+                xs.append(float(r["result"][key]))
+            except (KeyError, ValueError):
+                pass
+    return statistics.median(xs) if xs else None
+
+
 def reported_figures(items, allocs, runs):
     """Tables of the memory figures programs measure themselves (RESULT fields ending in _mib
     that name an address space or a resident set, e.g. thread-churn's at the end): medians per
@@ -116,11 +137,7 @@ def reported_figures(items, allocs, runs):
     L = []
     for it in items:
         w = it["name"]
-        keys = []
-        for r in runs:
-            if r["workload"] == w and r["ok"]:
-                keys += [k for k in r.get("result", {}) if k.endswith("_mib") and k not in keys
-                         and ("rss" in k or "vsz" in k)]
+        keys = result_keys(runs, w, lambda k: k.endswith("_mib") and ("rss" in k or "vsz" in k))
         if not keys:
             continue
         L.append("### %s" % w)
@@ -128,17 +145,9 @@ def reported_figures(items, allocs, runs):
         L.append("| allocator | " + " | ".join(k[:-4].replace("_", " ") + " (MiB)" for k in keys) + " |")
         L.append("|---|" + "---|" * len(keys))
         for a in allocs:
-            cells = []
-            for k in keys:
-                xs = []
-                for r in runs:
-                    if r["workload"] == w and r["allocator"] == a["key"] and r["ok"]:
-                        try:
-                            xs.append(float(r["result"][k]))
-                        except (KeyError, ValueError):
-                            pass
-                cells.append("%.1f" % statistics.median(xs) if xs else "-")
-            L.append("| %s | %s |" % (a["name"], " | ".join(cells)))
+            xs = [result_median(runs, w, a["key"], k) for k in keys]
+            L.append("| %s | %s |" % (a["name"], " | ".join("-" if x is None else "%.1f" % x
+                                                            for x in xs)))
         L.append("")
     if L:
         L = ["## Memory figures the programs report", "",
@@ -150,6 +159,11 @@ def reported_figures(items, allocs, runs):
 PER_PROCESS = (("_us", "us"), ("_faults", "page faults"))
 
 
+def _per_process_title(k):
+    suffix, unit = next((s, u) for s, u in PER_PROCESS if k.endswith(s))
+    return "%s (%s)" % (k[:-len(suffix)].replace("_", " "), unit)
+
+
 def reported_times(items, allocs, runs):
     """Tables of the per-process figures programs measure themselves (RESULT fields ending in
     _us or _faults, e.g. spawn's start-up cost per process): medians per allocator, with the
@@ -158,37 +172,18 @@ def reported_times(items, allocs, runs):
     base = next((a["key"] for a in allocs if a["key"] == "glibc"), None)
     for it in items:
         w = it["name"]
-        keys = []
-        for r in runs:
-            if r["workload"] == w and r["ok"]:
-                keys += [k for k in r.get("result", {}) if k not in keys
-                         and any(k.endswith(suffix) for suffix, _ in PER_PROCESS)]
+        keys = result_keys(runs, w, lambda k: any(k.endswith(sfx) for sfx, _ in PER_PROCESS))
         if not keys:
             continue
-
-        def med(key, alloc):
-            xs = []
-            for r in runs:
-                if r["workload"] == w and r["allocator"] == alloc and r["ok"]:
-                    try:
-                        xs.append(float(r["result"][key]))
-                    except (KeyError, ValueError):
-                        pass
-            return statistics.median(xs) if xs else None
-
         L.append("### %s" % w)
         L.append("")
-        def title(k):
-            suffix, unit = next((s, u) for s, u in PER_PROCESS if k.endswith(s))
-            return "%s (%s)" % (k[:-len(suffix)].replace("_", " "), unit)
-
-        L.append("| allocator | " + " | ".join(title(k) for k in keys) + " |")
+        L.append("| allocator | " + " | ".join(_per_process_title(k) for k in keys) + " |")
         L.append("|---|" + "---|" * len(keys))
         for a in allocs:
             cells = []
             for k in keys:
-                x = med(k, a["key"])
-                b = med(k, base) if base else None
+                x = result_median(runs, w, a["key"], k)
+                b = result_median(runs, w, base, k) if base else None
                 if x is None:
                     cells.append("-")
                 elif b is None or a["key"] == base:
