@@ -135,7 +135,8 @@ def mimalloc_crate_peers(args):
             crates.run_build(cmd)
             return lib, dict(command=" ".join(cmd))
         try:
-            lib, meta = crates.build_cached(key, crate, version, cc + " ".join(MIMALLOC_FLAGS), build)
+            lib, meta = crates.build_cached(key, crate, version, cc + " ".join(MIMALLOC_FLAGS),
+                                            build)
         except Exception as e:  # noqa: BLE001
             note("SKIP mimalloc v%d: %s" % (major, e))
             continue

@@ -12,9 +12,9 @@ message when that is not available).
    `cc -std=c11 -O2 -Wall -Wextra -pthread <src> -o <exe> -ldl -lm` (CC overrides cc), and
    bench/origin.c as a shared library (-shared -fPIC), all in a temporary directory.
    Real programs (redis, python, g++, sqlite) come from bench/benchlib/real.py when it exists.
-3. Allocators: ours, plus the peers of bench/benchlib/peers.py (glibc; Debian's mimalloc 2.0.9, jemalloc,
-   tcmalloc, tbbmalloc; the newest mimalloc v2 and v3, snmalloc and rpmalloc built from the
-   sources bundled in crates.io crates, cached under ~/.cache/alloc-bench/).
+3. Allocators: ours, plus the peers of bench/benchlib/peers.py (glibc; Debian's mimalloc 2.0.9,
+   jemalloc, tcmalloc, tbbmalloc; the newest mimalloc v2 and v3, snmalloc and rpmalloc built from
+   the sources bundled in crates.io crates, cached under ~/.cache/alloc-bench/).
 4. Runs: for rep in reps: for workload: for allocator in a rotated order, with
    LD_PRELOAD="<allocator.so> <origin.so>" (glibc: "<origin.so>", or for a program linked with
    another allocator, like Debian's redis-server with jemalloc, "<libc.so.6> <origin.so>"), BENCH_ORIGIN_FILE set to a
@@ -364,8 +364,8 @@ def main(argv):
             note("error: nothing left to run")
             return 2
 
-        ctx = dict(args=args, tmp=tmp, origin_so=origin_so, launcher=launch_exe, timeout=args.timeout,
-                   quick=args.quick, machine=machine(cc), command=command,
+        ctx = dict(args=args, tmp=tmp, origin_so=origin_so, launcher=launch_exe,
+                   timeout=args.timeout, quick=args.quick, machine=machine(cc), command=command,
                    origin_cmd=origin_cmd, skipped=skipped,
                    compile_example="%s %s <src> -o <exe> %s" % (cc, " ".join(CFLAGS),
                                                                " ".join(LIBS)))

@@ -227,8 +227,8 @@ def report(ctx, items, allocs, runs, failed, summ, geo, stem):
     L.append("## Peak RSS (MiB)")
     L.append("")
     L.append("Median peak resident set size (ru_maxrss of the process and its waited-for "
-             "children; for real programs what bench/benchlib/real.py measures); in parentheses the ratio "
-             "to ours (above 1.00 the peer uses more memory than ours).")
+             "children; for real programs what bench/benchlib/real.py measures); in parentheses "
+             "the ratio to ours (above 1.00 the peer uses more memory than ours).")
     L.append("")
     L += table(items, allocs, summ, geo, "rss")
     L.append("")
