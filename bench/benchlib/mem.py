@@ -134,10 +134,7 @@ def sampled_run(cfg, exe, argv, interval, timeout):
                else "exit %d" % proc.returncode)
         raise RuntimeError("%s: %s %s failed (%s)\n%s%s" % (
             cfg["label"], exe, " ".join(argv), how, stdout[-2000:], stderr[-2000:]))
-    got = res.get("alloc_from", "?")
-    if not origin.ok(cfg["expect"], got):
-        raise RuntimeError("%s: malloc came from %s, expected %s (the allocator was not active)"
-                           % (cfg["label"], got, cfg["expect"]))
+    origin.check_result(cfg["label"], cfg["expect"], res)
     phases = []
     for line in stderr.splitlines():
         if line.startswith("PHASE "):

@@ -152,15 +152,6 @@ def setup(args):
 # ---------------------------------------------------------------------------------------------
 # running
 
-def verify(cfg, res):
-    """Check that the allocation function really came from the expected object."""
-    got = res.get("alloc_from", "?")
-    if not origin.ok(cfg["expect"], got):
-        raise RuntimeError("%s: allocation function came from %s, expected %s"
-                           % (cfg["label"], got, cfg["expect"]))
-    return got
-
-
 def run_prog(out_dir, cfg, prog, argv, wrapper=()):
     exe = os.path.join(out_dir, prog + "-" + cfg["variant"])
     env = clean_env()
@@ -171,7 +162,7 @@ def run_prog(out_dir, cfg, prog, argv, wrapper=()):
     if r.returncode != 0 or res is None:
         raise RuntimeError("%s failed (exit %d):\n%s%s" % (" ".join([exe] + argv), r.returncode,
                                                             r.stdout, r.stderr))
-    res["from"] = verify(cfg, res)
+    res["from"] = origin.check_result(cfg["label"], cfg["expect"], res)
     return res, r.stderr
 
 

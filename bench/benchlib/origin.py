@@ -47,3 +47,13 @@ def file_problems(expect, origin_file):
             bad.append("pid %s (%s): malloc from %s" % (parts[0], parts[1] if len(parts) > 1
                                                          else "?", got))
     return bad, len(lines)
+
+
+def check_result(label, expect, result):
+    """The object a RESULT line names (alloc_from=); raises RuntimeError when it is not the
+    expected one, so that a run can never be counted under the wrong allocator."""
+    got = result.get("alloc_from", "?")
+    if not ok(expect, got):
+        raise RuntimeError("%s: malloc came from %s, expected %s (the allocator was not active)"
+                           % (label, got, expect))
+    return got
