@@ -59,6 +59,8 @@ def main(argv):
     p.add_argument("--no-install", action="store_true",
                    help="do not apt-get install python3-matplotlib when it is missing")
     args = p.parse_args(argv)
+    if not os.path.isfile(args.result):
+        p.error("no such file: %s" % args.result)
     stem = args.stem or results.strip_json(args.result)
     data = results.read_json(args.result)
     if "median_run_rss_mib" in data:  # a mem result
