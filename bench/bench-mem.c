@@ -42,7 +42,7 @@
  *
  * -q (quick) shrinks everything: 32 MiB peak, 6 phases, 12..50 ms gaps (5 ms ticks); a run takes
  * about a quarter of a second. -v prints one line per phase on stderr (CLOCK_MONOTONIC times, so
- * an outside sampler can align them with its own clock; bench/mem.py draws the live bytes).
+ * an outside sampler can align them with its own clock; bench/bench.py mem draws the live bytes).
  *
  * Output: one "RESULT key=value ..." line (see bench.h): elapsed_s (wall time of all phases),
  * work_s (the work parts only: the sum over phases of the slowest thread, gaps excluded),

@@ -151,7 +151,7 @@ static void *consumer_main(void *arg) {
 /* Cross-core latency probe: one-way time of a cache-line hand-off between the two threads'
    CPUs, measured before the benchmark. On virtual machines it changes with where the hypervisor
    places the virtual CPUs (one VM showed ~50 ns at one time, ~190 ns at another), and this
-   benchmark's absolute result moves with it; bench/run.py prints the range seen. */
+   benchmark's absolute result moves with it; bench/bench.py micro prints the range seen. */
 #define PROBE_ROUNDS 20000
 typedef struct probe_s {
   _Alignas(64) _Atomic long flag;

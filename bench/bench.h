@@ -8,7 +8,7 @@
  *                    should be measured (ours: -I<repo>/include -L<build> -lmimalloc).
  *
  * Every program prints one line starting with "RESULT " made of key=value fields separated by
- * single spaces; the shared-object paths come last. bench/run.py parses it.
+ * single spaces; the shared-object paths come last. bench/benchlib/common.py parses it.
  */
 #ifndef BENCH_H
 #define BENCH_H

@@ -1,5 +1,4 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# RSS over time of a server-like program under several allocators; see bench/README.md.
-# usage: bench/mem.sh [--build-dir DIR] [--reps N] [--quick] [--out DIR] [--interval-ms MS]
-exec python3 "$(dirname "$0")/mem.py" "$@"
+# Kept for old command lines: the same as `python3 bench/bench.py mem` (see bench/README.md).
+exec python3 "$(dirname "$0")/bench.py" mem "$@"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* origin.c: which shared object serves `malloc` in this process?
  *
- * Written for this project's benchmark suite (bench/suite.py); it models no published code.
+ * Written for this project's benchmark suite (bench/bench.py suite); it models no published code.
  * The runner preloads it after the allocator under test:
  *     LD_PRELOAD="<allocator.so> <origin.so>"    (glibc: LD_PRELOAD="<origin.so>")
  * and sets BENCH_ORIGIN_FILE. In a constructor, every process of the run (including children

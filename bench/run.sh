@@ -1,5 +1,4 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Throughput comparison of allocators; see bench/README.md.
-# usage: bench/run.sh [--build-dir DIR] [--reps N] [--quick] [--keep] [--out DIR]
-exec python3 "$(dirname "$0")/run.py" "$@"
+# Kept for old command lines: the same as `python3 bench/bench.py micro` (see bench/README.md).
+exec python3 "$(dirname "$0")/bench.py" micro "$@"

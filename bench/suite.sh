@@ -1,4 +1,4 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The allocator benchmark suite: see bench/suite.py (python3 standard library only).
-exec python3 "$(dirname "$0")/suite.py" "$@"
+# Kept for old command lines: the same as `python3 bench/bench.py suite` (see bench/README.md).
+exec python3 "$(dirname "$0")/bench.py" suite "$@"

@@ -1,6 +1,5 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""real.py: real-program workloads for the benchmark suite (imported by bench/suite.py).
+"""real.py: real-program workloads for the benchmark suite (loaded by benchlib/suite.py).
 
 Written for this project; no code or text is taken from published benchmarks. The idea of
 measuring an allocator inside unmodified real programs (a key-value server, an interpreter, a
@@ -46,7 +45,7 @@ described in _run_measured). peak_rss_kib: redis-server's VmHWM read from /proc 
 shutdown; the others: ru_maxrss over the program and its descendants, as reported by GNU time
 (our own wait4 would report at least the runner's RSS, see _run_measured).
 
-Self-test: python3 bench/real.py [--quick] [--reps N] [--only NAME] [LIB.so ...]
+Self-test: python3 bench/bench.py real [--quick] [--reps N] [--only NAME] [LIB.so ...]
 runs each workload with glibc and with each LIB preloaded (interleaved) and prints the result
 dicts plus, when bench/origin.c can be built, which object served malloc in every process; with
 --reps N also the medians. Its glibc row preloads .glibc_preload (redis: libc.so.6).
@@ -915,14 +914,15 @@ WORKLOADS = [Redis(), Python(), Gxx(), Sqlite()]
 # self-test
 
 
-def _main():
+def main(argv):
     import argparse
     import json
     import shutil
     import statistics
     import tempfile
 
-    ap = argparse.ArgumentParser(description="run the real-program workloads once per allocator")
+    ap = argparse.ArgumentParser(prog="bench.py real",
+                                 description="run the real-program workloads once per allocator")
     ap.add_argument("libs", nargs="*", help="allocator libraries to LD_PRELOAD (after glibc)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=1, help="repetitions (interleaved); medians")
@@ -930,11 +930,11 @@ def _main():
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--workdir", help="default: a temporary directory, removed at the end")
     ap.add_argument("--origin", help="origin.so (default: build bench/origin.c if present)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     workdir = args.workdir or tempfile.mkdtemp(prefix="real-")
     os.makedirs(workdir, exist_ok=True)
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # bench/
     origin = args.origin
     if origin is None and os.path.exists(os.path.join(here, "origin.c")):
         origin = os.path.join(workdir, "origin.so")
@@ -1003,6 +1003,3 @@ def _main():
         shutil.rmtree(workdir, ignore_errors=True)
     return 1 if failed else 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(_main())

@@ -1,21 +1,20 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """A/B comparison of allocator builds on one program (python3 standard library only).
 
-  bench/ab.py [--reps N] [--timeout S] LIB_A LIB_B [LIB ...] -- PROGRAM [ARGS ...]
+  bench/bench.py ab [--reps N] [--timeout S] LIB_A LIB_B [LIB ...] -- PROGRAM [ARGS ...]
 
 Runs PROGRAM under LD_PRELOAD=LIB for every LIB ("glibc" for none), N times each (default 7),
 interleaved in a rotated order so that slow phases of a noisy machine hit every library alike,
 in an environment without MIMALLOC_*, MALLOC_* or GLIBC_TUNABLES (add settings with
 env VAR=... in front of PROGRAM, e.g. `-- /usr/bin/env MIMALLOC_PURGE_DELAY=0 ./prog`; the
 preload then applies to env and what it runs). Each run is started by the suite's small C
-launcher (bench/suite.py), so the figures are the program's own: wall time, CPU time (user +
+launcher (benchlib/launcher.py), so the figures are the program's own: wall time, CPU time (user +
 system), peak RSS and minor page faults. Prints per library the minimum and median wall time,
 the medians of the rest, and the ratio of its median wall time to the first library's.
 
 It is how the before/after figures of the optimisation notes are measured: build the old and
 the new library in two directories and compare them, e.g.
-  bench/ab.py old/build/libmimalloc.so build/libmimalloc.so -- /tmp/rptest
+  bench/bench.py ab old/build/libmimalloc.so build/libmimalloc.so -- /tmp/rptest
 Timing is never asserted anywhere; medians of interleaved runs are the figure to quote.
 """
 import argparse
@@ -25,17 +24,16 @@ import statistics
 import sys
 import tempfile
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-sys.dont_write_bytecode = True
-sys.path.insert(0, BENCH_DIR)
-import suite  # noqa: E402  (the launcher and the clean environment)
+from benchlib import launcher
+from benchlib.common import clean_env
 
 
 def parse_args(argv):
-    if "--" not in argv:
-        sys.exit("usage: bench/ab.py [--reps N] [--timeout S] LIB_A LIB_B [LIB ...] -- PROGRAM [ARGS ...]")
-    i = argv.index("--")
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    if "--" not in argv and not ("-h" in argv or "--help" in argv):
+        sys.exit("usage: bench/bench.py ab [--reps N] [--timeout S] LIB_A LIB_B [LIB ...] -- PROGRAM [ARGS ...]")
+    i = argv.index("--") if "--" in argv else len(argv)
+    p = argparse.ArgumentParser(prog="bench.py ab", description=__doc__,
+                                formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--reps", type=int, default=7, help="runs per library (default 7)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per run (default 600)")
     p.add_argument("libs", nargs="+", help='shared objects to preload ("glibc": none)')
@@ -60,18 +58,18 @@ def main(argv):
     cc = os.environ.get("CC", "cc")
     tmp = tempfile.mkdtemp(prefix="alloc-ab-")
     try:
-        launcher = suite.build_launcher(cc, tmp)
+        launch_exe = launcher.build(cc, tmp)
         runs = {lib: [] for lib in args.libs}
         n = len(args.libs)
         for rep in range(args.reps):
             for k in range(n):
                 lib = args.libs[(rep + k) % n]
-                env = suite.mem.clean_env()
+                env = clean_env()
                 if lib != "glibc":
                     env["LD_PRELOAD"] = os.path.abspath(lib)
                 extra = {}
-                wall, problem, rss, _out, err = suite.run_program(
-                    launcher, args.command[0], args.command[1:], env, args.timeout, tmp, extra)
+                wall, problem, rss, _out, err = launcher.run_program(
+                    launch_exe, args.command[0], args.command[1:], env, args.timeout, tmp, extra)
                 if problem is not None:
                     sys.exit("%s under %s: %s\n%s" % (" ".join(args.command), lib, problem, err.strip()[-2000:]))
                 runs[lib].append(dict(wall=wall, rss=rss, **extra))
@@ -94,6 +92,3 @@ def main(argv):
             med(r["cpu_s"] for r in rs), med(r["rss"] for r in rs) / 1024.0, med(r["minflt"] for r in rs)))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,14 +1,17 @@
-#!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """Chart of a benchmark-suite result: time and peak RSS of every allocator relative to ours.
 
-  /usr/bin/python3 bench/chart.py RESULT.json OUT_STEM      -> OUT_STEM.png and OUT_STEM.svg
+  /usr/bin/python3 bench/benchlib/chart_mpl.py RESULT.json.gz OUT_STEM      -> OUT_STEM.png
+
+Run by `bench.py chart` and `bench.py suite` (benchlib/chart.py) with Debian's python3, as a
+script of its own: it imports nothing of the harness, only matplotlib.
 
 Two panels (like the charts in mimalloc's README): relative time on top, relative peak RSS below;
 per workload one bar per allocator, ours = 1.0 (the dashed line); lower is better. Bars taller
 than the axis are cut and labelled with their value; a failed run is marked with an "x".
-Needs matplotlib (Debian's python3-matplotlib; bench/suite.py runs this with /usr/bin/python3).
+Needs matplotlib (Debian's python3-matplotlib).
 """
+import gzip
 import json
 import sys
 
@@ -27,7 +30,7 @@ SPARE = ["#e377c2", "#7f7f7f", "#aec7e8", "#98df8a", "#ff9896", "#c49c94"]
 
 
 def main(json_path, stem):
-    with open(json_path) as f:
+    with (gzip.open if json_path.endswith(".gz") else open)(json_path, "rt") as f:
         data = json.load(f)
     allocs = data["allocators"]
     workloads = [w["name"] for w in data["workloads"]]
@@ -92,11 +95,10 @@ def main(json_path, stem):
              "bars cut at %.1f are labelled; x = failed run" % CAP, fontsize=7, color="#555")
     fig.tight_layout(rect=(0, 0.02, 1, 1))
     fig.savefig(stem + ".png", dpi=110)
-    fig.savefig(stem + ".svg")
     plt.close(fig)
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 3:
-        sys.exit("usage: chart.py RESULT.json OUT_STEM")
+        sys.exit("usage: chart_mpl.py RESULT.json.gz OUT_STEM")
     main(sys.argv[1], sys.argv[2])

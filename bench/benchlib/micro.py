@@ -1,9 +1,9 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Build the allocator micro-benchmarks and compare allocators (python3 standard library only).
 
-  bench/run.sh        [--build-dir DIR] [--reps N] [--quick]   throughput table (markdown)
-  bench/callgrind.sh  [--build-dir DIR] [--quick]              instructions per malloc+free pair
+  bench/bench.py micro [--build-dir DIR] [--reps N] [--quick]   throughput table (markdown)
+  bench/bench.py micro --callgrind [--build-dir DIR] [--quick]  instructions per malloc+free pair
+                                                                (bench/callgrind.sh)
 
 Allocators compared (each row is skipped with a message when it is not available):
   glibc                    plain malloc/free build, nothing preloaded
@@ -22,12 +22,13 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(BENCH_DIR)
+from benchlib import debian, ours, origin
+from benchlib.common import BENCH_DIR, REPO_DIR, add_build_dir_option, clean_env, loadavg, \
+    machine_info, note, parse_result, run
+
 CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra"]
 LIBS = ["-ldl", "-lpthread"]
 PROGRAMS = ["bench-st", "bench-xthread", "bench-pair", "bench-fast"]
@@ -41,15 +42,6 @@ BENCHMARKS = [
 PAIR_SIZES = [16, 64, 256, 1024]
 
 
-def note(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def run(cmd, env=None, timeout=600):
-    return subprocess.run(cmd, env=env, timeout=timeout, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True)
-
-
 # ---------------------------------------------------------------------------------------------
 # peers and our library
 
@@ -61,29 +53,11 @@ def debian_mimalloc():
     return (libs[0] if libs else None), devel
 
 
-def apt_install(packages):
-    if os.geteuid() != 0:
-        note("  not root: cannot apt-get install %s" % " ".join(packages))
-        return False
-    if shutil.which("apt-get") is None:
-        note("  no apt-get on this system: cannot install %s" % " ".join(packages))
-        return False
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    # the lock timeout covers an installation already running in the background
-    cmd = ["apt-get", "install", "-y", "-o", "DPkg::Lock::Timeout=600"] + packages
-    note("  $ " + " ".join(cmd))
-    if subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode == 0:
-        return True
-    subprocess.run(["apt-get", "update", "-o", "DPkg::Lock::Timeout=600"], env=env,
-                   stdout=subprocess.DEVNULL)
-    return subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode == 0
-
-
 def ensure_debian_mimalloc():
     lib, devel = debian_mimalloc()
     if lib is None or not devel:
         note("Debian mimalloc (libmimalloc2.0 / libmimalloc-dev) missing: installing")
-        apt_install(["libmimalloc2.0", "libmimalloc-dev"])
+        debian.ensure(["libmimalloc2.0", "libmimalloc-dev"])
         lib, devel = debian_mimalloc()
     if lib is None:
         note("SKIP Debian mimalloc: libmimalloc.so.2 not installed")
@@ -94,35 +68,8 @@ def ensure_debian_mimalloc():
 
 def debian_mimalloc_name():
     """'mimalloc 2.0.9' from the installed package's version, or 'mimalloc (Debian)'."""
-    try:
-        v = run(["dpkg-query", "-W", "-f", "${Version}", "libmimalloc2.0"]).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        v = ""
-    m = re.match(r"(?:\d+:)?(\d+(?:\.\d+)*)", v)
-    return "mimalloc %s" % m.group(1) if m else "mimalloc (Debian)"
-
-
-def find_ours(build_dir):
-    """Path of our libmimalloc.so in build_dir (or a subdirectory), or None."""
-    if not os.path.isdir(build_dir):
-        return None
-    direct = os.path.join(build_dir, "libmimalloc.so")
-    if os.path.exists(direct):
-        return direct
-    for root, dirs, files in os.walk(build_dir):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "CMakeFiles"]
-        if "libmimalloc.so" in files:
-            return os.path.join(root, "libmimalloc.so")
-    return None
-
-
-def exports_malloc(lib):
-    try:
-        out = run(["nm", "-D", "--defined-only", lib]).stdout
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return any(len(f) >= 3 and f[2] == "malloc" and f[1] in "TtWiI"
-               for f in (line.split() for line in out.splitlines()))
+    v = debian.version("libmimalloc2.0")
+    return "mimalloc %s" % v if v else "mimalloc (Debian)"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -177,23 +124,23 @@ def setup(args):
                                 preload=None, expect=deb_lib))
 
     build_dir = os.path.abspath(args.build_dir)
-    ours = find_ours(build_dir)
+    ours_lib = ours.find(build_dir)
     include_dir = os.path.abspath(args.include_dir)
-    if ours is None:
+    if ours_lib is None:
         note("SKIP ours: no libmimalloc.so under %s (build it first: cmake -B build -G Ninja && "
              "cmake --build build, at the repository root)" % build_dir)
     elif not os.path.exists(os.path.join(include_dir, "mimalloc.h")):
         note("SKIP ours: no mimalloc.h in %s" % include_dir)
     else:
-        note("ours: %s" % ours)
-        if exports_malloc(ours):
-            configs.append(dict(name="ours", calls="malloc", variant="plain", preload=ours,
-                                expect=ours))
+        note("ours: %s" % ours_lib)
+        if ours.exports_malloc(ours_lib):
+            configs.append(dict(name="ours", calls="malloc", variant="plain", preload=ours_lib,
+                                expect=ours_lib))
         else:
             note("  ours does not export malloc (no override yet): only the mi_ API build runs")
-        if build(cc, out_dir, "mi-ours", ours_lib=ours, include_dir=include_dir):
+        if build(cc, out_dir, "mi-ours", ours_lib=ours_lib, include_dir=include_dir):
             configs.append(dict(name="ours", calls="mi_", variant="mi-ours", preload=None,
-                                expect=ours))
+                                expect=ours_lib))
         else:
             note("SKIP ours mi_ API build: it did not compile/link")
     for c in configs:
@@ -205,36 +152,9 @@ def setup(args):
 # ---------------------------------------------------------------------------------------------
 # running
 
-def base_env():
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("MIMALLOC_") and k != "LD_PRELOAD"}
-    return env
-
-
-def parse_result(stdout):
-    for line in stdout.splitlines():
-        if line.startswith("RESULT "):
-            return dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
-    return None
-
-
-def verify(cfg, res):
-    """Check that the allocation function really came from the expected object."""
-    got = res.get("alloc_from", "?")
-    if cfg["expect"] == "libc":
-        base = os.path.basename(os.path.realpath(got)) if got.startswith("/") else got
-        ok = base.startswith("libc.so") or base.startswith("libc-")
-    else:
-        ok = got.startswith("/") and os.path.realpath(got) == os.path.realpath(cfg["expect"])
-    if not ok:
-        raise RuntimeError("%s: allocation function came from %s, expected %s"
-                           % (cfg["label"], got, cfg["expect"]))
-    return got
-
-
 def run_prog(out_dir, cfg, prog, argv, wrapper=()):
     exe = os.path.join(out_dir, prog + "-" + cfg["variant"])
-    env = base_env()
+    env = clean_env()
     if cfg["preload"]:
         env["LD_PRELOAD"] = cfg["preload"]
     r = run(list(wrapper) + [exe] + argv, env=env)
@@ -242,7 +162,7 @@ def run_prog(out_dir, cfg, prog, argv, wrapper=()):
     if r.returncode != 0 or res is None:
         raise RuntimeError("%s failed (exit %d):\n%s%s" % (" ".join([exe] + argv), r.returncode,
                                                             r.stdout, r.stderr))
-    res["from"] = verify(cfg, res)
+    res["from"] = origin.check_result(cfg["label"], cfg["expect"], res)
     return res, r.stderr
 
 
@@ -259,32 +179,10 @@ def reference(configs, cfg):
     return (same or ours or [None])[0]
 
 
-def loadavg():
-    try:
-        with open("/proc/loadavg") as f:
-            return float(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return -1.0
-
-
 def load_line(before, after):
     busy = max(before, after) > 0.5
     return "Load average (1 min) before: %.2f, after: %.2f%s" % (
         before, after, " -- other work was running; the numbers may be disturbed" if busy else "")
-
-
-def machine_info(cc):
-    cpu = "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    ccv = run([cc, "--version"]).stdout.splitlines()[0] if shutil.which(cc) else cc
-    return "%s, %d CPUs, %s, %s" % (cpu, os.cpu_count() or 0, os.uname().release, ccv)
 
 
 def throughput(args):
@@ -311,7 +209,7 @@ def throughput(args):
     print()
     print("Machine: %s  " % machine_info(os.environ.get("CC", "cc")))
     print(load_line(load_before, loadavg()) + "  ")
-    print("Command: `bench/run.sh %s`; %d repetition(s), allocators interleaved; "
+    print("Command: `bench/bench.py micro %s`; %d repetition(s), allocators interleaved; "
           "median ops/s in millions (± half the min-max range)." % (" ".join(args.argv), reps))
     print("Parameters: " + "; ".join("%s = %s %s" % (b, p, " ".join(q if args.quick else n))
                                      for b, p, n, q in BENCHMARKS))
@@ -404,7 +302,7 @@ def fast_peers(args):
     """The newest mimalloc v2 and v3 (built from the libmimalloc-sys crate by bench/peers.py),
     as LD_PRELOAD configurations; [] when they cannot be had."""
     try:
-        import peers as peer_mod
+        from benchlib import peers as peer_mod
         ns = argparse.Namespace(allocators={"mimalloc2", "mimalloc3"}, no_install=False)
         got = peer_mod.mimalloc_crate_peers(ns)
     except Exception as e:  # noqa: BLE001 (optional rows)
@@ -417,7 +315,7 @@ def fast_peers(args):
 def callgrind(args):
     if shutil.which("valgrind") is None:
         note("valgrind missing: installing")
-        if not apt_install(["valgrind"]) or shutil.which("valgrind") is None:
+        if debian.ensure(["valgrind"]) or shutil.which("valgrind") is None:
             sys.exit("valgrind is not available")
     out_dir, configs = setup(args)
     n = 20000 if args.quick else 200000
@@ -491,10 +389,10 @@ def cleanup(args, out_dir):
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--build-dir", default=os.path.join(REPO_DIR, "build"),
-                   help="build directory of our library (default: <repo>/build)")
+def main(argv):
+    p = argparse.ArgumentParser(prog="bench.py micro", description=__doc__,
+                                formatter_class=argparse.RawTextHelpFormatter)
+    add_build_dir_option(p)
     p.add_argument("--include-dir", default=os.path.join(REPO_DIR, "include"),
                    help="our public headers (default: <repo>/include)")
     p.add_argument("--reps", type=int, default=None, help="repetitions (default 5; 1 with --quick)")
@@ -503,19 +401,17 @@ def main():
     p.add_argument("--keep", action="store_true", help="keep the temporary build directory")
     p.add_argument("--callgrind", action="store_true",
                    help="count instructions per malloc+free pair instead (bench/callgrind.sh)")
-    args = p.parse_args()
-    args.argv = sys.argv[1:]
+    args = p.parse_args(argv)
+    args.argv = list(argv)
     if args.reps is not None and args.reps < 1:
         p.error("--reps must be at least 1")
     args.made_dir = None
     try:
         (callgrind if args.callgrind else throughput)(args)
+        return 0
     except RuntimeError as e:
         sys.exit("error: %s" % e)
     finally:
         if args.made_dir:
             cleanup(args, args.made_dir)
 
-
-if __name__ == "__main__":
-    main()

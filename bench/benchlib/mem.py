@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Memory use over time of a server-like program under several allocators (python3 standard
 library only).
 
-  bench/mem.sh [--build-dir DIR] [--reps N] [--quick] [--out DIR] [--interval-ms MS]
+  bench/bench.py mem [--build-dir DIR] [--reps N] [--quick] [--out DIR] [--interval-ms MS]
 
 Builds bench/bench-mem.c with `cc -std=c11 -O2`, then runs it (`-v`, or `-q -v` with --quick)
 under each allocator, the repetitions interleaved (A B C D A B C D ...):
@@ -19,129 +18,56 @@ every few milliseconds from outside, the same way for every allocator. Each run'
 must name the intended object: a peer that fails or is not the one loaded is reported and left
 out; if our library's run fails or was not really active, the script exits non-zero.
 
-Output: a markdown table on stdout; the same table, a JSON file with every run and an SVG chart
-(RSS over time, one line per allocator, from each allocator's median run) in --out (default
-bench/results/) as mem-<date>-<host>[-quick].{md,json,svg}.
+Output: a markdown table on stdout; the same table, the raw data (every run, gzip-compressed
+JSON) and an SVG chart (RSS over time, one line per allocator, from each allocator's median run)
+in --out (default bench/results/) as mem-<date>-<host>[-quick].{md,json.gz,svg}.
 """
 import argparse
-import json
 import os
-import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(BENCH_DIR)
-sys.path.insert(0, BENCH_DIR)
-import run as common  # noqa: E402  (bench/run.py: library lookup, apt-get, machine info)
+from benchlib import debian, ours, origin, results, svgchart
+from benchlib.common import BENCH_DIR, RESULTS_DIR, add_build_dir_option, clean_env, loadavg, \
+    machine_info, note, parse_result, run
+from benchlib.svgchart import thin
 
 CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra"]
 LIBS = ["-ldl", "-lpthread"]
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MIB = 1024.0 * 1024.0
 COLORS = {"ours": "#d62728", "glibc": "#1f77b4", "jemalloc": "#2ca02c", "mimalloc": "#9467bd"}
-
-note = common.note
+# name, Debian package, file name pattern of the object to preload
+PEERS = (("jemalloc", "libjemalloc2", r"libjemalloc\.so\.2.*"),
+         ("mimalloc", "libmimalloc2.0", r"libmimalloc\.so\.2.*"))
 
 
 # ---------------------------------------------------------------------------------------------
 # allocators
 
-def dpkg_files(package):
-    """Files of an installed Debian package, or [] (not installed, or no dpkg)."""
-    if shutil.which("dpkg") is None:
-        return []
-    r = common.run(["dpkg", "-L", package])
-    return r.stdout.split() if r.returncode == 0 else []
-
-
-def dpkg_version(package):
-    if shutil.which("dpkg-query") is None:
-        return None
-    r = common.run(["dpkg-query", "-W", "-f", "${Version}", package])
-    m = re.match(r"(?:\d+:)?(\d+(?:\.\d+)*)", r.stdout.strip()) if r.returncode == 0 else None
-    return m.group(1) if m else None
-
-
-def find_peer(package, pattern):
-    """Path of the shared object of a Debian package whose file name matches `pattern`."""
-    libs = [f for f in dpkg_files(package)
-            if re.fullmatch(pattern, os.path.basename(f)) and os.path.isfile(f)]
-    # prefer the real file over symlinks to it (same object either way, realpath compares)
-    libs.sort(key=lambda f: (os.path.islink(f), f))
-    return libs[0] if libs else None
-
-
 def peer(name, package, pattern):
     """An allocator configuration for a Debian peer, installing it if needed, or None."""
-    lib = find_peer(package, pattern)
-    if lib is None:
+    if debian.find_lib(package, pattern) is None:
         note("%s (%s) missing: installing" % (name, package))
-        common.apt_install([package])
-        lib = find_peer(package, pattern)
+        debian.ensure([package])
+    lib = debian.find_lib(package, pattern)
     if lib is None:
         note("SKIP %s: package %s is not installed" % (name, package))
         return None
-    if not common.exports_malloc(lib):
+    if not ours.exports_malloc(lib):
         note("SKIP %s: %s does not export malloc" % (name, lib))
         return None
-    version = dpkg_version(package)
+    version = debian.version(package)
     label = "%s %s" % (name, version) if version else name
     return dict(key=name, label=label, preload=lib, expect=lib)
 
 
-def build_ours(build_dir):
-    """Configure and build our library in build_dir (as the README says); True on success."""
-    if shutil.which("cmake") is None:
-        note("cannot build our library: cmake not found")
-        return False
-    gen = ["-G", "Ninja"] if shutil.which("ninja") else []
-    cmds = [["cmake", "-S", REPO_DIR, "-B", build_dir] + gen + ["-DCMAKE_BUILD_TYPE=Release"],
-            ["cmake", "--build", build_dir]]
-    for cmd in cmds:
-        note("  $ " + " ".join(cmd))
-        r = common.run(cmd, timeout=1800)
-        if r.returncode != 0:
-            note(r.stdout[-3000:] + r.stderr[-3000:])
-            return False
-    return True
-
-
-def ours_config(build_dir):
-    lib = common.find_ours(build_dir)
-    if lib is None:
-        note("no libmimalloc.so under %s: building it" % build_dir)
-        if build_ours(build_dir):
-            lib = common.find_ours(build_dir)
-    if lib is None:
-        raise RuntimeError("our library is not in %s and could not be built" % build_dir)
-    if not common.exports_malloc(lib):
-        raise RuntimeError("%s does not export malloc: it cannot be preloaded" % lib)
-    note("ours: %s" % lib)
-    return dict(key="ours", label="ours", preload=lib, expect=lib)
-
-
-def origin_ok(cfg, got):
-    if cfg["expect"] == "libc":
-        base = os.path.basename(os.path.realpath(got)) if got.startswith("/") else got
-        return base.startswith("libc.so") or base.startswith("libc-")
-    return got.startswith("/") and os.path.realpath(got) == os.path.realpath(cfg["expect"])
-
-
 # ---------------------------------------------------------------------------------------------
 # one run, sampled from outside
-
-def clean_env():
-    """The caller's environment without anything that tunes or replaces an allocator."""
-    drop = ("MIMALLOC_", "MALLOC_", "_RJEM_", "JE_MALLOC_")
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(drop) and k not in ("LD_PRELOAD", "GLIBC_TUNABLES")}
-
 
 def read_hwm(pid):
     try:
@@ -200,7 +126,7 @@ def sampled_run(cfg, exe, argv, interval, timeout):
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read(), err.read()
-    res = common.parse_result(stdout)
+    res = parse_result(stdout)
     if killed:
         raise RuntimeError("%s: killed after %d s" % (cfg["label"], timeout))
     if proc.returncode != 0 or res is None:
@@ -208,10 +134,7 @@ def sampled_run(cfg, exe, argv, interval, timeout):
                else "exit %d" % proc.returncode)
         raise RuntimeError("%s: %s %s failed (%s)\n%s%s" % (
             cfg["label"], exe, " ".join(argv), how, stdout[-2000:], stderr[-2000:]))
-    got = res.get("alloc_from", "?")
-    if not origin_ok(cfg, got):
-        raise RuntimeError("%s: malloc came from %s, expected %s (the allocator was not active)"
-                           % (cfg["label"], got, cfg["expect"]))
+    origin.check_result(cfg["label"], cfg["expect"], res)
     phases = []
     for line in stderr.splitlines():
         if line.startswith("PHASE "):
@@ -246,121 +169,6 @@ def summarize(run):
 
 
 # ---------------------------------------------------------------------------------------------
-# chart (hand-written SVG, no dependency)
-
-def nice_step(span, target_ticks):
-    raw = span / max(1, target_ticks)
-    mag = 10 ** int(("%e" % raw).split("e")[1])
-    for m in (1, 2, 2.5, 5, 10):
-        if m * mag >= raw:
-            return m * mag
-    return 10 * mag
-
-
-def thin(points, buckets):
-    """At most ~2*buckets points: the min and the max of each time bucket, in time order."""
-    if len(points) <= 2 * buckets:
-        return points
-    t0, t1 = points[0][0], points[-1][0]
-    width = (t1 - t0) / buckets or 1.0
-    out, cur, idx = [], [], 0
-    for p in points:
-        b = min(buckets - 1, int((p[0] - t0) / width))
-        if b != idx and cur:
-            lo, hi = min(cur, key=lambda q: q[1]), max(cur, key=lambda q: q[1])
-            out.extend(sorted({lo, hi}))
-            cur = []
-        idx = b
-        cur.append(p)
-    if cur:
-        lo, hi = min(cur, key=lambda q: q[1]), max(cur, key=lambda q: q[1])
-        out.extend(sorted({lo, hi}))
-    return out
-
-
-def esc(s):
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def svg_chart(title, series, live=None):
-    """series: [(label, color, [(t, mib)])]; live: [(t, mib)] drawn dashed grey, or None."""
-    W, H = 760, 400
-    left, right, top, bottom = 64, 16, 40, 92
-    pw, ph = W - left - right, H - top - bottom
-    tmax = max(p[0] for _, _, pts in series for p in pts)
-    ymax = max(p[1] for _, _, pts in series for p in pts)
-    if live:
-        ymax = max(ymax, max(p[1] for p in live))
-    xstep = nice_step(tmax, 8)
-    ystep = nice_step(ymax, 6)
-    xmax = xstep * max(1, -(-tmax // xstep))
-    ytop = ystep * max(1, -(-ymax * 1.02 // ystep))
-
-    def X(t):
-        return left + pw * t / xmax
-
-    def Y(v):
-        return top + ph * (1 - v / ytop)
-
-    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
-         'font-family="sans-serif" font-size="12">' % (W, H, W, H),
-         '<rect width="%d" height="%d" fill="white"/>' % (W, H),
-         '<text x="%d" y="22" text-anchor="middle" font-size="15" font-weight="bold">%s</text>'
-         % (W // 2, esc(title))]
-    v = 0.0
-    while v <= ytop + 1e-9:
-        o.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>'
-                 % (left, left + pw, Y(v), Y(v)))
-        o.append('<text x="%d" y="%.1f" text-anchor="end">%g</text>' % (left - 6, Y(v) + 4, v))
-        v += ystep
-    t = 0.0
-    while t <= xmax + 1e-9:
-        o.append('<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#eee"/>'
-                 % (X(t), X(t), top, top + ph))
-        o.append('<text x="%.1f" y="%d" text-anchor="middle">%g</text>'
-                 % (X(t), top + ph + 16, round(t, 6)))
-        t += xstep
-    o.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#333"/>'
-             % (left, top, pw, ph))
-    o.append('<text x="%d" y="%d" text-anchor="middle">time since start (s)</text>'
-             % (left + pw // 2, top + ph + 34))
-    o.append('<text transform="translate(16,%d) rotate(-90)" text-anchor="middle">RSS (MiB)</text>'
-             % (top + ph // 2))
-    legend = []
-    if live:
-        pts = " ".join("%.1f,%.1f" % (X(a), Y(b)) for a, b in live)
-        o.append('<polyline points="%s" fill="none" stroke="#888" stroke-width="1.2" '
-                 'stroke-dasharray="4 3"/>' % pts)
-        legend.append(("live bytes requested (ours' run)", "#888", True))
-    for label, color, pts in series:
-        o.append('<polyline points="%s" fill="none" stroke="%s" stroke-width="1.6" '
-                 'stroke-linejoin="round"/>'
-                 % (" ".join("%.1f,%.1f" % (X(a), Y(b)) for a, b in thin(pts, 400)), color))
-        legend.append((label, color, False))
-    # legend under the plot, two columns
-    for i, (label, color, dashed) in enumerate(legend):
-        lx = left + (i % 2) * (pw // 2)
-        ly = top + ph + 52 + (i // 2) * 16
-        o.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"%s/>'
-                 % (lx, lx + 22, ly - 4, ly - 4, color,
-                    ' stroke-dasharray="4 3"' if dashed else ""))
-        o.append('<text x="%d" y="%d">%s</text>' % (lx + 28, ly, esc(label)))
-    o.append("</svg>")
-    return "\n".join(o) + "\n"
-
-
-def live_curve(phases):
-    """Live bytes from the PHASE lines: a ramp over each work part, flat over each gap."""
-    pts, prev = [], 0.0
-    for p in phases:
-        pts += [(p["start"], prev), (p["work_end"], p["live_mib"])]
-        prev = p["live_mib"]
-    if phases:
-        pts.append((phases[-1]["work_end"] + phases[-1]["gap_s"], prev))
-    return pts
-
-
-# ---------------------------------------------------------------------------------------------
 
 def fmt(v, digits=1):
     return "n/a" if v is None else "%.*f" % (digits, v)
@@ -378,16 +186,17 @@ def median_of(runs, key):
     return statistics.median(vals) if vals else None
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--build-dir", default=os.path.join(REPO_DIR, "build"),
-                   help="build directory of our library (default: <repo>/build)")
+def main(argv):
+    p = argparse.ArgumentParser(prog="bench.py mem", description=__doc__,
+                                formatter_class=argparse.RawTextHelpFormatter)
+    add_build_dir_option(p)
     p.add_argument("--reps", type=int, default=None, help="repetitions (default 3; 1 with --quick)")
     p.add_argument("--quick", action="store_true", help="bench-mem -q, one repetition")
-    p.add_argument("--out", default=os.path.join(BENCH_DIR, "results"),
-                   help="where the .md, .json and .svg go (default: bench/results/)")
+    p.add_argument("--out", default=RESULTS_DIR,
+                   help="where the .md, .json.gz and .svg go (default: bench/results/)")
     p.add_argument("--interval-ms", type=float, default=5.0, help="RSS sampling period (5 ms)")
-    args = p.parse_args()
+    args = p.parse_args(argv)
+    args.argv = list(argv)
     if args.reps is not None and args.reps < 1:
         p.error("--reps must be at least 1")
     reps = args.reps or (1 if args.quick else 3)
@@ -397,7 +206,7 @@ def main():
     except RuntimeError as e:
         sys.exit("error: %s" % e)
     note("total time: %.0f s" % (time.monotonic() - t_begin))
-    return report
+    return 0
 
 
 def measure(args, reps):
@@ -407,7 +216,7 @@ def measure(args, reps):
         exe = os.path.join(tmp, "bench-mem")
         cmd = [cc] + CFLAGS + ["-o", exe, os.path.join(BENCH_DIR, "bench-mem.c")] + LIBS
         note("building: " + " ".join(cmd))
-        r = common.run(cmd)
+        r = run(cmd)
         if r.returncode != 0:
             raise RuntimeError("cannot build bench-mem:\n" + r.stderr)
         if r.stderr.strip():
@@ -418,17 +227,17 @@ def measure(args, reps):
 
 
 def measure_with(args, reps, exe, cc):
-    configs = [ours_config(os.path.abspath(args.build_dir)),
+    lib = ours.preloadable(os.path.abspath(args.build_dir))
+    configs = [dict(key="ours", label="ours", preload=lib, expect=lib),
                dict(key="glibc", label="glibc", preload=None, expect="libc")]
-    for name, package, pattern in (("jemalloc", "libjemalloc2", r"libjemalloc\.so\.2.*"),
-                                   ("mimalloc", "libmimalloc2.0", r"libmimalloc\.so\.2.*")):
+    for name, package, pattern in PEERS:
         c = peer(name, package, pattern)
         if c:
             configs.append(c)
     argv = ["-v"] + (["-q"] if args.quick else [])
     timeout = 60 if args.quick else 300
     interval = args.interval_ms / 1000.0
-    load_before = common.loadavg()
+    load_before = loadavg()
     t_begin = time.monotonic()
     raw = {c["key"]: [] for c in configs}
     failed = {}
@@ -474,15 +283,15 @@ def measure_with(args, reps, exe, cc):
         series.append((cfg["label"], COLORS.get(cfg["key"], "#000"),
                        [(t, v / MIB) for t, v in med["samples"]]))
         if cfg["key"] == "ours":
-            live = live_curve(med["phases"])
+            live = svgchart.live_curve(med["phases"])
     res0 = raw["ours"][0]["result"]
     params = "bench-mem %s: %s threads, %s phases, peak target %s MiB, seed %s" % (
         " ".join(argv), res0["threads"], res0["phases"], res0["peak_mib"], res0["seed"])
-    title = "bench-mem%s: RSS over time (median run of %d)" % (" -q" if args.quick else "", reps)
+    title = chart_title(args.quick, reps)
 
-    command = "bench/mem.sh" + ("" if len(sys.argv) < 2 else " " + " ".join(sys.argv[1:]))
+    command = "bench/bench.py mem" + "".join(" " + a for a in args.argv)
     lines = []
-    lines.append("Machine: %s  " % common.machine_info(cc))
+    lines.append("Machine: %s  " % machine_info(cc))
     lines.append("Load average (1 min) before the runs: %.2f%s  " % (
         load_before, " -- other work was running; the times may be disturbed"
         if load_before > 0.5 else ""))
@@ -499,9 +308,9 @@ def measure_with(args, reps, exe, cc):
         for key, d in (("elapsed_s", 2), ("work_s", 2), ("avg_rss_mib", 1), ("peak_rss_mib", 1),
                        ("end_rss_mib", 1)):
             cells += [fmt(row[key], d), fmt(row[key + "_vs_ours"], 2)]
-        origin = row["alloc_from"] + (" (mi_version %d)" % row["mi_version"]
+        served = row["alloc_from"] + (" (mi_version %d)" % row["mi_version"]
                                       if row["mi_version"] else "")
-        lines.append("| %s | %s | %s |" % (row["label"], " | ".join(cells), origin))
+        lines.append("| %s | %s | %s |" % (row["label"], " | ".join(cells), served))
     lines.append("")
     lines.append("Medians over the repetitions. time = wall time of all phases including the idle "
                  "gaps (%.1f s of sleep in total); work = the phases without the gaps. avg RSS = "
@@ -518,28 +327,38 @@ def measure_with(args, reps, exe, cc):
     print(table)
 
     os.makedirs(args.out, exist_ok=True)
-    host = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()) or "host"
-    stem = "mem-%s-%s%s" % (time.strftime("%Y%m%d-%H%M%S"), host, "-quick" if args.quick else "")
+    stem = results.stem("mem-", args.quick)
     base = os.path.join(args.out, stem)
-    with open(base + ".svg", "w") as f:
-        f.write(svg_chart(title, series, live))
-    with open(base + ".md", "w") as f:
-        f.write("# bench-mem: RSS of a server-like program over time\n\n%s\n\n"
-                "![RSS over time](%s)\n" % (table, stem + ".svg"))
-    with open(base + ".json", "w") as f:
-        json.dump(dict(command=command, reps=reps, params=params, quick=args.quick,
-                       interval_ms=args.interval_ms, machine=common.machine_info(cc),
-                       load_before=load_before, rows=rows, failed=failed,
-                       runs={c["key"]: [dict(r["summary"], result=r["result"], phases=r["phases"])
-                                        for r in raw[c["key"]]] for c in configs},
-                       median_run_rss_mib={c["key"]: [(round(t, 4), round(v / MIB, 2)) for t, v in
-                                                      thin(c["median_run"]["samples"], 500)]
-                                           for c in configs}),
-                  f, separators=(",", ":"))
-        f.write("\n")
-    note("wrote %s.md, %s.json, %s.svg" % (base, stem, stem))
+    results.write_text(base + ".svg", svgchart.svg_chart(title, series, live))
+    results.write_text(base + ".md", "# bench-mem: RSS of a server-like program over time\n\n%s\n\n"
+                       "![RSS over time](%s)\n" % (table, stem + ".svg"))
+    results.write_json(
+        base + ".json.gz",
+        dict(command=command, reps=reps, params=params, quick=args.quick,
+             interval_ms=args.interval_ms, machine=machine_info(cc),
+             load_before=load_before, rows=rows, failed=failed,
+             runs={c["key"]: [dict(r["summary"], result=r["result"], phases=r["phases"])
+                              for r in raw[c["key"]]] for c in configs},
+             median_run_rss_mib={c["key"]: [(round(t, 4), round(v / MIB, 2)) for t, v in
+                                            thin(c["median_run"]["samples"], 500)]
+                                 for c in configs}),
+        separators=(",", ":"))
+    note("wrote %s.md, %s.json.gz, %s.svg" % (base, stem, stem))
     return rows
 
 
-if __name__ == "__main__":
-    main()
+def chart_title(quick, reps):
+    return "bench-mem%s: RSS over time (median run of %d)" % (" -q" if quick else "", reps)
+
+
+def chart_from_data(data):
+    """The SVG chart of a mem result file's data (bench.py chart): each allocator's median run
+    as stored (thinned to 500 buckets), the live bytes from ours' median run."""
+    series, live = [], None
+    for row in data["rows"]:
+        key = row["key"]
+        series.append((row["label"], COLORS.get(key, "#000"), data["median_run_rss_mib"][key]))
+        runs = sorted(data["runs"][key], key=lambda r: r["avg_rss_mib"])
+        if key == "ours" and runs:
+            live = svgchart.live_curve(runs[(len(runs) - 1) // 2]["phases"])
+    return svgchart.svg_chart(chart_title(data.get("quick"), data["reps"]), series, live)
