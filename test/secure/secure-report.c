@@ -13,24 +13,24 @@
 
 static char target[256];   /* where a forged link points */
 
-/* the compiler must neither drop a malloc/free pair nor see the double free */
+/* the compiler must neither drop a malloc/free pair nor see a use after free (gcc's
+   -Wuse-after-free): the freed pointer is read back from a volatile slot */
 static void* volatile launder_slot;
 static void* launder(void* p) { launder_slot = p; return launder_slot; }
+static void* stale(void) { return launder_slot; }
 
 static void double_free(void) {
-  char* p = malloc(48);
-  free(launder(p));
-  free(launder(p));
+  free(launder(malloc(48)));
+  free(stale());
 }
 
 /* overwrite the link of a freed block, then allocate until the list reaches it */
 static void use_after_free(void) {
   void* keep[64];
   for (int i = 0; i < 64; i++) keep[i] = malloc(48);
-  void* p = keep[32];
-  free(p);
+  free(launder(keep[32]));
   void* evil = target + 64;
-  memcpy(launder(p), &evil, sizeof evil);
+  memcpy(stale(), &evil, sizeof evil);
   for (int i = 0; i < 20000; i++) {
     void* q = launder(malloc(48));
     if (q != NULL) memset(q, 0x5A, 48);
