@@ -57,6 +57,12 @@ class Case:
 CASES = []
 
 
+# the line an EFAULT abort ends with (src/options.c, _mi_error_message)
+ABORTING = (r"mimalloc: (thread 0x[0-9a-f]+: )?"
+            + re.escape("aborting: the heap is corrupted (the error above); "
+                        "a handler registered with mi_register_error would decide instead"))
+
+
 def case(group, prog, name, msgs, **kw):
     CASES.append(Case(group, prog, name, msgs, **kw))
 
@@ -295,6 +301,8 @@ def run_mode(c, path, mode, timeout):
     lines = err.splitlines()
     try:
         expected = [expand(t, vars_) for _, t in msgs]
+        if aborts:   # the abort says why, after the error
+            expected.append(ABORTING)
     except KeyError as e:
         expected = None
         problems.append("the program printed no 'var %s' (needed by the expected messages)" % e.args[0])
