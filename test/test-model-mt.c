@@ -3,13 +3,14 @@
    hand blocks to each other, checked against a shadow model.
 
    Several worker positions (default 4) each run a stream of operations. A position's thread
-   ends when its stream says so (an `end` operation, about one step in 250, or the end of the
+   ends when its stream says so (an `end` operation, about one step in 200, or the end of the
    stream) and the main thread joins it and starts a new thread that continues the same stream,
    so threads end with blocks alive all the time. Each block is described by a record (`blk_t`):
    its address, requested size, alignment and offset, whether its bytes beyond the requested
    size are still zero, an id, and its tag: the thread and heap it was allocated from. A record
-   lives in exactly one place: a thread's local slots, the shared exchange, or the orphans (the
-   blocks a thread left behind when it ended); only its holder touches the block.
+   lives in exactly one place: a thread's slots, the shared exchange, the orphans (the blocks a
+   thread left behind when it ended) or the bag (blocks given away in bulk); only its holder
+   touches the block.
 
    The operations: mi_malloc, mi_calloc, mi_zalloc, mi_malloc_aligned(_at) and
    mi_zalloc_aligned (alignments up to 8 MiB), huge blocks (2-12 MiB), mi_realloc, mi_reallocn
@@ -18,11 +19,13 @@
    mi_heap_realloc/rezalloc, mi_heap_destroy, mi_heap_delete, mi_heap_collect: each heap only
    from its owning thread); mi_collect(true/false); and the cross-thread ones: swap a local block
    with a slot of the exchange, take a block from the exchange and free or reallocate it, take an
-   orphan and free or reallocate it.
+   orphan and free or reallocate it; and in bulk (16-256 blocks of one size, so pages fill up and
+   foreign frees meet full pages, and ended threads leave pages with many blocks): allocate,
+   free, give to the bag, take from the bag and free or keep.
 
    Checked: every allocation is non-NULL, aligned (p + offset), in the heap region, with usable
    size >= requested, zero where it must be, and overlapping no other live block (a set of
-   address ranges, [p, p + usable size), sharded by 4 MiB chunk); a block's contents (a pattern
+   address ranges, [p, p + usable size), sharded by 64 KiB chunk); a block's contents (a pattern
    from its id and size) are checked completely before every free and reallocation, where the
    block changes hands (sampled), and at the end; a reallocation keeps the old contents; blocks
    the owner holds are in their heap (mi_heap_contains_block) and not in its other heaps. A heap
@@ -70,9 +73,12 @@
 
 enum {
   MAX_THREADS = 16,
-  LOCAL_SLOTS = 64,   /* blocks a thread holds */
+  LOCAL_SLOTS = 64,   /* blocks a thread holds for the single-block operations */
+  BULK_SLOTS = 512,   /* and for the bulk ones: enough blocks of one size to fill pages */
+  HELD = LOCAL_SLOTS + BULK_SLOTS,
   XCHG_SLOTS = 64,    /* the exchange: few slots, so blocks change hands often */
-  MAX_ORPHANS = 1024, /* blocks of ended threads; beyond it the ending thread frees them */
+  BAG_CAP = 2048,     /* the bag: blocks given away in bulk */
+  MAX_ORPHANS = 4096, /* blocks of ended threads; beyond it the ending thread frees them */
   MAX_HEAPS = 4,      /* first-class heaps per thread at a time */
   MAX_HEAPRECS = 1 << 14,
 };
@@ -113,6 +119,9 @@ static _Atomic(blk_t*) xchg[XCHG_SLOTS];
 static pthread_mutex_t orphan_lock = PTHREAD_MUTEX_INITIALIZER;
 static blk_t* orphans[MAX_ORPHANS];
 static size_t orphan_count;
+static pthread_mutex_t bag_lock = PTHREAD_MUTEX_INITIALIZER;
+static blk_t* bag[BAG_CAP];
+static size_t bag_count;
 static atomic_size_t live_bytes;
 static atomic_bool failed;
 
@@ -124,7 +133,8 @@ static atomic_bool failed;
   X(MALLOC, 20) X(CALLOC, 8) X(ZALLOC, 4) X(ALIGNED, 10) X(HUGE, 1) X(REALLOC, 14) X(REALLOCN, 5) \
   X(REZALLOC, 4) X(REALLOC_ALIGNED, 6) X(EXPAND, 4) X(USABLE, 3) X(FREE, 24) X(HEAP_NEW, 3) \
   X(HEAP_MALLOC, 12) X(HEAP_REALLOC, 5) X(HEAP_END, 3) X(COLLECT, 2) X(CHECK, 4) X(SWAP, 30) \
-  X(XFREE, 20) X(XREALLOC, 10) X(ORPHAN, 8) X(END, 1)
+  X(XFREE, 20) X(XREALLOC, 10) X(ORPHAN, 8) X(BULK_ALLOC, 1) X(BULK_GIVE, 1) X(BULK_TAKE, 1) X(BULK_FREE, 1) \
+  X(END, 1)
 #define OP_ENUM(name, w) OP_##name,
 #define OP_NAME(name, w) #name,
 #define OP_WEIGHT(name, w) w,
@@ -166,7 +176,7 @@ typedef struct worker_s {
   uint32_t serial;     /* (pos + 1) << 20 | gen: the owner tag of this thread's blocks */
   uint64_t next_id;
   const char* op;
-  blk_t* local[LOCAL_SLOTS];
+  blk_t* local[HELD];    /* [0, LOCAL_SLOTS): single-block operations; the rest: bulk ones */
   int heaps[MAX_HEAPS]; /* heaprec indices, 0: none */
   pthread_t thread;
   bool running;
@@ -218,16 +228,16 @@ static size_t first_nonzero(const uint8_t* p, size_t from, size_t to) {
 
 /* ---------------------------------------------------------------------------------------------
    The range set: no two live blocks overlap. Every block's [p, p + usable) is registered in the
-   shard of each 4 MiB chunk it touches; a shard is a sorted array of disjoint ranges under its
+   shard of each 64 KiB chunk it touches; a shard is a sorted array of disjoint ranges under its
    own lock. Two overlapping ranges share a chunk, so whichever is registered second finds the
    first. A range is removed before its block is freed, so an address handed out again is never
    seen twice. (The locks order the threads that touch the same chunks; the sharding keeps that
    to the threads that share segments anyway.)
 --------------------------------------------------------------------------------------------- */
 
-enum { SHARDS = 64, SHARD_CAP = 4096, CHUNK_SHIFT = 22 };
+enum { SHARDS = 1024, CHUNK_SHIFT = 16 };
 typedef struct span_s { uintptr_t lo, hi; } span_t;
-typedef struct shard_s { pthread_mutex_t lock; size_t n; span_t s[SHARD_CAP]; } shard_t;
+typedef struct shard_s { pthread_mutex_t lock; size_t n, cap; span_t* s; } shard_t;
 static shard_t shards[SHARDS];
 
 /* index of the first range that ends after lo */
@@ -243,7 +253,7 @@ static size_t shard_find(const shard_t* sh, uintptr_t lo) {
 
 static void for_chunks(uintptr_t lo, uintptr_t hi, void (*f)(shard_t*, uintptr_t, uintptr_t)) {
   uintptr_t c0 = lo >> CHUNK_SHIFT, c1 = (hi - 1) >> CHUNK_SHIFT;
-  if (c1 - c0 >= SHARDS) c1 = c0 + SHARDS - 1; /* (blocks over 256 MiB: every shard once) */
+  if (c1 - c0 >= SHARDS) c1 = c0 + SHARDS - 1; /* (blocks over 64 MiB: every shard once) */
   for (uintptr_t c = c0; c <= c1; c++) f(&shards[c % SHARDS], lo, hi);
 }
 
@@ -253,8 +263,12 @@ static void shard_insert(shard_t* sh, uintptr_t lo, uintptr_t hi) {
   bool overlap = (i < sh->n && sh->s[i].lo < hi);
   MCHECK(!overlap, "block [%p, %p) overlaps the live block [%p, %p)", (void*)lo, (void*)hi, (void*)(overlap ? sh->s[i].lo : 0),
          (void*)(overlap ? sh->s[i].hi : 0));
-  MCHECK(sh->n < SHARD_CAP, "range set shard full (%zu ranges): a test limit", sh->n);
-  if (!overlap && sh->n < SHARD_CAP) {
+  if (!overlap && sh->n == sh->cap) {
+    sh->cap = (sh->cap == 0 ? 64 : 2 * sh->cap);
+    sh->s = (span_t*)realloc(sh->s, sh->cap * sizeof(span_t));
+    if (sh->s == NULL) { fprintf(stderr, "test-model-mt: out of memory for the range set\n"); abort(); }
+  }
+  if (!overlap) {
     memmove(&sh->s[i + 1], &sh->s[i], (sh->n - i) * sizeof(span_t));
     sh->s[i] = (span_t){ lo, hi };
     sh->n++;
@@ -492,7 +506,7 @@ static void heap_end(int k, bool want_destroy) {
   if (h == 0) return;
   heaprec_t* hr = &heaprecs[h];
   bool destroy = want_destroy && (hr->private_ || atomic_load_explicit(&hr->out, memory_order_acquire) == 0);
-  for (int i = 0; i < LOCAL_SLOTS; i++) {
+  for (int i = 0; i < HELD; i++) {
     blk_t* b = W->local[i];
     if (b == NULL || b->owner != W->serial || b->heap != h) continue;
     if (destroy) { /* freed by the destroy */
@@ -738,6 +752,69 @@ static bool step(void) {
       *slot = got;
       break;
     }
+    case OP_BULK_ALLOC: { /* n blocks of one size: enough to fill pages of its size class */
+      size_t size = (size_t)(r2 & 0xffff);
+      switch ((r2 >> 16) & 3) {
+        case 0: size = 16 + size % 241; break;          /* 16 .. 256 */
+        case 1: size = 2 * KiB + size % (14 * KiB); break; /* 2 .. 16 KiB */
+        default: size = 256 + size % 769; break;        /* 256 .. 1 KiB */
+      }
+      int n = 16 + (int)((bits >> 8) % 241), at = (int)((bits >> 20) % BULK_SLOTS);
+      int h = ((bits >> 4) & 1) ? W->heaps[bits % MAX_HEAPS] : 0;
+      for (int j = 0; j < n; j++) {
+        blk_t** bs = &W->local[LOCAL_SLOTS + (at + j) % BULK_SLOTS];
+        release(*bs); *bs = NULL;
+        if (h != 0) *bs = adopt(mi_heap_malloc(heaprecs[h].heap, size), size, plain_align(size), 0, false, h, "bulk mi_heap_malloc");
+        else *bs = adopt(mi_malloc(size), size, plain_align(size), 0, false, 0, "bulk mi_malloc");
+      }
+      break;
+    }
+    case OP_BULK_GIVE: { /* n blocks into the bag, for other threads to free */
+      int n = 16 + (int)((bits >> 8) % 241), at = (int)((bits >> 20) % BULK_SLOTS);
+      for (int j = 0; j < n; j++) {
+        blk_t** bs = &W->local[LOCAL_SLOTS + (at + j) % BULK_SLOTS];
+        blk_t* g = *bs;
+        if (g == NULL || is_private(g)) continue;
+        check_block(g, false, "given to the bag");
+        pthread_mutex_lock(&bag_lock);
+        bool taken = (bag_count < BAG_CAP);
+        if (taken) {
+          if (g->owner == W->serial && my_heap_live(g->heap) && !g->counted_out) {
+            g->counted_out = true;
+            atomic_fetch_add_explicit(&heaprecs[g->heap].out, 1, memory_order_relaxed);
+          }
+          bag[bag_count++] = g;
+        }
+        pthread_mutex_unlock(&bag_lock);
+        if (!taken) break;
+        *bs = NULL;
+      }
+      break;
+    }
+    case OP_BULK_TAKE: { /* up to n blocks from the bag: freed, or kept */
+      int n = 16 + (int)((bits >> 8) % 241), at = (int)((bits >> 20) % BULK_SLOTS);
+      blk_t* got[256];
+      int m = 0;
+      pthread_mutex_lock(&bag_lock);
+      while (m < n && bag_count > 0) got[m++] = bag[--bag_count];
+      pthread_mutex_unlock(&bag_lock);
+      for (int j = 0; j < m; j++) {
+        arrive(got[j], "taken from the bag");
+        if (bits & 1) { release(got[j]); continue; }
+        blk_t** bs = &W->local[LOCAL_SLOTS + (at + j) % BULK_SLOTS];
+        release(*bs);
+        *bs = got[j];
+      }
+      break;
+    }
+    case OP_BULK_FREE: {
+      int n = 16 + (int)((bits >> 8) % 241), at = (int)((bits >> 20) % BULK_SLOTS);
+      for (int j = 0; j < n; j++) {
+        blk_t** bs = &W->local[LOCAL_SLOTS + (at + j) % BULK_SLOTS];
+        release(*bs); *bs = NULL;
+      }
+      break;
+    }
     case OP_END:
       /* each heap: ended here (destroyed or deleted) or left to the thread's exit, which deletes it */
       for (int hk = 0; hk < MAX_HEAPS; hk++) {
@@ -755,7 +832,7 @@ static bool step(void) {
 
 /* The thread ends: its blocks stay alive as orphans (its heaps are deleted by the thread exit). */
 static void orphan_all(void) {
-  for (int i = 0; i < LOCAL_SLOTS; i++) {
+  for (int i = 0; i < HELD; i++) {
     blk_t* b = W->local[i];
     if (b == NULL) continue;
     W->local[i] = NULL;
@@ -845,6 +922,8 @@ static long run_round(uint64_t seed, long steps, const uint8_t* data, size_t len
   }
   for (size_t k = 0; k < orphan_count; k++) release(orphans[k]);
   orphan_count = 0;
+  for (size_t k = 0; k < bag_count; k++) release(bag[k]);
+  bag_count = 0;
   for (int s = 0; s < SHARDS; s++) MCHECK(shards[s].n == 0 || atomic_load(&failed), "range set shard %d holds %zu ranges after the end", s, shards[s].n);
   MCHECK(atomic_load(&live_bytes) == 0 || atomic_load(&failed), "%zu live bytes counted after the end", atomic_load(&live_bytes));
   mi_collect(true);
@@ -924,15 +1003,14 @@ int main(int argc, char** argv) {
     }
   } while (seconds > 0 && now() - t0 < (double)seconds);
 
-  char counts[1024] = "";
-  size_t used = 0;
-  for (int k = 0; k < OP_COUNT && used < sizeof(counts); k++)
-    used += (size_t)snprintf(counts + used, sizeof(counts) - used, "%s%s %ld", k ? ", " : "", op_names[k], atomic_load(&op_counts[k]));
+  printf("operations:");
+  for (int k = 0; k < OP_COUNT; k++) printf("%s %s %ld", k ? "," : "", op_names[k], atomic_load(&op_counts[k]));
+  printf("\n");
   return test_summary("model-mt",
                       "%ld round(s) of %ld threads x %ld steps, last seed %llu, %.1f s: %ld threads run, %ld allocations, "
-                      "%ld foreign frees, %ld heaps destroyed, %ld deleted; ops: %s",
+                      "%ld foreign frees, %ld heaps destroyed, %ld deleted",
                       rounds, nthreads, steps, (unsigned long long)seed, now() - t0, atomic_load(&stat_threads),
                       atomic_load(&stat_allocs), atomic_load(&stat_foreign_frees), atomic_load(&stat_destroys),
-                      atomic_load(&stat_deletes), counts);
+                      atomic_load(&stat_deletes));
 }
 #endif
