@@ -21,7 +21,9 @@
    with a slot of the exchange, take a block from the exchange and free or reallocate it, take an
    orphan and free or reallocate it; and in bulk (16-256 blocks of one size, so pages fill up and
    foreign frees meet full pages, and ended threads leave pages with many blocks): allocate,
-   free, give to the bag, take from the bag and free or keep.
+   free, give to the bag, take from the bag and free or keep; visiting the blocks of a heap of
+   the thread (mi_heap_visit_blocks, mi_heap_check_owned) and of the abandoned pages
+   (mi_abandoned_visit_blocks) while other threads free and reclaim.
 
    Checked: every allocation is non-NULL, aligned (p + offset), in the heap region, with usable
    size >= requested, zero where it must be, and overlapping no other live block (a set of
@@ -33,11 +35,16 @@
    are counted, the count taken back when the block is freed or moved); otherwise it is deleted.
    At the end the main thread frees what is left and the range set must be empty.
 
-   Determinism: the operations a position attempts (kind, slot, size, alignment, flags) are a
-   function of the seed (or the fuzz input) and the position's index only, whatever the threads'
-   interleaving; the blocks a thread finds in the exchange and among the orphans, and so the
-   outcome of the cross-thread operations, depend on the interleaving. With --threads 1 a run
-   is fully deterministic.
+   Determinism: the operations a position attempts (kind, slot, and the random values that pick
+   size, alignment and flags) are a function of the seed (or the fuzz input) and the position's
+   index only, whatever the threads' interleaving; the blocks a thread finds in the exchange,
+   the bag and among the orphans, and so the outcome of the cross-thread operations (and a few
+   sizes: a huge block's growth, the memory budget), depend on the interleaving. With
+   --threads 1 a run is fully deterministic.
+
+   Every error the allocator reports (mi_register_error) fails the test, except the overflow
+   that mi_reallocn with an overflowing count must report; debug and secure builds print those
+   expected ones ("allocation request is too large").
 
    Usage:
      test-model-mt [--seed S] [--threads T] [--steps N]   one round (default seed 1, 4 threads,
@@ -134,7 +141,7 @@ static atomic_bool failed;
   X(REZALLOC, 4) X(REALLOC_ALIGNED, 6) X(EXPAND, 4) X(USABLE, 3) X(FREE, 24) X(HEAP_NEW, 3) \
   X(HEAP_MALLOC, 12) X(HEAP_REALLOC, 5) X(HEAP_END, 3) X(COLLECT, 2) X(CHECK, 4) X(SWAP, 30) \
   X(XFREE, 20) X(XREALLOC, 10) X(ORPHAN, 8) X(BULK_ALLOC, 1) X(BULK_GIVE, 1) X(BULK_TAKE, 1) X(BULK_FREE, 1) \
-  X(END, 1)
+  X(VISIT, 1) X(END, 1)
 #define OP_ENUM(name, w) OP_##name,
 #define OP_NAME(name, w) #name,
 #define OP_WEIGHT(name, w) w,
@@ -176,6 +183,7 @@ typedef struct worker_s {
   uint32_t serial;     /* (pos + 1) << 20 | gen: the owner tag of this thread's blocks */
   uint64_t next_id;
   const char* op;
+  int expect_error;    /* the error the allocator is to report now (the error handler checks) */
   blk_t* local[HELD];    /* [0, LOCAL_SLOTS): single-block operations; the rest: bulk ones */
   int heaps[MAX_HEAPS]; /* heaprec indices, 0: none */
   pthread_t thread;
@@ -192,6 +200,15 @@ static _Thread_local worker_t* W; /* this thread's worker; NULL on the main thre
     if (W != NULL) test_fail_(__FILE__, __LINE__, #cond, "position %d, thread %ld, step %ld, op %s", W->pos, W->gen, W->step, W->op); \
     else test_fail_(__FILE__, __LINE__, #cond, "main thread, at the end"); \
     fprintf(stderr, "    "); fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); } } while (0)
+
+/* Every error the allocator reports (mi_register_error) is a failure, but the one expected. */
+static void on_error(int err, void* arg) {
+  (void)arg;
+  if (W != NULL && err == W->expect_error) return;
+  MCHECK(false, "the allocator reported error %d (%s; its message is above)", err,
+         err == EFAULT ? "EFAULT: corrupted metadata" : err == EINVAL ? "EINVAL" : err == ENOMEM ? "ENOMEM" : err == EOVERFLOW ? "EOVERFLOW" : "?");
+  if (err == EFAULT) abort(); /* the heap is corrupted: do not go on */
+}
 
 /* ---------------------------------------------------------------------------------------------
    Block contents: 64-bit words from a seed of (id, size)
@@ -442,7 +459,9 @@ static void* do_reallocn_overflow(void* p, size_t n, size_t a, size_t o, void* a
   (void)n; (void)a; (void)o;
   size_t m = (size_t)(uintptr_t)arg; /* 2 .. 9: m * (SIZE_MAX / m + 1) overflows */
   errno = 0;
+  W->expect_error = EOVERFLOW;
   void* q = mi_reallocn(p, SIZE_MAX / m + 1, m);
+  W->expect_error = 0;
   MCHECK(q != NULL || errno == ENOMEM, "mi_reallocn overflow: errno %d, not ENOMEM", errno);
   return q;
 }
@@ -477,6 +496,12 @@ static size_t decode_size(uint64_t r) {
 }
 
 static size_t decode_huge(uint64_t r) { return within_budget(2 * MiB + (size_t)((r >> 8) % (10 * MiB))); }
+
+/* the new size of a resize: sometimes a huge block grows (in place where its segment can) */
+static size_t decode_resize(const blk_t* b, uint64_t r, uint64_t bits) {
+  if (b != NULL && b->size >= 1 * MiB && ((bits >> 60) & 1) == 0) return within_budget(b->size + 1 + (size_t)((r >> 8) % (4 * MiB)));
+  return decode_size(r);
+}
 
 static size_t decode_align(uint64_t bits) {
   if ((bits & 63) == 0) return (size_t)1 << (16 + (bits >> 6) % 8); /* 64 KiB .. 8 MiB */
@@ -526,6 +551,67 @@ static void heap_end(int k, bool want_destroy) {
 }
 
 static bool is_private(const blk_t* b) { return b != NULL && b->owner == W->serial && my_heap_live(b->heap) && heaprecs[b->heap].private_; }
+
+/* ---------------------------------------------------------------------------------------------
+   Visiting heaps: every block the owner holds of a heap is among its visited blocks (others may
+   be freed by other threads meanwhile: the visit may report more); abandoned pages are visited
+   while other threads free into them and reclaim them
+--------------------------------------------------------------------------------------------- */
+
+/* The visitors must not allocate (mimalloc.h: the abandoned visit holds the abandoned lock; a
+   heap's visit walks the pages an allocation would change): a buffer allocated before. */
+enum { VISIT_CAP = 1 << 16 };
+typedef struct visited_s { size_t n; span_t* v; long areas; bool bad_area, overflow; uintptr_t outside; } visited_t;
+
+static bool visit_collect(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)heap;
+  visited_t* vs = (visited_t*)arg;
+  if (block == NULL) { /* the area: its counts must be sane */
+    vs->areas++;
+    if (area->full_block_size == 0 || area->used * area->full_block_size > area->committed || area->committed > area->reserved ||
+        area->block_size > area->full_block_size) vs->bad_area = true;
+    return true;
+  }
+  /* checked here: once the abandoned lock is released, the block may be freed and its segment gone */
+  if (!mi_is_in_heap_region(block) && vs->outside == 0) vs->outside = (uintptr_t)block;
+  if (vs->n == VISIT_CAP) { vs->overflow = true; return true; }
+  vs->v[vs->n++] = (span_t){ (uintptr_t)block, (uintptr_t)block + block_size };
+  return true;
+}
+
+static int span_cmp(const void* a, const void* b) {
+  uintptr_t x = ((const span_t*)a)->lo, y = ((const span_t*)b)->lo;
+  return (x > y) - (x < y);
+}
+
+static void visit(int h, bool abandoned) {
+  visited_t vs = { 0 };
+  vs.v = (span_t*)malloc(VISIT_CAP * sizeof(span_t));
+  if (vs.v == NULL) { fprintf(stderr, "test-model-mt: out of memory for a visit\n"); abort(); }
+  if (abandoned) {
+    bool ok = mi_abandoned_visit_blocks(mi_subproc_main(), -1, true, &visit_collect, &vs);
+    MCHECK(ok, "mi_abandoned_visit_blocks failed");
+  }
+  else {
+    mi_heap_t* hp = (h == 0 ? mi_heap_get_backing() : heaprecs[h].heap);
+    bool ok = mi_heap_visit_blocks(hp, true, &visit_collect, &vs);
+    MCHECK(ok, "mi_heap_visit_blocks failed");
+    qsort(vs.v, vs.n, sizeof(span_t), &span_cmp);
+    for (int i = 0; i < HELD && !vs.overflow; i++) {
+      const blk_t* b = W->local[i];
+      if (b == NULL || my_heap_of(b) != h) continue;
+      size_t a = 0, z = vs.n; /* the last visited block starting at or before p */
+      while (a < z) { size_t m = (a + z) / 2; if (vs.v[m].lo <= (uintptr_t)b->p) a = m + 1; else z = m; }
+      bool found = (a > 0 && (uintptr_t)b->p + b->size <= vs.v[a - 1].hi);
+      MCHECK(found, "block %p (size %zu) of the visited heap (%s) is not among its %zu visited blocks", (void*)b->p, b->size,
+             h == 0 ? "backing" : "first-class", vs.n);
+      if (((uintptr_t)b->p & 7) == 0) MCHECK(mi_heap_check_owned(hp, b->p), "mi_heap_check_owned: block %p not owned by its heap", (void*)b->p);
+    }
+  }
+  MCHECK(!vs.bad_area, "a visited area has inconsistent counts");
+  MCHECK(vs.outside == 0, "%s visit: block %p not in the heap region", abandoned ? "abandoned" : "heap", (void*)vs.outside);
+  free(vs.v);
+}
 
 /* ---------------------------------------------------------------------------------------------
    One step
@@ -584,7 +670,7 @@ static bool step(void) {
       break;
     }
     case OP_REALLOC: {
-      size_t size = decode_size(r2);
+      size_t size = decode_resize(b, r2, bits);
       if (b == NULL) { *slot = adopt(mi_realloc(NULL, size), size, plain_align(size), 0, false, 0, "mi_realloc(NULL)"); break; }
       resize(b, size == 0 ? 1 : size, 0, 0, false, 0, false, &do_realloc, NULL, "mi_realloc");
       break;
@@ -597,7 +683,7 @@ static bool step(void) {
       break;
     }
     case OP_REZALLOC: {
-      size_t size = decode_size(r2);
+      size_t size = decode_resize(b, r2, bits);
       if (b == NULL || !b->zeroed) {
         release(b); *slot = NULL;
         *slot = adopt(mi_rezalloc(NULL, size), size, plain_align(size), 0, true, 0, "mi_rezalloc(NULL)");
@@ -725,7 +811,7 @@ static bool step(void) {
       arrive(got, "taken from the exchange");
       if (op == OP_XFREE) { release(got); break; }
       release(b); *slot = NULL;
-      size_t size = decode_size(r2);
+      size_t size = decode_resize(got, r2, bits);
       if ((bits & 3) == 0) {
         size_t align = decode_align(bits >> 2);
         resize(got, size == 0 ? 1 : size, align, 0, false, 0, false, &do_realloc_aligned, NULL, "mi_realloc_aligned (foreign)");
@@ -815,6 +901,11 @@ static bool step(void) {
       }
       break;
     }
+    case OP_VISIT: {
+      int h = W->heaps[bits % MAX_HEAPS];
+      visit((bits >> 2) & 1 ? h : 0, ((bits >> 3) & 3) == 0);
+      break;
+    }
     case OP_END:
       /* each heap: ended here (destroyed or deleted) or left to the thread's exit, which deletes it */
       for (int hk = 0; hk < MAX_HEAPS; hk++) {
@@ -877,6 +968,8 @@ static void reset(void) {
     for (int k = 0; k < OP_COUNT; k++) op_total += op_weights[k];
     for (int s = 0; s < SHARDS; s++) pthread_mutex_init(&shards[s].lock, NULL);
   }
+  mi_option_enable(mi_option_visit_abandoned); /* for mi_abandoned_visit_blocks */
+  mi_register_error(&on_error, NULL);
   memset(heaprecs, 0, sizeof(heaprecs));
   atomic_store(&heaprec_next, 1);
   atomic_store(&live_bytes, 0);
