@@ -346,10 +346,12 @@ static void check_block(const blk_t* b, bool full, const char* when) {
   if (full || b->size <= 192) bad = first_bad(b->p, 0, b->size, seed);
   else { /* the first and last 64 bytes and 64 at a varying place */
     size_t mid = (size_t)(test_mix64(b->id + (uint64_t)(W ? W->step : 0)) % (b->size - 64)) & ~(size_t)7;
-    size_t last = (b->size - 64) & ~(size_t)7;
-    bad = first_bad(b->p, 0, 64, seed);
-    if (bad == 64) bad = (first_bad(b->p, mid, mid + 64, seed) == mid + 64 ? b->size : first_bad(b->p, mid, mid + 64, seed));
-    if (bad == b->size) bad = (first_bad(b->p, last, b->size, seed) == b->size ? b->size : first_bad(b->p, last, b->size, seed));
+    const size_t window[3][2] = { { 0, 64 }, { mid, mid + 64 }, { (b->size - 64) & ~(size_t)7, b->size } };
+    bad = b->size;
+    for (int k = 0; k < 3 && bad == b->size; k++) {
+      size_t x = first_bad(b->p, window[k][0], window[k][1], seed);
+      if (x != window[k][1]) bad = x;
+    }
   }
   MCHECK(bad == b->size, "%s: contents of block %p (size %zu, id %llx) differ at byte %zu", when, (void*)b->p, b->size,
          (unsigned long long)b->id, bad);
