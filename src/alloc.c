@@ -129,7 +129,9 @@ void* mi_mallocn(size_t count, size_t size) mi_attr_noexcept {
 static bool mi_realloc_grow_huge(void* p, size_t size, size_t newsize, bool zero) {
   if (newsize <= MI_LARGE_OBJ_SIZE_MAX || newsize > MI_MAX_ALLOC_SIZE) return false;
   mi_page_t* page = _mi_ptr_page(p);
-  if (!mi_page_is_huge(page)) return false;
+  /* only a block at its page's start grows (_mi_segment_huge_try_grow); an aligned block's
+     interior pointer must not reach the padding reads below, which would read past the page */
+  if (!mi_page_is_huge(page) || (uint8_t*)p != mi_page_start(page)) return false;
   const size_t old_block_size = page->block_size;
 #if MI_PADDING
   void* caller = _mi_debug_block_caller(page, (mi_block_t*)p);

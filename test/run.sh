@@ -65,6 +65,40 @@ TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan -DCMAKE_BUILD_TY
 TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan-debug -DCMAKE_BUILD_TYPE=Debug -DMI_SANITIZE=thread -- -L stress
 
 skipped=()
+
+# ---- the multi-threaded model fuzzer (test/test-model-mt.c; docs/testing.md): about 2 minutes ----
+# random seeds for a fixed time on the release and ASan builds (a failure prints the command that
+# replays its seed), then the libFuzzer target (clang, library and test under ASan) for a fixed
+# time in its own build; without clang's libFuzzer that part is skipped (failed with
+# MI_TEST_REQUIRE_ALL=1)
+echo "=== model-mt: random seeds, 30 s on release and 30 s on asan"
+"$root/build-test-release/test/test-model-mt" --seconds 30
+"$root/build-test-asan/test/test-model-mt" --seconds 30 --steps 6000
+fuzz_probe="$root/build-test-fuzz/libfuzzer-probe"
+mkdir -p "$root/build-test-fuzz"
+if command -v clang >/dev/null 2>&1 && echo 'int LLVMFuzzerTestOneInput(const char* d, unsigned long n) { (void)d; (void)n; return 0; }' \
+     | clang -x c -fsanitize=fuzzer,address -o "$fuzz_probe" - >/dev/null 2>&1; then
+  echo "=== model-mt: libFuzzer (fuzz-model-mt), 45 s"
+  CC=clang CXX=clang++ cmake -S "$root" -B "$root/build-test-fuzz" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DMI_SANITIZE=address -DMI_BUILD_FUZZ=ON >/dev/null
+  cmake --build "$root/build-test-fuzz" -j "$jobs" --target fuzz-model-mt
+  rm -rf "$root/build-test-fuzz/corpus" && mkdir -p "$root/build-test-fuzz/corpus"
+  fuzz_log="$root/build-test-fuzz/fuzz-model-mt.log"
+  if ! (cd "$root/build-test-fuzz" && ./test/fuzz-model-mt -max_total_time=45 -max_len=4096 -len_control=0 \
+          -print_final_stats=1 corpus >"$fuzz_log" 2>&1); then
+    grep -v -E '^#[0-9]+' "$fuzz_log" | tail -n 100
+    echo "=== model-mt libFuzzer failed: the input is the crash-* file in $root/build-test-fuzz (run it as the argument of test/fuzz-model-mt), the log $fuzz_log"
+    exit 1
+  fi
+  grep -E '^(Done|stat::)' "$fuzz_log"
+elif [ "${MI_TEST_REQUIRE_ALL:-0}" = 1 ]; then
+  echo "=== model-mt libFuzzer: missing clang or its libFuzzer (apt-get install clang libclang-rt-14-dev)"; exit 1
+else
+  echo "=== model-mt libFuzzer: skipped (not installed: clang or its libFuzzer; apt-get install clang libclang-rt-14-dev)"
+  skipped+=("model-mt-libfuzzer")
+fi
+# ---- end of the multi-threaded model fuzzer ----
+
 for suite in "${OPTIONAL_SUITES[@]}"; do
   IFS='|' read -r name script needs how <<<"$suite"
   missing=()
