@@ -104,6 +104,7 @@ size_t _mi_page_queue_append(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_queue
   const bool huge = mi_page_queue_is_huge(pq);
   for (mi_page_t* page = append->first; page != NULL; page = page->next) {
     mi_page_set_heap(page, heap);
+    page->heap_tag = heap->tag;   /* the tag of the heap it belongs to now (types.h) */
     /* waits for any thread still pushing on the old heap's delayed list */
     _mi_page_use_delayed_free(page, (full || huge) ? MI_USE_DELAYED_FREE : MI_NO_DELAYED_FREE, true);
     mi_page_set_in_full(page, full);

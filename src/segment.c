@@ -1160,6 +1160,7 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
     segment->abandoned--;
     mi_heap_t* target = _mi_heap_by_tag(heap, page->heap_tag);
     mi_page_set_heap(page, target);
+    page->heap_tag = target->tag;   /* (no heap of its tag: the page joins `heap`, types.h) */
     mi_os_stat_decrease(pages_abandoned, 1);
     _mi_stat_page_transfer(page, NULL, tld);   /* before collecting: the collect decreases */
     if (mi_unlikely(mi_live_enabled())) _mi_live_page_move(page, NULL, tld);

@@ -290,6 +290,9 @@ typedef enum mi_delayed_e {
      used == 0 and segment_in_use  =>  the page can be returned to its segment;
      free_is_zero                  =>  every block in `free` is zero except its first word;
      xheap == NULL                 <=> page is abandoned (or not in use);
+     xheap != NULL                 =>  heap_tag == xheap->tag (the tag mi_heap_visit_blocks
+                                   reports and reclaim by tag goes by; pages that move to
+                                   another heap take its tag);
      xthread_id == owner | flags   where owner = the thread id of the page's heap, or 0 when
                                    xheap == NULL; so the free fast path tests "owned by me and
                                    no flags" with one compare against _mi_thread_id() (whose low
@@ -344,7 +347,8 @@ typedef struct mi_page_s {
   uint32_t           reserved;        /* blocks that fit in the page */
   uint8_t            segment_idx;     /* index in segment->pages */
   uint8_t            is_zero_init;    /* page memory was fresh (zero) when the page was set up */
-  uint8_t            heap_tag;        /* tag of the heap that allocated the page */
+  uint8_t            heap_tag;        /* tag of the page's heap (see the invariants above); kept
+                                         while abandoned, for a reclaim to find a heap of it */
   uint8_t            is_committed;    /* the page's slot in the segment is committed */
   uint8_t            purge_pending;   /* unused slot in its thread's purge queue (segment.c) */
   uint8_t            purge_orphaned;  /* unused slot left resident when its segment was abandoned:
