@@ -834,6 +834,7 @@ bool _mi_arena_view(size_t idx, mi_arena_view_t* view) {
   view->dirty = arena->blocks_dirty;
   view->purge = arena->blocks_purge;
   view->purge_due = arena->purge_due;
+  view->purge_expire = &arena->purge_expire;
   return true;
 }
 

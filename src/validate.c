@@ -20,6 +20,7 @@
      _mi_abandoned_validate    any thread (takes the lock)
      _mi_arena_memid_validate  the holder of the blocks (a segment's owner)
      _mi_arenas_validate       any thread (claims each free block while it looks at it)
+     _mi_stats_validate        a thread's own figures: that thread; the totals: any thread
      _mi_thread_validate       the thread of the heap: all of the above for it
    Each returns true (so `mi_assert_expensive(_mi_heap_validate(heap))` reads as a check) or
    does not return. */
@@ -476,11 +477,48 @@ bool _mi_arenas_validate(void) {
       const bool committed = _mi_bitmap_is_all_set(a.committed, i, 1);
       const mi_msecs_t due = mi_atomic_load_relaxed(&a.purge_due[i]);
       _mi_bitmap_clear(a.inuse, i, 1);
+      if (purge && due > 0) {
+        /* a purge pass that found the block claimed here skipped it: make sure one looks again
+           (as arena.c does when it schedules a purge) */
+        mi_msecs_t expire = mi_atomic_load_relaxed(a.purge_expire);
+        while ((expire == 0 || expire > due) && !mi_atomic_cas_weak_acq_rel(a.purge_expire, &expire, due)) { }
+        mi_atomic_store_release(&_mi_arenas_purge_pending, 1);
+      }
       if (purge) {
         mi_check_eq(S, (uint8_t*)A + i * MI_ARENA_BLOCK_SIZE, "blocks_committed bit (purge bit set: purge is a subset of committed)", 1, committed);
         mi_check_ge(S, (uint8_t*)A + i * MI_ARENA_BLOCK_SIZE, "purge_due (purge bit set: a deadline)", 1, (size_t)due);
       }
     }
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------------------------------------
+   Statistics: no figure is ever negative (types.h, mi_stats_data_t), and a figure's peak is
+   at least its current value (a thread's own figures; the totals' peaks are updated apart
+   from their values, by other threads too)
+------------------------------------------------------------------------------------------ */
+static mi_decl_noinline mi_decl_cold void mi_validate_stat_fail(const mi_stats_data_t* stats, const char* name, const char* rel,
+                                                                int64_t expected, int64_t found) {
+  _mi_fputs(NULL, NULL, NULL, "");
+  _mi_message("validate: stats %p: %s: expected %s%lld, found %lld\n", (const void*)stats, name, rel, (long long)expected, (long long)found);
+  abort();
+}
+
+static void mi_validate_stat(const mi_stats_data_t* stats, const char* name, const mi_stat_count_t* c, bool thread) {
+  if (mi_unlikely(c->current < 0)) mi_validate_stat_fail(stats, name, "at least ", 0, c->current);
+  if (thread && mi_unlikely(c->peak < c->current)) mi_validate_stat_fail(stats, name, "a peak of at least ", c->current, c->peak);
+}
+
+bool _mi_stats_validate(const mi_stats_data_t* stats, bool thread) {
+#define MI_STAT_COUNT(name)    mi_validate_stat(stats, #name, &stats->name, thread);
+#define MI_STAT_COUNTER(name)
+  MI_STAT_FIELDS()
+#undef MI_STAT_COUNT
+#undef MI_STAT_COUNTER
+  for (size_t bin = 0; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
+    mi_validate_stat(stats, "malloc_bins[bin]", &stats->malloc_bins[bin], thread);
+    mi_validate_stat(stats, "page_bins[bin]", &stats->page_bins[bin], thread);
   }
   return true;
 }
@@ -495,6 +533,8 @@ bool _mi_thread_validate(const mi_heap_t* heap) {
   _mi_segments_tld_validate(tld);
   _mi_abandoned_validate(tld->subproc);
   _mi_arenas_validate();
+  _mi_stats_validate(&tld->stats, true);
+  _mi_stats_validate(&_mi_stats_main, false);
   return true;
 }
 #endif

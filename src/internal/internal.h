@@ -199,6 +199,7 @@ typedef struct mi_arena_view_s {
   _Atomic(size_t)*    dirty;
   _Atomic(size_t)*    purge;
   _Atomic(mi_msecs_t)* purge_due;     /* block_count deadlines */
+  _Atomic(mi_msecs_t)* purge_expire;  /* the arena's earliest deadline (0: none) */
 } mi_arena_view_t;
 bool       _mi_arena_view(size_t idx, mi_arena_view_t* view);
 size_t     _mi_arena_slots(void);         /* arena slots taken (some may be empty briefly) */
@@ -422,6 +423,7 @@ bool       _mi_segments_tld_validate(const mi_tld_t* tld);     /* free queues, p
 bool       _mi_abandoned_validate(mi_subproc_t* subproc);      /* takes the abandoned lock */
 bool       _mi_arena_memid_validate(const void* p, const mi_memid_t* memid);   /* blocks a segment holds */
 bool       _mi_arenas_validate(void);
+bool       _mi_stats_validate(const mi_stats_data_t* stats, bool thread);   /* thread: tld->stats (else the totals) */
 bool       _mi_thread_validate(const mi_heap_t* heap);         /* all of the above for this thread */
 
 /* ------------------------------------------------------------------------------------------

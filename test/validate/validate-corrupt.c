@@ -198,6 +198,13 @@ static void arena_purge(void) {
   exit(3);
 }
 
+static void stats_negative(void) {
+  small_page();
+  mi_tld_t* t = heap_of_thread()->tld;
+  t->stats.malloc_normal.current = -64;
+  _mi_stats_validate(&t->stats, true);
+}
+
 /* clean: every validator on healthy structures returns */
 static void clean_all(void) {
   small_page();
@@ -211,7 +218,8 @@ static void clean_all(void) {
   if (!_mi_page_validate(_mi_ptr_page(keep[0])) || !_mi_heap_validate(h) || !_mi_heap_validate(h2) ||
       !_mi_segment_validate(_mi_ptr_segment(keep[31])) || !_mi_segments_tld_validate(h->tld) ||
       !_mi_abandoned_validate(&_mi_subproc_main) || !_mi_arenas_validate() || !_mi_thread_validate(h) ||
-      !_mi_arena_memid_validate(_mi_ptr_segment(keep[0]), &_mi_ptr_segment(keep[0])->memid)) exit(1);
+      !_mi_arena_memid_validate(_mi_ptr_segment(keep[0]), &_mi_ptr_segment(keep[0])->memid) ||
+      !_mi_stats_validate(&h->tld->stats, true) || !_mi_stats_validate(&_mi_stats_main, false)) exit(1);
   mi_heap_delete(h2);
   mi_collect(true);   /* (reclaims the abandoned segment) */
   if (!_mi_thread_validate(h)) exit(1);
@@ -262,6 +270,7 @@ static const case_t cases[] = {
   { "arena-committed",      "arena",       "blocks_committed bit",   &arena_committed },
   { "arena-inuse",          "arena",       "blocks_inuse bit",       &arena_inuse },
   { "arena-purge",          "arena",       "purge is a subset of committed", &arena_purge },
+  { "stats-negative",       "stats",       "malloc_normal",          &stats_negative },
   { "clean",                NULL,          NULL,                     &clean_all },
   { "heap-tag-moved",       NULL,          NULL,                     &heap_tag_moved },
 };
