@@ -256,7 +256,7 @@ bool _mi_segment_validate(const mi_segment_t* segment) {
   mi_check_ge(S, segment, "info_size", offsetof(mi_segment_t, pages) + (segment->capacity + 1) * sizeof(mi_page_t), segment->info_size);
   mi_check_le(S, segment, "segment_size (<= memid.size)", segment->memid.size, segment->segment_size);
   /* the slots: pages in use with their span tails, unused slots' purge states */
-  size_t used = 0, slots_used = 0, orphans = 0;
+  size_t used = 0, slots_used = 0, orphans = 0, heapless = 0;
   for (size_t i = 0; i < segment->capacity; i++) {
     const mi_page_t* page = &segment->pages[i];
     mi_check_eq(S, segment, "pages[i].segment_idx", i, page->segment_idx);
@@ -264,6 +264,12 @@ bool _mi_segment_validate(const mi_segment_t* segment) {
     if (page->segment_in_use) {
       used++;
       slots_used += page->slot_count;
+      if (mi_page_heap(page) == NULL) {
+        /* an abandoned page: no heap reaches it, so it is validated here (the owner's view,
+           or the lock holder's); the pages of heaps are validated with their heap */
+        heapless++;
+        _mi_page_validate(page);
+      }
       mi_check_ge(S, segment, "pages[i].slot_count (in use)", 1, page->slot_count);
       mi_check_le(S, segment, "pages[i]: i + slot_count", segment->capacity, i + page->slot_count);
       mi_check_eq(S, segment, "pages[i].is_committed (in use)", 1, page->is_committed);
@@ -292,6 +298,7 @@ bool _mi_segment_validate(const mi_segment_t* segment) {
   mi_check_eq(S, segment, "slots_used", slots_used, segment->slots_used);
   mi_check_le(S, segment, "slots_used", segment->capacity, segment->slots_used);
   mi_check_le(S, segment, "abandoned", segment->used, segment->abandoned);
+  mi_check_eq(S, segment, "abandoned (== pages in use without a heap)", heapless, segment->abandoned);
   mi_check_eq(S, segment, "orphans", orphans, segment->orphans);
   mi_check_eq(S, segment, "pages[0].is_committed (header's slot)", 1, segment->pages[0].is_committed);
   /* the sentinel after the last page */
@@ -392,7 +399,6 @@ static void mi_abandoned_validate_locked(mi_subproc_t* subproc) {
       mi_check_eq(S, subproc, "abandoned segment: page's thread_free form (abandoned)", 1, mi_tf_is_abandoned(tf));
       /* under the lock a page whose last block was freed has been released already */
       mi_check_le(S, subproc, "abandoned segment: page's thread_free count (a live block left)", MI_TF_ABANDONED_BASE - 1, mi_tf_count(tf));
-      _mi_page_validate(page);
       if (page->reserved > 1) listable++;
     }
     mi_check_le(S, subproc, "abandoned_count (segments on the list)", subproc->abandoned_count, ++count);

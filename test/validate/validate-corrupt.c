@@ -117,6 +117,7 @@ static void segment_span_tail(void) {
   s->pages[s->capacity - 1].span_tail = 1;   /* an unused slot (a fresh process uses the first ones) */
   _mi_segment_validate(s);
 }
+static void segment_abandoned(void) { mi_segment_t* s = _mi_page_segment(small_page()); s->abandoned++; _mi_segment_validate(s); }
 static void segment_orphans(void)    { mi_segment_t* s = _mi_page_segment(small_page()); s->orphans++; _mi_segment_validate(s); }
 
 static void map_start(void) {
@@ -260,6 +261,7 @@ static const case_t cases[] = {
   { "segment-cookie",       "segment",     "cookie",                 &segment_cookie },
   { "segment-span-tail",    "segment",     "span_tail",              &segment_span_tail },
   { "segment-orphans",      "segment",     "orphans",                &segment_orphans },
+  { "segment-abandoned",    "segment",     "abandoned (== pages in use without a heap)", &segment_abandoned },
   { "map-start",            "segment map", "_mi_segment_map_start",  &map_start },
   { "tld-purge-count",      "segments tld", "purge_count",           &tld_purge_count },
   { "tld-free-queue",       "segments tld", "in_free_queue",         &tld_free_queue },
