@@ -107,6 +107,15 @@ bool _mi_page_validate(const mi_page_t* page) {
   const size_t nfree = mi_validate_list(page, page->free, "free", page->capacity);
   const size_t nlocal = mi_validate_list(page, page->local_free, "local_free", page->capacity);
   mi_check_eq(S, page, "used (== capacity - |free| - |local_free|)", (size_t)page->capacity - nfree - nlocal, page->used);
+  if (page->free_is_zero && page->free != NULL) {
+    /* every block in `free` is zero except its link: the first one is looked at (its first
+       4 KiB: a huge block may be large) */
+    const uint8_t* b = (const uint8_t*)page->free;
+    const size_t n = (page->block_size < 4096 ? page->block_size : 4096);
+    for (size_t i = sizeof(mi_block_t); i < n; i++) {
+      if (mi_unlikely(b[i] != 0)) mi_validate_fail(S, page, "free_is_zero: a byte of the first free block (found: its offset)", "", 0, i);
+    }
+  }
   const uintptr_t tf = mi_atomic_load_acquire(&((mi_page_t*)page)->xthread_free);
   const mi_heap_t* heap = mi_page_heap(page);
   const uintptr_t owner = mi_atomic_load_relaxed(&((mi_page_t*)page)->xthread_id) & ~MI_PAGE_FLAGS_MASK;

@@ -83,6 +83,12 @@ static void page_thread_free(void) {
   mi_atomic_store_relaxed(&p->xthread_free, mi_tf_with_count(tf, mi_tf_count(tf) + 1, mi_tf_delayed(tf)));
   _mi_page_validate(p);
 }
+static void page_free_is_zero(void) {
+  mi_page_t* p = small_page();
+  if (p->free == NULL) exit(3);
+  p->free_is_zero = 1;   /* a freed block (or a debug build's fill) is not zero */
+  _mi_page_validate(p);
+}
 static void page_heap_tag(void)    { mi_page_t* p = small_page(); p->heap_tag = 9; _mi_page_validate(p); }
 static void page_owner(void) {
   mi_page_t* p = small_page();
@@ -250,6 +256,7 @@ static const case_t cases[] = {
   { "page-capacity",        "page",        "capacity",               &page_capacity },
   { "page-free-link",       "page",        "free",                   &page_free_link },
   { "page-thread-free",     "page",        "thread_free count",      &page_thread_free },
+  { "page-free-is-zero",    "page",        "free_is_zero",           &page_free_is_zero },
   { "page-heap-tag",        "page",        "heap_tag",               &page_heap_tag },
   { "page-owner",           "page",        "xthread_id owner",       &page_owner },
   { "heap-page-count",      "heap",        "page_count",             &heap_page_count },
