@@ -542,12 +542,18 @@ void* _mi_arena_alloc_aligned(size_t size, size_t alignment, size_t align_offset
       (req_arena_id != 0 || !mi_option_is_enabled(mi_option_disallow_arena_alloc))) {
     const size_t count = _mi_divide_up(size, MI_ARENA_BLOCK_SIZE);
     void* p = mi_arenas_try_alloc(count, commit, req_arena_id, memid);
-    if (p != NULL) return p;
+    if (p != NULL) {
+      mi_assert_expensive(_mi_arena_memid_validate(p, memid));
+      return p;
+    }
     if (req_arena_id == 0 && !mi_option_is_enabled(mi_option_disallow_os_alloc)) {
       mi_arena_id_t id = 0;
       if (mi_arena_reserve_on_demand(size, allow_large, &id)) {
         p = mi_arena_try_alloc_in(mi_arena_from_id(id), (size_t)id - 1, count, commit, memid);
-        if (p != NULL) return p;
+        if (p != NULL) {
+          mi_assert_expensive(_mi_arena_memid_validate(p, memid));
+          return p;
+        }
       }
     }
   }
@@ -606,6 +612,7 @@ void _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_memid_
     _mi_error_message(EINVAL, "trying to free arena memory that is not from this arena (%p)\n", p);
     return;
   }
+  mi_assert_expensive(_mi_arena_memid_validate(p, memid));
   if (arena->is_pinned) {
     /* always committed */
   }
@@ -754,6 +761,7 @@ void _mi_arenas_try_purge(bool force) {
     else mi_arena_try_release(arena, i);
   }
   if (pending) mi_atomic_store_release(&_mi_arenas_purge_pending, 1);
+  mi_assert_expensive(_mi_arenas_validate());
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -806,6 +814,34 @@ void mi_debug_show_arenas(void) mi_attr_noexcept {
   if (shown == 0) _mi_message("arenas: none\n");
   else _mi_message("total inuse blocks    : %zu\n", inuse_total);
 }
+
+#if MI_DEBUG > 0
+/* For the validators (validate.c, checked builds only): arena `idx`'s descriptor as a view;
+   false if the slot is empty or out of range. */
+bool _mi_arena_view(size_t idx, mi_arena_view_t* view) {
+  mi_arena_t* arena = mi_arena_at(idx);
+  if (arena == NULL) return false;
+  view->start = mi_arena_start(arena);
+  view->block_count = arena->block_count;
+  view->field_count = arena->field_count;
+  view->is_pinned = arena->is_pinned;
+  view->exclusive = arena->exclusive;
+  view->commit_syscall = arena->commit_syscall;
+  view->state = mi_atomic_load_acquire(&arena->state);
+  view->blocks_used = mi_atomic_load_relaxed(&arena->blocks_used);
+  view->inuse = arena->blocks_inuse;
+  view->committed = arena->blocks_committed;
+  view->dirty = arena->blocks_dirty;
+  view->purge = arena->blocks_purge;
+  view->purge_due = arena->purge_due;
+  view->purge_expire = &arena->purge_expire;
+  return true;
+}
+
+size_t _mi_arena_slots(void) {
+  return mi_arenas_count();
+}
+#endif
 
 void mi_arenas_print(void) mi_attr_noexcept {
   mi_debug_show_arenas();

@@ -103,6 +103,7 @@ void _mi_heap_after_fork_child(mi_heap_t* heap) {
 
 static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
   if (!mi_heap_is_initialized(heap)) return;
+  mi_assert_expensive(_mi_heap_validate(heap));
   const bool force = (collect >= MI_FORCE);
   _mi_deferred_free(heap, force);
 #if MI_GUARDED > 0
@@ -121,6 +122,7 @@ static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
   /* due purges; all of them on mi_collect(true) (not at thread exit: other threads may reuse
      the memory a thread frees as it ends) */
   _mi_segments_collect(heap->tld, collect == MI_FORCE);
+  mi_assert_expensive(_mi_heap_validate(heap) && _mi_segments_tld_validate(heap->tld) && _mi_stats_validate(&heap->tld->stats, true));
 }
 
 /* From the allocation slow path: collect the heap when it was not collected for ten purge
@@ -157,6 +159,7 @@ void mi_collect(bool force) mi_attr_noexcept {
   mi_heap_t* heap = mi_prim_get_default_heap();
   mi_heap_collect(heap, force);
   if (mi_unlikely(mi_live_enabled()) && mi_heap_is_initialized(heap)) _mi_live_publish(heap->tld, true);   /* figures now */
+  mi_assert_expensive(_mi_thread_validate(heap));
 }
 
 /* ---------------------------------------------------------------------------------------

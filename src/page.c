@@ -104,6 +104,7 @@ size_t _mi_page_queue_append(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_queue
   const bool huge = mi_page_queue_is_huge(pq);
   for (mi_page_t* page = append->first; page != NULL; page = page->next) {
     mi_page_set_heap(page, heap);
+    page->heap_tag = heap->tag;   /* the tag of the heap it belongs to now (types.h) */
     /* waits for any thread still pushing on the old heap's delayed list */
     _mi_page_use_delayed_free(page, (full || huge) ? MI_USE_DELAYED_FREE : MI_NO_DELAYED_FREE, true);
     mi_page_set_in_full(page, full);
@@ -491,6 +492,7 @@ void _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq) {
 /* A page became empty. If it is the only page of its size class, keep it for a few heartbeats
    (allocation patterns often free and re-allocate right away); otherwise free it now. */
 void _mi_page_retire(mi_page_t* page) {
+  mi_assert_expensive(_mi_page_validate(page));
   mi_heap_t* heap = mi_page_heap(page);
   mi_stat_counter_increase(heap->tld, pages_retire, 1);
   mi_page_set_has_aligned(page, false);
@@ -658,6 +660,7 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
       mi_page_collect_for_alloc(page);
       if (mi_page_immediate_available(page)) {
         page->retire_expire = 0;
+        mi_assert_expensive(_mi_page_validate(page));
         return _mi_page_malloc(heap, page, size, zero);
       }
     }
@@ -685,5 +688,6 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
     return NULL;
   }
   mi_assert_internal(mi_page_immediate_available(page));
+  mi_assert_expensive(_mi_page_validate(page));
   return _mi_page_malloc(heap, page, size, zero);
 }

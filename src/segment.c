@@ -319,6 +319,7 @@ static void mi_segments_try_purge(mi_tld_t* tld, bool force) {
       mi_segment_slot_purge(segment, page);
     }
   }
+  mi_assert_expensive(_mi_segments_tld_validate(tld));
 }
 
 /* Bytes of orphaned slots (purge_orphaned) in all abandoned segments, and their budget:
@@ -1098,6 +1099,7 @@ static void mi_segment_abandon(mi_segment_t* segment, mi_tld_t* tld) {
   const bool empty = mi_segment_abandoned_release_empty(segment);
   mi_lock_release(&subproc->abandoned_lock);
   if (empty) mi_segment_free(segment, NULL);
+  mi_assert_expensive(_mi_abandoned_validate(subproc));
 }
 
 void _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld) {
@@ -1160,6 +1162,7 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
     segment->abandoned--;
     mi_heap_t* target = _mi_heap_by_tag(heap, page->heap_tag);
     mi_page_set_heap(page, target);
+    page->heap_tag = target->tag;   /* (no heap of its tag: the page joins `heap`, types.h) */
     mi_os_stat_decrease(pages_abandoned, 1);
     _mi_stat_page_transfer(page, NULL, tld);   /* before collecting: the collect decreases */
     if (mi_unlikely(mi_live_enabled())) _mi_live_page_move(page, NULL, tld);
@@ -1187,6 +1190,7 @@ static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
   if (segment->slots_used < segment->capacity) {
     mi_segment_insert_in_free_queue(segment, tld);
   }
+  mi_assert_expensive(_mi_segment_validate(segment) && _mi_heap_validate(heap));
   return true;
 }
 

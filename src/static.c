@@ -35,6 +35,7 @@ void _mi_text_begin(void) { }
 #include "stats.c"
 #include "stats-print.c"
 #include "track.c"
+#include "validate.c"
 #if defined(_WIN32)
 #include "prim/windows.c"
 #else

@@ -184,6 +184,25 @@ void       _mi_arenas_try_purge(bool force);   /* due purges (all with force); t
 bool       _mi_arena_memid_is_suitable(const mi_memid_t* memid, mi_arena_id_t req_arena_id);
 bool       _mi_arena_id_is_valid(mi_arena_id_t id);
 void       _mi_arenas_init_reserve(void);
+/* An arena's descriptor as the validators see it (validate.c): the four bitmaps of arena.c */
+typedef struct mi_arena_view_s {
+  uint8_t*            start;          /* NULL while released */
+  size_t              block_count;
+  size_t              field_count;
+  bool                is_pinned;
+  bool                exclusive;
+  bool                commit_syscall;
+  int                 state;          /* 0 mapped, 1 released, 2 busy (arena.c, mi_arena_state_t) */
+  size_t              blocks_used;
+  _Atomic(size_t)*    inuse;          /* field_count words each (internal/bitmap.h) */
+  _Atomic(size_t)*    committed;
+  _Atomic(size_t)*    dirty;
+  _Atomic(size_t)*    purge;
+  _Atomic(mi_msecs_t)* purge_due;     /* block_count deadlines */
+  _Atomic(mi_msecs_t)* purge_expire;  /* the arena's earliest deadline (0: none) */
+} mi_arena_view_t;
+bool       _mi_arena_view(size_t idx, mi_arena_view_t* view);
+size_t     _mi_arena_slots(void);         /* arena slots taken (some may be empty briefly) */
 
 /* ------------------------------------------------------------------------------------------
    segment.c: segments, the segment map, abandonment
@@ -388,6 +407,24 @@ void       _mi_debug_fill_new_blocks(mi_page_t* page, uint8_t* start, size_t cou
 /* The return address into the program of the allocation of the block (NULL if unknown). */
 void*      _mi_debug_block_caller(const mi_page_t* page, const mi_block_t* block);
 void       _mi_debug_set_caller(const mi_page_t* page, const mi_block_t* block, void* caller);
+
+/* ------------------------------------------------------------------------------------------
+   validate.c (checked builds): one validator per structure, checking the invariants of
+   types.h; each returns true or reports the field (expected and found values) and aborts.
+   MI_DEBUG >= 3 (CMake MI_DEBUG_FULL) calls them at the slow-path boundaries through
+   mi_assert_expensive; tests may call them in any debug build. See validate.c for who may
+   call which.
+------------------------------------------------------------------------------------------ */
+bool       _mi_page_validate(const mi_page_t* page);
+bool       _mi_heap_validate(const mi_heap_t* heap);           /* with its pages and their segments */
+bool       _mi_segment_validate(const mi_segment_t* segment);  /* with its segment map entries */
+bool       _mi_segment_map_validate(const mi_segment_t* segment);
+bool       _mi_segments_tld_validate(const mi_tld_t* tld);     /* free queues, purge queues */
+bool       _mi_abandoned_validate(mi_subproc_t* subproc);      /* takes the abandoned lock */
+bool       _mi_arena_memid_validate(const void* p, const mi_memid_t* memid);   /* blocks a segment holds */
+bool       _mi_arenas_validate(void);
+bool       _mi_stats_validate(const mi_stats_data_t* stats, bool thread);   /* thread: tld->stats (else the totals) */
+bool       _mi_thread_validate(const mi_heap_t* heap);         /* all of the above for this thread */
 
 /* ------------------------------------------------------------------------------------------
    random.c

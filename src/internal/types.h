@@ -202,7 +202,15 @@ typedef struct mi_block_s {
 typedef int64_t mi_msecs_t;   /* milliseconds (monotonic clock) */
 
 /* Where a segment's memory came from (arena.c) and its state when handed out. Memory from
-   an arena is a run of whole arena blocks; memory straight from the OS is page-rounded. */
+   an arena is a run of whole arena blocks; memory straight from the OS is page-rounded.
+   Invariants (arena.c's bitmaps; checked by validate.c):
+     while a segment holds arena blocks [block_index, block_index + size / MI_ARENA_BLOCK_SIZE):
+       their inuse and dirty bits are set and their purge bits clear, their committed bits are
+       all set if initially_committed or is_pinned and all clear otherwise (the segment commits
+       page by page itself), and is_pinned, is_exclusive, commit_syscall are the arena's;
+     a free arena block with its purge bit set is committed and has a deadline (purge_due != 0);
+     a pinned arena's blocks are all committed, none waits for a purge;
+     inuse bits past an arena's last block are set. */
 typedef struct mi_memid_s {
   int    arena_idx;            /* index in the arena table, or -1: straight from the OS */
   size_t block_index;          /* first arena block */
@@ -285,11 +293,22 @@ typedef enum mi_delayed_e {
 /* A page holds blocks of a single size in [page_start, page_start + reserved*block_size).
    Invariants (owner thread view, `|l|` = length of list l):
      capacity <= reserved;  blocks with index >= capacity were never handed out;
-     used - |thread_free| == capacity - |free| - |local_free|      (used counts blocks not in
-                                                                    free or local_free lists)
+     used == capacity - |free| - |local_free|      (used counts blocks not in free or local_free:
+                                                   the live ones and those freed by other threads
+                                                   and not yet collected)
+     |thread_free| <= used                         (owned form: |thread_free| is the count of the
+                                                   thread_free word, internal.h; the blocks pushed
+                                                   on the heap's delayed list count in used too)
+     in use (segment_in_use): is_committed, neither purge_pending nor purge_orphaned; its blocks
+       [page_start, page_start + reserved * block_size) lie in the page's area (segment.c,
+       _mi_segment_page_area); block_size is a bin size (_mi_bin_size), or reserved == capacity
+       == 1 in a huge segment; slots segment_idx + 1 .. + slot_count - 1 are its span tails;
      used == 0 and segment_in_use  =>  the page can be returned to its segment;
      free_is_zero                  =>  every block in `free` is zero except its first word;
      xheap == NULL                 <=> page is abandoned (or not in use);
+     xheap != NULL                 =>  heap_tag == xheap->tag (the tag mi_heap_visit_blocks
+                                   reports and reclaim by tag goes by; pages that move to
+                                   another heap take its tag);
      xthread_id == owner | flags   where owner = the thread id of the page's heap, or 0 when
                                    xheap == NULL; so the free fast path tests "owned by me and
                                    no flags" with one compare against _mi_thread_id() (whose low
@@ -344,7 +363,8 @@ typedef struct mi_page_s {
   uint32_t           reserved;        /* blocks that fit in the page */
   uint8_t            segment_idx;     /* index in segment->pages */
   uint8_t            is_zero_init;    /* page memory was fresh (zero) when the page was set up */
-  uint8_t            heap_tag;        /* tag of the heap that allocated the page */
+  uint8_t            heap_tag;        /* tag of the page's heap (see the invariants above); kept
+                                         while abandoned, for a reclaim to find a heap of it */
   uint8_t            is_committed;    /* the page's slot in the segment is committed */
   uint8_t            purge_pending;   /* unused slot in its thread's purge queue (segment.c) */
   uint8_t            purge_orphaned;  /* unused slot left resident when its segment was abandoned:
@@ -386,6 +406,11 @@ struct mi_subproc_s;
 /* A segment. Invariants:
      (uintptr_t)segment % MI_SEGMENT_SIZE == 0;  segment->cookie == _mi_segment_cookie(segment);
      used == number of pages with segment_in_use;  abandoned <= used;
+     abandoned == number of pages in use without a heap (xheap == NULL);
+     page_shift and capacity follow page_kind: MI_SEGMENT_SIZE >> page_shift slots of
+       segment_size == MI_SEGMENT_SIZE, or (huge) one page, MI_HUGE_PAGE_SHIFT and
+       segment_size > MI_SEGMENT_SIZE; segment_size <= memid.size;
+     pages[i].segment_idx == i;  orphans == number of unused slots with purge_orphaned;
      slots_used == sum of slot_count over those pages <= capacity; a span's other slots have
        span_tail set (and nothing else) while it is in use;
      thread_id == 0  <=> the segment is abandoned: on its subprocess' abandoned list
@@ -405,6 +430,9 @@ struct mi_subproc_s;
        an unused slot of an abandoned segment that may be resident is orphaned (purge_orphaned,
        counted in orphans) or, beyond the orphan budget, purged;
      a small/medium/large segment of a thread with slots_used < capacity is in that thread's free queue;
+       in_free_queue => owned (thread_id != 0), not huge, not in_abandoned;
+     in_abandoned => used == abandoned > 0, and (under the lock) every page in use still has a
+       live block: a free of the last one releases the page under the lock;
      the segment maps [segment, segment + segment_size), all of it ours (segment map bits set);
      guards (secure builds, segment.c): the last OS page of info_size is a guard page, and so is
        the last OS page of slot i if bit i of `guarded` is set: always for the last slot of a
@@ -455,7 +483,8 @@ typedef struct mi_segment_queue_s {
    through page->next/prev, the pages of those segments that can hold more than one block, by
    size class, so a thread that needs a page of a bin reclaims a segment that has one
    (segment.c); a page is on its bin's list <=> its segment is on the abandoned list, the page is
-   in use and its reserved > 1. Both changed under the lock; the heads are peeked without. */
+   in use and its reserved > 1. Both changed under the lock; the heads are peeked without.
+   abandoned_count == the length of the abandoned list. */
 typedef struct mi_subproc_s {
   struct mi_subproc_s* next;          /* all subprocesses, from _mi_subproc_main (init.c, for fork) */
   mi_lock_t     abandoned_lock;
@@ -554,7 +583,10 @@ typedef struct mi_tld_s {
 
 /* A heap. Owned by the thread that created it; only that thread allocates from it.
    Invariants:
-     pages_free_direct[w] == pages[bin(w*8)].first, or &_mi_page_empty if that queue is empty;
+     pages_free_direct[w] == pages[bin(w*8)].first, or &_mi_page_empty if that queue is empty
+       (w <= MI_SMALL_WSIZE_MAX; the last entry is always &_mi_page_empty);
+     every page in pages[b] has xheap == this heap, and MI_PAGE_IN_FULL set iff b == MI_BIN_FULL;
+     the queues are doubly linked (first->prev == NULL, each page->next->prev == page, last);
      every page in pages[b] (b < MI_BIN_HUGE_INTERNAL) has block_size == _mi_bin_size(b);
      page_count == total number of pages in all queues;
      tld == NULL  <=> the heap is the static empty heap of an uninitialised thread. */
