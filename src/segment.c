@@ -656,17 +656,29 @@ static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
 #if MI_SECURE > 0
   keep = (!mi_segment_guards_done(segment) && memid.arena_idx >= 0);
 #endif
-  /* hand back whole committed memory: committing unused slots costs no RSS */
+  /* hand back whole committed memory: committing unused slots costs no RSS. If the OS refuses
+     a commit (then only with commit_syscall), the whole range is decommitted and handed back
+     uncommitted instead: the arena's committed bits must be true for every byte */
+  bool committed = true;
+  size_t uncounted = 0;   /* bytes of slots not committed (not in the committed statistic) */
   for (size_t i = 0; i < segment->capacity && mi_segment_has_slots(segment); i++) {
     mi_page_t* page = &segment->pages[i];
     if (page->purge_orphaned) mi_segment_slot_unorphan(segment, page);
-    if (i > 0 && !page->is_committed && !memid.is_pinned && !keep) _mi_os_commit(mi_segment_slot_start(segment, page), mi_segment_slot_size(segment), memid.commit_syscall);
+    if (i == 0 || page->is_committed || memid.is_pinned || keep) continue;
+    if (!committed || !_mi_os_commit(mi_segment_slot_start(segment, page), mi_segment_slot_size(segment), memid.commit_syscall)) {
+      committed = false;
+      uncounted += mi_segment_slot_size(segment);
+    }
+  }
+  if (!committed) {
+    mi_os_stat_increase(committed, uncounted);   /* (the decommit counts the whole range) */
+    if (!_mi_os_decommit(segment, memid.size, true)) keep = true;
   }
   if (keep) {
     _mi_warning_message("unable to return the memory of segment %p (%zu KiB) to its arena: it is kept out of use\n", (void*)segment, memid.size / MI_KiB);
     return;
   }
-  _mi_arena_free(segment, memid.size, memid.size, &memid);
+  _mi_arena_free(segment, memid.size, (committed ? memid.size : 0), &memid);
 }
 
 /* ------------------------------------------------------------------------------------------
