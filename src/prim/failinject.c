@@ -15,6 +15,8 @@
      all:...      the same for every kind
      seed:S       the random generator's seed (probability mode; default 1)
      count        at exit, print to stderr one line "mimalloc-failinject: count KIND N ..."
+     noguard      guard markers answer EINVAL, as on a kernel without them (os.c then guards
+                  with protect); not counted as failures
      trace        print a line to stderr for every injected failure (kind, call, size)
    KIND is one of: map (_mi_prim_alloc), large (_mi_prim_alloc with allow_large), unmap
    (_mi_prim_free), commit, decommit, reset, protect, guard, huge
@@ -86,7 +88,7 @@ static _Atomic(size_t)  mi_fi_calls[MI_FI_COUNT];
 static _Atomic(size_t)  mi_fi_failed[MI_FI_COUNT];
 static _Atomic(int)     mi_fi_state;           /* 0 not read, 1 being read, 2 read */
 static _Atomic(uint64_t) mi_fi_random;
-static bool             mi_fi_count, mi_fi_trace;
+static bool             mi_fi_count, mi_fi_trace, mi_fi_noguard;
 
 static bool mi_fi_word(const char* s, size_t n, const char* word) {
   size_t i = 0;
@@ -129,6 +131,7 @@ static void mi_fi_parse(const char* spec) {
     const char* v = (s[n] == ':' ? s + n + 1 : s + n);
     if (mi_fi_word(s, n, "count")) mi_fi_count = true;
     else if (mi_fi_word(s, n, "trace")) mi_fi_trace = true;
+    else if (mi_fi_word(s, n, "noguard")) mi_fi_noguard = true;
     else if (mi_fi_word(s, n, "seed")) { const char* t = v; mi_atomic_store_relaxed(&mi_fi_random, (uint64_t)mi_fi_number(&t)); }
     else {
       bool known = false;
@@ -237,6 +240,7 @@ int _mi_prim_protect(void* addr, size_t size, bool protect) {
 
 int _mi_prim_guard(void* addr, size_t size, bool install) {
   if (mi_fi_fail(MI_FI_GUARD, size)) return ENOMEM;
+  if (mi_fi_noguard) return EINVAL;
   return _mi_prim_os_guard(addr, size, install);
 }
 

@@ -13,11 +13,15 @@
    - with argument "strict" (a single failing call, or a window of them, is over by then): an
      allocation retried right after a NULL succeeds;
    - at the end, after freeing everything and mi_collect(true), a small, a large and a huge
-     allocation succeed (retried once: the failing call may be theirs).
+     allocation succeed (retried once: the failing call may be theirs; 5 times without strict,
+     where failures may go on).
    Prints at the end one line the driver compares with a run without failure:
      "fi-workload: nulls N reserved R committed C vsz V"
    (reserved/committed: mi_stats_get's current values; vsz: /proc/self/statm's address space.)
-   Usage: fi-workload [strict] [scale] */
+   With "concurrent" also CONC_THREADS threads at the same time, each allocating, reallocating,
+   checking and freeing its own blocks, leaving some to the main thread (not deterministic:
+   for the probability runs).
+   Usage: fi-workload [strict] [concurrent] [scale] */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -25,6 +29,7 @@
 #include <mimalloc-stats.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,7 +46,8 @@ typedef struct block_s { uint8_t* p; size_t size; mi_heap_t* heap; } block_t;
 #define MAX_BLOCKS 20000
 static block_t blocks[MAX_BLOCKS];   /* static: the bookkeeping allocates nothing */
 static size_t  nblocks;
-static size_t  nulls;
+static bool    concurrent;
+static _Atomic(size_t) nulls;
 static bool    strict;
 static uint64_t rng = 0x1234567;
 
@@ -209,6 +215,57 @@ static void phase_threads(size_t n) {
   }
 }
 
+/* threads at the same time (mode "concurrent"): each allocates, checks and frees its own
+   blocks at random (sizes up to 1 MiB, some aligned, some realloc'd), then leaves what it
+   holds on a shared list that the main thread checks and frees after they ended */
+#define CONC_THREADS 4
+#define CONC_BLOCKS  1500
+static pthread_mutex_t conc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t conc_size(uint64_t* r) {
+  *r ^= *r << 13; *r ^= *r >> 7; *r ^= *r << 17;
+  const uint64_t x = *r;
+  return ((x >> 40) % 16 == 0 ? 1 + (size_t)((x >> 8) % MiB) : 1 + (size_t)((x >> 8) % 2048));
+}
+
+static void* conc_main(void* arg) {
+  uint64_t r = 0x9E3779B97F4A7C15ULL * (uint64_t)((uintptr_t)arg + 1);
+  block_t mine[CONC_BLOCKS];
+  size_t n = 0;
+  for (size_t k = 0; k < 20000; k++) {
+    const size_t size = conc_size(&r);
+    const size_t align = ((r >> 20) % 8 == 0 ? (size_t)16 << ((r >> 24) % 12) : 0);
+    uint8_t* p = (uint8_t*)try_alloc((align ? a_aligned : (r >> 30) % 5 == 0 ? a_zalloc : a_malloc), NULL, size, align, (!align && (r >> 30) % 5 == 0));
+    if (p != NULL) {
+      if (n == CONC_BLOCKS) { const size_t i = (size_t)((r >> 33) % n); CHECK(intact(mine[i].p, mine[i].size)); mi_free(mine[i].p); mine[i] = mine[--n]; }
+      mine[n].p = p; mine[n].size = size; mine[n].heap = NULL; n++;
+    }
+    if (n > 0 && (r >> 50) % 16 == 0) {   /* realloc one */
+      const size_t i = (size_t)((r >> 36) % n);
+      const size_t newsize = conc_size(&r);
+      CHECK(intact(mine[i].p, mine[i].size));
+      errno = 0;
+      uint8_t* q = (uint8_t*)mi_realloc(mine[i].p, newsize);
+      if (q == NULL) { CHECK(errno == ENOMEM); CHECK(intact(mine[i].p, mine[i].size)); nulls++; }
+      else { fill(q, newsize); mine[i].p = q; mine[i].size = newsize; }
+    }
+  }
+  pthread_mutex_lock(&conc_lock);
+  for (size_t i = 0; i < n; i++) {
+    if (i % 2 == 0) keep(mine[i].p, mine[i].size, NULL);   /* for the main thread */
+    else { CHECK(intact(mine[i].p, mine[i].size)); mi_free(mine[i].p); }
+  }
+  pthread_mutex_unlock(&conc_lock);
+  return NULL;
+}
+
+static void phase_concurrent(void) {
+  pthread_t th[CONC_THREADS];
+  bool started[CONC_THREADS];
+  for (size_t t = 0; t < CONC_THREADS; t++) started[t] = (pthread_create(&th[t], NULL, &conc_main, (void*)t) == 0);
+  for (size_t t = 0; t < CONC_THREADS; t++) if (started[t]) pthread_join(th[t], NULL);
+}
+
 static size_t statm_vsz(void) {
   FILE* f = fopen("/proc/self/statm", "r");
   if (f == NULL) return 0;
@@ -222,6 +279,7 @@ int main(int argc, char** argv) {
   size_t scale = 1;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "strict") == 0) strict = true;
+    else if (strcmp(argv[i], "concurrent") == 0) concurrent = true;
     else scale = (size_t)atol(argv[i]);
   }
   if (scale == 0) scale = 1;
@@ -243,6 +301,7 @@ int main(int argc, char** argv) {
     check_all("heaps");
     phase_threads(3);
     check_all("threads");
+    if (concurrent) { phase_concurrent(); check_all("concurrent threads"); }
     while (nblocks > nblocks / 2 + 1 && nblocks > 0) drop(nblocks - 1);
     mi_collect(true);
     check_all("collect");
@@ -256,7 +315,7 @@ int main(int argc, char** argv) {
   static const size_t after[] = { 48, 300 * KiB, 40 * MiB };
   for (size_t i = 0; i < 3; i++) {
     uint8_t* p = (uint8_t*)mi_malloc(after[i]);
-    if (p == NULL) p = (uint8_t*)mi_malloc(after[i]);
+    for (int k = 0; p == NULL && k < (strict ? 1 : 5); k++) p = (uint8_t*)mi_malloc(after[i]);
     CHECK_MSG(p != NULL, "an allocation of %zu bytes after the failure failed", after[i]);
     if (p != NULL) { fill(p, after[i]); CHECK(intact(p, after[i])); mi_free(p); }
   }
@@ -264,7 +323,7 @@ int main(int argc, char** argv) {
 
   mi_stats_t_decl(st);
   CHECK(mi_stats_get(&st));
-  printf("fi-workload: nulls %zu reserved %lld committed %lld vsz %zu\n", nulls,
+  printf("fi-workload: nulls %zu reserved %lld committed %lld vsz %zu\n", (size_t)nulls,
          (long long)st.reserved.current, (long long)st.committed.current, statm_vsz());
   return test_summary("fi-workload", NULL);
 }

@@ -16,7 +16,8 @@ N: every call when a primitive makes at most --all calls in the run; else --samp
 spread evenly over 1..count (the first and the last included).
 --prob: instead, every primitive fails with probability 1% (seeds 1..--seeds), without
 "strict" (a NULL may follow a NULL); the same checks except the leak comparison.
-Usage: sweep.py [--prob] [--jobs J] [--all A] [--sample S] [--seeds K] [--config NAME] FI_WORKLOAD
+--secure (a secure build): also with guard markers refused (noguard), so guards use protect.
+Usage: sweep.py [--prob] [--secure] [--jobs J] [--all A] [--sample S] [--seeds K] [--config NAME] FI_WORKLOAD
 A failure prints the command that reproduces it."""
 import argparse
 import concurrent.futures
@@ -45,17 +46,27 @@ CONFIGS = {
     "large":    {"MIMALLOC_PURGE_DELAY": "0", "MIMALLOC_ALLOW_LARGE_OS_PAGES": "1",
                  "MIMALLOC_RESERVE_HUGE_OS_PAGES": "1"},
 }
+# Secure builds (guard pages): also with the guard markers refused as on an older kernel, so
+# that os.c guards with protect (mprotect) instead. FI_SPEC: prepended to MIMALLOC_TEST_FAIL.
+SECURE_CONFIGS = {
+    "noguard":        {"MIMALLOC_PURGE_DELAY": "0", "FI_SPEC": "noguard"},
+    "noguard-eager0": {"MIMALLOC_PURGE_DELAY": "0", "MIMALLOC_ARENA_EAGER_COMMIT": "0", "FI_SPEC": "noguard"},
+}
 
 COUNT_RE = re.compile(r"mimalloc-failinject: count (.*) failed (.*)")
 FAIL_RE = re.compile(r"mimalloc-failinject: fail (\w+) call (\d+) size (\d+)")
+KEPT_RE = re.compile(r"segment 0x[0-9a-f]+ \((\d+) KiB\) to its arena: it is kept out of use")
 STATS_RE = re.compile(r"fi-workload: nulls (\d+) reserved (-?\d+) committed (-?\d+) vsz (\d+)")
 
 
 def run(prog, env_extra, spec, strict, timeout=120):
+    """strict: a single failure (fi-workload's "strict"); else the probability mode, which
+    also runs fi-workload's concurrent threads"""
     env = dict(os.environ)
     env.update(env_extra)
-    env["MIMALLOC_TEST_FAIL"] = spec
-    cmd = [prog] + (["strict"] if strict else [])
+    env.pop("FI_SPEC", None)
+    env["MIMALLOC_TEST_FAIL"] = ",".join(x for x in (env_extra.get("FI_SPEC"), spec) if x)
+    cmd = [prog] + (["strict"] if strict else ["concurrent"])
     emu = os.environ.get("MI_TEST_EMULATOR", "")
     if emu:
         cmd = shlex.split(emu) + cmd
@@ -65,7 +76,8 @@ def run(prog, env_extra, spec, strict, timeout=120):
     except subprocess.TimeoutExpired as e:
         out, rc = (e.stdout or b"").decode(errors="replace"), "timeout"
     res = {"rc": rc, "out": out, "counts": None, "failed": None, "stats": None,
-           "failed_bytes": sum(int(m.group(3)) for m in FAIL_RE.finditer(out))}
+           "failed_bytes": sum(int(m.group(3)) for m in FAIL_RE.finditer(out)),
+           "kept_bytes": sum(int(m.group(1)) << 10 for m in KEPT_RE.finditer(out))}
     m = COUNT_RE.search(out)
     if m:
         words = m.group(1).split()
@@ -78,8 +90,9 @@ def run(prog, env_extra, spec, strict, timeout=120):
 
 
 def repro(prog, env_extra, spec, strict):
-    envs = " ".join("%s=%s" % kv for kv in sorted(env_extra.items()))
-    return "%s MIMALLOC_TEST_FAIL=%s %s%s" % (envs, spec, prog, " strict" if strict else "")
+    envs = " ".join("%s=%s" % kv for kv in sorted(env_extra.items()) if kv[0] != "FI_SPEC")
+    spec = ",".join(x for x in (env_extra.get("FI_SPEC"), spec) if x)
+    return "%s MIMALLOC_TEST_FAIL=%s %s%s" % (envs, spec, prog, " strict" if strict else " concurrent")
 
 
 def spread(count, all_max, sample):
@@ -110,7 +123,9 @@ def check(res, base, kind, n, leak_check):
             errs.append("reserved %d > %d without failure" % (reserved, b_reserved))
         # the fallbacks: a refused decommit or reset keeps its range committed; a refused
         # unmap leaves its range mapped (at most the failed call's size more)
+        # a guard that stays keeps its segment out of use (a warning gives its size)
         kept = res["failed_bytes"] if kind in ("decommit", "reset") else 0
+        kept += res["kept_bytes"] if kind in ("guard", "protect") else 0
         if committed > b_committed + kept + META:
             errs.append("committed %d > %d without failure (+%d kept by the failed call)" % (committed, b_committed, kept))
         unmapped = res["failed_bytes"] if kind == "unmap" else 0
@@ -123,13 +138,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("prog")
     ap.add_argument("--prob", action="store_true")
+    ap.add_argument("--secure", action="store_true", help="also the configurations for guard pages")
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("MI_FAILINJECT_JOBS", "2")))
     ap.add_argument("--all", type=int, default=40)
     ap.add_argument("--sample", type=int, default=40)
     ap.add_argument("--seeds", type=int, default=8)
     ap.add_argument("--config", action="append")
+    ap.add_argument("--kind", action="append", help="only these primitives")
     args = ap.parse_args()
-    configs = {k: v for k, v in CONFIGS.items() if not args.config or k in args.config}
+    configs = dict(CONFIGS)
+    if args.secure:
+        configs.update(SECURE_CONFIGS)
+    configs = {k: v for k, v in configs.items() if not args.config or k in args.config}
     start = time.time()
     failures, runs = [], 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -148,6 +168,8 @@ def main():
                     jobs.append((None, 0, spec, False))
             else:
                 for kind in KINDS:
+                    if args.kind and kind not in args.kind:
+                        continue
                     for n in spread(counts.get(kind, 0), args.all, args.sample):
                         jobs.append((kind, n, "count,trace,%s:%d" % (kind, n), True))
             print("%s: %s; %d runs" % (name, " ".join("%s %d" % (k, counts[k]) for k in KINDS if counts.get(k)), len(jobs)))
