@@ -450,6 +450,7 @@ static void mi_arenas_note_reuse(mi_arena_t* arena, size_t idx, size_t count) {
 /* Blocks [idx, idx+count) whose inuse bits the caller just claimed: cancel their pending purge,
    commit them when asked (or when partly committed), describe them in memid. NULL (and the
    claim undone) when the commit fails. */
+static void mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count);
 static void* mi_arena_take(mi_arena_t* arena, size_t arena_idx, size_t idx, size_t count, bool commit, mi_memid_t* memid) {
   mi_atomic_add_relaxed(&mi_arenas_inuse, count);
   mi_atomic_add_relaxed(&arena->blocks_used, count);
@@ -464,6 +465,11 @@ static void* mi_arena_take(mi_arena_t* arena, size_t arena_idx, size_t idx, size
   if (!all_committed && (commit || any_committed)) {
     if (!mi_arena_commit_blocks(arena, idx, count)) {
       mi_os_stat_counter_increase(arena_rollback_count, 1);
+      /* the blocks committed before the refusal are free again: purged in time like any
+         free committed block (else they stay committed and counted until reused) */
+      for (size_t i = idx; i < idx + count; i++) {
+        if (_mi_bitmap_is_all_set(arena->blocks_committed, i, 1)) mi_arena_schedule_purge(arena, i, 1);
+      }
       _mi_bitmap_clear(arena->blocks_inuse, idx, count);
       mi_atomic_sub_relaxed(&mi_arenas_inuse, count);
       mi_atomic_sub_relaxed(&arena->blocks_used, count);

@@ -336,7 +336,10 @@ static void mi_option_init(mi_option_desc_t* desc) {
    user would never notice, so it is always reported; others only with show_errors/verbose.
 --------------------------------------------------------------------------------------- */
 static const char* mi_env_extra_names[] = {   /* settings read outside the option table */
-  "SHOW_LEAKS", "STATS_JSON", "STATS_LAYOUT", "DISABLE_REDIRECT"
+  "SHOW_LEAKS", "STATS_JSON", "STATS_LAYOUT", "DISABLE_REDIRECT",
+#if MI_FAIL_INJECT
+  "TEST_FAIL",   /* src/prim/failinject.c (test builds) */
+#endif
 };
 
 /* Edit distance of a and b ignoring case and '_', capped at 3 (enough to tell a typo). */

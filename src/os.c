@@ -111,15 +111,20 @@ bool _mi_os_commit(void* p, size_t size, bool syscall) {
   return true;
 }
 
-void _mi_os_decommit(void* p, size_t size, bool protect) {
+/* False if the OS refused: the range then stays committed, with its contents, and is counted
+   so (the caller must not take it as zero or as needing a commit). */
+bool _mi_os_decommit(void* p, size_t size, bool protect) {
   mi_os_stat_decrease(committed, size);
   uint8_t* start; size_t len;
-  if (!mi_os_page_range(p, size, &start, &len)) return;
+  if (!mi_os_page_range(p, size, &start, &len)) return true;
   int err = _mi_prim_decommit(start, len, protect);
   _mi_trace_message("os: decommitted %zu KiB at %p\n", len / MI_KiB, (void*)start);
   if (err != 0) {
+    mi_os_stat_increase(committed, size);
     _mi_warning_message("unable to decommit OS memory (error %d (0x%x), address %p, size 0x%zx bytes)\n", err, err, (void*)start, len);
+    return false;
   }
+  return true;
 }
 
 /* May the range be decommitted without being made inaccessible (else it is reset)? */
@@ -165,8 +170,7 @@ bool _mi_os_purge(void* p, size_t size, bool protect) {
   mi_os_stat_counter_increase(purge_calls, 1);
   mi_os_stat_counter_increase(purged, size);
   if (mi_option_is_enabled(mi_option_purge_decommits) && (protect || mi_os_mem_config.decommit_keeps_access)) {
-    _mi_os_decommit(p, size, protect);
-    return true;
+    return _mi_os_decommit(p, size, protect);   /* refused: kept committed, as a discard would */
   }
   _mi_os_discard(p, size);
   return false;

@@ -595,14 +595,14 @@ static bool mi_segment_guards_claim(mi_segment_t* segment, size_t idx, size_t co
    whole range (0.3 ms for 64 MiB, 20 us for 4 MiB): a huge segment has its two guards removed
    one by one (malloc-large: 2.0 -> 1.36 times the release build's time), a standard one, with
    up to a guard per slot, in one call. */
-static void mi_segment_guards_done(mi_segment_t* segment) {
-  if (!segment->guards) return;
+static bool mi_segment_guards_done(mi_segment_t* segment) {
+  if (!segment->guards) return true;
   if (mi_segment_has_slots(segment)) {
-    (void)_mi_os_guard(segment, segment->segment_size, false, !segment->memid.commit_syscall);
-    return;
+    return _mi_os_guard(segment, segment->segment_size, false, !segment->memid.commit_syscall);
   }
   mi_segment_huge_guard_end(segment, false);
-  (void)mi_segment_guard(segment, mi_segment_header_guard(segment), false, true);
+  const bool header = mi_segment_guard(segment, mi_segment_header_guard(segment), false, true);
+  return (header && (segment->guarded & 1) == 0);
 }
 #endif
 
@@ -650,17 +650,36 @@ static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
   if (segment->page_kind == MI_PAGE_HUGE) mi_os_stat_decrease(malloc_huge, segment->segment_size - segment->info_size - MI_SECURE_GUARD_SIZE);
   mi_atomic_store_release(&segment->thread_id, 0);
   segment->cookie = 0;
-#if MI_SECURE > 0
-  mi_segment_guards_done(segment);
-#endif
-  /* hand back whole committed memory: committing unused slots costs no RSS */
   const mi_memid_t memid = segment->memid;
+  /* arena memory must come back without a guard in it (an unmap removes them): if the OS
+     refuses to remove one, the segment's memory is kept out of use instead */
+  bool keep = false;
+#if MI_SECURE > 0
+  keep = (!mi_segment_guards_done(segment) && memid.arena_idx >= 0);
+#endif
+  /* hand back whole committed memory: committing unused slots costs no RSS. If the OS refuses
+     a commit (then only with commit_syscall), the whole range is decommitted and handed back
+     uncommitted instead: the arena's committed bits must be true for every byte */
+  bool committed = true;
+  size_t uncounted = 0;   /* bytes of slots not committed (not in the committed statistic) */
   for (size_t i = 0; i < segment->capacity && mi_segment_has_slots(segment); i++) {
     mi_page_t* page = &segment->pages[i];
     if (page->purge_orphaned) mi_segment_slot_unorphan(segment, page);
-    if (i > 0 && !page->is_committed && !memid.is_pinned) _mi_os_commit(mi_segment_slot_start(segment, page), mi_segment_slot_size(segment), memid.commit_syscall);
+    if (i == 0 || page->is_committed || memid.is_pinned || keep) continue;
+    if (!committed || !_mi_os_commit(mi_segment_slot_start(segment, page), mi_segment_slot_size(segment), memid.commit_syscall)) {
+      committed = false;
+      uncounted += mi_segment_slot_size(segment);
+    }
   }
-  _mi_arena_free(segment, memid.size, memid.size, &memid);
+  if (!committed) {
+    mi_os_stat_increase(committed, uncounted);   /* (the decommit counts the whole range) */
+    if (!_mi_os_decommit(segment, memid.size, true)) keep = true;
+  }
+  if (keep) {
+    _mi_warning_message("unable to return the memory of segment %p (%zu KiB) to its arena: it is kept out of use\n", (void*)segment, memid.size / MI_KiB);
+    return;
+  }
+  _mi_arena_free(segment, memid.size, (committed ? memid.size : 0), &memid);
 }
 
 /* ------------------------------------------------------------------------------------------

@@ -36,7 +36,9 @@ void _mi_text_begin(void) { }
 #include "stats-print.c"
 #include "track.c"
 #include "validate.c"
-#if defined(_WIN32)
+#if MI_FAIL_INJECT
+#include "prim/failinject.c"   /* test builds: the platform's file behind failure injection */
+#elif defined(_WIN32)
 #include "prim/windows.c"
 #else
 #include "prim/unix.c"

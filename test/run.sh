@@ -66,6 +66,10 @@ TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan -DCMAKE_BUILD_TY
 # the debug build's checks run on the freeing thread (padding, double-free search): race-free too
 TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan-debug -DCMAKE_BUILD_TYPE=Debug -DMI_SANITIZE=thread -- -L stress
 
+# OS-failure injection (docs/testing.md): every primitive failing once at each sampled call,
+# then 1% of all of them, in a secure build (guard pages too); about 4.5 minutes after the build
+run_suite failinject -DCMAKE_BUILD_TYPE=Release -DMI_SECURE=ON -DMI_FAIL_INJECT=ON -- -L failinject
+
 skipped=()
 
 # ---- the multi-threaded model fuzzer (test/test-model-mt.c; docs/testing.md): about 2 minutes ----

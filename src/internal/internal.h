@@ -152,13 +152,15 @@ void       _mi_os_free(void* p, size_t size);                           /* all o
 void       _mi_os_free_ex(void* p, size_t size, size_t committed_size);
 /* Commit (counted; mprotect read/write only with `syscall`); false on failure. */
 bool       _mi_os_commit(void* p, size_t size, bool syscall);
-/* Decommit: RSS falls at once, reads as zero; `protect` also makes it inaccessible. */
-void       _mi_os_decommit(void* p, size_t size, bool protect);
+/* Decommit: RSS falls at once, reads as zero; `protect` also makes it inaccessible. False if
+   the OS refused: still committed, contents kept. */
+bool       _mi_os_decommit(void* p, size_t size, bool protect);
 /* Contents no longer needed, memory stays committed: MADV_DONTNEED (RSS falls at once; returns
    true: reads as zero), or MADV_FREE when purge_decommits is off (returns false). */
 bool       _mi_os_discard(void* p, size_t size);
 /* Purge per mi_option_purge_decommits: decommit (returns true: must be committed again before
-   use, and reads as zero) or discard (returns false: stays committed, contents undefined). */
+   use, and reads as zero) or discard (returns false: stays committed, contents undefined; so
+   does a decommit the OS refused). */
 bool       _mi_os_purge(void* p, size_t size, bool protect);
 /* [p, p+size) (whole OS pages) becomes a guard (install) or normal memory; false if it cannot
    (may_protect: PROT_NONE is an acceptable fallback for this memory) */

@@ -14,7 +14,22 @@
      and free must not change what the program sees there. The functions that only run on
      malloc's slow paths and report through their result may leave it changed.
    - Addresses and sizes of memory functions are multiples of config->page_size; [addr,
-     addr+size) lies within one mapping returned by _mi_prim_alloc (or the huge-page call). */
+     addr+size) lies within one mapping returned by _mi_prim_alloc (or the huge-page call).
+
+   When a memory primitive fails, the callers fall back as follows (nothing else: a test build
+   with MI_FAIL_INJECT, src/prim/failinject.c, fails each call in turn, test/failinject/):
+   - alloc: the allocation returns NULL with errno ENOMEM; a refused arena reservation makes
+     segments come straight from the OS until an arena can be reserved;
+   - commit (also one that fails half-way): the arena's claim is rolled back and another arena
+     (reserved on demand) is tried, else NULL/ENOMEM; a segment freed while one of its slots
+     cannot be committed again is decommitted whole and handed back uncommitted;
+   - decommit, reset (purges): the memory stays committed with its contents, counted so, and
+     is not taken as zero;
+   - free: a warning; the range stays mapped (its address space is lost);
+   - guard, protect (secure builds): an install leaves the page unguarded; a removal that
+     fails keeps a segment of an arena out of use (one straight from the OS is unmapped);
+   - alloc_huge_os_pages: a warning, ordinary pages are used;
+   - random_buf: the generator is seeded from the clock and addresses. */
 #pragma once
 #include "../internal/types.h"
 
