@@ -59,9 +59,14 @@ static bool mi_guarded_quarantined(const uint8_t* block) {
   return false;
 }
 
-/* The object's memory becomes normal again and its block is freed as any other. */
+/* The object's memory becomes normal again and its block is freed as any other. If the OS
+   refuses to lift the guard, the block stays allocated for good: handed out again it would
+   fault (and so would the write of its header below). */
 static void mi_guarded_release(uint8_t* block, size_t total) {
-  (void)mi_guarded_set(block, block, total, false);
+  if (!mi_guarded_set(block, block, total, false)) {
+    _mi_warning_message("unable to remove the guard of a freed guarded object (block %p, %zu bytes kept out of use)\n", (void*)block, total);
+    return;
+  }
   ((mi_guarded_header_t*)block)->magic = 0;   /* (mprotect keeps contents, markers do not) */
   mi_free(block);
 }
