@@ -27,7 +27,8 @@
      is not taken as zero;
    - free: a warning; the range stays mapped (its address space is lost);
    - guard, protect (secure builds): an install leaves the page unguarded; a removal that
-     fails keeps a segment of an arena out of use (one straight from the OS is unmapped);
+     fails keeps a segment of an arena out of use (one straight from the OS is unmapped), and
+     a sampled guarded object's block allocated for good (guarded.c);
    - alloc_huge_os_pages: a warning, ordinary pages are used;
    - random_buf: the generator is seeded from the clock and addresses. */
 #pragma once
