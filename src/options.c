@@ -408,11 +408,9 @@ static void mi_env_check_entry(const char* entry, void* arg) {
   /* a typo: distance 1 for short names, 2 for longer ones (distance 0: only '_' or case differ) */
   const size_t limit = (len <= 6 ? 1 : 2);
   if (closest != NULL && closest_dist <= limit) {
-    char upper[64];
-    size_t i = 0;
-    for (; closest[i] != 0 && i < sizeof(upper) - 1; i++) upper[i] = mi_upper(closest[i]);
-    upper[i] = 0;
-    _mi_warning_always("environment variable %s is not a setting of this allocator (ignored); did you mean MIMALLOC_%s?\n", shown, upper);
+    char suggestion[64];
+    mi_env_name(suggestion, sizeof(suggestion), closest);
+    _mi_warning_always("environment variable %s is not a setting of this allocator (ignored); did you mean %s?\n", shown, suggestion);
   }
   else {
     _mi_warning_message("environment variable %s is not a setting of this allocator (ignored).\n", shown);
