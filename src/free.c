@@ -31,9 +31,9 @@ static void mi_free_block_local(mi_page_t* page, mi_block_t* block) {
 
 /* Free by another thread: one CAS on the page's thread_free list, or, the first time a block
    is freed into a full page, a push on the owning heap's delayed list so the owner learns the
-   page has space again (see mi_delayed_t). Into a page of an abandoned segment (abandoned form,
+   page has space again (see mi_delayed_t). Into an abandoned page (abandoned form,
    internal.h) the push needs no handshake; the page's last live block is pushed under the
-   abandoned lock, which releases the page (segment.c): memory of ended threads comes back as
+   subprocess' lock, which releases the page (abandon.c): memory of ended threads comes back as
    soon as its blocks are freed, whoever frees them. */
 static void mi_free_block_mt(mi_block_t* block, mi_page_t* page, mi_segment_t* segment) {
   if (segment->page_kind == MI_PAGE_HUGE && page->block_size > MI_HUGE_RESET_MIN &&
@@ -122,7 +122,7 @@ void _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) {
     return;
   }
   /* local: the page is this thread's (its owner in xthread_id); an abandoned page (no heap)
-     only takes frees on its thread_free list, also from the thread that owns its segment */
+     only takes frees on its thread_free list */
   const uintptr_t owner = (mi_atomic_load_relaxed(&page->xthread_id) & ~MI_PAGE_FLAGS_MASK);
 #if MI_GUARDED > 0
   if (mi_unlikely(mi_page_may_have_guarded(page)) && _mi_guarded_free(page, p)) return;   /* before any read of the block */
@@ -132,7 +132,7 @@ void _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) {
 #endif
   mi_block_t* block = (mi_page_has_aligned(page) ? _mi_page_ptr_unalign(page, p) : (mi_block_t*)p);
   if (owner == _mi_thread_id()) mi_free_block_local(page, block);
-  else if (owner == 0 && _mi_segment_reclaim_on_free(segment)) {
+  else if (owner == 0 && _mi_segment_reclaim_on_free(page)) {
     mi_free_block_local(page, block);   /* reclaimed: the page is ours now */
   }
   else mi_free_block_mt(block, page, segment);
@@ -175,7 +175,7 @@ mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
   mi_page_t* page = (mi_page_t*)((uintptr_t)segment->pages + idx * sizeof(mi_page_t));
   mi_opaque_reg(page);   /* one page register for every access (gcc recomputes it otherwise) */
 #if MI_DEBUG > 0 || MI_STAT > 1
-  const bool is_local = (_mi_thread_id() == mi_atomic_load_relaxed(&segment->thread_id));
+  const bool is_local = (_mi_thread_id() == mi_page_owner(page));
   if (!_mi_debug_free(segment, page, p, is_local)) return;
 #endif
   const uintptr_t xtid = mi_atomic_load_relaxed(&page->xthread_id);

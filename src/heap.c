@@ -122,7 +122,7 @@ static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
   /* due purges; all of them on mi_collect(true) (not at thread exit: other threads may reuse
      the memory a thread frees as it ends) */
   _mi_segments_collect(heap->tld, collect == MI_FORCE);
-  mi_assert_expensive(_mi_heap_validate(heap) && _mi_segments_tld_validate(heap->tld) && _mi_stats_validate(&heap->tld->stats, true));
+  mi_assert_expensive(_mi_heap_validate(heap) && _mi_subproc_validate(heap->tld->subproc) && _mi_stats_validate(&heap->tld->stats, true));
 }
 
 /* From the allocation slow path: collect the heap when it was not collected for ten purge

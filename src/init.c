@@ -26,7 +26,7 @@ __attribute__((section(".tls$MI"))) mi_heap_t* _mi_heap_default = (mi_heap_t*)&_
 mi_decl_thread mi_heap_t* _mi_heap_default = (mi_heap_t*)&_mi_heap_empty;
 #endif
 
-mi_subproc_t     _mi_subproc_main = { .abandoned_lock = MI_LOCK_INIT };
+mi_subproc_t     _mi_subproc_main = { .lock = MI_LOCK_INIT };
 mi_heap_t        _mi_heap_main;
 static mi_tld_t  mi_tld_main;
 bool             _mi_process_is_initialized = false;
@@ -298,7 +298,6 @@ void _mi_thread_done(mi_heap_t* heap) {
     h = next;
   }
   _mi_heap_collect_abandon(backing);
-  _mi_segments_free_empty(tld);   /* (secure builds keep one of each kind) */
   _mi_stats_merge_thread(tld);   /* after abandoning: the blocks left moved to the totals */
   mi_os_stat_decrease(threads, 1);
   _mi_heap_set_default_direct((mi_heap_t*)&_mi_heap_empty);
@@ -332,21 +331,21 @@ bool mi_is_redirected(void) mi_attr_noexcept {
 }
 
 /* ---------------------------------------------------------------------------------------
-   Subprocesses: each owns its own abandoned-segment list.
+   Subprocesses: each owns its segments and its threads' abandoned pages (types.h).
 --------------------------------------------------------------------------------------- */
 mi_subproc_id_t mi_subproc_main(void) {
   return NULL;
 }
 
 /* The list of subprocesses starts at _mi_subproc_main; the fork handlers walk it. Lock order:
-   mi_subprocs_lock, then any abandoned_lock. */
+   mi_subprocs_lock, then a subprocess' lock. */
 static mi_lock_t mi_subprocs_lock = MI_LOCK_INIT;
 
 mi_subproc_id_t mi_subproc_new(void) {
   mi_subproc_t* subproc = (mi_subproc_t*)_mi_os_alloc(sizeof(mi_subproc_t), NULL);
   if (subproc == NULL) return NULL;
   memset(subproc, 0, sizeof(*subproc));
-  mi_lock_init(&subproc->abandoned_lock);
+  mi_lock_init(&subproc->lock);
   mi_lock_acquire(&mi_subprocs_lock);
   subproc->next = _mi_subproc_main.next;
   _mi_subproc_main.next = subproc;
@@ -358,17 +357,15 @@ void mi_subproc_delete(mi_subproc_id_t subproc_id) {
   if (subproc_id == NULL) return;
   mi_subproc_t* subproc = (mi_subproc_t*)subproc_id;
   mi_lock_acquire(&mi_subprocs_lock);
-  mi_lock_acquire(&subproc->abandoned_lock);
-  const bool in_use = (mi_atomic_load_relaxed(&subproc->abandoned) != NULL);
-  mi_lock_release(&subproc->abandoned_lock);
+  const bool in_use = !_mi_segments_subproc_done(subproc);
   if (!in_use) {
     mi_subproc_t* prev = &_mi_subproc_main;
     while (prev->next != NULL && prev->next != subproc) prev = prev->next;
     if (prev->next == subproc) prev->next = subproc->next;
   }
   mi_lock_release(&mi_subprocs_lock);
-  if (in_use) return;   /* abandoned memory still refers to it */
-  mi_lock_done(&subproc->abandoned_lock);
+  if (in_use) return;   /* its segments hold pages still */
+  mi_lock_done(&subproc->lock);
   _mi_os_free(subproc, sizeof(mi_subproc_t));
 }
 
@@ -378,13 +375,13 @@ void mi_subproc_delete(mi_subproc_id_t subproc_id) {
 static void mi_fork_prepare(void) {
   mi_lock_acquire(&mi_subprocs_lock);
   for (mi_subproc_t* sp = &_mi_subproc_main; sp != NULL; sp = sp->next) {
-    mi_lock_acquire(&sp->abandoned_lock);
+    mi_lock_acquire(&sp->lock);
   }
 }
 
 static void mi_fork_parent(void) {
   for (mi_subproc_t* sp = &_mi_subproc_main; sp != NULL; sp = sp->next) {
-    mi_lock_release(&sp->abandoned_lock);
+    mi_lock_release(&sp->lock);
   }
   mi_lock_release(&mi_subprocs_lock);
 }
@@ -392,7 +389,7 @@ static void mi_fork_parent(void) {
 /* In the child only the forking thread exists; it held every lock, and new locks are free. */
 static void mi_fork_child(void) {
   for (mi_subproc_t* sp = &_mi_subproc_main; sp != NULL; sp = sp->next) {
-    mi_lock_init(&sp->abandoned_lock);
+    mi_lock_init(&sp->lock);
   }
   mi_lock_init(&mi_subprocs_lock);
   mi_heap_t* heap = mi_prim_get_default_heap();

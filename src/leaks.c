@@ -99,10 +99,13 @@ typedef struct mi_leak_walk_s {
 
 static void mi_leak_walk_segment(mi_segment_t* segment, void* arg) {
   mi_leak_walk_t* walk = (mi_leak_walk_t*)arg;
-  const uintptr_t owner = mi_atomic_load_acquire(&segment->thread_id);
+  /* the slots of a shared segment change under its subprocess' lock; held while we look, so
+     abandoned pages are neither adopted nor released meanwhile */
+  mi_lock_acquire(&segment->subproc->lock);
   for (size_t i = 0; i < segment->capacity; i++) {
     mi_page_t* page = &segment->pages[i];
     if (!page->segment_in_use || page->block_size == 0 || page->used == 0) continue;
+    const uintptr_t owner = mi_page_owner(page);
     if (walk->bin_only != SIZE_MAX && _mi_bin(page->block_size) != walk->bin_only) continue;
     if (owner != walk->self && owner != 0) {
       if (!walk->print) walk->report->running_count += page->used;
@@ -112,6 +115,7 @@ static void mi_leak_walk_segment(mi_segment_t* segment, void* arg) {
     mi_leak_visit_t visit = { walk->report, page, walk->print };
     _mi_heap_area_visit_blocks(NULL, page, true, &mi_leak_visit_block, &visit);
   }
+  mi_lock_release(&segment->subproc->lock);
 }
 
 static void mi_leak_walk(mi_leak_report_t* report, bool print, size_t bin_only) {

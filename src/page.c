@@ -483,8 +483,8 @@ void _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq) {
   _mi_page_use_delayed_free(page, MI_NEVER_DELAYED_FREE, false);
   _mi_page_queue_remove(pq, page);
   mi_page_set_heap(page, NULL);
-  /* frees leave the fast path: the segment may still be this thread's (mi_heap_delete of an
-     arena heap), and a page without heap only takes frees on its thread_free list */
+  /* frees leave the fast path: a page without heap only takes frees on its thread_free list
+     (also from this thread, after mi_heap_delete of an arena heap) */
   mi_page_set_in_full(page, true);
   _mi_segment_page_abandon(page, tld);
 }
@@ -571,7 +571,7 @@ static mi_page_t* mi_page_queue_find_free(mi_heap_t* heap, mi_page_queue_t* pq, 
   mi_stat_counter_increase(heap->tld, page_searches_count, 1);
   if (page == NULL) {
     _mi_heap_collect_retired(heap, false);
-    /* a thread without free slots takes an ended thread's page of this class with room first */
+    /* an ended thread's page of this class with room comes before a fresh page */
     if (first_try && _mi_segment_reclaim_for_bin(heap, pq->block_size)) {
       return mi_page_queue_find_free(heap, pq, false);
     }
@@ -667,7 +667,7 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
   }
   _mi_deferred_free(heap, false);
   _mi_heap_delayed_free_partial(heap);
-  if (mi_unlikely(heap->tld->segments.purge_count != 0 || mi_atomic_load_relaxed(&_mi_arenas_purge_pending) != 0)) {
+  if (mi_unlikely(_mi_segments_purge_pending(heap->tld) || mi_atomic_load_relaxed(&_mi_arenas_purge_pending) != 0)) {
     _mi_segments_purge_tick(heap->tld);   /* delayed purges that are due */
   }
   if (mi_unlikely((beat % (4 * MI_GENERIC_WORK_EVERY)) == 0)) {

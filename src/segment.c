@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Segments: 4 MiB-aligned regions that hold page descriptors and pages (see types.h).
-   This file owns segment allocation and release, the page slots inside a segment, the segment
-   map (which 4 MiB chunks are ours), the cache of empty segments, and abandonment/reclaim of
-   segments of threads that have ended. */
+/* Segments: 4 MiB-aligned regions that hold page descriptors and pages (see types.h), shared
+   by the threads of their subprocess. This file owns the segment map (which 4 MiB chunks are
+   ours), segment allocation and release, the page slots inside a segment with their commit and
+   delayed purge, and the kept empty segments. Abandoned pages of ended threads: abandon.c. */
 #include "internal/internal.h"
 #include "prim/prim.h"
 
@@ -136,13 +136,15 @@ uintptr_t _mi_segment_cookie(const mi_segment_t* segment) {
 }
 
 /* ------------------------------------------------------------------------------------------
-   The thread's queues of small and medium segments with free pages
+   The subprocess' segments (types.h, mi_subproc_t): standard segments are shared by all its
+   threads. Their slots, free queues and purge queues change under subproc->lock; it is taken
+   once per page taken or returned, never per block.
 ------------------------------------------------------------------------------------------ */
-static mi_segment_queue_t* mi_segment_free_queue(mi_page_kind_t kind, mi_tld_t* tld) {
-  if (kind == MI_PAGE_SMALL)  return &tld->segments.small_free;
-  if (kind == MI_PAGE_MEDIUM) return &tld->segments.medium_free;
-  if (kind == MI_PAGE_LARGE)  return &tld->segments.large_free;
-  return NULL;
+static void mi_segments_lock(mi_subproc_t* subproc)   { mi_lock_acquire(&subproc->lock); }
+static void mi_segments_unlock(mi_subproc_t* subproc) { mi_lock_release(&subproc->lock); }
+
+static mi_segment_queue_t* mi_segment_free_queue(mi_page_kind_t kind, mi_subproc_t* subproc) {
+  return (kind < MI_PAGE_HUGE ? &subproc->free[kind] : NULL);
 }
 
 static void mi_segment_queue_remove(mi_segment_queue_t* queue, mi_segment_t* segment) {
@@ -166,21 +168,40 @@ static void mi_segment_queue_push(mi_segment_queue_t* queue, mi_segment_t* segme
   segment->in_free_queue = true;
 }
 
-static void mi_segment_remove_from_free_queue(mi_segment_t* segment, mi_tld_t* tld) {
-  mi_segment_queue_t* queue = mi_segment_free_queue(segment->page_kind, tld);
+static void mi_segment_remove_from_free_queue(mi_segment_t* segment) {
+  mi_segment_queue_t* queue = mi_segment_free_queue(segment->page_kind, segment->subproc);
   if (queue != NULL) mi_segment_queue_remove(queue, segment);
 }
 
-static void mi_segment_insert_in_free_queue(mi_segment_t* segment, mi_tld_t* tld) {
-  mi_segment_queue_t* queue = mi_segment_free_queue(segment->page_kind, tld);
+static void mi_segment_insert_in_free_queue(mi_segment_t* segment) {
+  mi_segment_queue_t* queue = mi_segment_free_queue(segment->page_kind, segment->subproc);
   if (queue != NULL) mi_segment_queue_push(queue, segment);
+}
+
+/* "Every page in use of the segment is abandoned": the segments_abandoned statistic counts the
+   segments in that state (the memory of ended threads), kept exact at every change of `used`
+   or `abandoned` (under the lock, or by the owner of a huge segment). */
+static bool mi_segment_all_abandoned(const mi_segment_t* segment) {
+  return (segment->used > 0 && segment->used == segment->abandoned);
+}
+static void mi_segment_abandoned_stat(const mi_segment_t* segment, bool before) {
+  const bool after = mi_segment_all_abandoned(segment);
+  if (after && !before) mi_os_stat_increase(segments_abandoned, 1);
+  else if (before && !after) mi_os_stat_decrease(segments_abandoned, 1);
+}
+/* A page of the segment is abandoned (+1) or adopted or released while abandoned (-1). */
+void _mi_segment_abandoned_change(mi_segment_t* segment, int delta) {
+  const bool before = mi_segment_all_abandoned(segment);
+  if (delta > 0) segment->abandoned++;
+  else segment->abandoned--;
+  mi_segment_abandoned_stat(segment, before);
 }
 
 /* ------------------------------------------------------------------------------------------
    Page slots: commit and delayed purge. A slot is [segment + idx * page size, + page size) in
    a small or medium segment: a page takes one slot, a large page a span of several (types.h),
    each with its own commit and purge state. A huge segment has one page, which lives and dies
-   with the segment.
+   with the segment. Everything here runs under the subprocess' lock.
 ------------------------------------------------------------------------------------------ */
 /* Small, medium and large segments are cut into equal slots of 1 << page_shift bytes; a huge
    segment is one page. */
@@ -203,10 +224,11 @@ static bool mi_segment_slot_commit(mi_segment_t* segment, mi_page_t* page) {
   return true;
 }
 
-static void mi_purge_queue_remove(mi_tld_t* tld, mi_segment_t* segment, mi_page_t* page) {
+static void mi_purge_queue_remove(mi_segment_t* segment, mi_page_t* page) {
   mi_assert_internal(page->purge_pending);
-  mi_purge_queue_t* queue = &tld->segments.purge[segment->page_kind];
-  tld->segments.purge_count--;
+  mi_subproc_t* subproc = segment->subproc;
+  mi_purge_queue_t* queue = &subproc->purge[segment->page_kind];
+  mi_atomic_sub_relaxed(&subproc->purge_count, 1);
   if (page->prev != NULL) page->prev->next = page->next;
   else queue->first = page->next;
   if (page->next != NULL) page->next->prev = page->prev;
@@ -234,67 +256,61 @@ static void mi_segment_slot_purge(mi_segment_t* segment, mi_page_t* page) {
   }
 }
 
-/* The delay of a slot purge for this thread: purge_delay, doubled for each step of backoff, at
-   most the arena purge delay. A thread that takes slots again soon after they were purged (it
-   cycles through the same memory slower than purge_delay) pays a page fault per OS page each
-   time: its delay backs off until the memory stays; each collect without such a reuse (every
-   10 purge delays, see _mi_heap_collect_periodic) steps it back. */
+/* The delay of a slot purge: purge_delay, doubled for each step of backoff, at most the arena
+   purge delay. When slots are taken again soon after they were purged (the program cycles
+   through the same memory slower than purge_delay) every OS page faults in again each time: the
+   delay backs off until the memory stays; each collect without such a reuse (every 10 purge
+   delays, see _mi_heap_collect_periodic) steps it back. */
 static mi_msecs_t mi_segments_slot_purge_max(void) {
   const long delay = mi_option_get(mi_option_purge_delay);
   const long mult = mi_option_get(mi_option_arena_purge_mult);
   return (mult > 1 ? (mi_msecs_t)delay * mult : (mi_msecs_t)delay);
 }
-static mi_msecs_t mi_segments_slot_purge_delay(const mi_tld_t* tld) {
+static mi_msecs_t mi_segments_slot_purge_delay(const mi_subproc_t* subproc) {
   const long delay = mi_option_get(mi_option_purge_delay);
   if (delay <= 0) return delay;
   const mi_msecs_t max = mi_segments_slot_purge_max();
-  const mi_msecs_t d = (mi_msecs_t)delay << tld->segments.purge_backoff;
+  const mi_msecs_t d = (mi_msecs_t)delay << subproc->purge_backoff;
   return (d < max ? d : max);
 }
 
 /* Slots [slots, slots + count) are taken again: if any of them was purged soon before, back off
    one step (no further than the maximum delay, so stepping back starts at once when the reuse
    stops). */
-static void mi_orphans_backoff_up(void);
-static void mi_segments_note_reuse(mi_page_t* slots, size_t count, mi_tld_t* tld) {
-  const mi_msecs_t delay = mi_segments_slot_purge_delay(tld);
+static void mi_segments_note_reuse(mi_page_t* slots, size_t count, mi_subproc_t* subproc) {
+  const mi_msecs_t delay = mi_segments_slot_purge_delay(subproc);
   mi_msecs_t now = 0;
   bool soon = false;
-  bool orphan_soon = false;
   for (size_t i = 0; i < count; i++) {
     mi_page_t* page = &slots[i];
     if (page->is_committed || page->purge_expire == 0) continue;
     if (delay > 0) {
       if (now == 0) now = _mi_prim_clock_now();
-      if (now - page->purge_expire < 4 * delay) {
-        soon = true;
-        if (page->purged_orphan) orphan_soon = true;
-      }
+      if (now - page->purge_expire < 4 * delay) soon = true;
     }
     page->purge_expire = 0;
-    page->purged_orphan = 0;
   }
-  if (orphan_soon) mi_orphans_backoff_up();
   if (soon) {
-    tld->segments.purge_reused = true;
-    if (delay < mi_segments_slot_purge_max()) tld->segments.purge_backoff++;
+    subproc->purge_reused = true;
+    if (delay < mi_segments_slot_purge_max()) subproc->purge_backoff++;
   }
 }
 
 /* A slot became unused in a segment that stays: purge it now, later, or never (purge_delay).
    The slots of a large page (`span`) wait the longest slot delay: a big block is many OS pages
    to fault in again, and programs free and allocate them less often than small ones (with the
-   short delay malloc-large took 48K page faults instead of 36K and 20% more time; its blocks
-   had the arena's long delay when each size class had its own segment). The queue stays
-   ordered by purge_expire (the walk back only passes entries that wait longer). */
-static void mi_segment_slot_schedule_purge(mi_segment_t* segment, mi_page_t* page, bool span, mi_tld_t* tld) {
-  if (segment->memid.is_pinned || !page->is_committed || !mi_segment_has_slots(segment)) return;
-  mi_msecs_t delay = mi_segments_slot_purge_delay(tld);
+   short delay malloc-large took 48K page faults instead of 36K and 20% more time). The queue
+   stays ordered by purge_expire (the walk back only passes entries that wait longer). With
+   `now`, a slot of an ended thread's page under ABANDONED_PAGE_PURGE, it is purged at once. */
+static void mi_segment_slot_schedule_purge(mi_segment_t* segment, mi_page_t* page, bool span, bool now) {
+  if (segment->memid.is_pinned || !page->is_committed || !mi_segment_has_slots(segment) || page->purge_pending) return;
+  mi_subproc_t* subproc = segment->subproc;
+  mi_msecs_t delay = mi_segments_slot_purge_delay(subproc);
   if (delay < 0) return;
-  if (delay == 0) { mi_segment_slot_purge(segment, page); return; }
+  if (delay == 0 || now) { mi_segment_slot_purge(segment, page); return; }
   if (span) delay = mi_segments_slot_purge_max();
-  mi_purge_queue_t* queue = &tld->segments.purge[segment->page_kind];
-  tld->segments.purge_count++;
+  mi_purge_queue_t* queue = &subproc->purge[segment->page_kind];
+  mi_atomic_add_relaxed(&subproc->purge_count, 1);
   page->purge_expire = _mi_prim_clock_now() + delay;
   page->purge_pending = 1;
   mi_page_t* before = queue->last;   /* insert after it */
@@ -307,133 +323,79 @@ static void mi_segment_slot_schedule_purge(mi_segment_t* segment, mi_page_t* pag
   else queue->first = page;
 }
 
+/* Slots [page, page + count) became unused in a segment that stays. */
+static void mi_segment_slots_schedule_purge(mi_segment_t* segment, mi_page_t* page, size_t count, bool span, bool now) {
+  for (size_t i = 0; i < count; i++) mi_segment_slot_schedule_purge(segment, &page[i], span, now);
+}
+
+/* Take a segment's slots off the purge queue (it is about to be released). */
+static void mi_segment_unqueue_purges(mi_segment_t* segment) {
+  if (!mi_segment_has_slots(segment)) return;
+  for (size_t i = 0; i < segment->capacity; i++) {
+    mi_page_t* page = &segment->pages[i];
+    if (page->purge_pending) mi_purge_queue_remove(segment, page);
+  }
+}
+
 /* Purge the queued slots that are due (all with force), oldest first. */
-static void mi_segments_try_purge(mi_tld_t* tld, bool force) {
-  if (tld->segments.purge_count == 0) return;
+static void mi_segments_try_purge(mi_subproc_t* subproc, bool force) {
+  if (mi_atomic_load_relaxed(&subproc->purge_count) == 0) return;
+  mi_segments_lock(subproc);
   const mi_msecs_t now = _mi_prim_clock_now();
   for (size_t kind = 0; kind < MI_PAGE_HUGE; kind++) {
     mi_page_t* page;
-    while ((page = tld->segments.purge[kind].first) != NULL && (force || page->purge_expire <= now)) {
+    while ((page = subproc->purge[kind].first) != NULL && (force || page->purge_expire <= now)) {
       mi_segment_t* segment = _mi_page_segment(page);
-      mi_purge_queue_remove(tld, segment, page);
+      mi_purge_queue_remove(segment, page);
       mi_segment_slot_purge(segment, page);
     }
   }
-  mi_assert_expensive(_mi_segments_tld_validate(tld));
+  mi_assert_expensive(_mi_subproc_validate_locked(subproc));
+  mi_segments_unlock(subproc);
 }
 
-/* Bytes of orphaned slots (purge_orphaned) in all abandoned segments, and their budget:
-   MI_ABANDONED_RESIDENT_MAX << mi_orphans_backoff. A slot purged for want of budget and taken
-   again within 4 purge delays (threads that come and go, reusing ended threads' memory) doubles
-   the budget, up to 4 times; a collect at least a second after the last change halves it and
-   purges the orphans beyond it, which nobody may reclaim for long. thread-churn (bench/): a
-   16 MiB budget took 1.70 s, 270 K page faults, 180 MiB; 64 MiB 1.37 s, 52 K faults, 204 MiB. */
-static _Atomic(size_t)     mi_segments_orphaned;
-static _Atomic(size_t)     mi_orphans_backoff;
-static _Atomic(mi_msecs_t) mi_orphans_backoff_time;
-#define MI_ORPHANS_BACKOFF_MAX  (2)
+static void mi_segment_free(mi_segment_t* segment);
 
-static size_t mi_orphans_budget(void) {
-  return (size_t)MI_ABANDONED_RESIDENT_MAX << mi_atomic_load_relaxed(&mi_orphans_backoff);
-}
-
-static void mi_orphans_backoff_up(void) {
-  size_t b = mi_atomic_load_relaxed(&mi_orphans_backoff);
-  if (b < MI_ORPHANS_BACKOFF_MAX && mi_atomic_cas_strong_acq_rel(&mi_orphans_backoff, &b, b + 1)) {
-    mi_atomic_store_relaxed(&mi_orphans_backoff_time, _mi_prim_clock_now());
-  }
-}
-
-/* Leave an unused slot of a segment that nobody owns (or soon will not) resident, if the
-   budget has room; else purge it now. */
-static void mi_segment_slot_orphan(mi_segment_t* segment, mi_page_t* page) {
-  const size_t size = mi_segment_slot_size(segment);
-  const size_t budget = mi_orphans_budget();
-  size_t orphaned = mi_atomic_load_relaxed(&mi_segments_orphaned);
-  do {
-    if (orphaned + size > budget) {
-      mi_segment_slot_purge(segment, page);
-      if (!page->is_committed) page->purged_orphan = 1;   /* (the header's slot stays committed) */
-      return;
-    }
-  } while (!mi_atomic_cas_weak_acq_rel(&mi_segments_orphaned, &orphaned, orphaned + size));
-  page->purge_orphaned = 1;
-  segment->orphans++;
-}
-
-static void mi_segment_slot_unorphan(mi_segment_t* segment, mi_page_t* page) {
-  mi_assert_internal(page->purge_orphaned);
-  page->purge_orphaned = 0;
-  segment->orphans--;
-  mi_atomic_sub_relaxed(&mi_segments_orphaned, mi_segment_slot_size(segment));
-}
-
-/* Halve the orphan budget a second after its last change, purging the orphans beyond it in the
-   abandoned segments of `subproc` (under its lock: they are on the list). */
-static void mi_orphans_decay(mi_subproc_t* subproc) {
-  size_t b = mi_atomic_load_relaxed(&mi_orphans_backoff);
-  if (b == 0) return;
-  const mi_msecs_t now = _mi_prim_clock_now();
-  if (now - mi_atomic_load_relaxed(&mi_orphans_backoff_time) < 1000) return;
-  if (!mi_atomic_cas_strong_acq_rel(&mi_orphans_backoff, &b, b - 1)) return;
-  mi_atomic_store_relaxed(&mi_orphans_backoff_time, now);
-  const size_t budget = mi_orphans_budget();
-  if (mi_atomic_load_relaxed(&mi_segments_orphaned) <= budget) return;
-  mi_lock_acquire(&subproc->abandoned_lock);
-  for (mi_segment_t* segment = mi_atomic_load_relaxed(&subproc->abandoned);
-       segment != NULL && mi_atomic_load_relaxed(&mi_segments_orphaned) > budget; segment = segment->next) {
-    for (size_t i = 0; i < segment->capacity && segment->orphans > 0; i++) {
-      mi_page_t* page = &segment->pages[i];
-      if (!page->purge_orphaned) continue;
-      mi_segment_slot_unorphan(segment, page);
-      mi_segment_slot_purge(segment, page);
-    }
-  }
-  mi_lock_release(&subproc->abandoned_lock);
-}
-
-/* An unused slot of a segment whose memory was used before (an arena block reused before its
-   purge) that this segment never used: maybe resident, and in no purge queue. */
-static bool mi_segment_slot_is_stale(const mi_segment_t* segment, const mi_page_t* page) {
-  return (!segment->memid.initially_zero && !segment->memid.is_pinned && page->is_committed &&
-          !page->segment_in_use && page->span_tail == 0 && !page->purge_pending && !page->purge_orphaned);
-}
-
-/* Take a segment's slots off the queue: purge them now, or leave them orphaned (resident, for
-   the thread that reclaims the segment to queue again; purged beyond the budget), or neither
-   (the segment is freed). Purged or orphaned alike: its stale slots, which would otherwise
-   stay resident in an abandoned segment with no one to purge them (thread-churn: 100 MiB of
-   its peak RSS). */
-typedef enum mi_unqueue_e { MI_UNQUEUE_DROP, MI_UNQUEUE_PURGE, MI_UNQUEUE_ORPHAN } mi_unqueue_t;
-static void mi_segment_unqueue_purges(mi_segment_t* segment, mi_tld_t* tld, mi_unqueue_t how) {
-  if (!mi_segment_has_slots(segment)) return;
-  const bool stale = (how != MI_UNQUEUE_DROP && mi_option_get(mi_option_purge_delay) >= 0);
-  for (size_t i = 0; i < segment->capacity; i++) {
-    mi_page_t* page = &segment->pages[i];
-    if (page->purge_pending) mi_purge_queue_remove(tld, segment, page);
-    else if (!stale || !mi_segment_slot_is_stale(segment, page)) continue;
-    if (how == MI_UNQUEUE_PURGE) mi_segment_slot_purge(segment, page);
-    else if (how == MI_UNQUEUE_ORPHAN) mi_segment_slot_orphan(segment, page);
-  }
-}
-
-static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld);
-
-void _mi_segments_free_empty(mi_tld_t* tld) {
+/* mi_collect(true), mi_subproc_delete: release the kept empty segments. */
+void _mi_segments_free_empty(mi_subproc_t* subproc) {
+  mi_segment_t* empty[MI_PAGE_HUGE];
+  mi_segments_lock(subproc);
   for (size_t kind = 0; kind < MI_PAGE_HUGE; kind++) {
-    mi_segment_t* segment = tld->segments.empty[kind];
-    tld->segments.empty[kind] = NULL;
-    if (segment != NULL) mi_segment_free(segment, tld);
+    empty[kind] = subproc->empty[kind];
+    subproc->empty[kind] = NULL;
+    if (empty[kind] != NULL) {
+      mi_segment_remove_from_free_queue(empty[kind]);
+      mi_segment_unqueue_purges(empty[kind]);
+    }
   }
+  mi_segments_unlock(subproc);
+  for (size_t kind = 0; kind < MI_PAGE_HUGE; kind++) {
+    if (empty[kind] != NULL) mi_segment_free(empty[kind]);
+  }
+}
+
+/* mi_subproc_delete: true (and the kept empty segments released) when no segment of the
+   subprocess holds a page any more. */
+bool _mi_segments_subproc_done(mi_subproc_t* subproc) {
+  mi_segments_lock(subproc);
+  size_t kept = 0;
+  for (size_t kind = 0; kind < MI_PAGE_HUGE; kind++) kept += (subproc->empty[kind] != NULL ? 1 : 0);
+  const bool in_use = (mi_atomic_load_relaxed(&subproc->segment_count) > kept || subproc->abandoned_count > 0);
+  mi_segments_unlock(subproc);
+  if (in_use) return false;
+  _mi_segments_free_empty(subproc);
+  return true;
 }
 
 void _mi_segments_collect(mi_tld_t* tld, bool force) {
   if (tld != NULL) {
-    if (force) _mi_segments_free_empty(tld);
-    if (!tld->segments.purge_reused && tld->segments.purge_backoff > 0) tld->segments.purge_backoff--;
-    tld->segments.purge_reused = false;
-    mi_segments_try_purge(tld, force);
-    mi_orphans_decay(tld->subproc);
+    mi_subproc_t* subproc = tld->subproc;
+    if (force) _mi_segments_free_empty(subproc);
+    mi_segments_lock(subproc);
+    if (!subproc->purge_reused && subproc->purge_backoff > 0) subproc->purge_backoff--;
+    subproc->purge_reused = false;
+    mi_segments_unlock(subproc);
+    mi_segments_try_purge(subproc, force);
   }
   _mi_arenas_try_purge(force);
 }
@@ -444,8 +406,13 @@ void _mi_segments_collect(mi_tld_t* tld, bool force) {
 void _mi_segments_purge_tick(mi_tld_t* tld) {
   if (tld->segments.purge_tick_skip > 0) { tld->segments.purge_tick_skip--; return; }
   tld->segments.purge_tick_skip = MI_PURGE_TICK_EVERY - 1;
-  if (tld->segments.purge_count != 0) mi_segments_try_purge(tld, false);
+  mi_segments_try_purge(tld->subproc, false);
   _mi_arenas_try_purge(false);
+}
+
+/* Are purges pending anywhere (page.c: worth a purge tick)? */
+bool _mi_segments_purge_pending(const mi_tld_t* tld) {
+  return (mi_atomic_load_relaxed(&tld->subproc->purge_count) != 0);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -516,7 +483,7 @@ uint8_t* _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* pa
 
 static void mi_segment_init_header(mi_segment_t* segment, size_t segment_size, size_t info_size,
                                    mi_page_kind_t kind, size_t capacity, size_t page_shift,
-                                   const mi_memid_t* memid, bool all_committed, mi_tld_t* tld) {
+                                   const mi_memid_t* memid, bool all_committed, mi_subproc_t* subproc) {
   mi_track_mem_undefined(segment, info_size);   /* tracking builds: may have held blocks before */
   memset(segment, 0, info_size);
   segment->segment_size = segment_size;
@@ -526,17 +493,15 @@ static void mi_segment_init_header(mi_segment_t* segment, size_t segment_size, s
   segment->page_kind    = kind;
   segment->memid        = *memid;
   /* the sentinel: never in use, xthread_id 0 (zeroed) so free leaves the fast path, block_size 0 */
-  segment->subproc      = tld->subproc;
+  segment->subproc      = subproc;
   segment->cookie       = _mi_segment_cookie(segment);
   for (size_t i = 0; i < capacity; i++) {
     segment->pages[i].segment_idx  = (uint8_t)i;
     segment->pages[i].is_zero_init = memid->initially_zero;
     segment->pages[i].is_committed = (all_committed || i == 0);
   }
-  mi_atomic_store_release(&segment->thread_id, _mi_thread_id());
   mi_segment_map_set(segment, true);
-  tld->segments.count++;
-  if (tld->segments.count > tld->segments.peak_count) tld->segments.peak_count = tld->segments.count;
+  mi_atomic_add_relaxed(&subproc->segment_count, 1);
   mi_os_stat_increase(segments, 1);
 }
 
@@ -606,13 +571,14 @@ static bool mi_segment_guards_done(mi_segment_t* segment) {
 }
 #endif
 
-/* A standard (MI_SEGMENT_SIZE) segment for small or medium (and large) pages. The first
-   eager_commit_delay segments of a thread commit page by page (a thread that allocates little
-   commits little); all others are committed whole. */
+/* A standard (MI_SEGMENT_SIZE) segment for small or medium (and large) pages, not yet on its
+   free queue (no lock held: arena allocation is lock-free). The first eager_commit_delay
+   segments a thread creates commit page by page (a thread that allocates little commits
+   little); all others are committed whole. */
 static mi_segment_t* mi_segment_alloc_standard(mi_page_kind_t kind, mi_arena_id_t req_arena_id, mi_tld_t* tld) {
   mi_assert_internal(kind <= MI_PAGE_LARGE);
   const bool eager = (mi_option_is_enabled(mi_option_eager_commit) &&
-                      tld->segments.peak_count >= (size_t)mi_option_get_clamp(mi_option_eager_commit_delay, 0, 1024));
+                      tld->segments.created >= (size_t)mi_option_get_clamp(mi_option_eager_commit_delay, 0, 1024));
   mi_memid_t memid;
   mi_segment_t* segment = mi_segment_os_alloc(MI_SEGMENT_SIZE, MI_SEGMENT_SIZE, 0, eager, req_arena_id, &memid);
   if (segment == NULL) return NULL;
@@ -626,29 +592,32 @@ static mi_segment_t* mi_segment_alloc_standard(mi_page_kind_t kind, mi_arena_id_
       return NULL;
     }
   }
-  mi_segment_init_header(segment, MI_SEGMENT_SIZE, mi_segment_info_size(capacity), kind, capacity, page_shift, &memid, all_committed, tld);
+  tld->segments.created++;
+  mi_segment_init_header(segment, MI_SEGMENT_SIZE, mi_segment_info_size(capacity), kind, capacity, page_shift, &memid, all_committed, tld->subproc);
 #if MI_SECURE > 0
   mi_segment_guards_init(segment);
 #endif
   return segment;
 }
 
-/* Release a segment with no page in use: owned by `tld`'s thread, or (tld NULL) an abandoned
-   segment taken off its list. */
-static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
-  mi_assert_internal(segment->used == 0 && !segment->in_abandoned);
-  if (tld != NULL) {
-    mi_segment_remove_from_free_queue(segment, tld);
-    mi_segment_unqueue_purges(segment, tld, MI_UNQUEUE_DROP);
-    if (tld->segments.count > 0) tld->segments.count--;
+/* Under the lock: a new segment joins its free queue. Memory an arena hands out again before
+   its purge may still be resident: its slots wait for a purge like any unused slot (else they
+   would stay resident, unused, for as long as the segment lives: thread-churn held 100 MiB of
+   such slots). */
+static void mi_segment_publish(mi_segment_t* segment) {
+  mi_segment_insert_in_free_queue(segment);
+  if (!segment->memid.initially_zero) {
+    for (size_t i = 1; i < segment->capacity; i++) mi_segment_slot_schedule_purge(segment, &segment->pages[i], false, false);
   }
-  else {
-    mi_os_stat_decrease(segments_abandoned, 1);
-  }
+}
+
+/* Release a segment with no page in use, off every queue (no lock held). */
+static void mi_segment_free(mi_segment_t* segment) {
+  mi_assert_internal(segment->used == 0 && !segment->in_free_queue);
   mi_segment_map_set(segment, false);
+  mi_atomic_sub_relaxed(&segment->subproc->segment_count, 1);
   mi_os_stat_decrease(segments, 1);
   if (segment->page_kind == MI_PAGE_HUGE) mi_os_stat_decrease(malloc_huge, segment->segment_size - segment->info_size - MI_SECURE_GUARD_SIZE);
-  mi_atomic_store_release(&segment->thread_id, 0);
   segment->cookie = 0;
   const mi_memid_t memid = segment->memid;
   /* arena memory must come back without a guard in it (an unmap removes them): if the OS
@@ -662,10 +631,9 @@ static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
      uncommitted instead: the arena's committed bits must be true for every byte */
   bool committed = true;
   size_t uncounted = 0;   /* bytes of slots not committed (not in the committed statistic) */
-  for (size_t i = 0; i < segment->capacity && mi_segment_has_slots(segment); i++) {
+  for (size_t i = 1; i < segment->capacity && mi_segment_has_slots(segment); i++) {
     mi_page_t* page = &segment->pages[i];
-    if (page->purge_orphaned) mi_segment_slot_unorphan(segment, page);
-    if (i == 0 || page->is_committed || memid.is_pinned || keep) continue;
+    if (page->is_committed || memid.is_pinned || keep) continue;
     if (!committed || !_mi_os_commit(mi_segment_slot_start(segment, page), mi_segment_slot_size(segment), memid.commit_syscall)) {
       committed = false;
       uncounted += mi_segment_slot_size(segment);
@@ -685,33 +653,27 @@ static void mi_segment_free(mi_segment_t* segment, mi_tld_t* tld) {
 /* ------------------------------------------------------------------------------------------
    Pages inside segments
 ------------------------------------------------------------------------------------------ */
-/* Slots [page, page + count) became unused in a segment that stays (see
-   mi_segment_slot_schedule_purge; `span`: they held a large page). */
-static void mi_segment_slots_schedule_purge(mi_segment_t* segment, mi_page_t* page, size_t count, bool span, mi_tld_t* tld) {
-  for (size_t i = 0; i < count; i++) mi_segment_slot_schedule_purge(segment, &page[i], span, tld);
-}
-
-/* The unused slots [page, page + count) become a page in use (committing them if needed);
-   NULL if a commit fails (the slots stay unused). */
-static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, size_t count, mi_tld_t* tld) {
+/* Under the lock (or on a new huge segment): the unused slots [page, page + count) become a
+   page in use (committing them if needed); NULL if a commit fails (the slots stay unused). */
+static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, size_t count) {
   mi_assert_internal(count >= 1 && count <= MI_SPAN_SLOTS_MAX && page->segment_idx + count <= segment->capacity);
-  mi_segments_note_reuse(page, count, tld);
-  if (MI_SEGMENT_KEEP_EMPTY && segment->used == 0 && segment->page_kind < MI_PAGE_HUGE && tld->segments.empty[segment->page_kind] == segment) {
-    tld->segments.empty[segment->page_kind] = NULL;   /* in use again */
+  mi_subproc_t* subproc = segment->subproc;
+  if (mi_segment_has_slots(segment)) mi_segments_note_reuse(page, count, subproc);
+  if (segment->used == 0 && segment->page_kind < MI_PAGE_HUGE && subproc->empty[segment->page_kind] == segment) {
+    subproc->empty[segment->page_kind] = NULL;   /* in use again */
   }
   for (size_t i = 0; i < count; i++) {
     mi_page_t* slot = &page[i];
     mi_assert_internal(!slot->segment_in_use && slot->span_tail == 0);
-    if (slot->purge_pending) mi_purge_queue_remove(tld, segment, slot);
-    mi_assert_internal(!slot->purge_orphaned);   /* cleared when the segment was reclaimed */
+    if (slot->purge_pending) mi_purge_queue_remove(segment, slot);
     if (!mi_segment_slot_commit(segment, slot)) {
-      mi_segment_slots_schedule_purge(segment, page, i, count > 1, tld);
+      mi_segment_slots_schedule_purge(segment, page, i, count > 1, false);
       return NULL;
     }
   }
 #if MI_SECURE > 0
   if (mi_segment_has_slots(segment) && !mi_segment_guards_claim(segment, page->segment_idx, count)) {
-    mi_segment_slots_schedule_purge(segment, page, count, count > 1, tld);
+    mi_segment_slots_schedule_purge(segment, page, count, count > 1, false);
     return NULL;
   }
 #endif
@@ -719,13 +681,15 @@ static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, 
     page[i].span_tail = (uint8_t)i;
     if (!page[i].is_zero_init) page->is_zero_init = 0;   /* the span is zero if all its slots are */
   }
+  const bool all_abandoned = mi_segment_all_abandoned(segment);
   page->segment_in_use = 1;
   page->slot_count = (uint8_t)count;
   segment->used++;
   segment->slots_used += count;
+  mi_segment_abandoned_stat(segment, all_abandoned);
   mi_os_stat_increase(pages, 1);
   if (segment->slots_used == segment->capacity) {
-    mi_segment_remove_from_free_queue(segment, tld);
+    mi_segment_remove_from_free_queue(segment);
   }
   return page;
 }
@@ -786,11 +750,12 @@ static mi_page_t* mi_segment_find_free_slots(mi_segment_t* segment, size_t block
   return NULL;
 }
 
+
 /* Mark a page unused in its segment, with the other slots of its span (their number in
    *slots); returns true when the segment has no pages left in use. The slots keep their commit
    state. */
 static bool mi_segment_page_clear(mi_segment_t* segment, mi_page_t* page, size_t* slots) {
-  mi_assert_internal(page->segment_in_use && page->slot_count >= 1);
+  mi_assert_internal(page->segment_in_use && page->slot_count >= 1 && !page->abandoned_listed);
   const size_t count = page->slot_count;
   mi_os_stat_decrease(pages, 1);
   mi_os_stat_decrease(page_committed, (size_t)page->capacity * page->block_size);
@@ -806,36 +771,59 @@ static bool mi_segment_page_clear(mi_segment_t* segment, mi_page_t* page, size_t
     page[i].span_tail = 0;
     page[i].is_zero_init = 0;
   }
+  const bool all_abandoned = mi_segment_all_abandoned(segment);
   segment->used--;
   segment->slots_used -= count;
+  mi_segment_abandoned_stat(segment, all_abandoned);
   *slots = count;
   return (segment->used == 0);
 }
 
-static void mi_segment_abandon(mi_segment_t* segment, mi_tld_t* tld);
-
-void _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld) {
+/* Under the lock (huge segments: by the page's owner, or under the lock while abandoned): a
+   page whose blocks are all free leaves its segment. Its slots wait for their purge (at once
+   with `purge_now`); a segment left without pages in use is kept as its subprocess' empty one
+   of the kind if there is none, else it is returned: then the caller releases it with
+   _mi_segment_free_released after the lock. */
+mi_segment_t* _mi_segment_page_release_locked(mi_page_t* page, bool purge_now) {
   mi_segment_t* segment = _mi_page_segment(page);
   size_t slots;
   if (mi_segment_page_clear(segment, page, &slots)) {
     const mi_page_kind_t kind = (mi_page_kind_t)segment->page_kind;
-    if (MI_SEGMENT_KEEP_EMPTY && kind < MI_PAGE_HUGE && tld->segments.empty[kind] == NULL) {
-      tld->segments.empty[kind] = segment;   /* kept (types.h); its slots wait for their purge */
-      mi_segment_slots_schedule_purge(segment, page, slots, slots > 1, tld);
-      mi_segment_insert_in_free_queue(segment, tld);
+    mi_subproc_t* subproc = segment->subproc;
+    if (kind < MI_PAGE_HUGE && subproc->empty[kind] == NULL) {
+      subproc->empty[kind] = segment;   /* kept (types.h); its slots wait for their purge */
+      mi_segment_slots_schedule_purge(segment, page, slots, slots > 1, purge_now);
+      mi_segment_insert_in_free_queue(segment);
+      return NULL;
     }
-    else {
-      mi_segment_free(segment, tld);
-    }
+    mi_segment_remove_from_free_queue(segment);
+    mi_segment_unqueue_purges(segment);
+    return segment;
   }
-  else if (segment->used == segment->abandoned) {
-    mi_segment_slots_schedule_purge(segment, page, slots, slots > 1, tld);
-    mi_segment_abandon(segment, tld);     /* only abandoned pages are left (thread exit) */
+  mi_segment_slots_schedule_purge(segment, page, slots, slots > 1, purge_now);
+  mi_segment_insert_in_free_queue(segment);
+  return NULL;
+}
+
+void _mi_segment_free_released(mi_segment_t* segment) {
+  if (segment != NULL) mi_segment_free(segment);
+}
+
+/* The owner returns an empty page (page.c). */
+void _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld) {
+  mi_segment_t* segment = _mi_page_segment(page);
+  mi_segment_t* released;
+  if (!mi_segment_has_slots(segment)) {
+    released = _mi_segment_page_release_locked(page, false);   /* a huge segment: nobody else knows it */
   }
   else {
-    mi_segment_slots_schedule_purge(segment, page, slots, slots > 1, tld);
-    mi_segment_insert_in_free_queue(segment, tld);
+    mi_subproc_t* subproc = segment->subproc;
+    mi_segments_lock(subproc);
+    released = _mi_segment_page_release_locked(page, false);
+    mi_assert_expensive(_mi_segment_validate_locked(segment));
+    mi_segments_unlock(subproc);
   }
+  _mi_segment_free_released(released);
   /* a thread that is mostly freeing (shrinking) purges as it goes */
   _mi_segments_purge_tick(tld);
 }
@@ -858,7 +846,7 @@ static mi_page_t* mi_segment_queue_find_slots(mi_segment_queue_t* queue, mi_heap
    newest 4 slots of any kind were looked at, rptest held 25 MiB more (200 -> 175 MiB). */
 static mi_page_t* mi_segment_find_resident_page(mi_heap_t* heap, mi_page_kind_t kind) {
   int budget = 4;
-  for (mi_page_t* page = heap->tld->segments.purge[kind].last; page != NULL && budget-- > 0; page = page->prev) {
+  for (mi_page_t* page = heap->tld->subproc->purge[kind].last; page != NULL && budget-- > 0; page = page->prev) {
     const mi_segment_t* segment = _mi_page_segment(page);
     if (!mi_segment_guards_ready(segment, page->segment_idx, 1)) continue;   /* (secure builds) */
     if (_mi_arena_memid_is_suitable(&segment->memid, heap->arena_id)) return page;
@@ -866,31 +854,28 @@ static mi_page_t* mi_segment_find_resident_page(mi_heap_t* heap, mi_page_kind_t 
   return NULL;
 }
 
-static bool mi_segment_try_reclaim_abandoned(mi_heap_t* heap, mi_page_kind_t kind);
-
 /* A small, medium or large page (of `kind`'s segments, for blocks of `block_size`): a resident
-   unused slot (one-slot pages), else slots of a segment of this thread, else of a reclaimed
-   abandoned segment, else of a fresh segment. */
+   unused slot (one-slot pages), else free slots of any segment of the subprocess, else of a
+   fresh segment. */
 static mi_page_t* mi_segment_page_alloc_in(mi_heap_t* heap, mi_page_kind_t kind, size_t block_size) {
-  mi_tld_t* tld = heap->tld;
-  if (block_size <= MI_MEDIUM_OBJ_SIZE_MAX) {
-    mi_page_t* resident = mi_segment_find_resident_page(heap, kind);
-    if (resident != NULL) return mi_segment_page_claim(_mi_page_segment(resident), resident, 1, tld);
-  }
-  mi_segment_queue_t* queue = mi_segment_free_queue(kind, tld);
+  mi_subproc_t* subproc = heap->tld->subproc;
+  mi_segment_queue_t* queue = mi_segment_free_queue(kind, subproc);
   size_t count = 1;
-  mi_page_t* page = mi_segment_queue_find_slots(queue, heap, block_size, &count);
-  if (page == NULL && !heap->allow_destroy) {
-    if (mi_segment_try_reclaim_abandoned(heap, kind)) page = mi_segment_queue_find_slots(queue, heap, block_size, &count);
-  }
+  mi_segments_lock(subproc);
+  mi_page_t* page = (block_size <= MI_MEDIUM_OBJ_SIZE_MAX ? mi_segment_find_resident_page(heap, kind) : NULL);
+  if (page == NULL) page = mi_segment_queue_find_slots(queue, heap, block_size, &count);
   if (page == NULL) {
-    mi_segment_t* segment = mi_segment_alloc_standard(kind, heap->arena_id, tld);
+    mi_segments_unlock(subproc);
+    mi_segment_t* segment = mi_segment_alloc_standard(kind, heap->arena_id, heap->tld);
     if (segment == NULL) return NULL;
-    mi_segment_queue_push(queue, segment);
+    mi_segments_lock(subproc);
+    mi_segment_publish(segment);
     page = mi_segment_find_free_slots(segment, block_size, &count);
     mi_assert_internal(page != NULL);
   }
-  return mi_segment_page_claim(_mi_page_segment(page), page, count, tld);
+  page = mi_segment_page_claim(_mi_page_segment(page), page, count);
+  mi_segments_unlock(subproc);
+  return page;
 }
 
 /* A huge page: one block of at least `size` bytes in its own segment, with the block start p
@@ -921,11 +906,11 @@ static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_
   mi_memid_t memid;
   mi_segment_t* segment = mi_segment_os_alloc(segment_size, os_alignment, os_offset, true, heap->arena_id, &memid);
   if (segment == NULL) return NULL;
-  mi_segment_init_header(segment, segment_size, info_size, MI_PAGE_HUGE, 1, MI_HUGE_PAGE_SHIFT, &memid, true, heap->tld);
+  mi_segment_init_header(segment, segment_size, info_size, MI_PAGE_HUGE, 1, MI_HUGE_PAGE_SHIFT, &memid, true, heap->tld->subproc);
 #if MI_SECURE > 0
   mi_segment_guards_init(segment);
 #endif
-  mi_page_t* page = mi_segment_page_claim(segment, &segment->pages[0], 1, heap->tld);
+  mi_page_t* page = mi_segment_page_claim(segment, &segment->pages[0], 1);
   /* the block starts right after the header (keeps it word aligned); the caller hands out
      the aligned interior pointer segment + d */
   mi_page_set_start(page, (uint8_t*)segment + info_size);
@@ -939,7 +924,7 @@ bool _mi_segment_huge_try_grow(mi_page_t* page, void* p, size_t size, bool* ext_
   mi_segment_t* segment = _mi_page_segment(page);
   if (segment->page_kind != MI_PAGE_HUGE || (uint8_t*)p != mi_page_start(page)) return false;
   /* other threads read the block size of pages they own (collect); only the owner changes it */
-  if (mi_atomic_load_relaxed(&segment->thread_id) != _mi_thread_id()) return false;
+  if (mi_page_owner(page) != _mi_thread_id()) return false;
   const size_t d = (size_t)((uint8_t*)p - (uint8_t*)segment) + MI_SECURE_GUARD_SIZE;   /* (and the guard after the block) */
   if (size > MI_ARENA_MAX_OBJ_SIZE - d || d + size <= segment->segment_size) return false;
   if (!_mi_segment_map_can_hold(segment, _mi_align_up(d + size, MI_ARENA_BLOCK_SIZE)) ||
@@ -983,10 +968,8 @@ bool _mi_segment_huge_align_ok(size_t alignment, size_t align_offset) {
   return (r == 0 || r >= mi_segment_info_size(1));
 }
 
-/* A page for blocks of `block_size` (huge: the requested size), not yet initialised. Runs the
-   thread's due purges first (ordinary allocator activity drives delayed purging). */
+/* A page for blocks of `block_size` (huge: the requested size), not yet initialised. */
 mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t page_alignment, size_t align_offset, bool busy) {
-  if (heap->tld->segments.purge_count != 0) mi_segments_try_purge(heap->tld, false);
   if (mi_unlikely(page_alignment > 0 || block_size > MI_LARGE_OBJ_SIZE_MAX)) {
     return mi_segment_huge_page_alloc(heap, block_size, page_alignment, align_offset);
   }
@@ -995,358 +978,3 @@ mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t pag
   return mi_segment_page_alloc_in(heap, kind, block_size);
 }
 
-/* ------------------------------------------------------------------------------------------
-   Abandonment: at thread exit the pages still in use are abandoned one by one; when all pages
-   in use of a segment are abandoned, the segment goes on its subprocess' abandoned list with
-   thread_id 0 and its pages' thread_free words in abandoned form (internal.h). Frees into it
-   push on those lists; the free of a page's last live block releases the page under the
-   abandoned lock, and the segment with its last page (_mi_segment_abandoned_free_last), so the
-   memory of ended threads comes back without any thread having to reclaim it. A thread that
-   needs a page reclaims an abandoned segment that has free slots (mi_segment_try_reclaim_abandoned).
-   Who may change an abandoned segment: the thread that took it off the list (reclaim, release),
-   or, while it is on the list, the holder of its subprocess' abandoned lock.
------------------------------------------------------------------------------------------- */
-static void mi_abandoned_unlink(mi_subproc_t* subproc, mi_segment_t* segment);
-
-/* Is this page of a segment on the abandoned list on its bin's page list (types.h)? */
-static bool mi_abandoned_page_on_list(const mi_page_t* page) {
-  return (page->segment_in_use && page->reserved > 1);
-}
-
-static void mi_abandoned_page_link(mi_subproc_t* subproc, mi_page_t* page) {
-  _Atomic(mi_page_t*)* head = &subproc->abandoned_pages[_mi_bin(page->block_size)];
-  mi_page_t* first = mi_atomic_load_relaxed(head);
-  page->prev = NULL;
-  page->next = first;
-  if (first != NULL) first->prev = page;
-  mi_atomic_store_relaxed(head, page);
-}
-
-static void mi_abandoned_page_unlink(mi_subproc_t* subproc, mi_page_t* page) {
-  if (page->prev != NULL) page->prev->next = page->next;
-  else mi_atomic_store_relaxed(&subproc->abandoned_pages[_mi_bin(page->block_size)], page->next);
-  if (page->next != NULL) page->next->prev = page->prev;
-  page->next = NULL;
-  page->prev = NULL;
-}
-
-/* An unused slot of a segment that nobody owns (it cannot wait in a thread's purge queue): left
-   resident within the orphan budget, for the thread that reclaims the segment, else purged now
-   (never with purge_delay < 0 or pinned memory). */
-static void mi_segment_slot_leave(mi_segment_t* segment, mi_page_t* page) {
-  if (segment->memid.is_pinned || !page->is_committed || mi_option_get(mi_option_purge_delay) < 0) return;
-  mi_segment_slot_orphan(segment, page);
-}
-
-/* An abandoned page whose blocks are all free leaves its segment (the caller owns the segment,
-   or holds the abandoned lock while it is on the list); returns true when the segment has no
-   page in use left, and in *slots the slots the page took. */
-static bool mi_segment_abandoned_page_clear(mi_segment_t* segment, mi_page_t* page, size_t* slots) {
-  mi_assert_internal(page->segment_in_use && segment->abandoned > 0);
-  _mi_stat_blocks_freed(page, NULL, page->used);   /* they moved to the totals when abandoned */
-  segment->abandoned--;
-  mi_os_stat_decrease(pages_abandoned, 1);
-  return mi_segment_page_clear(segment, page, slots);
-}
-
-/* Under the abandoned lock, with `segment` on the list: release a page whose blocks are all
-   free (off its bin's list; its slots left resident or purged, mi_segment_slot_leave). Returns
-   true when the segment has no page in use left. */
-static bool mi_segment_abandoned_page_release(mi_segment_t* segment, mi_page_t* page) {
-  mi_assert_internal(segment->in_abandoned);
-  if (mi_abandoned_page_on_list(page)) mi_abandoned_page_unlink(segment->subproc, page);
-  size_t slots;
-  if (mi_segment_abandoned_page_clear(segment, page, &slots)) return true;
-  for (size_t i = 0; i < slots; i++) mi_segment_slot_leave(segment, &page[i]);
-  return false;
-}
-
-/* Under the abandoned lock, with `segment` on the list: release its pages whose last live block
-   was freed (their count reached MI_TF_ABANDONED_BASE). Returns true when no page is left in
-   use: the segment is then off the list and the caller frees it (after the lock). */
-static bool mi_segment_abandoned_release_empty(mi_segment_t* segment) {
-  for (size_t i = 0; i < segment->capacity; i++) {
-    mi_page_t* page = &segment->pages[i];
-    if (!page->segment_in_use) continue;
-    const uintptr_t tfree = mi_atomic_load_acquire(&page->xthread_free);
-    if (!mi_tf_is_abandoned(tfree) || mi_tf_count(tfree) != MI_TF_ABANDONED_BASE) continue;
-    if (mi_segment_abandoned_page_release(segment, page)) {
-      mi_abandoned_unlink(segment->subproc, segment);
-      return true;
-    }
-  }
-  return false;
-}
-
-static void mi_segment_abandon(mi_segment_t* segment, mi_tld_t* tld) {
-  mi_assert_internal(segment->used == segment->abandoned && segment->used > 0);
-  /* the pages to the abandoned form; pages already empty (their blocks freed by other threads,
-     e.g. pages abandoned earlier by mi_heap_delete) are released now */
-  for (size_t i = 0; i < segment->capacity; i++) {
-    mi_page_t* page = &segment->pages[i];
-    if (!page->segment_in_use) continue;
-    if (_mi_page_tf_to_abandoned(page) > 0) continue;
-    size_t slots;
-    if (mi_segment_abandoned_page_clear(segment, page, &slots)) {
-      mi_segment_free(segment, tld);
-      return;
-    }
-    mi_segment_slots_schedule_purge(segment, page, slots, slots > 1, tld);
-  }
-  mi_segment_remove_from_free_queue(segment, tld);
-  /* the thread is leaving: its unused slots are purged now (ABANDONED_PAGE_PURGE), or stay
-     resident for the thread that reclaims the segment (threads that come and go, e.g. a
-     thread pool, would otherwise fault the same memory in again and again) */
-  mi_segment_unqueue_purges(segment, tld, mi_option_is_enabled(mi_option_abandoned_page_purge) ? MI_UNQUEUE_PURGE : MI_UNQUEUE_ORPHAN);
-  if (tld->segments.count > 0) tld->segments.count--;
-  mi_subproc_t* subproc = segment->subproc;   /* the creator's: never changes (free reads it) */
-  mi_os_stat_increase(segments_abandoned, 1);
-  mi_atomic_store_release(&segment->thread_id, 0);
-  mi_lock_acquire(&subproc->abandoned_lock);
-  mi_segment_t* head = mi_atomic_load_relaxed(&subproc->abandoned);
-  segment->prev = NULL;
-  segment->next = head;
-  if (head != NULL) head->prev = segment;
-  segment->in_abandoned = true;
-  mi_atomic_store_relaxed(&subproc->abandoned, segment);
-  subproc->abandoned_count++;
-  for (size_t i = 0; i < segment->capacity; i++) {
-    mi_page_t* page = &segment->pages[i];
-    if (mi_abandoned_page_on_list(page)) mi_abandoned_page_link(subproc, page);
-  }
-  /* a last block freed since the conversion found the segment not yet on the list */
-  const bool empty = mi_segment_abandoned_release_empty(segment);
-  mi_lock_release(&subproc->abandoned_lock);
-  if (empty) mi_segment_free(segment, NULL);
-  mi_assert_expensive(_mi_abandoned_validate(subproc));
-}
-
-void _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld) {
-  mi_segment_t* segment = _mi_page_segment(page);
-  segment->abandoned++;
-  mi_os_stat_increase(pages_abandoned, 1);
-  _mi_stat_page_transfer(page, tld, NULL);
-  if (segment->used == segment->abandoned) {
-    mi_segment_abandon(segment, tld);
-  }
-}
-
-bool _mi_segment_abandoned_free_last(mi_segment_t* segment, mi_page_t* page, mi_block_t* block) {
-  mi_subproc_t* subproc = segment->subproc;   /* stable: our block keeps the segment alive */
-  mi_lock_acquire(&subproc->abandoned_lock);
-  /* at a count of MI_TF_ABANDONED_BASE - 1 every push is made under the lock (free.c) */
-  uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
-  uintptr_t tfreex;
-  do {
-    if (!mi_tf_is_abandoned(tfree)) {
-      mi_lock_release(&subproc->abandoned_lock);
-      return false;
-    }
-    mi_block_set_next(page, block, mi_tf_block(tfree));
-    tfreex = mi_tf_push(tfree, block);
-  } while (!mi_atomic_cas_weak_acq_rel(&page->xthread_free, &tfree, tfreex));
-  /* not on the list: its new owner (or the thread abandoning it) looks at the page itself */
-  bool empty = false;
-  if (segment->in_abandoned && mi_tf_count(tfreex) == MI_TF_ABANDONED_BASE) {
-    if (mi_segment_abandoned_page_release(segment, page)) {
-      mi_abandoned_unlink(subproc, segment);
-      empty = true;
-    }
-  }
-  mi_lock_release(&subproc->abandoned_lock);
-  if (empty) mi_segment_free(segment, NULL);
-  return true;
-}
-
-/* Adopt an abandoned segment: its pages in use join the heaps of the calling thread (by tag),
-   empty ones are released. Returns false when the whole segment turned out to be free. */
-static bool mi_segment_reclaim(mi_segment_t* segment, mi_heap_t* heap) {
-  mi_tld_t* tld = heap->tld;
-  mi_atomic_store_release(&segment->thread_id, _mi_thread_id());
-  segment->next = NULL;
-  segment->prev = NULL;
-  mi_assert_internal(segment->subproc == tld->subproc);   /* taken off this subprocess' list */
-  tld->segments.count++;
-  mi_os_stat_decrease(segments_abandoned, 1);
-  for (size_t i = 0; i < segment->capacity; i++) {
-    mi_page_t* page = &segment->pages[i];
-    if (!page->segment_in_use) {
-      if (page->purge_orphaned) {
-        mi_segment_slot_unorphan(segment, page);
-        mi_segment_slot_schedule_purge(segment, page, false, tld);
-      }
-      continue;
-    }
-    mi_assert_internal(segment->abandoned > 0);
-    segment->abandoned--;
-    mi_heap_t* target = _mi_heap_by_tag(heap, page->heap_tag);
-    mi_page_set_heap(page, target);
-    page->heap_tag = target->tag;   /* (no heap of its tag: the page joins `heap`, types.h) */
-    mi_os_stat_decrease(pages_abandoned, 1);
-    _mi_stat_page_transfer(page, NULL, tld);   /* before collecting: the collect decreases */
-    if (mi_unlikely(mi_live_enabled())) _mi_live_page_move(page, NULL, tld);
-    else if (mi_unlikely((mi_page_flags(page) & MI_PAGE_LIVE_COUNT) != 0)) {
-      mi_page_flag_set(page, MI_PAGE_LIVE_COUNT, false);   /* counted by a view now off (a fork child's parent) */
-    }
-    const bool huge = (segment->page_kind == MI_PAGE_HUGE);
-    _mi_page_tf_to_owned(page, huge ? MI_USE_DELAYED_FREE : MI_NO_DELAYED_FREE);
-    _mi_page_free_collect(page, false);
-    if (mi_page_all_free(page)) {
-      size_t slots;
-      mi_segment_page_clear(segment, page, &slots);
-      if (segment->used > 0) mi_segment_slots_schedule_purge(segment, page, slots, slots > 1, tld);
-    }
-    else {
-      mi_page_queue_t* pq = (huge ? &target->pages[MI_BIN_HUGE_INTERNAL] : &target->pages[_mi_bin(page->block_size)]);
-      _mi_page_queue_push(target, pq, page);
-    }
-  }
-  mi_assert_internal(segment->abandoned == 0);
-  if (segment->used == 0) {
-    mi_segment_free(segment, tld);
-    return false;
-  }
-  if (segment->slots_used < segment->capacity) {
-    mi_segment_insert_in_free_queue(segment, tld);
-  }
-  mi_assert_expensive(_mi_segment_validate(segment) && _mi_heap_validate(heap));
-  return true;
-}
-
-/* Take a segment off its subprocess' abandoned list (under the lock). */
-static void mi_abandoned_unlink(mi_subproc_t* subproc, mi_segment_t* segment) {
-  mi_assert_internal(segment->in_abandoned);
-  for (size_t i = 0; i < segment->capacity; i++) {
-    mi_page_t* page = &segment->pages[i];
-    if (mi_abandoned_page_on_list(page)) mi_abandoned_page_unlink(subproc, page);
-  }
-  if (segment->prev != NULL) segment->prev->next = segment->next;
-  else mi_atomic_store_relaxed(&subproc->abandoned, segment->next);
-  if (segment->next != NULL) segment->next->prev = segment->prev;
-  segment->next = NULL;
-  segment->prev = NULL;
-  segment->in_abandoned = false;
-  subproc->abandoned_count--;
-}
-
-/* Take an abandoned segment that may serve heaps of `arena_id` (see
-   _mi_arena_memid_is_suitable), looking at the first few only; not a huge one unless `huge`
-   (it has no room for anything, and its block's free releases it anyway). Preferred: the one
-   of `kind` with the most orphaned slots, whose reuse costs no page faults (thread-churn, with
-   the stale slots orphaned too: 2.2 s, 770 K page faults -> 1.35 s, 52 K; glibc 1.17 s, 70 K). */
-static mi_segment_t* mi_abandoned_pop(mi_subproc_t* subproc, mi_arena_id_t arena_id, bool huge, mi_page_kind_t kind) {
-  if (mi_atomic_load_relaxed(&subproc->abandoned) == NULL) return NULL;   /* a stale peek only delays reclaim */
-  mi_lock_acquire(&subproc->abandoned_lock);
-  mi_segment_t* found = NULL;
-  mi_segment_t* best = NULL;
-  mi_segment_t* segment = mi_atomic_load_relaxed(&subproc->abandoned);
-  for (size_t n = 0; segment != NULL && n < 64; n++, segment = segment->next) {
-    if ((huge || segment->page_kind != MI_PAGE_HUGE) && _mi_arena_memid_is_suitable(&segment->memid, arena_id)) {
-      if (found == NULL) found = segment;
-      if (segment->page_kind == kind && segment->orphans > 0 && (best == NULL || segment->orphans > best->orphans)) best = segment;
-    }
-  }
-  if (best != NULL) found = best;
-  if (found != NULL) mi_abandoned_unlink(subproc, found);
-  mi_lock_release(&subproc->abandoned_lock);
-  return found;
-}
-
-/* A free by this thread into an abandoned page: with the option abandoned_reclaim_on_free, if
-   the segment is abandoned too (not just the page, see mi_heap_delete) and may serve the thread's
-   default heap, the thread reclaims it and the free becomes local. Returns true if it did (the
-   page is then this thread's). */
-bool _mi_segment_reclaim_on_free(mi_segment_t* segment) {
-  if (!mi_option_is_enabled(mi_option_abandoned_reclaim_on_free)) return false;
-  if (mi_atomic_load_acquire(&segment->thread_id) != 0) return false;
-  mi_heap_t* heap = mi_prim_get_default_heap();
-  if (!mi_heap_is_initialized(heap) || heap->allow_destroy) return false;
-  mi_tld_t* tld = heap->tld;
-  if (tld->heap_backing->thread_id != _mi_thread_id()) return false;   /* e.g. the thread is ending */
-  mi_subproc_t* subproc = segment->subproc;   /* stable: set before thread_id became 0 (acquire) */
-  if (subproc != tld->subproc || !_mi_arena_memid_is_suitable(&segment->memid, heap->arena_id)) return false;
-  mi_lock_acquire(&subproc->abandoned_lock);
-  const bool taken = segment->in_abandoned;   /* else another thread is reclaiming it */
-  if (taken) mi_abandoned_unlink(subproc, segment);
-  mi_lock_release(&subproc->abandoned_lock);
-  if (!taken) return false;
-  const bool alive = mi_segment_reclaim(segment, heap);
-  mi_assert_internal(alive);   /* the block being freed is still in use */
-  return alive;
-}
-
-/* Reclaim abandoned segments that may serve `heap` into its thread until one with free pages of
-   `kind` (small or medium) was reclaimed, trying at most a few. Segments of other kinds reclaimed
-   on the way stay with the thread (they drain the list: stopping at any kind let threads that
-   exit leaving blocks behind pile up segments). */
-static bool mi_segment_try_reclaim_abandoned(mi_heap_t* heap, mi_page_kind_t kind) {
-  bool reclaimed = false;
-  for (size_t tries = 0; tries < 8; tries++) {
-    mi_segment_t* segment = mi_abandoned_pop(heap->tld->subproc, heap->arena_id, false, kind);
-    if (segment == NULL) break;
-    reclaimed = true;
-    /* enough when this one has free pages of the kind (the thread's other free segments may
-       belong to other arenas) */
-    if (mi_segment_reclaim(segment, heap) && segment->page_kind == kind && segment->slots_used < segment->capacity) break;
-  }
-  return reclaimed;
-}
-
-/* For a page of blocks of `block_size` in `heap`, when the thread has no free slot of the kind:
-   reclaim an abandoned segment that has a page of that size class with room (of the heap's
-   tag, in memory that may serve it), among the first few of the class' list, so that the
-   thread fills the free blocks of ended threads' pages before it takes fresh memory. Returns
-   true if it reclaimed one. */
-bool _mi_segment_reclaim_for_bin(mi_heap_t* heap, size_t block_size) {
-  if (heap->allow_destroy || block_size > MI_LARGE_OBJ_SIZE_MAX) return false;
-  mi_subproc_t* subproc = heap->tld->subproc;
-  _Atomic(mi_page_t*)* head = &subproc->abandoned_pages[_mi_bin(block_size)];
-  if (mi_atomic_load_relaxed(head) == NULL) return false;   /* a stale peek only delays reclaim */
-  /* only without a segment of the kind with a free slot (a thread that just started, or whose
-     segments are full); otherwise a fresh page there: reclaiming for every class a thread
-     lacked made larson's threads hold 3 segments each instead of 1 (peak RSS 17 -> 32 MiB,
-     time +13%), while thread-churn gains as much either way */
-  const mi_page_kind_t kind = mi_segment_kind_of(block_size);
-  if (mi_segment_free_queue(kind, heap->tld)->first != NULL) return false;
-  mi_segment_t* found = NULL;
-  mi_lock_acquire(&subproc->abandoned_lock);
-  size_t n = 0;
-  for (mi_page_t* page = mi_atomic_load_relaxed(head); page != NULL && n < 8; page = page->next, n++) {
-    mi_segment_t* segment = _mi_page_segment(page);
-    if (page->heap_tag != heap->tag || !_mi_arena_memid_is_suitable(&segment->memid, heap->arena_id)) continue;
-    const size_t live = MI_TF_ABANDONED_BASE - mi_tf_count(mi_atomic_load_relaxed(&page->xthread_free));
-    if (live >= page->reserved) continue;   /* full (until more of its blocks are freed) */
-    mi_abandoned_unlink(subproc, segment);
-    found = segment;
-    break;
-  }
-  mi_lock_release(&subproc->abandoned_lock);
-  if (found == NULL) return false;
-  mi_segment_reclaim(found, heap);
-  return true;
-}
-
-/* Reclaim every abandoned segment that may serve `heap` (mi_collect(true)). */
-void _mi_segment_reclaim_all_abandoned(mi_heap_t* heap) {
-  mi_segment_t* segment;
-  while ((segment = mi_abandoned_pop(heap->tld->subproc, heap->arena_id, true, MI_PAGE_HUGE)) != NULL) {
-    mi_segment_reclaim(segment, heap);
-  }
-}
-
-/* Visit the abandoned segments of a subprocess (under its lock, so none is reclaimed). */
-bool _mi_abandoned_visit(mi_subproc_t* subproc, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
-  bool ok = true;
-  mi_lock_acquire(&subproc->abandoned_lock);
-  for (mi_segment_t* segment = mi_atomic_load_relaxed(&subproc->abandoned); segment != NULL && ok; segment = segment->next) {
-    for (size_t i = 0; i < segment->capacity && ok; i++) {
-      mi_page_t* page = &segment->pages[i];
-      if (!page->segment_in_use) continue;
-      if (heap_tag >= 0 && page->heap_tag != (uint8_t)heap_tag) continue;
-      _mi_page_free_collect(page, true);   /* nobody owns the page: safe under the lock */
-      ok = _mi_heap_area_visit_blocks(NULL, page, visit_blocks, visitor, arg);
-    }
-  }
-  mi_lock_release(&subproc->abandoned_lock);
-  return ok;
-}

@@ -14,6 +14,7 @@ void _mi_text_begin(void);
 void _mi_text_begin(void) { }
 
 #include "alloc.c"
+#include "abandon.c"
 #include "aligned.c"
 #include "arena.c"
 #include "bitmap.c"

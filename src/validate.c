@@ -12,13 +12,12 @@
    allocation and free, purges, and mi_collect (docs/testing.md, "Validators").
 
    Who may call which (a validator reads what only its owner changes):
-     _mi_page_validate         the page's owner thread; for a page of an abandoned segment, the
-                               holder of its subprocess' abandoned lock
+     _mi_page_validate         the page's owner thread; for an abandoned page on its list, the
+                               holder of its subprocess' lock
      _mi_heap_validate         the heap's thread
-     _mi_segment_validate      the segment's owner thread, or under the abandoned lock
-     _mi_segments_tld_validate the thread of the tld
-     _mi_abandoned_validate    any thread (takes the lock)
-     _mi_arena_memid_validate  the holder of the blocks (a segment's owner)
+     _mi_segment_validate      any thread (takes its subprocess' lock; _locked: holding it)
+     _mi_subproc_validate      any thread (takes the lock; _locked: holding it)
+     _mi_arena_memid_validate  the holder of the blocks (the thread that frees a segment)
      _mi_arenas_validate       any thread (claims each free block while it looks at it)
      _mi_stats_validate        a thread's own figures: that thread; the totals: any thread
      _mi_thread_validate       the thread of the heap: all of the above for it
@@ -85,7 +84,6 @@ bool _mi_page_validate(const mi_page_t* page) {
   }
   mi_check_eq(S, page, "is_committed", 1, page->is_committed);
   mi_check_eq(S, page, "purge_pending", 0, page->purge_pending);
-  mi_check_eq(S, page, "purge_orphaned", 0, page->purge_orphaned);
   /* geometry: the blocks lie in the page's area */
   mi_check_ge(S, page, "reserved", 1, page->reserved);
   mi_check_le(S, page, "capacity", page->reserved, page->capacity);
@@ -246,7 +244,7 @@ static size_t mi_validate_page_shift(mi_page_kind_t kind) {
   }
 }
 
-bool _mi_segment_validate(const mi_segment_t* segment) {
+bool _mi_segment_validate_locked(const mi_segment_t* segment) {
   const char* const S = "segment";
   mi_check_eq(S, segment, "address % MI_SEGMENT_SIZE", 0, (uintptr_t)segment & MI_SEGMENT_MASK);
   mi_check_eq(S, segment, "cookie", (uintptr_t)segment ^ mi_atomic_load_relaxed(&_mi_segment_cookie_key), segment->cookie);
@@ -265,7 +263,7 @@ bool _mi_segment_validate(const mi_segment_t* segment) {
   mi_check_ge(S, segment, "info_size", offsetof(mi_segment_t, pages) + (segment->capacity + 1) * sizeof(mi_page_t), segment->info_size);
   mi_check_le(S, segment, "segment_size (<= memid.size)", segment->memid.size, segment->segment_size);
   /* the slots: pages in use with their span tails, unused slots' purge states */
-  size_t used = 0, slots_used = 0, orphans = 0, heapless = 0;
+  size_t used = 0, slots_used = 0, heapless = 0;
   for (size_t i = 0; i < segment->capacity; i++) {
     const mi_page_t* page = &segment->pages[i];
     mi_check_eq(S, segment, "pages[i].segment_idx", i, page->segment_idx);
@@ -274,16 +272,18 @@ bool _mi_segment_validate(const mi_segment_t* segment) {
       used++;
       slots_used += page->slot_count;
       if (mi_page_heap(page) == NULL) {
-        /* an abandoned page: no heap reaches it, so it is validated here (the owner's view,
-           or the lock holder's); the pages of heaps are validated with their heap */
+        /* an abandoned page: no heap reaches it; a listed one is validated here (under the
+           lock nobody else touches it), the pages of heaps with their heap */
         heapless++;
-        _mi_page_validate(page);
+        if (page->abandoned_listed) _mi_page_validate(page);
+      }
+      else {
+        mi_check_eq(S, segment, "pages[i].abandoned_listed (page of a heap)", 0, page->abandoned_listed);
       }
       mi_check_ge(S, segment, "pages[i].slot_count (in use)", 1, page->slot_count);
       mi_check_le(S, segment, "pages[i]: i + slot_count", segment->capacity, i + page->slot_count);
       mi_check_eq(S, segment, "pages[i].is_committed (in use)", 1, page->is_committed);
       mi_check_eq(S, segment, "pages[i].purge_pending (in use)", 0, page->purge_pending);
-      mi_check_eq(S, segment, "pages[i].purge_orphaned (in use)", 0, page->purge_orphaned);
       for (size_t k = 1; k < page->slot_count; k++) {
         mi_check_eq(S, segment, "pages[i+k].span_tail (span in use)", k, page[k].span_tail);
         mi_check_eq(S, segment, "pages[i+k].segment_in_use (span tail)", 0, page[k].segment_in_use);
@@ -293,13 +293,10 @@ bool _mi_segment_validate(const mi_segment_t* segment) {
       if (page->slot_count > 1) i += page->slot_count - 1;
     }
     else {
-      if (page->purge_orphaned) orphans++;
-      mi_check_eq(S, segment, "pages[i]: purge_pending and purge_orphaned (unused slot: at most one)", 0,
-                  page->purge_pending && page->purge_orphaned);
+      mi_check_eq(S, segment, "pages[i].abandoned_listed (unused slot)", 0, page->abandoned_listed);
       if (page->purge_pending) {
         mi_check_eq(S, segment, "pages[i].is_committed (purge_pending)", 1, page->is_committed);
-        mi_check_ge(S, segment, "pages[i].purge_pending: segment's thread_id (owned)", 1,
-                    mi_atomic_load_relaxed(&((mi_segment_t*)segment)->thread_id) != 0);
+        mi_check_eq(S, segment, "pages[i].purge_pending (standard segment)", 0, huge);
       }
     }
   }
@@ -308,132 +305,111 @@ bool _mi_segment_validate(const mi_segment_t* segment) {
   mi_check_le(S, segment, "slots_used", segment->capacity, segment->slots_used);
   mi_check_le(S, segment, "abandoned", segment->used, segment->abandoned);
   mi_check_eq(S, segment, "abandoned (== pages in use without a heap)", heapless, segment->abandoned);
-  mi_check_eq(S, segment, "orphans", orphans, segment->orphans);
   mi_check_eq(S, segment, "pages[0].is_committed (header's slot)", 1, segment->pages[0].is_committed);
   /* the sentinel after the last page */
   const mi_page_t* sentinel = &segment->pages[segment->capacity];
   mi_check_eq(S, segment, "sentinel segment_in_use", 0, sentinel->segment_in_use);
   mi_check_eq(S, segment, "sentinel xthread_id", 0, mi_atomic_load_relaxed(&((mi_page_t*)sentinel)->xthread_id));
   mi_check_eq(S, segment, "sentinel block_size", 0, sentinel->block_size);
-  /* ownership and the lists it is on */
-  const uintptr_t tid = mi_atomic_load_relaxed(&((mi_segment_t*)segment)->thread_id);
-  if (segment->in_abandoned) {
-    mi_check_eq(S, segment, "thread_id (in_abandoned)", 0, tid);
-    mi_check_eq(S, segment, "abandoned (in_abandoned: == used)", segment->used, segment->abandoned);
-    mi_check_ge(S, segment, "used (in_abandoned)", 1, segment->used);
-    mi_check_eq(S, segment, "in_free_queue (in_abandoned)", 0, segment->in_free_queue);
+  /* the free queue of its kind */
+  if (huge) {
+    mi_check_eq(S, segment, "in_free_queue (huge)", 0, segment->in_free_queue);
   }
-  if (segment->in_free_queue) {
-    mi_check_ge(S, segment, "thread_id (in_free_queue: owned)", 1, tid != 0);
-    mi_check_le(S, segment, "page_kind (in_free_queue)", MI_PAGE_LARGE, segment->page_kind);
-  }
-  if (tid == _mi_thread_id() && !huge) {
-    mi_check_eq(S, segment, "in_free_queue (owned, slots_used < capacity)", segment->slots_used < segment->capacity, segment->in_free_queue);
+  else if (segment->used > 0 || segment->subproc->empty[segment->page_kind] == segment) {
+    mi_check_eq(S, segment, "in_free_queue (slots_used < capacity)", segment->slots_used < segment->capacity, segment->in_free_queue);
   }
   return _mi_segment_map_validate(segment);
 }
 
-/* ------------------------------------------------------------------------------------------
-   A thread's segment queues and purge queues
------------------------------------------------------------------------------------------- */
-bool _mi_segments_tld_validate(const mi_tld_t* tld) {
-  const char* const S = "segments tld";
-  const mi_segments_tld_t* st = &tld->segments;
-  const mi_segment_queue_t* queues[MI_PAGE_HUGE] = { &st->small_free, &st->medium_free, &st->large_free };
-  for (size_t kind = 0; kind < MI_PAGE_HUGE; kind++) {
-    const mi_segment_t* prev = NULL;
-    size_t n = 0;
-    for (const mi_segment_t* s = queues[kind]->first; s != NULL; s = s->next) {
-      mi_check_eq(S, tld, "free queue: segment's prev", (uintptr_t)prev, (uintptr_t)s->prev);
-      mi_check_eq(S, tld, "free queue: segment's in_free_queue", 1, s->in_free_queue);
-      mi_check_eq(S, tld, "free queue: segment's page_kind", kind, s->page_kind);
-      mi_check_eq(S, tld, "free queue: segment's thread_id", _mi_thread_id(), mi_atomic_load_relaxed(&((mi_segment_t*)s)->thread_id));
-      _mi_segment_validate(s);
-      mi_check_le(S, tld, "free queue length (<= count)", st->count, ++n);
-      prev = s;
-    }
-    mi_check_eq(S, tld, "free queue last", (uintptr_t)prev, (uintptr_t)queues[kind]->last);
-    const mi_segment_t* empty = st->empty[kind];
-    if (empty != NULL) {
-      mi_check_eq(S, tld, "empty[kind]: segment's used", 0, empty->used);
-      mi_check_eq(S, tld, "empty[kind]: segment's page_kind", kind, empty->page_kind);
-      mi_check_eq(S, tld, "empty[kind]: segment's in_free_queue", 1, empty->in_free_queue);
-    }
-  }
-  /* purge queues: unused committed slots of this thread's segments of the kind, by deadline */
-  size_t count = 0;
-  for (size_t kind = 0; kind < MI_PAGE_HUGE; kind++) {
-    const mi_page_t* prev = NULL;
-    for (const mi_page_t* page = st->purge[kind].first; page != NULL; page = page->next) {
-      const mi_segment_t* segment = _mi_page_segment(page);
-      mi_check_eq(S, tld, "purge queue: slot's prev", (uintptr_t)prev, (uintptr_t)page->prev);
-      mi_check_eq(S, tld, "purge queue: slot's purge_pending", 1, page->purge_pending);
-      mi_check_eq(S, tld, "purge queue: slot's segment_in_use", 0, page->segment_in_use);
-      mi_check_eq(S, tld, "purge queue: slot's span_tail", 0, page->span_tail);
-      mi_check_eq(S, tld, "purge queue: slot's is_committed", 1, page->is_committed);
-      mi_check_eq(S, tld, "purge queue: slot's segment page_kind", kind, segment->page_kind);
-      mi_check_eq(S, tld, "purge queue: slot's segment thread_id", _mi_thread_id(), mi_atomic_load_relaxed(&((mi_segment_t*)segment)->thread_id));
-      if (prev != NULL) {
-        mi_check_ge(S, tld, "purge queue: slot's purge_expire (ordered)", (size_t)prev->purge_expire, (size_t)page->purge_expire);
-      }
-      mi_check_le(S, tld, "purge queue length (<= purge_count)", st->purge_count, ++count);
-      prev = page;
-    }
-    mi_check_eq(S, tld, "purge queue last", (uintptr_t)prev, (uintptr_t)st->purge[kind].last);
-  }
-  mi_check_eq(S, tld, "purge_count", count, st->purge_count);
+bool _mi_segment_validate(const mi_segment_t* segment) {
+  mi_subproc_t* subproc = segment->subproc;
+  mi_lock_acquire(&subproc->lock);
+  _mi_segment_validate_locked(segment);
+  mi_lock_release(&subproc->lock);
   return true;
 }
 
 /* ------------------------------------------------------------------------------------------
-   Abandoned segments and the per-bin abandoned page lists of a subprocess
+   A subprocess: its free queues, purge queues, kept empty segments and abandoned page lists
 ------------------------------------------------------------------------------------------ */
-static void mi_abandoned_validate_locked(mi_subproc_t* subproc) {
-  const char* const S = "abandoned";
-  size_t count = 0;
-  size_t listable = 0;   /* pages that must be on their bin's list */
-  const mi_segment_t* prev = NULL;
-  for (const mi_segment_t* segment = mi_atomic_load_relaxed(&subproc->abandoned); segment != NULL; segment = segment->next) {
-    mi_check_eq(S, subproc, "abandoned list: segment's prev", (uintptr_t)prev, (uintptr_t)segment->prev);
-    mi_check_eq(S, subproc, "abandoned list: segment's in_abandoned", 1, segment->in_abandoned);
-    mi_check_eq(S, subproc, "abandoned list: segment's subproc", (uintptr_t)subproc, (uintptr_t)segment->subproc);
-    _mi_segment_validate(segment);
-    for (size_t i = 0; i < segment->capacity; i++) {
-      const mi_page_t* page = &segment->pages[i];
-      if (!page->segment_in_use) {
-        mi_check_eq(S, subproc, "abandoned segment: unused slot's purge_pending", 0, page->purge_pending);
-        continue;
-      }
-      const uintptr_t tf = mi_atomic_load_acquire(&((mi_page_t*)page)->xthread_free);
-      mi_check_eq(S, subproc, "abandoned segment: page's thread_free form (abandoned)", 1, mi_tf_is_abandoned(tf));
-      /* under the lock a page whose last block was freed has been released already */
-      mi_check_le(S, subproc, "abandoned segment: page's thread_free count (a live block left)", MI_TF_ABANDONED_BASE - 1, mi_tf_count(tf));
-      if (page->reserved > 1) listable++;
+bool _mi_subproc_validate_locked(mi_subproc_t* subproc) {
+  const char* const S = "subproc";
+  for (size_t kind = 0; kind < MI_PAGE_HUGE; kind++) {
+    const mi_segment_t* prev = NULL;
+    size_t n = 0;
+    bool empty_seen = (subproc->empty[kind] == NULL);
+    for (const mi_segment_t* s = subproc->free[kind].first; s != NULL; s = s->next) {
+      mi_check_eq(S, subproc, "free queue: segment's prev", (uintptr_t)prev, (uintptr_t)s->prev);
+      mi_check_eq(S, subproc, "free queue: segment's in_free_queue", 1, s->in_free_queue);
+      mi_check_eq(S, subproc, "free queue: segment's page_kind", kind, s->page_kind);
+      mi_check_eq(S, subproc, "free queue: segment's subproc", (uintptr_t)subproc, (uintptr_t)s->subproc);
+      if (s == subproc->empty[kind]) empty_seen = true;
+      else mi_check_ge(S, subproc, "free queue: segment's used (or the kept empty one)", 1, s->used);
+      _mi_segment_validate_locked(s);
+      mi_check_le(S, subproc, "free queue length (<= segment_count)", mi_atomic_load_relaxed(&subproc->segment_count), ++n);
+      prev = s;
     }
-    mi_check_le(S, subproc, "abandoned_count (segments on the list)", subproc->abandoned_count, ++count);
-    prev = segment;
+    mi_check_eq(S, subproc, "free queue last", (uintptr_t)prev, (uintptr_t)subproc->free[kind].last);
+    mi_check_eq(S, subproc, "empty[kind] (on the free queue)", 1, empty_seen);
+    if (subproc->empty[kind] != NULL) {
+      mi_check_eq(S, subproc, "empty[kind]: segment's used", 0, subproc->empty[kind]->used);
+    }
   }
-  mi_check_eq(S, subproc, "abandoned_count", count, subproc->abandoned_count);
+  /* purge queues: unused committed slots of the subprocess' segments of the kind, by deadline */
+  size_t count = 0;
+  for (size_t kind = 0; kind < MI_PAGE_HUGE; kind++) {
+    const mi_page_t* prev = NULL;
+    for (const mi_page_t* page = subproc->purge[kind].first; page != NULL; page = page->next) {
+      const mi_segment_t* segment = _mi_page_segment(page);
+      mi_check_eq(S, subproc, "purge queue: slot's prev", (uintptr_t)prev, (uintptr_t)page->prev);
+      mi_check_eq(S, subproc, "purge queue: slot's purge_pending", 1, page->purge_pending);
+      mi_check_eq(S, subproc, "purge queue: slot's segment_in_use", 0, page->segment_in_use);
+      mi_check_eq(S, subproc, "purge queue: slot's span_tail", 0, page->span_tail);
+      mi_check_eq(S, subproc, "purge queue: slot's is_committed", 1, page->is_committed);
+      mi_check_eq(S, subproc, "purge queue: slot's segment page_kind", kind, segment->page_kind);
+      mi_check_eq(S, subproc, "purge queue: slot's segment subproc", (uintptr_t)subproc, (uintptr_t)segment->subproc);
+      if (prev != NULL) {
+        mi_check_ge(S, subproc, "purge queue: slot's purge_expire (ordered)", (size_t)prev->purge_expire, (size_t)page->purge_expire);
+      }
+      mi_check_le(S, subproc, "purge queue length (<= purge_count)", mi_atomic_load_relaxed(&subproc->purge_count), ++count);
+      prev = page;
+    }
+    mi_check_eq(S, subproc, "purge queue last", (uintptr_t)prev, (uintptr_t)subproc->purge[kind].last);
+  }
+  mi_check_eq(S, subproc, "purge_count", count, mi_atomic_load_relaxed(&subproc->purge_count));
+  /* abandoned pages: by bin, or (one block each) on the last list */
   size_t listed = 0;
-  for (size_t bin = 0; bin < MI_BIN_HUGE_INTERNAL; bin++) {
+  for (size_t bin = 0; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
     const mi_page_t* pprev = NULL;
     for (const mi_page_t* page = mi_atomic_load_relaxed(&subproc->abandoned_pages[bin]); page != NULL; page = page->next) {
       mi_check_eq(S, subproc, "abandoned_pages[bin]: page's prev", (uintptr_t)pprev, (uintptr_t)page->prev);
+      mi_check_eq(S, subproc, "abandoned_pages[bin]: page's abandoned_listed", 1, page->abandoned_listed);
       mi_check_eq(S, subproc, "abandoned_pages[bin]: page's segment_in_use", 1, page->segment_in_use);
-      mi_check_ge(S, subproc, "abandoned_pages[bin]: page's reserved", 2, page->reserved);
-      mi_check_eq(S, subproc, "abandoned_pages[bin]: page's bin", bin, _mi_bin(page->block_size));
-      mi_check_eq(S, subproc, "abandoned_pages[bin]: page's segment in_abandoned", 1, _mi_page_segment(page)->in_abandoned);
-      mi_check_le(S, subproc, "abandoned_pages (pages on the lists)", listable, ++listed);
+      mi_check_eq(S, subproc, "abandoned_pages[bin]: page's xheap", 0, (uintptr_t)mi_page_heap(page));
+      mi_check_eq(S, subproc, "abandoned_pages[bin]: page's segment subproc", (uintptr_t)subproc, (uintptr_t)_mi_page_segment(page)->subproc);
+      if (bin < MI_BIN_HUGE_INTERNAL) {
+        mi_check_ge(S, subproc, "abandoned_pages[bin]: page's reserved", 2, page->reserved);
+        mi_check_eq(S, subproc, "abandoned_pages[bin]: page's bin", bin, _mi_bin(page->block_size));
+      }
+      else {
+        mi_check_eq(S, subproc, "abandoned_pages[last]: page's reserved", 1, page->reserved);
+      }
+      const uintptr_t tf = mi_atomic_load_acquire(&((mi_page_t*)page)->xthread_free);
+      mi_check_eq(S, subproc, "abandoned page's thread_free form (abandoned)", 1, mi_tf_is_abandoned(tf));
+      /* under the lock a listed page whose last block was freed has been released already */
+      mi_check_le(S, subproc, "abandoned page's thread_free count (a live block left)", MI_TF_ABANDONED_BASE - 1, mi_tf_count(tf));
+      mi_check_le(S, subproc, "abandoned_count (pages on the lists)", subproc->abandoned_count, ++listed);
       pprev = page;
     }
   }
-  mi_check_eq(S, subproc, "abandoned_pages (pages on the lists)", listable, listed);
+  mi_check_eq(S, subproc, "abandoned_count (pages on the lists)", listed, subproc->abandoned_count);
+  return true;
 }
 
-bool _mi_abandoned_validate(mi_subproc_t* subproc) {
-  mi_lock_acquire(&subproc->abandoned_lock);
-  mi_abandoned_validate_locked(subproc);
-  mi_lock_release(&subproc->abandoned_lock);
+bool _mi_subproc_validate(mi_subproc_t* subproc) {
+  mi_lock_acquire(&subproc->lock);
+  _mi_subproc_validate_locked(subproc);
+  mi_lock_release(&subproc->lock);
   return true;
 }
 
@@ -545,8 +521,7 @@ bool _mi_thread_validate(const mi_heap_t* heap) {
   if (!mi_heap_is_initialized(heap)) return true;
   mi_tld_t* tld = heap->tld;
   for (const mi_heap_t* h = tld->heaps; h != NULL; h = h->next) _mi_heap_validate(h);
-  _mi_segments_tld_validate(tld);
-  _mi_abandoned_validate(tld->subproc);
+  _mi_subproc_validate(tld->subproc);
   _mi_arenas_validate();
   _mi_stats_validate(&tld->stats, true);
   _mi_stats_validate(&_mi_stats_main, false);

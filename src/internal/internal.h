@@ -207,7 +207,8 @@ bool       _mi_arena_view(size_t idx, mi_arena_view_t* view);
 size_t     _mi_arena_slots(void);         /* arena slots taken (some may be empty briefly) */
 
 /* ------------------------------------------------------------------------------------------
-   segment.c: segments, the segment map, abandonment
+   segment.c: segments (shared by the threads of a subprocess), the segment map, page slots
+   and their purge; abandon.c: abandoned pages of ended threads
 ------------------------------------------------------------------------------------------ */
 /* A fresh page for blocks of block_size (huge: the size, page_alignment > 0 for a huge aligned
    block); `busy`: the heap has pages of this class, all full (a medium page is then 512 KiB,
@@ -217,14 +218,21 @@ void       _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld);
 void       _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld);
 void       _mi_segment_reclaim_all_abandoned(mi_heap_t* heap);   /* mi_collect(true) */
 bool       _mi_segment_reclaim_for_bin(mi_heap_t* heap, size_t block_size);   /* page.c, before a fresh page */
-bool       _mi_segment_reclaim_on_free(mi_segment_t* segment);   /* option abandoned_reclaim_on_free */
-/* Free `block`, the last live block of `page` (abandoned form, internal.h), under the abandoned
-   lock, releasing the page (and the segment with its last page). False when the page was owned
-   again meanwhile: nothing done, the caller frees the block as into an owned page. */
+bool       _mi_segment_reclaim_on_free(mi_page_t* page);   /* option abandoned_reclaim_on_free */
+/* Free `block`, the last live block of `page` (abandoned form, internal.h), under the
+   subprocess' lock, releasing the page (and the segment with its last page). False when the
+   page was owned again meanwhile: nothing done, the caller frees the block as into an owned page. */
 bool       _mi_segment_abandoned_free_last(mi_segment_t* segment, mi_page_t* page, mi_block_t* block);
+/* Under the subprocess' lock: an empty page leaves its segment; returns a segment to release
+   with _mi_segment_free_released once the lock is dropped (NULL: none). */
+mi_segment_t* _mi_segment_page_release_locked(mi_page_t* page, bool purge_now);
+void       _mi_segment_free_released(mi_segment_t* segment);
+void       _mi_segment_abandoned_change(mi_segment_t* segment, int delta);   /* under the lock: +1 abandoned, -1 adopted or released */
 void       _mi_segments_collect(mi_tld_t* tld, bool force);   /* due (all: force) page purges */
-void       _mi_segments_free_empty(mi_tld_t* tld);   /* the kept empty segments (MI_SEGMENT_KEEP_EMPTY) */
+void       _mi_segments_free_empty(mi_subproc_t* subproc);    /* the kept empty segments */
+bool       _mi_segments_subproc_done(mi_subproc_t* subproc);  /* mi_subproc_delete: false while in use */
 void       _mi_segments_purge_tick(mi_tld_t* tld);            /* due purges, if any pending */
+bool       _mi_segments_purge_pending(const mi_tld_t* tld);   /* slot purges wait (peek, no lock) */
 bool       _mi_segment_map_can_hold(const void* start, size_t size);
 /* realloc: grow the huge block p (its page's start, segment owned by the calling thread) in
    place so that [p, p + size) fits, taking the free arena blocks after it; *ext_zero tells
@@ -419,10 +427,11 @@ void       _mi_debug_set_caller(const mi_page_t* page, const mi_block_t* block, 
 ------------------------------------------------------------------------------------------ */
 bool       _mi_page_validate(const mi_page_t* page);
 bool       _mi_heap_validate(const mi_heap_t* heap);           /* with its pages and their segments */
-bool       _mi_segment_validate(const mi_segment_t* segment);  /* with its segment map entries */
+bool       _mi_segment_validate(const mi_segment_t* segment);  /* with its segment map entries; takes its subprocess' lock */
+bool       _mi_segment_validate_locked(const mi_segment_t* segment);   /* the caller holds the lock */
 bool       _mi_segment_map_validate(const mi_segment_t* segment);
-bool       _mi_segments_tld_validate(const mi_tld_t* tld);     /* free queues, purge queues */
-bool       _mi_abandoned_validate(mi_subproc_t* subproc);      /* takes the abandoned lock */
+bool       _mi_subproc_validate(mi_subproc_t* subproc);        /* free, purge and abandoned lists; takes the lock */
+bool       _mi_subproc_validate_locked(mi_subproc_t* subproc);
 bool       _mi_arena_memid_validate(const void* p, const mi_memid_t* memid);   /* blocks a segment holds */
 bool       _mi_arenas_validate(void);
 bool       _mi_stats_validate(const mi_stats_data_t* stats, bool thread);   /* thread: tld->stats (else the totals) */
@@ -661,6 +670,10 @@ static inline uintptr_t mi_page_flags(const mi_page_t* page) {
   return (mi_atomic_load_relaxed(&((mi_page_t*)page)->xthread_id) & MI_PAGE_FLAGS_MASK);
 }
 /* The page's owner (part of xthread_id) follows its heap: heap->thread_id, or 0 without one. */
+/* The thread id of the page's owner (0: abandoned or not in use). */
+static inline uintptr_t mi_page_owner(const mi_page_t* page) {
+  return (mi_atomic_load_relaxed(&((mi_page_t*)page)->xthread_id) & ~MI_PAGE_FLAGS_MASK);
+}
 static inline void mi_page_set_heap(mi_page_t* page, mi_heap_t* heap) {
   const uintptr_t owner = (heap != NULL ? heap->thread_id : 0);
   mi_assert_internal((owner & MI_PAGE_FLAGS_MASK) == 0);

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Internal data types of the allocator and the invariants that tie them together.
 
-   Thread exit (docs/design.md, "Thread exit"; docs/thread-exit.md), in short: a thread that
-   ends abandons its pages that hold live blocks; the segment goes on its subprocess' abandoned
-   list once all its pages in use are abandoned. From then on any thread's free of a page's
-   last live block releases the page (and the segment with its last page) under the abandoned
-   lock, and a thread that needs a page of some size class reclaims a segment with such a page
-   with room (per-bin page lists) before it takes fresh memory. See mi_segment_t, mi_subproc_t
-   and the thread_free word (internal.h).
+   Ownership (docs/design.md): a thread owns pages, nothing bigger. Segments belong to their
+   subprocess: every thread of it takes pages from the free slots of any of its segments, and
+   an empty page gives its slot back at once (purged after a delay), under the subprocess'
+   lock. A thread that ends abandons its pages that hold live blocks one by one, onto its
+   subprocess' per-bin abandoned page lists; from then on any thread's free of such a page's
+   last live block releases the page under that lock, and a thread that needs a page of some
+   size class takes over an abandoned page of the class with room before it takes a fresh one.
+   See mi_segment_t, mi_subproc_t and the thread_free word (internal.h).
 
    Types, in order:
      mi_block_t          a free block: just a link to the next free block
@@ -16,8 +17,8 @@
      mi_page_kind_t      small / medium / large / huge segment layouts
      mi_segment_t        a 4 MiB-aligned region holding the page descriptors and the pages
      mi_page_queue_t     a heap's doubly linked list of pages of one size class
-     mi_segment_queue_t  a thread's segments that still have free pages
-     mi_subproc_t        owner of a list of abandoned segments
+     mi_segment_queue_t  a subprocess' segments of one kind that still have free slots
+     mi_subproc_t        owner of segments, their slot and purge queues, abandoned pages
      mi_segments_tld_t   per-thread segment bookkeeping
      mi_tld_t            thread-local data shared by all heaps of a thread
      mi_heap_t           a heap (struct mi_heap_s), owned by one thread
@@ -183,12 +184,6 @@
    churning keep their memory for reuse; a program that shrinks returns the bulk promptly.
    The budget in force adapts (arena.c, mi_arenas_unpurged_max): up to 32 times this. */
 #define MI_ARENA_UNPURGED_MAX (8 * MI_ARENA_BLOCK_SIZE)     /* 32 MiB */
-/* Unused slots left resident in abandoned segments (purge_orphaned), over all segments: a thread
-   that exits while more than this is orphaned purges its unused slots instead. Threads that come
-   and go reuse ended threads' slots without page faults; threads that exit leaving blocks
-   behind cannot pile up resident free memory. The budget in force adapts (segment.c,
-   mi_orphans_budget): up to 4 times this. */
-#define MI_ABANDONED_RESIDENT_MAX (4 * MI_ARENA_BLOCK_SIZE)   /* 16 MiB */
 
 /* ------------------------------------------------------------------------------------------
    Blocks and pages
@@ -299,13 +294,15 @@ typedef enum mi_delayed_e {
      |thread_free| <= used                         (owned form: |thread_free| is the count of the
                                                    thread_free word, internal.h; the blocks pushed
                                                    on the heap's delayed list count in used too)
-     in use (segment_in_use): is_committed, neither purge_pending nor purge_orphaned; its blocks
+     in use (segment_in_use): is_committed, not purge_pending; its blocks
        [page_start, page_start + reserved * block_size) lie in the page's area (segment.c,
        _mi_segment_page_area); block_size is a bin size (_mi_bin_size), or reserved == capacity
        == 1 in a huge segment; slots segment_idx + 1 .. + slot_count - 1 are its span tails;
      used == 0 and segment_in_use  =>  the page can be returned to its segment;
      free_is_zero                  =>  every block in `free` is zero except its first word;
      xheap == NULL                 <=> page is abandoned (or not in use);
+     abandoned_listed              <=> abandoned and on its subprocess' abandoned page list
+                                   (set and cleared under the subprocess' lock);
      xheap != NULL                 =>  heap_tag == xheap->tag (the tag mi_heap_visit_blocks
                                    reports and reclaim by tag goes by; pages that move to
                                    another heap take its tag);
@@ -315,7 +312,9 @@ typedef enum mi_delayed_e {
                                    bits are 0);
      flags & MI_PAGE_IN_FULL       <=> page is in its heap's full queue.
    Only the owner thread touches free, local_free, used, capacity and the queue links;
-   other threads only push on xthread_free. */
+   other threads only push on xthread_free. The slot fields (segment_in_use, span_tail,
+   slot_count, is_committed, purge_*, and next/prev while the slot is unused) belong to the
+   segment's subprocess and change under its lock. */
 /* Where the owner's frees go. Release and debug builds push them on `free` itself (LIFO): the
    next malloc of the class takes the block just freed, still in cache, and malloc leaves its
    fast path only when the page has no block left. Pushing on local_free instead, to be moved
@@ -366,22 +365,19 @@ typedef struct mi_page_s {
   uint8_t            heap_tag;        /* tag of the page's heap (see the invariants above); kept
                                          while abandoned, for a reclaim to find a heap of it */
   uint8_t            is_committed;    /* the page's slot in the segment is committed */
-  uint8_t            purge_pending;   /* unused slot in its thread's purge queue (segment.c) */
-  uint8_t            purge_orphaned;  /* unused slot left resident when its segment was abandoned:
-                                         the thread that reclaims the segment queues its purge
-                                         (all such slots: within the orphan budget, segment.c) */
+  uint8_t            purge_pending;   /* unused slot in its subprocess' purge queue (segment.c) */
+  uint8_t            abandoned_listed; /* on the abandoned page lists (see the invariants) */
   uint8_t            slot_count;      /* slots the page spans while in use: 1, or up to
                                          MI_SPAN_SLOTS_MAX for a large page (see mi_page_kind_t) */
-  uint8_t            purged_orphan;   /* purged (!is_committed) for want of orphan budget: taken
-                                         again soon after, it raises the budget (segment.c) */
+  uint8_t            reserved_byte;   /* (padding) */
 
   mi_msecs_t         purge_expire;    /* when purge_pending: time the slot is due for a purge;
                                          when purged (!is_committed): time of the purge, or 0 */
   _Atomic(uintptr_t) xthread_free;    /* mi_block_t* | mi_delayed_t in the low 2 bits */
   _Atomic(mi_heap_t*) xheap;          /* owning heap, NULL when abandoned */
-  struct mi_page_s*  next;            /* links of: the heap's page queue (owned page), the thread's
-                                         purge queue (unused slot), its subprocess' abandoned
-                                         page list of its bin (page of an abandoned segment) */
+  struct mi_page_s*  next;            /* links of: the heap's page queue (owned page), the
+                                         subprocess' purge queue (unused slot) or abandoned page
+                                         list of its bin (abandoned page) */
   struct mi_page_s*  prev;
 } mi_page_t;
 _Static_assert(sizeof(void*) != 8 || sizeof(mi_page_t) == MI_PAGE_DESC_ALIGN, "page descriptors are 128 bytes");
@@ -410,29 +406,21 @@ struct mi_subproc_s;
      page_shift and capacity follow page_kind: MI_SEGMENT_SIZE >> page_shift slots of
        segment_size == MI_SEGMENT_SIZE, or (huge) one page, MI_HUGE_PAGE_SHIFT and
        segment_size > MI_SEGMENT_SIZE; segment_size <= memid.size;
-     pages[i].segment_idx == i;  orphans == number of unused slots with purge_orphaned;
+     pages[i].segment_idx == i;
      slots_used == sum of slot_count over those pages <= capacity; a span's other slots have
        span_tail set (and nothing else) while it is in use;
-     thread_id == 0  <=> the segment is abandoned: on its subprocess' abandoned list
-       (in_abandoned), or taken off it by a thread that is reclaiming or releasing it;
-     abandoned (thread exit, segment.c): while in_abandoned, nobody owns the segment; only the
-       holder of its subprocess' abandoned lock changes it (releasing pages whose blocks were
-       all freed, unlinking it for a reclaim), and every page in use has its thread_free word
-       in the abandoned form (internal.h: a count of live blocks in the word, so the free of
-       the last one is known without a lock); those with reserved > 1 are on their bin's
-       abandoned page list (mi_subproc_t);
+     ownership: a standard (small, medium, large) segment belongs to its subprocess, not to a
+       thread: used, slots_used, abandoned, in_free_queue, next/prev and every slot field of
+       its page descriptors change only under subproc->lock (the owner of a page in use owns
+       the page's other fields). A huge segment is its one page: it lives and dies with it;
      subproc: the subprocess of the creating thread, never changed (free reads it unlocked);
      commit: a slot of a page in use is committed (is_committed); the header's slot always is;
        when the segment is released every slot is committed again first, so an arena gets
        back whole committed blocks (committed stat = committed slots);
-     purge: an unused slot with purge_pending is in its owner thread's purge queue (tld),
-       to be purged at purge_expire; slots of abandoned or released segments never are;
-       an unused slot of an abandoned segment that may be resident is orphaned (purge_orphaned,
-       counted in orphans) or, beyond the orphan budget, purged;
-     a small/medium/large segment of a thread with slots_used < capacity is in that thread's free queue;
-       in_free_queue => owned (thread_id != 0), not huge, not in_abandoned;
-     in_abandoned => used == abandoned > 0, and (under the lock) every page in use still has a
-       live block: a free of the last one releases the page under the lock;
+     purge: an unused committed slot that may be resident is purge_pending, in its
+       subprocess' purge queue of the kind, to be purged at purge_expire;
+     in_free_queue <=> a standard segment with slots_used < capacity, on its subprocess' free
+       queue of its kind;
      the segment maps [segment, segment + segment_size), all of it ours (segment map bits set);
      guards (secure builds, segment.c): the last OS page of info_size is a guard page, and so is
        the last OS page of slot i if bit i of `guarded` is set: always for the last slot of a
@@ -446,19 +434,16 @@ typedef struct mi_segment_s {
   bool                 guards;          /* guard pages could be installed (header's, all) */
 #endif
   uintptr_t            cookie;          /* validates segment pointers in checked builds */
-  struct mi_segment_s* next;            /* thread free-page queue, or abandoned/cache list */
+  struct mi_segment_s* next;            /* the subprocess' free queue of its kind */
   struct mi_segment_s* prev;
   struct mi_subproc_s* subproc;
   size_t               used;            /* pages in use */
   size_t               slots_used;      /* slots of the pages in use (a span counts all its slots) */
   size_t               abandoned;       /* pages in use whose heap is gone */
-  size_t               orphans;         /* unused slots with purge_orphaned set */
   size_t               capacity;        /* number of pages */
   size_t               page_shift;      /* page index = (p - segment) >> page_shift */
   mi_page_kind_t       page_kind;
   bool                 in_free_queue;
-  bool                 in_abandoned;    /* on its subprocess' abandoned list (under its lock) */
-  _Atomic(uintptr_t)   thread_id;       /* owning thread, 0 when abandoned */
   mi_memid_t           memid;           /* origin of the memory (arena or OS) */
   mi_page_t            pages[1];        /* `capacity` page descriptors, then the sentinel */
 } mi_segment_t;
@@ -472,65 +457,58 @@ typedef struct mi_page_queue_s {
   size_t     block_size;   /* the bin size; MI_LARGE_OBJ_SIZE_MAX+1.. for huge/full queues */
 } mi_page_queue_t;
 
-typedef struct mi_segment_queue_s {
+typedef struct mi_segment_queue_s {   /* (under the subprocess' lock) */
   mi_segment_t* first;
   mi_segment_t* last;
 } mi_segment_queue_t;
 
-/* A subprocess owns the abandoned segments of its threads (mi_subproc_new); the main
-   subprocess is static. abandoned is a doubly linked list through segment->next/prev, changed
-   under the lock (a segment that is on it has in_abandoned set). abandoned_pages[bin] links,
-   through page->next/prev, the pages of those segments that can hold more than one block, by
-   size class, so a thread that needs a page of a bin reclaims a segment that has one
-   (segment.c); a page is on its bin's list <=> its segment is on the abandoned list, the page is
-   in use and its reserved > 1. Both changed under the lock; the heads are peeked without.
-   abandoned_count == the length of the abandoned list. */
-typedef struct mi_subproc_s {
-  struct mi_subproc_s* next;          /* all subprocesses, from _mi_subproc_main (init.c, for fork) */
-  mi_lock_t     abandoned_lock;
-  _Atomic(mi_segment_t*) abandoned;   /* modified under the lock; peeked without it */
-  size_t        abandoned_count;
-  _Atomic(struct mi_page_s*) abandoned_pages[MI_BIN_HUGE_INTERNAL];
-} mi_subproc_t;
-
-/* A purge queue of a thread: unused page slots of its segments of one kind, linked through the
+/* A purge queue: unused page slots of a subprocess' segments of one kind, linked through the
    page descriptors' next/prev (free while a slot is unused), ordered by purge_expire (the slots
-   of a large page, and slots queued before the delay backed off, wait longer than others). The
+   of a large page, and slots queued after the delay backed off, wait longer than others). The
    last one is the most recently freed slot of the kind: resident, taken first for a new page. */
 typedef struct mi_purge_queue_s {
   mi_page_t* first;
   mi_page_t* last;
 } mi_purge_queue_t;
 
+/* A subprocess (mi_subproc_new; the main one is static) owns the segments its threads create,
+   and everything below changes under its lock, which is held only for page-sized work (taking
+   or returning a page, its purge, abandoning or adopting a page; never on a malloc or free fast
+   path):
+     free[kind]: its standard segments of the kind with a free slot (in_free_queue), linked
+       through segment->next/prev; a new page takes a slot of any of them;
+     purge[kind]: its unused slots that may be resident (purge_pending), by deadline;
+       purge_count is their number (peeked without the lock);
+     purge_backoff, purge_reused: the adaptive slot purge delay (segment.c);
+     empty[kind]: a segment of the kind without pages in use kept (in its free queue) so pages
+       that come and go at the edge of a segment do not map and unmap it; freed on
+       mi_collect(true);
+     abandoned_pages[bin] (bin < MI_BIN_HUGE_INTERNAL): its abandoned pages that can hold more
+       than one block, linked through page->next/prev; abandoned_pages[MI_BIN_HUGE_INTERNAL]:
+       the others (one block each: large and huge pages); a page is on a list <=>
+       abandoned_listed; abandoned_count is the number of listed pages. A thread that needs a
+       page of a bin takes one with room from its list (abandon.c);
+     segment_count: its segments (standard and huge). */
+typedef struct mi_subproc_s {
+  struct mi_subproc_s* next;          /* all subprocesses, from _mi_subproc_main (init.c, for fork) */
+  mi_lock_t     lock;
+  mi_segment_queue_t free[MI_PAGE_HUGE];
+  mi_purge_queue_t   purge[MI_PAGE_HUGE];
+  _Atomic(size_t)    purge_count;
+  uint8_t       purge_backoff;        /* slot purge delay = purge_delay << purge_backoff (segment.c) */
+  bool          purge_reused;         /* a slot purged shortly before was taken again since the last collect */
+  struct mi_segment_s* empty[MI_PAGE_HUGE];
+  size_t        abandoned_count;
+  _Atomic(size_t) segment_count;
+  _Atomic(struct mi_page_s*) abandoned_pages[MI_BIN_HUGE_INTERNAL + 1];   /* modified under the lock; peeked without it */
+} mi_subproc_t;
+
+/* A thread's segment bookkeeping (the segments themselves are its subprocess'). */
 typedef struct mi_segments_tld_s {
-  mi_segment_queue_t small_free;   /* small segments with free pages */
-  mi_segment_queue_t medium_free;  /* medium segments with free pages */
-  mi_segment_queue_t large_free;   /* large segments with free slots */
-  mi_purge_queue_t   purge[MI_PAGE_HUGE];  /* unused page slots waiting for their purge, by
-                                       segment kind (small, medium, large) */
-  size_t             purge_count;  /* slots in those queues */
-  uint8_t            purge_backoff; /* slot purge delay = purge_delay << purge_backoff, at most
-                                       purge_delay * arena_purge_mult (adaptive, segment.c) */
-  bool               purge_reused;  /* a slot purged shortly before was taken again since the
-                                       last collect */
   uint8_t            purge_tick_skip; /* slow-path calls left before the next look at due purges */
-  size_t             count;        /* segments owned by this thread */
-  size_t             peak_count;   /* most segments owned at once (eager_commit_delay) */
-  struct mi_segment_s* empty[MI_PAGE_HUGE]; /* MI_SEGMENT_KEEP_EMPTY: a segment of each kind
-                                       without pages in use, kept (in its free queue) until the
-                                       thread ends or mi_collect(true) */
+  size_t             created;      /* standard segments this thread created (eager_commit_delay) */
 } mi_segments_tld_t;
 
-/* Secure builds keep a thread's last empty segment of each kind instead of returning it to its
-   arena at once: a segment costs them two guard system calls (its header's guard, and removing
-   all guards when it goes back), and the memory of a guard page faults in again in the next
-   segment there. mstress (threads of a few milliseconds that make and empty 1,500 medium and
-   large segments each way): 0.56 -> 0.50 s and 55K -> 40K page faults. Release builds free it:
-   kept there, mstress held 10% more memory for the same time (its other threads could not take
-   the memory from the arena). */
-#ifndef MI_SEGMENT_KEEP_EMPTY
-#define MI_SEGMENT_KEEP_EMPTY (MI_SECURE > 0)
-#endif
 
 /* Statistics (stats.c): the named figures of mimalloc-stats.h plus per-bin figures for our own
    bins. Two kinds of instances:

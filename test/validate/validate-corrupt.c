@@ -40,19 +40,19 @@ static mi_page_t* small_page(void) {
   return _mi_ptr_page(keep[0]);
 }
 
-/* ---- an abandoned segment: a thread that ends leaving a block behind ---- */
+/* ---- an abandoned page: a thread that ends leaving a block behind ---- */
 static void* leave_block(void* arg) {
   (void)arg;
   keep[40] = mi_malloc(200);
   keep[41] = mi_malloc(200);
   return NULL;
 }
-static mi_segment_t* abandoned_segment(void) {
+static mi_page_t* abandoned_page(void) {
   pthread_t t;
   if (pthread_create(&t, NULL, &leave_block, NULL) != 0 || pthread_join(t, NULL) != 0) exit(3);
-  mi_segment_t* segment = _mi_ptr_segment(keep[40]);
-  if (!segment->in_abandoned) { fprintf(stderr, "the ended thread's segment is not abandoned\n"); exit(3); }
-  return segment;
+  mi_page_t* page = _mi_ptr_page(keep[40]);
+  if (!page->abandoned_listed) { fprintf(stderr, "the ended thread's page is not abandoned\n"); exit(3); }
+  return page;
 }
 
 /* ---- the arena of a segment, and a free block of it ---- */
@@ -124,7 +124,7 @@ static void segment_span_tail(void) {
   _mi_segment_validate(s);
 }
 static void segment_abandoned(void) { mi_segment_t* s = _mi_page_segment(small_page()); s->abandoned++; _mi_segment_validate(s); }
-static void segment_orphans(void)    { mi_segment_t* s = _mi_page_segment(small_page()); s->orphans++; _mi_segment_validate(s); }
+static void segment_listed(void)     { mi_page_t* p = small_page(); p->abandoned_listed = 1; _mi_segment_validate(_mi_page_segment(p)); }
 
 static void map_start(void) {
   mi_segment_t* s = _mi_page_segment(small_page());
@@ -132,12 +132,12 @@ static void map_start(void) {
   _mi_segment_map_validate(s);
 }
 
-static void tld_purge_count(void) { small_page(); mi_tld_t* t = heap_of_thread()->tld; t->segments.purge_count++; _mi_segments_tld_validate(t); }
-static void tld_free_queue(void) {
+static void subproc_purge_count(void) { small_page(); mi_subproc_t* sp = heap_of_thread()->tld->subproc; mi_atomic_add_relaxed(&sp->purge_count, 1); _mi_subproc_validate(sp); }
+static void subproc_free_queue(void) {
   mi_segment_t* s = _mi_page_segment(small_page());
   if (!s->in_free_queue) exit(3);
   s->in_free_queue = false;
-  _mi_segments_tld_validate(heap_of_thread()->tld);
+  _mi_subproc_validate(s->subproc);
 }
 /* large blocks freed: their slots wait in the large purge queue, by deadline (a third one
    keeps the segment) */
@@ -148,31 +148,29 @@ static void make_purge_queue(void) {
   mi_free(keep[20]);
   mi_free(keep[21]);
 }
-static void tld_purge_order(void) {
+static void subproc_purge_order(void) {
   make_purge_queue();
-  mi_tld_t* t = heap_of_thread()->tld;
-  mi_page_t* first = t->segments.purge[MI_PAGE_LARGE].first;
+  mi_subproc_t* sp = heap_of_thread()->tld->subproc;
+  mi_page_t* first = sp->purge[MI_PAGE_LARGE].first;
   if (first == NULL || first->next == NULL) { fprintf(stderr, "no purge queue\n"); exit(3); }
   first->purge_expire = first->next->purge_expire + 1000;
-  _mi_segments_tld_validate(t);
+  _mi_subproc_validate(sp);
 }
 
 static void abandoned_count(void) {
-  abandoned_segment();
+  abandoned_page();
   _mi_subproc_main.abandoned_count++;
-  _mi_abandoned_validate(&_mi_subproc_main);
+  _mi_subproc_validate(&_mi_subproc_main);
 }
 static void abandoned_flag(void) {
-  mi_segment_t* s = abandoned_segment();
-  s->in_abandoned = false;
-  _mi_abandoned_validate(&_mi_subproc_main);
+  mi_page_t* p = abandoned_page();
+  p->abandoned_listed = 0;
+  _mi_subproc_validate(&_mi_subproc_main);
 }
 static void abandoned_page_form(void) {
-  mi_segment_t* s = abandoned_segment();
-  mi_page_t* p = _mi_ptr_page(keep[40]);
-  (void)s;
+  mi_page_t* p = abandoned_page();
   mi_atomic_store_relaxed(&p->xthread_free, mi_tf_make_empty(MI_NEVER_DELAYED_FREE));   /* the owned form */
-  _mi_abandoned_validate(&_mi_subproc_main);
+  _mi_subproc_validate(&_mi_subproc_main);
 }
 
 static void arena_committed(void) {
@@ -218,17 +216,16 @@ static void clean_all(void) {
   make_purge_queue();
   keep[30] = mi_malloc(64 * 1024);         /* medium */
   keep[31] = mi_malloc(8 * 1024 * 1024);   /* huge */
-  abandoned_segment();
+  abandoned_page();
   mi_heap_t* h = heap_of_thread();
   mi_heap_t* h2 = mi_heap_new();
   keep[32] = mi_heap_malloc(h2, 100);
   if (!_mi_page_validate(_mi_ptr_page(keep[0])) || !_mi_heap_validate(h) || !_mi_heap_validate(h2) ||
-      !_mi_segment_validate(_mi_ptr_segment(keep[31])) || !_mi_segments_tld_validate(h->tld) ||
-      !_mi_abandoned_validate(&_mi_subproc_main) || !_mi_arenas_validate() || !_mi_thread_validate(h) ||
+      !_mi_segment_validate(_mi_ptr_segment(keep[31])) || !_mi_subproc_validate(h->tld->subproc) || !_mi_arenas_validate() || !_mi_thread_validate(h) ||
       !_mi_arena_memid_validate(_mi_ptr_segment(keep[0]), &_mi_ptr_segment(keep[0])->memid) ||
       !_mi_stats_validate(&h->tld->stats, true) || !_mi_stats_validate(&_mi_stats_main, false)) exit(1);
   mi_heap_delete(h2);
-  mi_collect(true);   /* (reclaims the abandoned segment) */
+  mi_collect(true);   /* (adopts the abandoned page) */
   if (!_mi_thread_validate(h)) exit(1);
   exit(0);
 }
@@ -267,15 +264,15 @@ static const case_t cases[] = {
   { "segment-slots-used",   "segment",     "slots_used",             &segment_slots_used },
   { "segment-cookie",       "segment",     "cookie",                 &segment_cookie },
   { "segment-span-tail",    "segment",     "span_tail",              &segment_span_tail },
-  { "segment-orphans",      "segment",     "orphans",                &segment_orphans },
+  { "segment-listed",       "segment",     "abandoned_listed (page of a heap)", &segment_listed },
   { "segment-abandoned",    "segment",     "abandoned (== pages in use without a heap)", &segment_abandoned },
   { "map-start",            "segment map", "_mi_segment_map_start",  &map_start },
-  { "tld-purge-count",      "segments tld", "purge_count",           &tld_purge_count },
-  { "tld-free-queue",       "segments tld", "in_free_queue",         &tld_free_queue },
-  { "tld-purge-order",      "segments tld", "purge_expire (ordered)", &tld_purge_order },
-  { "abandoned-count",      "abandoned",   "abandoned_count",        &abandoned_count },
-  { "abandoned-flag",       "abandoned",   "in_abandoned",           &abandoned_flag },
-  { "abandoned-page-form",  "abandoned",   "thread_free form",       &abandoned_page_form },
+  { "subproc-purge-count",  "subproc",     "purge_count",            &subproc_purge_count },
+  { "subproc-free-queue",   "subproc",     "in_free_queue",          &subproc_free_queue },
+  { "subproc-purge-order",  "subproc",     "purge_expire (ordered)", &subproc_purge_order },
+  { "abandoned-count",      "subproc",     "abandoned_count",        &abandoned_count },
+  { "abandoned-flag",       "subproc",     "abandoned_listed",       &abandoned_flag },
+  { "abandoned-page-form",  "subproc",     "thread_free form",       &abandoned_page_form },
   { "arena-committed",      "arena",       "blocks_committed bit",   &arena_committed },
   { "arena-inuse",          "arena",       "blocks_inuse bit",       &arena_inuse },
   { "arena-purge",          "arena",       "purge is a subset of committed", &arena_purge },
