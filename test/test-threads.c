@@ -584,12 +584,12 @@ static void* rf_allocator(void* arg) {
   return NULL;
 }
 
-static long long abandoned_segments(void) {
+static long long abandoned_pages(void) {
   static mi_stats_t st;
   st.size = sizeof(st);
   st.version = MI_STAT_VERSION;
   CHECK(mi_stats_get(&st));
-  return (long long)st.segments_abandoned.current;
+  return (long long)st.pages_abandoned.current;
 }
 
 static void test_reclaim_on_free(long rounds) {
@@ -600,16 +600,16 @@ static void test_reclaim_on_free(long rounds) {
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, &rf_allocator, NULL), 0);
     CHECK_EQ(pthread_join(t, NULL), 0);
-    const long long before = abandoned_segments();
-    CHECK_MSG(before > 0, "no abandoned segment after a thread exited with %d live blocks", RF_BLOCKS);
+    const long long before = abandoned_pages();
+    CHECK_MSG(before > 0, "no abandoned page after a thread exited with %d live blocks", RF_BLOCKS);
     verify_free(rf_blocks[0], "reclaim-on-free");
-    const long long after = abandoned_segments();
-    CHECK_MSG(after == before - on, "reclaim_on_free=%d: abandoned segments %lld -> %lld after one free", on, before, after);
+    const long long after = abandoned_pages();
+    CHECK_MSG(after == before - on, "reclaim_on_free=%d: abandoned pages %lld -> %lld after one free", on, before, after);
     for (int i = 1; i < RF_BLOCKS; i++) verify_free(rf_blocks[i], "reclaim-on-free rest");
   }
   test_exited_blocks(rounds / 2);   /* (e) again, other threads now reclaim as they free */
   mi_option_set(mi_option_abandoned_reclaim_on_free, saved);
-  printf("  reclaim on free: a free into an ended thread's segment reclaims it only with the option on\n");
+  printf("  reclaim on free: a free into an ended thread's page adopts it only with the option on\n");
 }
 
 int main(int argc, char** argv) {

@@ -732,7 +732,7 @@ def group_json():
                   "%s[%d]: mi_stats_get %r, folded JSON bins %r" % (arr, i, g, fold[i]))
     if stat >= 2:
         check(get["malloc_normal"]["current"] > 0 and doc["malloc_normal_count"] > 0, "no binned blocks counted")
-    check(doc["malloc_huge_count"] == 2 and get["malloc_huge"]["current"] >= 5 << 20, "huge figures %r %r" % (doc["malloc_huge_count"], get["malloc_huge"]))
+    check(doc["malloc_huge_count"] == 3 and get["malloc_huge"]["current"] >= 8 << 20, "huge figures %r %r" % (doc["malloc_huge_count"], get["malloc_huge"]))
     check(doc["threads"]["total"] == 2 and doc["threads"]["current"] == 1, "threads %r" % doc["threads"])
     check(doc["pages_abandoned"]["current"] >= 1 and doc["segments_abandoned"]["current"] >= 1, "abandoned %r %r" % (doc["pages_abandoned"], doc["segments_abandoned"]))
     # later documents: counters never go back

@@ -70,12 +70,15 @@ static void format_get(const mi_stats_t* s) {
 
 /* ---------------------------------------------------------------------------------------
    A workload with a bit of everything: small, medium, large and huge blocks, frees, and a
-   thread that ends with live blocks (abandoned).
+   thread that ends with live blocks (abandoned): small ones, in a page of a segment the main
+   thread uses too, and a huge one, whose segment is then all of an ended thread's.
 --------------------------------------------------------------------------------------- */
 static void* thread_left[20];
+static void* thread_left_huge;
 static void* worker(void* arg) {
   (void)arg;
   for (int i = 0; i < 20; i++) thread_left[i] = mi_malloc(48);
+  thread_left_huge = mi_malloc(3 * 1024 * 1024);
   void* tmp[50];
   for (int i = 0; i < 50; i++) tmp[i] = mi_malloc(256);
   for (int i = 0; i < 50; i++) mi_free(tmp[i]);
@@ -165,6 +168,7 @@ static int mode_exit(bool registered, bool freed) {
     for (int i = 0; i < 1000; i++) if (i % 3 != 0) mi_free(small[i]);
     for (int i = 0; i < 3; i++) mi_free(kept[i]);
     for (int i = 10; i < 20; i++) mi_free(thread_left[i]);
+    mi_free(thread_left_huge);
     mi_collect(true);
   }
   mi_stats_merge();
