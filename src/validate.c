@@ -263,7 +263,7 @@ bool _mi_segment_validate_locked(const mi_segment_t* segment) {
   mi_check_ge(S, segment, "info_size", offsetof(mi_segment_t, pages) + (segment->capacity + 1) * sizeof(mi_page_t), segment->info_size);
   mi_check_le(S, segment, "segment_size (<= memid.size)", segment->memid.size, segment->segment_size);
   /* the slots: pages in use with their span tails, unused slots' purge states */
-  size_t used = 0, slots_used = 0, heapless = 0;
+  size_t used = 0, slots_used = 0, listed = 0;
   for (size_t i = 0; i < segment->capacity; i++) {
     const mi_page_t* page = &segment->pages[i];
     mi_check_eq(S, segment, "pages[i].segment_idx", i, page->segment_idx);
@@ -271,14 +271,14 @@ bool _mi_segment_validate_locked(const mi_segment_t* segment) {
     if (page->segment_in_use) {
       used++;
       slots_used += page->slot_count;
-      if (mi_page_heap(page) == NULL) {
-        /* an abandoned page: no heap reaches it; a listed one is validated here (under the
-           lock nobody else touches it), the pages of heaps with their heap */
-        heapless++;
-        if (page->abandoned_listed) _mi_page_validate(page);
-      }
-      else {
-        mi_check_eq(S, segment, "pages[i].abandoned_listed (page of a heap)", 0, page->abandoned_listed);
+      if (page->abandoned_listed) {
+        /* an abandoned page: no heap reaches it, so it is validated here (under the lock nobody
+           else touches it); the pages of heaps are validated with their heap. (A page without
+           a heap that is not listed is between its owners: set up, freed, abandoned or adopted
+           by a thread that does not hold the lock.) */
+        listed++;
+        mi_check_eq(S, segment, "pages[i].xheap (abandoned_listed)", 0, (uintptr_t)mi_page_heap(page));
+        _mi_page_validate(page);
       }
       mi_check_ge(S, segment, "pages[i].slot_count (in use)", 1, page->slot_count);
       mi_check_le(S, segment, "pages[i]: i + slot_count", segment->capacity, i + page->slot_count);
@@ -304,7 +304,7 @@ bool _mi_segment_validate_locked(const mi_segment_t* segment) {
   mi_check_eq(S, segment, "slots_used", slots_used, segment->slots_used);
   mi_check_le(S, segment, "slots_used", segment->capacity, segment->slots_used);
   mi_check_le(S, segment, "abandoned", segment->used, segment->abandoned);
-  mi_check_eq(S, segment, "abandoned (== pages in use without a heap)", heapless, segment->abandoned);
+  mi_check_eq(S, segment, "abandoned (== pages on the abandoned lists)", listed, segment->abandoned);
   mi_check_eq(S, segment, "pages[0].is_committed (header's slot)", 1, segment->pages[0].is_committed);
   /* the sentinel after the last page */
   const mi_page_t* sentinel = &segment->pages[segment->capacity];

@@ -402,7 +402,7 @@ struct mi_subproc_s;
 /* A segment. Invariants:
      (uintptr_t)segment % MI_SEGMENT_SIZE == 0;  segment->cookie == _mi_segment_cookie(segment);
      used == number of pages with segment_in_use;  abandoned <= used;
-     abandoned == number of pages in use without a heap (xheap == NULL);
+     abandoned == number of its pages on the abandoned lists (abandoned_listed), under the lock;
      page_shift and capacity follow page_kind: MI_SEGMENT_SIZE >> page_shift slots of
        segment_size == MI_SEGMENT_SIZE, or (huge) one page, MI_HUGE_PAGE_SHIFT and
        segment_size > MI_SEGMENT_SIZE; segment_size <= memid.size;

@@ -165,6 +165,7 @@ static void abandoned_count(void) {
 static void abandoned_flag(void) {
   mi_page_t* p = abandoned_page();
   p->abandoned_listed = 0;
+  _mi_page_segment(p)->abandoned--;   /* (so the segment's count agrees: the list walk must see it) */
   _mi_subproc_validate(&_mi_subproc_main);
 }
 static void abandoned_page_form(void) {
@@ -264,8 +265,8 @@ static const case_t cases[] = {
   { "segment-slots-used",   "segment",     "slots_used",             &segment_slots_used },
   { "segment-cookie",       "segment",     "cookie",                 &segment_cookie },
   { "segment-span-tail",    "segment",     "span_tail",              &segment_span_tail },
-  { "segment-listed",       "segment",     "abandoned_listed (page of a heap)", &segment_listed },
-  { "segment-abandoned",    "segment",     "abandoned (== pages in use without a heap)", &segment_abandoned },
+  { "segment-listed",       "segment",     "xheap (abandoned_listed)", &segment_listed },
+  { "segment-abandoned",    "segment",     "abandoned (== pages on the abandoned lists)", &segment_abandoned },
   { "map-start",            "segment map", "_mi_segment_map_start",  &map_start },
   { "subproc-purge-count",  "subproc",     "purge_count",            &subproc_purge_count },
   { "subproc-free-queue",   "subproc",     "in_free_queue",          &subproc_free_queue },
