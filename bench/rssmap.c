@@ -8,8 +8,7 @@
  * internal types, so it must be built from the same tree as the library) and prints one line:
  *   - resident memory in pages in use, beside what those pages hold (used blocks) and what
  *     they were extended to (capacity): the difference is page-level fragmentation;
- *   - resident memory in unused slots, by state (waiting for their purge, orphaned with their
- *     abandoned segment, purged);
+ *   - resident memory in unused slots, by state (waiting for their purge, purged, other);
  *   - resident memory in freed segments (arena blocks waiting for their purge);
  * and with RSSMAP_SEGMENTS=1 one line per medium or large segment showing each slot (block size, blocks
  * used/reserved, resident KiB). It reads the allocator's data without locks while the program
@@ -29,7 +28,8 @@
 typedef struct rss_acc_s {
   size_t total, freed_segments, huge;
   size_t inuse_resident, inuse_used, inuse_capacity;
-  size_t slot_pending, slot_orphaned, slot_purged, slot_other;
+  size_t slot_pending, slot_purged, slot_other;
+  size_t abandoned_resident;   /* (within pages in use: those of ended threads) */
   size_t segments[4];
 } rss_acc_t;
 
@@ -61,7 +61,7 @@ static void rss_segment(mi_segment_t* seg, rss_acc_t* acc, bool detail) {
   char line[1024];
   int len = 0;
   if (detail && (seg->page_kind == MI_PAGE_MEDIUM || seg->page_kind == MI_PAGE_LARGE)) {
-    len = snprintf(line, sizeof line, "rssmap: %s segment %p%s:", seg->page_kind == MI_PAGE_MEDIUM ? "medium" : "large", (void*)seg, seg->thread_id == 0 ? " (abandoned)" : "");
+    len = snprintf(line, sizeof line, "rssmap: %s segment %p%s:", seg->page_kind == MI_PAGE_MEDIUM ? "medium" : "large", (void*)seg, seg->used > 0 && seg->used == seg->abandoned ? " (all pages abandoned)" : "");
   }
   for (size_t i = 0; i < seg->capacity; i++) {
     const mi_page_t* page = &seg->pages[i];
@@ -71,16 +71,16 @@ static void rss_segment(mi_segment_t* seg, rss_acc_t* acc, bool detail) {
       if (page->segment_in_use) {
         acc->inuse_used += (size_t)page->used * page->block_size;
         acc->inuse_capacity += (size_t)page->capacity * page->block_size;
+        if (page->abandoned_listed) acc->abandoned_resident += r;
       }
     }
     else if (page->purge_pending) acc->slot_pending += r;
-    else if (page->purge_orphaned) acc->slot_orphaned += r;
     else if (!page->is_committed) acc->slot_purged += r;
     else acc->slot_other += r;
     if (len > 0 && len < (int)sizeof line - 64) {
-      if (page->segment_in_use) len += snprintf(line + len, sizeof line - (size_t)len, " [%zuK %u/%u r%zuK]", page->block_size / 1024, page->used, page->reserved, r / 1024);
+      if (page->segment_in_use) len += snprintf(line + len, sizeof line - (size_t)len, " [%zuK %u/%u r%zuK%s]", page->block_size / 1024, page->used, page->reserved, r / 1024, page->abandoned_listed ? " abandoned" : "");
       else if (page->span_tail) len += snprintf(line + len, sizeof line - (size_t)len, " [span r%zuK]", r / 1024);
-      else len += snprintf(line + len, sizeof line - (size_t)len, " [free%s r%zuK]", page->purge_pending ? "/queued" : page->purge_orphaned ? "/orphan" : !page->is_committed ? "/purged" : "", r / 1024);
+      else len += snprintf(line + len, sizeof line - (size_t)len, " [free%s r%zuK]", page->purge_pending ? "/queued" : !page->is_committed ? "/purged" : "", r / 1024);
     }
   }
   if (len > 0) {
@@ -111,10 +111,10 @@ static void rss_report(const char* when) {
   const size_t M = 1024 * 1024;
   int len = snprintf(line, sizeof line,
     "rssmap (%s): %zu MiB resident in arenas: pages in use %zu MiB (their used blocks %zu MiB, "
-    "capacity %zu MiB); unused slots waiting for purge %zu MiB, orphaned %zu MiB, purged %zu MiB, "
+    "capacity %zu MiB; of ended threads %zu MiB); unused slots waiting for purge %zu MiB, purged %zu MiB, "
     "other %zu MiB; freed segments %zu MiB; huge %zu MiB; segments small %zu, medium %zu, large %zu, huge %zu\n",
-    when, acc.total / M, acc.inuse_resident / M, acc.inuse_used / M, acc.inuse_capacity / M,
-    acc.slot_pending / M, acc.slot_orphaned / M, acc.slot_purged / M, acc.slot_other / M,
+    when, acc.total / M, acc.inuse_resident / M, acc.inuse_used / M, acc.inuse_capacity / M, acc.abandoned_resident / M,
+    acc.slot_pending / M, acc.slot_purged / M, acc.slot_other / M,
     acc.freed_segments / M, acc.huge / M, acc.segments[0], acc.segments[1], acc.segments[2], acc.segments[3]);
   rss_write(line, len);
 }
