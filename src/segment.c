@@ -392,8 +392,16 @@ void _mi_segments_collect(mi_tld_t* tld, bool force) {
     mi_subproc_t* subproc = tld->subproc;
     if (force) _mi_segments_free_empty(subproc);
     mi_segments_lock(subproc);
-    if (!subproc->purge_reused && subproc->purge_backoff > 0) subproc->purge_backoff--;
-    subproc->purge_reused = false;
+    /* one step back per 10 purge delays without a reuse, however many threads collect (each
+       heap collects every 10 purge delays: with a step per collect, 16 threads undid every
+       backoff at once, and larson purged 110 MiB instead of 2 MiB, 1770 purges instead of 37) */
+    const mi_msecs_t now = _mi_prim_clock_now();
+    const long delay = mi_option_get(mi_option_purge_delay);
+    if (now - subproc->purge_backoff_time >= 10 * (mi_msecs_t)(delay > 1 ? delay : 1)) {
+      subproc->purge_backoff_time = now;
+      if (!subproc->purge_reused && subproc->purge_backoff > 0) subproc->purge_backoff--;
+      subproc->purge_reused = false;
+    }
     mi_segments_unlock(subproc);
     mi_segments_try_purge(subproc, force);
   }

@@ -479,7 +479,7 @@ typedef struct mi_purge_queue_s {
        through segment->next/prev; a new page takes a slot of any of them;
      purge[kind]: its unused slots that may be resident (purge_pending), by deadline;
        purge_count is their number (peeked without the lock);
-     purge_backoff, purge_reused: the adaptive slot purge delay (segment.c);
+     purge_backoff, purge_reused, purge_backoff_time: the adaptive slot purge delay (segment.c);
      empty[kind]: a segment of the kind without pages in use kept (in its free queue) so pages
        that come and go at the edge of a segment do not map and unmap it; freed on
        mi_collect(true);
@@ -496,7 +496,8 @@ typedef struct mi_subproc_s {
   mi_purge_queue_t   purge[MI_PAGE_HUGE];
   _Atomic(size_t)    purge_count;
   uint8_t       purge_backoff;        /* slot purge delay = purge_delay << purge_backoff (segment.c) */
-  bool          purge_reused;         /* a slot purged shortly before was taken again since the last collect */
+  bool          purge_reused;         /* a slot purged shortly before was taken again since the last step */
+  mi_msecs_t    purge_backoff_time;   /* the last step back (at most one per 10 purge delays) */
   struct mi_segment_s* empty[MI_PAGE_HUGE];
   size_t        abandoned_count;
   _Atomic(size_t) segment_count;
