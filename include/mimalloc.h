@@ -631,7 +631,7 @@ typedef enum mi_option_e {
   mi_option_reserve_os_memory,          /*  9: KiB of OS memory to reserve at start-up */
   mi_option_deprecated_segment_cache,   /* 10: unused */
   mi_option_deprecated_page_reset,      /* 11: unused */
-  mi_option_abandoned_page_purge,       /* 12: purge abandoned segments right away at thread exit */
+  mi_option_abandoned_page_purge,       /* 12: purge an ended thread's page as soon as it is released */
   mi_option_deprecated_segment_reset,   /* 13: unused */
   mi_option_eager_commit_delay,         /* 14: first N segments per thread are committed lazily */
   mi_option_purge_delay,                /* 15: ms before unused memory is purged (-1 = never) */
@@ -645,7 +645,7 @@ typedef enum mi_option_e {
   mi_option_arena_reserve,              /* 23: KiB per arena reserved on demand */
   mi_option_arena_purge_mult,           /* 24: arena purge delay multiplier */
   mi_option_purge_extend_delay,         /* 25: extra purge delay on later frees */
-  mi_option_abandoned_reclaim_on_free,  /* 26: a free may reclaim an abandoned segment */
+  mi_option_abandoned_reclaim_on_free,  /* 26: a free into an ended thread's page adopts the page */
   mi_option_disallow_arena_alloc,       /* 27: do not use arenas (except explicit arena heaps) */
   mi_option_retry_on_oom,               /* 28: Windows: ms to retry failed OS allocations */
   mi_option_visit_abandoned,            /* 29: allow mi_abandoned_visit_blocks */
