@@ -333,7 +333,7 @@ enum mi_option_t
     mi_option_arena_reserve,              /// 23: KiB per arena reserved on demand
     mi_option_arena_purge_mult,           /// 24: arena purge delay multiplier
     mi_option_purge_extend_delay,         /// 25: extra purge delay on later frees
-    mi_option_abandoned_reclaim_on_free,  /// 26: a free may reclaim an abandoned segment
+    mi_option_abandoned_reclaim_on_free,  /// 26: a free into an ended thread's page adopts the page
     mi_option_disallow_arena_alloc,       /// 27: do not use arenas (except explicit arena heaps)
     mi_option_retry_on_oom,               /// 28: Windows: ms to retry failed OS allocations
     mi_option_visit_abandoned,            /// 29: allow mi_abandoned_visit_blocks
