@@ -798,7 +798,7 @@ mi_segment_t* _mi_segment_page_release_locked(mi_page_t* page, bool purge_now) {
   if (mi_segment_page_clear(segment, page, &slots)) {
     const mi_page_kind_t kind = (mi_page_kind_t)segment->page_kind;
     mi_subproc_t* subproc = segment->subproc;
-    if (kind < MI_PAGE_HUGE && subproc->empty[kind] == NULL) {
+    if (MI_SEGMENT_KEEP_EMPTY && kind < MI_PAGE_HUGE && subproc->empty[kind] == NULL) {
       subproc->empty[kind] = segment;   /* kept (types.h); its slots wait for their purge */
       mi_segment_slots_schedule_purge(segment, page, slots, slots > 1, purge_now);
       mi_segment_insert_in_free_queue(segment);

@@ -29,7 +29,7 @@
           (statistics unchanged); by about 450 ms the page slots are purged (purged grew by at
           least the 48 slots) but no arena purge has run yet; by about 1.1 s (polled up to 3 s)
           the arena purge has run too (arena_purges grew, purged grew by at least the 4 MiB
-          segment; a secure build keeps the thread's empty segment and purges the block's slots
+          segment; a secure build keeps an empty segment and purges the block's slots
           then). mi_collect(true) purges everything at once (a second round, no sleeping).
           Purged memory then reads as zero through mi_zalloc.
    now    (MIMALLOC_PURGE_DELAY=0) right after the frees (plus mi_collect(false) to free the empty
@@ -333,8 +333,9 @@ static int delay_test(void) {
   }
   snap_t s4;
   long long t4;
-  /* the subprocess keeps one empty segment of each kind (types.h, mi_subproc_t): the large
-     block's slots are purged after the longest slot delay, the arena delay */
+#if MI_TEST_SECURE
+  /* a secure build keeps an empty large segment (its guards cost system calls): the
+     large block's slots are purged after the longest slot delay, the arena delay */
   do {
     mt_sleep_ms(100);
     trigger();
@@ -343,6 +344,18 @@ static int delay_test(void) {
   } while (s4.purged < s3.purged + (int64_t)MiB && t4 < 3000);
   CHECK_MSG(s4.purged >= s3.purged + (int64_t)MiB, "%lld ms after the frees the large block's slots were not purged (%lld bytes)", t4, (long long)(s4.purged - s3.purged));
   CHECK_MSG(t4 >= 900, "the large block's slots were purged after %lld ms, before the 900 ms delay", t4);
+#else
+  /* the large block's segment: due at 900 ms (plus 1 ms per further freed segment) */
+  do {
+    mt_sleep_ms(100);
+    trigger();
+    s4 = snap();
+    t4 = mt_now_ms() - t0;
+  } while (s4.arena_purges == s0.arena_purges && t4 < 3000);
+  CHECK_MSG(s4.arena_purges > s0.arena_purges, "no arena purge %lld ms after the frees", t4);
+  CHECK_MSG(t4 >= 900, "the arena purge ran after %lld ms, before the 900 ms delay", t4);
+  CHECK_MSG(s4.purged >= s3.purged + (int64_t)(4 * MiB), "the arena purge purged %lld bytes, less than the 4 MiB segment", (long long)(s4.purged - s3.purged));
+#endif
   zero_check("after the delayed purges");
   void* first_anchor = work.anchor;
 
@@ -372,7 +385,11 @@ static int now_test(void) {
     const snap_t s0 = snap();
     work_free();
     const snap_t s1 = snap();
+#if MI_TEST_SECURE
     const int64_t large = (int64_t)MiB;       /* the large block's slots (its empty segment is kept) */
+#else
+    const int64_t large = (int64_t)(4 * MiB); /* the large block's segment */
+#endif
     CHECK_MSG(s1.purged >= s0.purged + (int64_t)(40 * 64 * KiB) + large, "round %d: right after the frees purged grew by %lld bytes", round, (long long)(s1.purged - s0.purged));
     CHECK_MSG(s1.arena_purges == s0.arena_purges, "round %d: delay 0 purges directly, yet an arena purge pass ran", round);
     zero_check("purge delay 0");
