@@ -369,7 +369,9 @@ typedef struct mi_page_s {
   uint8_t            abandoned_listed; /* on the abandoned page lists (see the invariants) */
   uint8_t            slot_count;      /* slots the page spans while in use: 1, or up to
                                          MI_SPAN_SLOTS_MAX for a large page (see mi_page_kind_t) */
-  uint8_t            reserved_byte;   /* (padding) */
+  uint8_t            freed_by;        /* unused slot: a hash of the thread that gave it back (0:
+                                         none); a new page prefers the slots of its own thread,
+                                         still in that core's cache (segment.c) */
 
   mi_msecs_t         purge_expire;    /* when purge_pending: time the slot is due for a purge;
                                          when purged (!is_committed): time of the purge, or 0 */
