@@ -165,9 +165,11 @@ bool _mi_segment_reclaim_for_bin(mi_heap_t* heap, size_t block_size) {
 
 /* A free by this thread into an abandoned page: with the option abandoned_reclaim_on_free the
    thread adopts the page (if it may serve the thread's default heap) and the free becomes
-   local. Returns true if it did (the page is then this thread's). */
+   local. Returns true if it did (the page is then this thread's). Not a page of one block (a
+   large or huge one): its free releases it anyway, and the release of a huge block by
+   mi_free_block_mt gives its memory back at once. */
 bool _mi_segment_reclaim_on_free(mi_page_t* page) {
-  if (!mi_option_is_enabled(mi_option_abandoned_reclaim_on_free)) return false;
+  if (page->reserved <= 1 || !mi_option_is_enabled(mi_option_abandoned_reclaim_on_free)) return false;
   mi_heap_t* heap = mi_prim_get_default_heap();
   if (!mi_heap_is_initialized(heap) || heap->allow_destroy) return false;
   if (heap->tld->heap_backing->thread_id != _mi_thread_id()) return false;   /* e.g. the thread is ending */
