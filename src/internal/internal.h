@@ -111,8 +111,16 @@ mi_msecs_t _mi_process_elapsed(void);            /* milliseconds since the proce
 #else
 #define MI_ATFORK_RECORDS  0
 #endif
-extern _Atomic(uintptr_t) _mi_atfork_registering;  /* the thread registering our fork handlers, or 0 */
-void*      _mi_atfork_record_malloc(size_t size, bool zero, size_t huge_alignment, size_t align_offset);
+/* Static allocation: between begin and end, the calling thread's allocations come from a small
+   static room (init.c), not from a heap: for what libc allocates on our behalf inside a call we
+   make at a point where no heap may be touched (musl's fork-handler records with
+   MI_ATFORK_RECORDS; pthread_create's TLS vector for the purger thread). Never counted, never
+   freed (free ignores it). One thread at a time; not nested. */
+extern _Atomic(uintptr_t) _mi_static_alloc_thread;  /* the thread between begin and end, or 0 */
+void       _mi_static_alloc_begin(void);
+void       _mi_static_alloc_end(void);
+void*      _mi_static_alloc(size_t size, bool zero, size_t huge_alignment, size_t align_offset);
+bool       _mi_static_alloc_contains(const void* p);
 
 /* ------------------------------------------------------------------------------------------
    options.c: options, output, errors
@@ -205,6 +213,18 @@ typedef struct mi_arena_view_s {
 } mi_arena_view_t;
 bool       _mi_arena_view(size_t idx, mi_arena_view_t* view);
 size_t     _mi_arena_slots(void);         /* arena slots taken (some may be empty briefly) */
+
+/* ------------------------------------------------------------------------------------------
+   purger.c: the background thread that runs due purges (MIMALLOC_PURGE_THREAD)
+------------------------------------------------------------------------------------------ */
+/* A purge was scheduled, due at `due` (_mi_prim_clock_now time): starts the thread on first
+   use, wakes it if it would sleep past `due`. Cheap (loads, rarely a CAS); call it after the
+   purge is visible to the passes, and from a pass for every deadline it leaves. */
+void       _mi_purger_notify(mi_msecs_t due);
+void       _mi_purger_fork_prepare(void);   /* before the fork handlers take any lock */
+void       _mi_purger_fork_parent(void);
+void       _mi_purger_fork_child(void);
+void       _mi_purger_done(void);           /* mi_process_done: no pass after this */
 
 /* ------------------------------------------------------------------------------------------
    segment.c: segments, the segment map, abandonment
