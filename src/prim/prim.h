@@ -30,7 +30,8 @@
      fails keeps a segment of an arena out of use (one straight from the OS is unmapped), and
      a sampled guarded object's block allocated for good (guarded.c);
    - alloc_huge_os_pages: a warning, ordinary pages are used;
-   - random_buf: the generator is seeded from the clock and addresses. */
+   - random_buf: the generator is seeded from the clock and addresses;
+   - thread_start: a warning, and no purger thread (purges from allocator activity only). */
 #pragma once
 #include "../internal/types.h"
 
