@@ -107,8 +107,7 @@ static mi_decl_noinline void mi_purger_start(void) {
   if (!mi_option_is_enabled(mi_option_purge_thread)) return;
   int expected = MI_PURGER_NONE;
   if (!mi_atomic_cas_strong_acq_rel(&mi_purger_state, &expected, MI_PURGER_STARTING)) return;
-  mi_atomic_store_release(&mi_purger_wake, MI_PURGER_AWAKE);
-  mi_atomic_store_release(&mi_purger_paused, 0);
+  mi_atomic_store_release(&mi_purger_wake, MI_PURGER_AWAKE);   /* (paused is 0: initially, and after a fork) */
   _mi_static_alloc_begin();   /* libc's allocations for the thread: not from a heap */
   const int err = _mi_prim_thread_start(&mi_purger_main, NULL);
   _mi_static_alloc_end();
