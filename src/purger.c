@@ -12,7 +12,11 @@
    The thread sleeps until the earliest deadline notified, and never sooner than
    MI_PURGER_GRANULARITY ms after its last pass: a purge runs at most that long after it is
    due, and the thread wakes at most 1000 / MI_PURGER_GRANULARITY times a second, only while
-   purges wait. With nothing pending it sleeps without a timeout until notified. Each pass
+   purges wait. With nothing pending it ends, and the next notify starts another: a thread of
+   ours must not keep a process alive whose other threads have all ended (a main that called
+   pthread_exit: glibc ends the process when its last thread ends, ours included), and an idle
+   process has no thread of ours left once its memory is back. (A restart costs one
+   pthread_create, which reuses the ended thread's cached stack.) Each pass
    runs the due purges through the thread-safe entry points, which need no thread state (no
    heap, no tld: the thread never allocates, is not counted in the `threads` statistic and has
    no thread-exit work). A pass forgets the deadlines notified before it (mi_purger_due is
@@ -27,15 +31,15 @@
 
    Life cycle: fork pauses the thread between passes (a pass may claim arena blocks: a child
    must not inherit such a claim from a thread it does not have) and the child starts a new one
-   on its first notify; mi_process_done stops it after any pass in progress (it then sleeps
-   until the process ends; the library stays mapped: -z nodelete, the pinned Windows DLL). */
+   on its first notify; mi_process_done stops it after any pass in progress (it then ends; the
+   library stays mapped: -z nodelete, the pinned Windows DLL). */
 #include "internal/internal.h"
 #include "prim/prim.h"
 
 #define MI_PURGER_GRANULARITY  (100)   /* ms: the least time between two passes */
 
 typedef enum mi_purger_state_e {
-  MI_PURGER_NONE,      /* not started (also in a fork child, and while the option is 0) */
+  MI_PURGER_NONE,      /* no thread: not started, ended for want of work, a fork child, option 0 */
   MI_PURGER_STARTING,  /* one notify is starting it */
   MI_PURGER_RUNNING,
   MI_PURGER_FAILED,    /* the OS refused the thread: purges from allocator activity only */
@@ -49,6 +53,8 @@ static _Atomic(mi_msecs_t) mi_purger_due;     /* earliest deadline notified sinc
 static _Atomic(mi_msecs_t) mi_purger_wake;    /* when the sleeping thread wakes; 0: when notified; or AWAKE */
 static _Atomic(int)        mi_purger_busy;    /* 1 while a pass runs */
 static _Atomic(int)        mi_purger_paused;  /* 1: no pass may begin (fork, process done) */
+static bool                mi_purger_wait_ready;
+static _Atomic(int)        mi_purger_started_once;   /* the verbose line is printed once per process */   /* the prim wait is initialised (by a starter) */
 
 /* The purge passes, all thread-safe and free of thread state. */
 static void mi_purger_pass(void) {
@@ -92,14 +98,28 @@ static void mi_purger_main(void* arg) {
       last = _mi_prim_clock_now();
       continue;
     }
+    if (due == 0 || !mi_option_is_enabled(mi_option_purge_thread)) {
+      /* nothing to wait for: end, so that this thread never keeps a process alive whose other
+         threads have ended (pthread_exit in main); the next notify starts another */
+      int expected = MI_PURGER_RUNNING;
+      if (!mi_atomic_cas_strong_acq_rel(&mi_purger_state, &expected, MI_PURGER_NONE)) {
+        if (expected == MI_PURGER_STARTING) mi_atomic_yield();   /* our starter is finishing */
+        continue;
+      }
+      __atomic_thread_fence(__ATOMIC_SEQ_CST);   /* (a notify writes the deadline, then reads the state) */
+      if (mi_atomic_load_acquire(&mi_purger_due) == 0 || !mi_option_is_enabled(mi_option_purge_thread)) return;
+      expected = MI_PURGER_NONE;   /* a deadline came meanwhile: go on, unless a notify starts a new thread */
+      if (mi_atomic_cas_strong_acq_rel(&mi_purger_state, &expected, MI_PURGER_RUNNING)) continue;
+      return;
+    }
     /* sleep; a notify that comes after the publication of `wake` sees it and wakes us if need be */
-    const mi_msecs_t planned = (mi_option_is_enabled(mi_option_purge_thread) ? wake : 0);
+    const mi_msecs_t planned = wake;
     mi_atomic_store_release(&mi_purger_wake, planned);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (mi_atomic_load_acquire(&mi_purger_due) != due) continue;   /* changed meanwhile */
-    _mi_prim_thread_wait(planned == 0 ? -1 : planned - now);
+    _mi_prim_thread_wait(planned - now);
   }
-  for (;;) _mi_prim_thread_wait(-1);   /* done: nothing more to do until the process ends */
+  /* the process is done: end */
 }
 
 /* The first notify: start the thread (once; again in a fork child). */
@@ -109,8 +129,9 @@ static mi_decl_noinline void mi_purger_start(void) {
   if (!mi_atomic_cas_strong_acq_rel(&mi_purger_state, &expected, MI_PURGER_STARTING)) return;
   mi_atomic_store_release(&mi_purger_wake, MI_PURGER_AWAKE);   /* (paused is 0: initially, and after a fork) */
   _mi_static_alloc_begin();   /* libc's allocations for the thread: not from a heap */
-  const int err = _mi_prim_thread_start(&mi_purger_main, NULL);
+  const int err = _mi_prim_thread_start(&mi_purger_main, NULL, !mi_purger_wait_ready);
   _mi_static_alloc_end();
+  if (err == 0) mi_purger_wait_ready = true;
   if (err != 0) {
     mi_atomic_store_release(&mi_purger_state, MI_PURGER_FAILED);
     _mi_warning_message("unable to start the purger thread (error %d): purges run from allocator activity only\n", err);
@@ -118,24 +139,26 @@ static mi_decl_noinline void mi_purger_start(void) {
   }
   expected = MI_PURGER_STARTING;
   mi_atomic_cas_strong_acq_rel(&mi_purger_state, &expected, MI_PURGER_RUNNING);   /* (not if done meanwhile) */
+  if (mi_atomic_exchange_acq_rel(&mi_purger_started_once, 1) != 0) return;   /* a restart: said once */
   _mi_verbose_message("purger thread started (purges when due, at most every %d ms; MIMALLOC_PURGE_THREAD=0 turns it off)\n", MI_PURGER_GRANULARITY);
 }
 
 void _mi_purger_notify(mi_msecs_t due) {
   const int state = mi_atomic_load_relaxed(&mi_purger_state);
-  if (mi_unlikely(state != MI_PURGER_RUNNING)) {
-    if (state != MI_PURGER_NONE) return;   /* starting, failed or done */
-    mi_purger_start();
-    if (mi_atomic_load_acquire(&mi_purger_state) != MI_PURGER_RUNNING) return;
-  }
+  if (mi_unlikely(state != MI_PURGER_RUNNING && state != MI_PURGER_NONE)) return;   /* starting, failed or done */
   mi_msecs_t known = mi_atomic_load_relaxed(&mi_purger_due);
-  if (known != 0 && known <= due) return;   /* the common case */
+  if (mi_likely(state == MI_PURGER_RUNNING && known != 0 && known <= due)) return;   /* the common case */
   while ((known == 0 || known > due) && !mi_atomic_cas_weak_acq_rel(&mi_purger_due, &known, due)) { }
+  /* (the thread publishes its wake or its end, then reads the deadline; we the reverse) */
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (mi_atomic_load_acquire(&mi_purger_state) == MI_PURGER_NONE) {
+    mi_purger_start();   /* the first notify, or the thread ended for want of work */
+    return;
+  }
   if (known != 0 && known <= due) return;   /* another notify lowered it meanwhile */
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);   /* (the thread publishes its wake, then reads the deadline) */
   const mi_msecs_t wake = mi_atomic_load_acquire(&mi_purger_wake);
-  if (wake == MI_PURGER_AWAKE) return;   /* it reads the deadline before it sleeps */
-  if (wake == 0 || due + MI_PURGER_GRANULARITY < wake) _mi_prim_thread_wake();
+  if (wake == MI_PURGER_AWAKE) return;   /* it reads the deadline before it sleeps or ends */
+  if (due + MI_PURGER_GRANULARITY < wake) _mi_prim_thread_wake();
 }
 
 /* Fork: no pass may run across it (init.c calls these before taking its locks, and after). */
@@ -159,6 +182,7 @@ void _mi_purger_fork_child(void) {
   mi_atomic_store_relaxed(&mi_purger_wake, 0);
   mi_atomic_store_relaxed(&mi_purger_busy, 0);
   mi_atomic_store_relaxed(&mi_purger_paused, 0);
+  mi_purger_wait_ready = false;   /* its lock may have been held by a thread not in the child */
 }
 
 /* mi_process_done: no pass after this returns. */

@@ -58,7 +58,7 @@ int  _mi_prim_os_protect(void* addr, size_t size, bool protect);
 int  _mi_prim_os_guard(void* addr, size_t size, bool install);
 int  _mi_prim_os_alloc_huge_os_pages(void* hint, size_t size, int numa_node, void** addr);
 bool _mi_prim_os_random_buf(void* buf, size_t buf_len);
-int  _mi_prim_os_thread_start(void (*fun)(void* arg), void* arg);
+int  _mi_prim_os_thread_start(void (*fun)(void* arg), void* arg, bool init_wait);
 #if defined(_WIN32)
 #include "windows.c"
 #else
@@ -260,7 +260,7 @@ bool _mi_prim_random_buf(void* buf, size_t buf_len) {
   return _mi_prim_os_random_buf(buf, buf_len);
 }
 
-int _mi_prim_thread_start(void (*fun)(void* arg), void* arg) {
+int _mi_prim_thread_start(void (*fun)(void* arg), void* arg, bool init_wait) {
   if (mi_fi_fail(MI_FI_THREAD, 0)) return EAGAIN;
-  return _mi_prim_os_thread_start(fun, arg);
+  return _mi_prim_os_thread_start(fun, arg, init_wait);
 }

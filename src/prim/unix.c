@@ -712,9 +712,9 @@ static void unix_wait_init(void) {
   unix_wait_woken = false;
 }
 
-int _mi_prim_thread_start(void (*fun)(void* arg), void* arg) {
+int _mi_prim_thread_start(void (*fun)(void* arg), void* arg, bool init_wait) {
   const int saved_errno = errno;
-  unix_wait_init();
+  if (init_wait) unix_wait_init();
   unix_thread_fun = fun;
   unix_thread_arg = arg;
   pthread_attr_t attr;

@@ -488,7 +488,8 @@ static DWORD WINAPI win_thread_main(LPVOID unused) {
   return 0;
 }
 
-int _mi_prim_thread_start(void (*fun)(void* arg), void* arg) {
+int _mi_prim_thread_start(void (*fun)(void* arg), void* arg, bool init_wait) {
+  (void)init_wait;   /* (made once; no fork) */
   const DWORD saved_error = GetLastError();
   const int saved_errno = errno;
   int err = 0;

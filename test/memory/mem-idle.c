@@ -2,13 +2,15 @@
 /* mem-idle.c -- an idle process gives back what it freed, without calling the allocator again
    (the purger thread, src/purger.c; MIMALLOC_PURGE_THREAD).
 
-   Usage: mem-idle large|keep|nofree|fork|small
+   Usage: mem-idle large|keep|nofree|fork|mainexit|small
      large   256 MiB in huge blocks (8 MiB - 64 KiB each: one 8 MiB huge segment, two arena
              blocks), every byte written, all freed, then 2.5 s of sleep without any call into
              the allocator (no malloc through printf either: stdout's buffer exists before).
              Then the RSS must be within MT_IDLE_MARGIN (16 MiB) of the RSS before the
              workload, the `purged` statistic must have grown by at least 200 MiB, the process
-             must have two threads (ours and the purger; ThreadSanitizer adds one), and with MIMALLOC_VERBOSE on the
+             must have had two threads right after the frees (ours and the purger;
+             ThreadSanitizer adds one) and one after the idle time (the purger ends when nothing
+             waits), and with MIMALLOC_VERBOSE on the
              purger must have said once that it started.
      keep    (MIMALLOC_PURGE_THREAD=0) the same workload: after the 2.5 s the RSS is still at
              least 200 MiB above the start (nothing purges while nobody calls the allocator:
@@ -18,10 +20,12 @@
              never gets the purger), and the purger never said it started.
      fork    the parent frees 64 MiB (its purger starts), idles 1 s (its RSS must be back
              within MT_IDLE_MARGIN) and forks; the child has one thread
-             (the purger is not inherited), allocates and frees 128 MiB in huge blocks, idles
-             2.5 s and must then be within MT_IDLE_MARGIN of its RSS after the fork, with a
-             purger of its own (two threads). The parent's RSS, after idling while it waits
+             (the purger is not inherited), allocates and frees 128 MiB in huge blocks (a purger
+             of its own starts: two threads), idles 2.5 s and must then be within MT_IDLE_MARGIN
+             of its RSS after the fork. The parent's RSS, after idling while it waits
              for the child, is within MT_IDLE_MARGIN of its start too.
+     mainexit  main frees 64 MiB (the purger starts) and calls pthread_exit: the process must
+             end (the purger must not keep it alive; ctest's TIMEOUT of 30 s would fail it).
      small   (not registered in ctest until the segments' slot purge queues are process-wide:
              today a thread's freed pages wait in that thread's queue, which the purger cannot
              reach) 128 MiB of 16 KiB blocks, all freed but one per 4 MiB so the segments stay,
@@ -34,6 +38,7 @@
    Under a sanitizer the RSS figures are not asserted (memory-common.h MT_RSS_ASSERTS); the
    statistics and the thread counts are. */
 #include "memory-common.h"
+#include <pthread.h>
 
 #define MT_IDLE_MARGIN  (16 * MiB)   /* RSS after the idle time above the start, at most */
 #define MT_IDLE_MS      2500
@@ -102,13 +107,23 @@ static size_t mt_baseline(const char* name) {
   return mt_rss();
 }
 
-/* The workload of large, keep and fork: returns the RSS at the peak. */
-static size_t mt_alloc_free_idle(size_t total) {
+/* The workload of large, keep and fork: returns the RSS at the peak; *threads: the thread
+   count right after the frees (with the purger busy). */
+static size_t mt_alloc_free_idle(size_t total, int* threads) {
   const size_t n = mt_alloc_huge(total);
   const size_t peak = mt_rss();
   mt_free_all(n);
+  *threads = mt_threads();
   mt_sleep_ms(MT_IDLE_MS);   /* no allocator call from here to the measurement */
   return peak;
+}
+
+/* The purger runs (count: right after frees) or has ended (after the idle time: nothing
+   waits). */
+static void mt_check_purger_threads(int busy, int idle) {
+  CHECK_GE((size_t)busy, 2);
+  CHECK_LE((size_t)busy, (size_t)MT_PURGER_THREADS(2));
+  CHECK_LE((size_t)idle, (size_t)MT_PURGER_THREADS(1));
 }
 
 static int test_large(bool keep) {
@@ -117,7 +132,8 @@ static int test_large(bool keep) {
   mt_verbose_capture();
   const size_t rss0 = mt_baseline(name);
   const int64_t purged0 = mt_stats()->purged.total;
-  const size_t peak = mt_alloc_free_idle(256 * MiB);
+  int busy_threads = 0;
+  const size_t peak = mt_alloc_free_idle(256 * MiB, &busy_threads);
   const size_t rss1 = mt_rss();
   const int threads = mt_threads();
   const int64_t purged = mt_stats()->purged.total - purged0;
@@ -128,13 +144,12 @@ static int test_large(bool keep) {
   }
   if (keep) CHECK_MSG(purged < (int64_t)(64 * MiB), "purged %.1f MiB without the purger", (double)purged / MiB);
   else CHECK_MSG(purged >= (int64_t)(200 * MiB), "purged only %.1f MiB while idle", (double)purged / MiB);
-  if (keep) CHECK_EQ(threads, 1);
-  else CHECK_LE((size_t)threads, (size_t)MT_PURGER_THREADS(2));
-  if (!keep) CHECK_GE((size_t)threads, 2);
+  if (keep) { CHECK_EQ(busy_threads, 1); CHECK_EQ(threads, 1); }
+  else mt_check_purger_threads(busy_threads, threads);
   CHECK_EQ(mt_purger_started_lines(), keep ? 0 : 1);
   mt_verbose_end();
-  return test_summary(name, "RSS start %.1f MiB, peak %+.1f MiB, after %d ms idle %+.1f MiB; purged %.1f MiB; %d threads",
-                      mt_mib(rss0), mt_mib_diff(peak, rss0), MT_IDLE_MS, mt_mib_diff(rss1, rss0), (double)purged / MiB, threads);
+  return test_summary(name, "RSS start %.1f MiB, peak %+.1f MiB, after %d ms idle %+.1f MiB; purged %.1f MiB; threads %d after the frees, %d after the idle time",
+                      mt_mib(rss0), mt_mib_diff(peak, rss0), MT_IDLE_MS, mt_mib_diff(rss1, rss0), (double)purged / MiB, busy_threads, threads);
 }
 
 static int test_nofree(void) {
@@ -159,11 +174,10 @@ static int test_nofree(void) {
 static int test_fork(void) {
   const size_t rss0 = mt_baseline("mem-idle fork");
   mt_free_all(mt_alloc_huge(64 * MiB));
+  const int threads = mt_threads();   /* the parent's purger */
   mt_sleep_ms(1000);           /* (so the child starts from purged memory, not from the parent's freed blocks) */
   const size_t rss_fork = mt_rss();
-  const int threads = mt_threads();
-  CHECK_GE((size_t)threads, 2);   /* the parent's purger */
-  CHECK_LE((size_t)threads, (size_t)MT_PURGER_THREADS(2));
+  mt_check_purger_threads(threads, mt_threads());
   if (MT_RSS_ASSERTS) {
     CHECK_MSG(rss_fork <= rss0 + MT_IDLE_MARGIN, "parent: 1 s after its frees the RSS is %.1f MiB above the start", mt_mib_diff(rss_fork, rss0));
   }
@@ -174,18 +188,18 @@ static int test_fork(void) {
   if (pid == 0) {
     const int threads0 = mt_threads();
     const size_t crss0 = mt_rss();
-    const size_t peak = mt_alloc_free_idle(128 * MiB);
+    int threads1 = 0;
+    const size_t peak = mt_alloc_free_idle(128 * MiB, &threads1);
     const size_t crss1 = mt_rss();
-    const int threads1 = mt_threads();
+    const int threads2 = mt_threads();
     CHECK_EQ(threads0, 1);
-    CHECK_GE((size_t)threads1, 2);
-    CHECK_LE((size_t)threads1, (size_t)MT_PURGER_THREADS(2));
+    mt_check_purger_threads(threads1, threads2);
     if (MT_RSS_ASSERTS) {
       CHECK_MSG(peak >= crss0 + 120 * MiB, "the child touched only %.1f MiB", mt_mib_diff(peak, crss0));
       CHECK_MSG(crss1 <= crss0 + MT_IDLE_MARGIN, "child: after %d ms idle the RSS is %.1f MiB above its start (margin %zu MiB)", MT_IDLE_MS, mt_mib_diff(crss1, crss0), MT_IDLE_MARGIN / MiB);
     }
-    const int rc = test_summary("mem-idle fork (child)", "RSS after the fork %.1f MiB, peak %+.1f MiB, after %d ms idle %+.1f MiB; threads %d then %d",
-                                mt_mib(crss0), mt_mib_diff(peak, crss0), MT_IDLE_MS, mt_mib_diff(crss1, crss0), threads0, threads1);
+    const int rc = test_summary("mem-idle fork (child)", "RSS after the fork %.1f MiB, peak %+.1f MiB, after %d ms idle %+.1f MiB; threads %d, %d, %d",
+                                mt_mib(crss0), mt_mib_diff(peak, crss0), MT_IDLE_MS, mt_mib_diff(crss1, crss0), threads0, threads1, threads2);
     _exit(rc);
   }
   int status = 0;
@@ -221,6 +235,17 @@ static int test_small(void) {
                       mt_mib(rss0), mt_mib_diff(peak, rss0), MT_IDLE_MS, mt_mib_diff(rss1, rss0));
 }
 
+/* main frees (the purger starts) and ends with pthread_exit: the process must end (ctest's
+   timeout catches a thread of ours that keeps it alive). */
+static int test_mainexit(void) {
+  (void)mt_baseline("mem-idle mainexit");
+  mt_free_all(mt_alloc_huge(64 * MiB));
+  CHECK_GE((size_t)mt_threads(), 2);
+  test_summary("mem-idle mainexit", "main calls pthread_exit with the purger running");
+  fflush(stdout);
+  pthread_exit(NULL);
+}
+
 int main(int argc, char** argv) {
   const char* mode = (argc > 1 ? argv[1] : "");
   if (strcmp(mode, "large") == 0) return test_large(false);
@@ -228,6 +253,7 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "nofree") == 0) return test_nofree();
   if (strcmp(mode, "fork") == 0) return test_fork();
   if (strcmp(mode, "small") == 0) return test_small();
-  fprintf(stderr, "usage: mem-idle large|keep|nofree|fork|small\n");
+  if (strcmp(mode, "mainexit") == 0) return test_mainexit();
+  fprintf(stderr, "usage: mem-idle large|keep|nofree|fork|small|mainexit\n");
   return 2;
 }
