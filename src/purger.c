@@ -63,12 +63,11 @@ static void mi_purger_pass(void) {
      _mi_segments_purge_shared(false); */
 }
 
-/* Run a pass unless paused; the pause and the busy flag form a handshake (both sequentially
+/* Run a pass unless paused; the pause and the busy flag form a handshake (sequentially
    consistent): a pauser that then sees busy == 0 knows no pass runs until it unpauses. */
 static bool mi_purger_try_pass(void) {
-  mi_atomic_store_release(&mi_purger_busy, 1);
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  const bool run = (mi_atomic_load_acquire(&mi_purger_paused) == 0);
+  mi_atomic_store_seq_cst(&mi_purger_busy, 1);
+  const bool run = (mi_atomic_load_seq_cst(&mi_purger_paused) == 0);
   if (run) mi_purger_pass();
   mi_atomic_store_release(&mi_purger_busy, 0);
   return run;
@@ -76,9 +75,8 @@ static bool mi_purger_try_pass(void) {
 
 /* Pause (or with `stop`, end) the passes; returns once no pass runs. */
 static void mi_purger_pause(void) {
-  mi_atomic_store_release(&mi_purger_paused, 1);
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  while (mi_atomic_load_acquire(&mi_purger_busy) != 0) mi_atomic_yield();   /* at most one pass */
+  mi_atomic_store_seq_cst(&mi_purger_paused, 1);
+  while (mi_atomic_load_seq_cst(&mi_purger_busy) != 0) mi_atomic_yield();   /* at most one pass */
 }
 
 static void mi_purger_main(void* arg) {
@@ -87,9 +85,8 @@ static void mi_purger_main(void* arg) {
   for (;;) {
     const int state = mi_atomic_load_acquire(&mi_purger_state);
     if (state != MI_PURGER_RUNNING && state != MI_PURGER_STARTING) break;   /* (it may run before its starter goes on) */
-    mi_atomic_store_release(&mi_purger_wake, MI_PURGER_AWAKE);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    const mi_msecs_t due = mi_atomic_load_acquire(&mi_purger_due);
+    mi_atomic_store_seq_cst(&mi_purger_wake, MI_PURGER_AWAKE);
+    const mi_msecs_t due = mi_atomic_load_seq_cst(&mi_purger_due);
     const mi_msecs_t now = _mi_prim_clock_now();
     const mi_msecs_t wake = (due == 0 ? 0 : (due > last + MI_PURGER_GRANULARITY ? due : last + MI_PURGER_GRANULARITY));
     if (due != 0 && wake <= now && mi_option_is_enabled(mi_option_purge_thread)) {
@@ -102,21 +99,20 @@ static void mi_purger_main(void* arg) {
       /* nothing to wait for: end, so that this thread never keeps a process alive whose other
          threads have ended (pthread_exit in main); the next notify starts another */
       int expected = MI_PURGER_RUNNING;
-      if (!mi_atomic_cas_strong_acq_rel(&mi_purger_state, &expected, MI_PURGER_NONE)) {
+      if (!mi_atomic_cas_strong_seq_cst(&mi_purger_state, &expected, MI_PURGER_NONE)) {
         if (expected == MI_PURGER_STARTING) mi_atomic_yield();   /* our starter is finishing */
         continue;
       }
-      __atomic_thread_fence(__ATOMIC_SEQ_CST);   /* (a notify writes the deadline, then reads the state) */
-      if (mi_atomic_load_acquire(&mi_purger_due) == 0 || !mi_option_is_enabled(mi_option_purge_thread)) return;
+      /* (a notify writes the deadline, then reads the state) */
+      if (mi_atomic_load_seq_cst(&mi_purger_due) == 0 || !mi_option_is_enabled(mi_option_purge_thread)) return;
       expected = MI_PURGER_NONE;   /* a deadline came meanwhile: go on, unless a notify starts a new thread */
       if (mi_atomic_cas_strong_acq_rel(&mi_purger_state, &expected, MI_PURGER_RUNNING)) continue;
       return;
     }
     /* sleep; a notify that comes after the publication of `wake` sees it and wakes us if need be */
     const mi_msecs_t planned = wake;
-    mi_atomic_store_release(&mi_purger_wake, planned);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (mi_atomic_load_acquire(&mi_purger_due) != due) continue;   /* changed meanwhile */
+    mi_atomic_store_seq_cst(&mi_purger_wake, planned);
+    if (mi_atomic_load_seq_cst(&mi_purger_due) != due) continue;   /* changed meanwhile */
     _mi_prim_thread_wait(planned - now);
   }
   /* the process is done: end */
@@ -148,15 +144,14 @@ void _mi_purger_notify(mi_msecs_t due) {
   if (mi_unlikely(state != MI_PURGER_RUNNING && state != MI_PURGER_NONE)) return;   /* starting, failed or done */
   mi_msecs_t known = mi_atomic_load_relaxed(&mi_purger_due);
   if (mi_likely(state == MI_PURGER_RUNNING && known != 0 && known <= due)) return;   /* the common case */
-  while ((known == 0 || known > due) && !mi_atomic_cas_weak_acq_rel(&mi_purger_due, &known, due)) { }
+  while ((known == 0 || known > due) && !mi_atomic_cas_weak_seq_cst(&mi_purger_due, &known, due)) { }
   /* (the thread publishes its wake or its end, then reads the deadline; we the reverse) */
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  if (mi_atomic_load_acquire(&mi_purger_state) == MI_PURGER_NONE) {
+  if (mi_atomic_load_seq_cst(&mi_purger_state) == MI_PURGER_NONE) {
     mi_purger_start();   /* the first notify, or the thread ended for want of work */
     return;
   }
   if (known != 0 && known <= due) return;   /* another notify lowered it meanwhile */
-  const mi_msecs_t wake = mi_atomic_load_acquire(&mi_purger_wake);
+  const mi_msecs_t wake = mi_atomic_load_seq_cst(&mi_purger_wake);
   if (wake == MI_PURGER_AWAKE) return;   /* it reads the deadline before it sleeps or ends */
   if (due + MI_PURGER_GRANULARITY < wake) _mi_prim_thread_wake();
 }
