@@ -671,6 +671,7 @@ typedef enum mi_option_e {
 #define MI_OPTION_EXT_FIRST      1000
 #define mi_option_live           ((mi_option_t)1000)   /* MIMALLOC_LIVE: publish live statistics for tools/mimalloc-live */
 #define mi_option_live_interval  ((mi_option_t)1001)   /* MIMALLOC_LIVE_INTERVAL: ms between publications (10..60000) */
+#define mi_option_purge_thread   ((mi_option_t)1002)   /* MIMALLOC_PURGE_THREAD: 0 = no background purger thread */
 
 #if defined(__cplusplus)
 extern "C" {

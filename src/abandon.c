@@ -74,6 +74,7 @@ void _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld) {
   mi_assert_expensive(_mi_subproc_validate_locked(subproc));
   mi_lock_release(&subproc->lock);
   _mi_segment_free_released(released);
+  _mi_segments_notify_purger(subproc);
 }
 
 /* free.c: the free of an abandoned page's last live block (its thread_free count at
@@ -99,6 +100,7 @@ bool _mi_segment_abandoned_free_last(mi_segment_t* segment, mi_page_t* page, mi_
   }
   mi_lock_release(&subproc->lock);
   _mi_segment_free_released(released);
+  _mi_segments_notify_purger(subproc);
   return true;
 }
 

@@ -29,8 +29,9 @@
    descriptor with every block claimed, so nothing allocates there, and is mapped again before
    a new arena is reserved. So the address space follows the memory in use: at most one empty
    reservation beyond it. Due purges run from ordinary allocator activity (arena allocation and
-   free, the allocation slow path) and from mi_collect(true). _mi_arenas_try_purge is
-   thread-safe and needs no thread state: it is the seam for a background purger. */
+   free, the allocation slow path), from mi_collect(true) and from the purger thread (purger.c),
+   which every scheduled deadline is told of (mi_arenas_purge_scheduled, also for the deadlines
+   a pass leaves). _mi_arenas_try_purge is thread-safe and needs no thread state. */
 #include "internal/internal.h"
 #include "internal/bitmap.h"
 #include "prim/prim.h"
@@ -584,6 +585,13 @@ static void mi_arena_expire_at_most(mi_arena_t* arena, mi_msecs_t due) {
   while ((expire == 0 || expire > due) && !mi_atomic_cas_weak_acq_rel(&arena->purge_expire, &expire, due)) { }
 }
 
+/* A purge is scheduled, due at `due`: the passes look again (_mi_arenas_try_purge), and the
+   purger thread wakes by then (purger.c). After the deadlines and bits are written. */
+static void mi_arenas_purge_scheduled(mi_msecs_t due) {
+  mi_atomic_store_release(&_mi_arenas_purge_pending, 1);
+  _mi_purger_notify(due);
+}
+
 /* Schedule (or with purge_delay 0 do) the purge of blocks the caller still holds in use. */
 static void mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count) {
   const mi_msecs_t delay = mi_arena_purge_delay();
@@ -602,7 +610,7 @@ static void mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count)
   for (size_t i = idx; i < idx + count; i++) mi_atomic_store_relaxed(&arena->purge_due[i], due);
   _mi_bitmap_set(arena->blocks_purge, idx, count, NULL);   /* (release: the deadlines first) */
   mi_arena_expire_at_most(arena, due);
-  mi_atomic_store_release(&_mi_arenas_purge_pending, 1);
+  mi_arenas_purge_scheduled(due);
 }
 
 void _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_memid_t* memid) {
@@ -636,8 +644,9 @@ void _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_memid_
     mi_atomic_sub_relaxed(&mi_arenas_inuse, count);
     if (mi_atomic_sub_relaxed(&arena->blocks_used, count) == count && arena->on_demand && mi_arena_purge_delay() >= 0) {
       /* empty: the purge pass releases it when it is still empty after the delay */
-      mi_arena_expire_at_most(arena, _mi_prim_clock_now() + mi_arena_purge_delay());
-      mi_atomic_store_release(&_mi_arenas_purge_pending, 1);
+      const mi_msecs_t due = _mi_prim_clock_now() + mi_arena_purge_delay();
+      mi_arena_expire_at_most(arena, due);
+      mi_arenas_purge_scheduled(due);
     }
   }
   _mi_arenas_try_purge(false);
@@ -750,6 +759,7 @@ void _mi_arenas_try_purge(bool force) {
   const size_t n = mi_arenas_count();
   const mi_msecs_t now = _mi_prim_clock_now();
   bool pending = false;
+  mi_msecs_t next_due = 0;   /* the earliest deadline left (0: unknown or none) */
   if (now - mi_atomic_load_relaxed(&mi_arenas_backoff_time) >= 1000) mi_arenas_backoff_step(false, now);
   mi_atomic_store_relaxed(&_mi_arenas_purge_pending, 0);
   for (size_t i = 0; i < n; i++) {
@@ -757,16 +767,24 @@ void _mi_arenas_try_purge(bool force) {
     if (arena == NULL || arena->is_pinned) continue;
     mi_msecs_t expire = mi_atomic_load_acquire(&arena->purge_expire);
     if (expire == 0) continue;
-    if (!force && expire > now) { pending = true; continue; }
-    /* one purger per arena at a time: whoever resets the deadline */
-    if (!mi_atomic_cas_strong_acq_rel(&arena->purge_expire, &expire, 0)) { pending = true; continue; }
+    /* one purger per arena at a time: whoever resets the deadline (a pass that loses the
+       race, or finds the arena not due, leaves the deadline to whoever set it) */
+    if ((!force && expire > now) || !mi_atomic_cas_strong_acq_rel(&arena->purge_expire, &expire, 0)) {
+      pending = true;
+      if (expire != 0 && (next_due == 0 || expire < next_due)) next_due = expire;
+      continue;
+    }
     size_t purged;
     const mi_msecs_t next = mi_arena_purge_due(arena, now, force, &purged);
     if (purged > 0) mi_os_stat_counter_increase(arena_purges, 1);
-    if (next != 0) { mi_arena_expire_at_most(arena, next); pending = true; }
+    if (next != 0) {
+      mi_arena_expire_at_most(arena, next);
+      pending = true;
+      if (next_due == 0 || next < next_due) next_due = next;
+    }
     else mi_arena_try_release(arena, i);
   }
-  if (pending) mi_atomic_store_release(&_mi_arenas_purge_pending, 1);
+  if (pending) mi_arenas_purge_scheduled(next_due == 0 ? now + 1 : next_due);
   mi_assert_expensive(_mi_arenas_validate());
 }
 

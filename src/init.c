@@ -148,43 +148,56 @@ static void mi_report_active(void) {
   _mi_verbose_message("allocator active: " MI_VERSION_TEXT_FMT "; " MI_BUILD_NAME " build%s)\n", MI_VERSION_TEXT_ARGS, serves);
 }
 
+/* Static allocation (internal.h): the calling thread's default heap is the empty one between
+   begin and end, so its allocations reach the generic path's uninitialised-heap branch, which
+   serves them here from a static room while this thread is the marked one: not heap memory,
+   never counted, never freed, and no heap structure is touched (the caller may be in the middle
+   of a free). The room's pages are touched only when used. Beyond the room (a program with
+   hundreds of TLS-using objects) the allocations come from the thread's heap after all. */
+_Atomic(uintptr_t) _mi_static_alloc_thread;
+static mi_heap_t*  mi_static_alloc_heap;               /* the thread's default heap meanwhile */
+#define MI_STATIC_ALLOC_ROOM  (4*MI_KiB)
+static uint8_t     mi_static_alloc_room[MI_STATIC_ALLOC_ROOM] __attribute__((aligned(MI_MAX_ALIGN_SIZE)));
+static size_t      mi_static_alloc_used;
+
+void _mi_static_alloc_begin(void) {
+  mi_static_alloc_heap = mi_prim_get_default_heap();
+  _mi_heap_set_default_direct((mi_heap_t*)&_mi_heap_empty);
+  mi_atomic_store_release(&_mi_static_alloc_thread, _mi_thread_id());
+}
+
+void _mi_static_alloc_end(void) {
+  mi_atomic_store_release(&_mi_static_alloc_thread, (uintptr_t)0);
+  _mi_heap_set_default_direct(mi_static_alloc_heap);
+}
+
+void* _mi_static_alloc(size_t size, bool zero, size_t huge_alignment, size_t align_offset) {
+  const size_t bsize = _mi_align_up(size == 0 ? 1 : size, MI_MAX_ALIGN_SIZE);
+  if (huge_alignment == 0 && bsize <= MI_STATIC_ALLOC_ROOM - mi_static_alloc_used) {
+    void* p = &mi_static_alloc_room[mi_static_alloc_used];   /* all zero: never handed out before */
+    mi_static_alloc_used += bsize;
+    return p;
+  }
+  mi_heap_t* heap = mi_static_alloc_heap;
+  if (!mi_heap_is_initialized(heap)) return NULL;   /* (a thread that never allocated: no heap to fall back on) */
+  return _mi_malloc_generic(size, heap, zero, huge_alignment, align_offset);   /* the room is used up */
+}
+
+bool _mi_static_alloc_contains(const void* p) {
+  return ((const uint8_t*)p >= mi_static_alloc_room && (const uint8_t*)p < mi_static_alloc_room + MI_STATIC_ALLOC_ROOM);
+}
+
 /* The fork handlers are registered after init is complete: pthread_atfork may allocate.
    glibc keeps the first registrations in static storage; musl mallocs a 40-byte record for
    each (and never frees it), which would come from the heap: a segment and a page at start-up
    in the statistics, a "leak" of one block in every program's leak report, and with
    disallow_os_alloc (no arena reserved yet) a failed registration with an error about an
-   allocation the program never made. With MI_ATFORK_RECORDS (musl) the thread's default heap
-   is the empty one while it registers, so its allocations reach the generic path's
-   uninitialised-heap branch, which serves them here from static storage: not heap memory,
-   never counted, never freed. (Later registrations by the program are its own allocations.) */
-_Atomic(uintptr_t) _mi_atfork_registering;
-static mi_heap_t*  mi_atfork_heap;                     /* the registering thread's heap */
-#define MI_ATFORK_ROOM  (4*64)                         /* room for a few records */
-static uint8_t     mi_atfork_room[MI_ATFORK_ROOM] __attribute__((aligned(MI_MAX_ALIGN_SIZE)));
-static size_t      mi_atfork_room_used;
-
-void* _mi_atfork_record_malloc(size_t size, bool zero, size_t huge_alignment, size_t align_offset) {
-  const size_t bsize = _mi_align_up(size == 0 ? 1 : size, MI_MAX_ALIGN_SIZE);
-  if (huge_alignment == 0 && bsize <= MI_ATFORK_ROOM - mi_atfork_room_used) {
-    void* p = &mi_atfork_room[mi_atfork_room_used];   /* all zero: never handed out before */
-    mi_atfork_room_used += bsize;
-    return p;
-  }
-  return _mi_malloc_generic(size, mi_atfork_heap, zero, huge_alignment, align_offset);   /* the room is used up */
-}
-
+   allocation the program never made. With MI_ATFORK_RECORDS (musl) the registration runs under
+   static allocation. (Later registrations by the program are its own allocations.) */
 static void mi_register_fork_handlers(void) {
-  mi_heap_t* const heap = mi_prim_get_default_heap();
-  if (MI_ATFORK_RECORDS) {
-    mi_atfork_heap = heap;
-    _mi_heap_set_default_direct((mi_heap_t*)&_mi_heap_empty);
-    mi_atomic_store_release(&_mi_atfork_registering, _mi_thread_id());
-  }
+  if (MI_ATFORK_RECORDS) _mi_static_alloc_begin();
   const bool ok = _mi_prim_atfork(&mi_fork_prepare, &mi_fork_parent, &mi_fork_child);
-  if (MI_ATFORK_RECORDS) {
-    mi_atomic_store_release(&_mi_atfork_registering, (uintptr_t)0);
-    _mi_heap_set_default_direct(heap);
-  }
+  if (MI_ATFORK_RECORDS) _mi_static_alloc_end();
   if (!ok) _mi_warning_message("unable to register the fork handlers\n");
 }
 
@@ -241,6 +254,7 @@ void mi_process_done(void) mi_attr_noexcept {
   if (!_mi_process_is_initialized) return;
   int expected = 0;
   if (!mi_atomic_cas_strong_acq_rel(&mi_process_done_state, &expected, 1)) return;
+  _mi_purger_done();   /* no background purge while we report and after */
   if (mi_option_is_enabled(mi_option_destroy_on_exit)) {
     mi_collect(true);
   }
@@ -341,6 +355,13 @@ mi_subproc_id_t mi_subproc_main(void) {
    mi_subprocs_lock, then a subprocess' lock. */
 static mi_lock_t mi_subprocs_lock = MI_LOCK_INIT;
 
+/* Call `visit` on every subprocess under the list's lock (the purger's passes, segment.c). */
+void _mi_subprocs_visit(void (*visit)(mi_subproc_t* subproc, void* arg), void* arg) {
+  mi_lock_acquire(&mi_subprocs_lock);
+  for (mi_subproc_t* sp = &_mi_subproc_main; sp != NULL; sp = sp->next) visit(sp, arg);
+  mi_lock_release(&mi_subprocs_lock);
+}
+
 mi_subproc_id_t mi_subproc_new(void) {
   mi_subproc_t* subproc = (mi_subproc_t*)_mi_os_alloc(sizeof(mi_subproc_t), NULL);
   if (subproc == NULL) return NULL;
@@ -373,6 +394,7 @@ void mi_subproc_delete(mi_subproc_id_t subproc_id) {
    inherits one held by a thread that does not exist there. (A block visitor that forks while
    mi_abandoned_visit_blocks holds a lock would deadlock; visitors must not fork.) */
 static void mi_fork_prepare(void) {
+  _mi_purger_fork_prepare();   /* first: a pass may take locks */
   mi_lock_acquire(&mi_subprocs_lock);
   for (mi_subproc_t* sp = &_mi_subproc_main; sp != NULL; sp = sp->next) {
     mi_lock_acquire(&sp->lock);
@@ -384,6 +406,7 @@ static void mi_fork_parent(void) {
     mi_lock_release(&sp->lock);
   }
   mi_lock_release(&mi_subprocs_lock);
+  _mi_purger_fork_parent();
 }
 
 /* In the child only the forking thread exists; it held every lock, and new locks are free. */
@@ -395,6 +418,7 @@ static void mi_fork_child(void) {
   mi_heap_t* heap = mi_prim_get_default_heap();
   _mi_live_fork_child(mi_heap_is_initialized(heap) ? heap->tld : NULL);
   _mi_heap_after_fork_child(heap);
+  _mi_purger_fork_child();   /* the thread is not in the child: started again on first need */
 }
 
 void mi_subproc_add_current_thread(mi_subproc_id_t subproc_id) {

@@ -47,7 +47,7 @@ typedef struct mi_option_desc_s {
 
 /* mimalloc's options (numbered 0 .. _mi_option_last-1), then this implementation's own from
    MI_OPTION_EXT_FIRST on (mimalloc.h): the table index of an option is mi_option_index. */
-#define MI_OPTION_EXT_COUNT  (2)
+#define MI_OPTION_EXT_COUNT  (3)
 #define MI_OPTION_COUNT      (_mi_option_last + MI_OPTION_EXT_COUNT)
 
 static mi_option_desc_t mi_options[MI_OPTION_COUNT] = {
@@ -94,6 +94,7 @@ static mi_option_desc_t mi_options[MI_OPTION_COUNT] = {
   /* this implementation's own (MI_OPTION_EXT_FIRST ..) */
   MI_OPT(0,     live, "live", NULL, false, 0, 1),
   MI_OPT(1000,  live_interval, "live_interval", NULL, false, 10, 60000),
+  MI_OPT(1,     purge_thread, "purge_thread", NULL, false, 0, 1),
 };
 
 /* The table index of an option, or -1 for a number that is no option. */

@@ -632,8 +632,8 @@ static mi_page_t* mi_find_page(mi_heap_t* heap, size_t size, size_t huge_alignme
 #define MI_GENERIC_WORK_EVERY  (4)
 void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) {
   if (mi_unlikely(!mi_heap_is_initialized(heap))) {
-    if (MI_ATFORK_RECORDS && mi_unlikely(_mi_thread_id_is(mi_atomic_load_relaxed(&_mi_atfork_registering)))) {
-      return _mi_atfork_record_malloc(size, zero, huge_alignment, align_offset);   /* libc's record of our fork handlers */
+    if (mi_unlikely(_mi_thread_id_is(mi_atomic_load_relaxed(&_mi_static_alloc_thread)))) {
+      return _mi_static_alloc(size, zero, huge_alignment, align_offset);   /* libc's, for a call of ours */
     }
     mi_thread_init();
     heap = mi_prim_get_default_heap();

@@ -313,6 +313,8 @@ static void mi_segment_slot_schedule_purge(mi_segment_t* segment, mi_page_t* pag
   mi_atomic_add_relaxed(&subproc->purge_count, 1);
   page->purge_expire = _mi_prim_clock_now() + delay;
   page->purge_pending = 1;
+  const mi_msecs_t next = mi_atomic_load_relaxed(&subproc->purge_next);
+  if (next == 0 || page->purge_expire < next) mi_atomic_store_relaxed(&subproc->purge_next, page->purge_expire);
   mi_page_t* before = queue->last;   /* insert after it */
   while (before != NULL && before->purge_expire > page->purge_expire) before = before->prev;
   page->prev = before;
@@ -337,11 +339,18 @@ static void mi_segment_unqueue_purges(mi_segment_t* segment) {
   }
 }
 
+/* After the lock is dropped: tell the purger thread (purger.c) of the earliest slot purge. */
+void _mi_segments_notify_purger(mi_subproc_t* subproc) {
+  const mi_msecs_t next = mi_atomic_load_relaxed(&subproc->purge_next);
+  if (next != 0) _mi_purger_notify(next);
+}
+
 /* Purge the queued slots that are due (all with force), oldest first. */
 static void mi_segments_try_purge(mi_subproc_t* subproc, bool force) {
   if (mi_atomic_load_relaxed(&subproc->purge_count) == 0) return;
   mi_segments_lock(subproc);
   const mi_msecs_t now = _mi_prim_clock_now();
+  mi_msecs_t next = 0;
   for (size_t kind = 0; kind < MI_PAGE_HUGE; kind++) {
     mi_page_t* page;
     while ((page = subproc->purge[kind].first) != NULL && (force || page->purge_expire <= now)) {
@@ -349,9 +358,22 @@ static void mi_segments_try_purge(mi_subproc_t* subproc, bool force) {
       mi_purge_queue_remove(segment, page);
       mi_segment_slot_purge(segment, page);
     }
+    if (page != NULL && (next == 0 || page->purge_expire < next)) next = page->purge_expire;
   }
+  mi_atomic_store_relaxed(&subproc->purge_next, next);
   mi_assert_expensive(_mi_subproc_validate_locked(subproc));
   mi_segments_unlock(subproc);
+  _mi_segments_notify_purger(subproc);   /* (a pass of the purger must notify what it leaves) */
+}
+
+static void mi_segments_purge_visit(mi_subproc_t* subproc, void* arg) {
+  mi_segments_try_purge(subproc, *(const bool*)arg);
+}
+
+/* The purger thread's pass: the due slot purges of every subprocess (thread-safe, no thread
+   state needed). */
+void _mi_segments_purge_shared(bool force) {
+  _mi_subprocs_visit(&mi_segments_purge_visit, &force);
 }
 
 static void mi_segment_free(mi_segment_t* segment);
@@ -827,19 +849,21 @@ void _mi_segment_free_released(mi_segment_t* segment) {
 /* The owner returns an empty page (page.c). */
 void _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld) {
   mi_segment_t* segment = _mi_page_segment(page);
+  mi_subproc_t* subproc = segment->subproc;
+  const bool has_slots = mi_segment_has_slots(segment);
   mi_segment_t* released;
-  if (!mi_segment_has_slots(segment)) {
+  if (!has_slots) {
     released = _mi_segment_page_release_locked(page, false);   /* a huge segment: nobody else knows it */
   }
   else {
-    mi_subproc_t* subproc = segment->subproc;
     mi_segments_lock(subproc);
     released = _mi_segment_page_release_locked(page, false);
     if (released == NULL) page->freed_by = mi_thread_hash8();
     mi_assert_expensive(_mi_segment_validate_locked(segment));
     mi_segments_unlock(subproc);
   }
-  _mi_segment_free_released(released);
+  _mi_segment_free_released(released);   /* (segment may be gone now) */
+  if (has_slots) _mi_segments_notify_purger(subproc);
   /* a thread that is mostly freeing (shrinking) purges as it goes */
   _mi_segments_purge_tick(tld);
 }
@@ -897,6 +921,7 @@ static mi_page_t* mi_segment_page_alloc_in(mi_heap_t* heap, mi_page_kind_t kind,
   }
   page = mi_segment_page_claim(_mi_page_segment(page), page, count);
   mi_segments_unlock(subproc);
+  _mi_segments_notify_purger(subproc);   /* (a new segment's stale slots, a failed claim's) */
   return page;
 }
 

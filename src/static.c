@@ -29,6 +29,7 @@ void _mi_text_begin(void) { }
 #include "os.c"
 #include "page.c"
 #include "posix.c"
+#include "purger.c"
 #include "random.c"
 #include "secure.c"
 #include "guarded.c"

@@ -470,10 +470,11 @@ bool _mi_arenas_validate(void) {
       _mi_bitmap_clear(a.inuse, i, 1);
       if (purge && due > 0) {
         /* a purge pass that found the block claimed here skipped it: make sure one looks again
-           (as arena.c does when it schedules a purge) */
+           (as arena.c does when it schedules a purge, telling the purger thread too) */
         mi_msecs_t expire = mi_atomic_load_relaxed(a.purge_expire);
         while ((expire == 0 || expire > due) && !mi_atomic_cas_weak_acq_rel(a.purge_expire, &expire, due)) { }
         mi_atomic_store_release(&_mi_arenas_purge_pending, 1);
+        _mi_purger_notify(due);
       }
       if (purge) {
         mi_check_eq(S, (uint8_t*)A + i * MI_ARENA_BLOCK_SIZE, "blocks_committed bit (purge bit set: purge is a subset of committed)", 1, committed);

@@ -62,9 +62,9 @@ run_suite secure -DCMAKE_BUILD_TYPE=Release -DMI_SECURE=ON
 run_suite asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=address
 run_suite track-valgrind -DCMAKE_BUILD_TYPE=Release -DMI_TRACK_VALGRIND=ON
 run_suite track-asan -DCMAKE_BUILD_TYPE=Release -DMI_TRACK_ASAN=ON
-TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=thread -- -L stress
+TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=thread -- -L "stress|purger"
 # the debug build's checks run on the freeing thread (padding, double-free search): race-free too
-TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan-debug -DCMAKE_BUILD_TYPE=Debug -DMI_SANITIZE=thread -- -L stress
+TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan-debug -DCMAKE_BUILD_TYPE=Debug -DMI_SANITIZE=thread -- -L "stress|purger"
 
 # OS-failure injection (docs/testing.md): every primitive failing once at each sampled call,
 # then 1% of all of them, in a secure build (guard pages too); about 4.5 minutes after the build

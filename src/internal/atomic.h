@@ -24,6 +24,12 @@
 #define mi_atomic_sub_relaxed(p, x)      atomic_fetch_sub_explicit(p, x, memory_order_relaxed)
 #define mi_atomic_or_acq_rel(p, x)       atomic_fetch_or_explicit(p, x, memory_order_acq_rel)
 #define mi_atomic_and_acq_rel(p, x)      atomic_fetch_and_explicit(p, x, memory_order_acq_rel)
+/* Sequentially consistent: for handshakes where each side stores, then loads what the other
+   stored (purger.c); a fence instead is not understood by ThreadSanitizer. */
+#define mi_atomic_load_seq_cst(p)        atomic_load(p)
+#define mi_atomic_store_seq_cst(p, x)    atomic_store(p, x)
+#define mi_atomic_cas_weak_seq_cst(p, expected, desired)   atomic_compare_exchange_weak(p, expected, desired)
+#define mi_atomic_cas_strong_seq_cst(p, expected, desired) atomic_compare_exchange_strong(p, expected, desired)
 /* On failure `*expected` receives the current value. */
 #define mi_atomic_cas_weak_release(p, expected, desired) \
   atomic_compare_exchange_weak_explicit(p, expected, desired, memory_order_release, memory_order_relaxed)

@@ -111,8 +111,16 @@ mi_msecs_t _mi_process_elapsed(void);            /* milliseconds since the proce
 #else
 #define MI_ATFORK_RECORDS  0
 #endif
-extern _Atomic(uintptr_t) _mi_atfork_registering;  /* the thread registering our fork handlers, or 0 */
-void*      _mi_atfork_record_malloc(size_t size, bool zero, size_t huge_alignment, size_t align_offset);
+/* Static allocation: between begin and end, the calling thread's allocations come from a small
+   static room (init.c), not from a heap: for what libc allocates on our behalf inside a call we
+   make at a point where no heap may be touched (musl's fork-handler records with
+   MI_ATFORK_RECORDS; pthread_create's TLS vector for the purger thread). Never counted, never
+   freed (free ignores it). One thread at a time; not nested. */
+extern _Atomic(uintptr_t) _mi_static_alloc_thread;  /* the thread between begin and end, or 0 */
+void       _mi_static_alloc_begin(void);
+void       _mi_static_alloc_end(void);
+void*      _mi_static_alloc(size_t size, bool zero, size_t huge_alignment, size_t align_offset);
+bool       _mi_static_alloc_contains(const void* p);
 
 /* ------------------------------------------------------------------------------------------
    options.c: options, output, errors
@@ -207,6 +215,18 @@ bool       _mi_arena_view(size_t idx, mi_arena_view_t* view);
 size_t     _mi_arena_slots(void);         /* arena slots taken (some may be empty briefly) */
 
 /* ------------------------------------------------------------------------------------------
+   purger.c: the background thread that runs due purges (MIMALLOC_PURGE_THREAD)
+------------------------------------------------------------------------------------------ */
+/* A purge was scheduled, due at `due` (_mi_prim_clock_now time): starts the thread on first
+   use, wakes it if it would sleep past `due`. Cheap (loads, rarely a CAS); call it after the
+   purge is visible to the passes, and from a pass for every deadline it leaves. */
+void       _mi_purger_notify(mi_msecs_t due);
+void       _mi_purger_fork_prepare(void);   /* before the fork handlers take any lock */
+void       _mi_purger_fork_parent(void);
+void       _mi_purger_fork_child(void);
+void       _mi_purger_done(void);           /* mi_process_done: no pass after this */
+
+/* ------------------------------------------------------------------------------------------
    segment.c: segments (shared by the threads of a subprocess), the segment map, page slots
    and their purge; abandon.c: abandoned pages of ended threads
 ------------------------------------------------------------------------------------------ */
@@ -233,6 +253,9 @@ void       _mi_segments_free_empty(mi_subproc_t* subproc);    /* the kept empty 
 bool       _mi_segments_subproc_done(mi_subproc_t* subproc);  /* mi_subproc_delete: false while in use */
 void       _mi_segments_purge_tick(mi_tld_t* tld);            /* due purges, if any pending */
 bool       _mi_segments_purge_pending(const mi_tld_t* tld);   /* slot purges wait (peek, no lock) */
+void       _mi_segments_purge_shared(bool force);             /* the purger: every subprocess' due slot purges */
+void       _mi_segments_notify_purger(mi_subproc_t* subproc); /* after the lock: the earliest slot purge to the purger */
+void       _mi_subprocs_visit(void (*visit)(mi_subproc_t* subproc, void* arg), void* arg);   /* init.c: every subprocess, under the list's lock */
 bool       _mi_segment_map_can_hold(const void* start, size_t size);
 /* realloc: grow the huge block p (its page's start, segment owned by the calling thread) in
    place so that [p, p + size) fits, taking the free arena blocks after it; *ext_zero tells

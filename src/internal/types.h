@@ -480,7 +480,8 @@ typedef struct mi_purge_queue_s {
      free[kind]: its standard segments of the kind with a free slot (in_free_queue), linked
        through segment->next/prev; a new page takes a slot of any of them;
      purge[kind]: its unused slots that may be resident (purge_pending), by deadline;
-       purge_count is their number (peeked without the lock);
+       purge_count is their number, purge_next at most their earliest deadline (both peeked
+       without the lock: the purger is told purge_next once the lock is dropped);
      purge_backoff, purge_reused, purge_backoff_time: the adaptive slot purge delay (segment.c);
      empty[kind]: with MI_SEGMENT_KEEP_EMPTY, a segment of the kind without pages in use kept
        (in its free queue) so pages that come and go at the edge of a segment do not map and
@@ -497,6 +498,7 @@ typedef struct mi_subproc_s {
   mi_segment_queue_t free[MI_PAGE_HUGE];
   mi_purge_queue_t   purge[MI_PAGE_HUGE];
   _Atomic(size_t)    purge_count;
+  _Atomic(mi_msecs_t) purge_next;     /* at most the earliest purge_expire queued (0: none); for the purger */
   uint8_t       purge_backoff;        /* slot purge delay = purge_delay << purge_backoff (segment.c) */
   bool          purge_reused;         /* a slot purged shortly before was taken again since the last step */
   mi_msecs_t    purge_backoff_time;   /* the last step back (at most one per 10 purge delays) */

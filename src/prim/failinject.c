@@ -20,7 +20,8 @@
      trace        print a line to stderr for every injected failure (kind, call, size)
    KIND is one of: map (_mi_prim_alloc), large (_mi_prim_alloc with allow_large), unmap
    (_mi_prim_free), commit, decommit, reset, protect, guard, huge
-   (_mi_prim_alloc_huge_os_pages), random (_mi_prim_random_buf).
+   (_mi_prim_alloc_huge_os_pages), random (_mi_prim_random_buf), thread (_mi_prim_thread_start,
+   the purger's thread).
    Example: MIMALLOC_TEST_FAIL=commit:1000,map:p0.01,seed:7
 
    How each injected failure looks:
@@ -34,7 +35,9 @@
      guard        nothing done, ENOMEM (not EINVAL: os.c would take that as "no markers on
                   this kernel" and stop using them)
      huge         *addr NULL, ENOMEM (no 1 GiB pages left)
-     random       false, buffer untouched (no entropy available) */
+     random       false, buffer untouched (no entropy available)
+     thread       EAGAIN, no thread (pthread_create out of resources): purges from allocator
+                  activity only */
 
 #define _mi_prim_alloc              _mi_prim_os_alloc
 #define _mi_prim_free               _mi_prim_os_free
@@ -45,6 +48,7 @@
 #define _mi_prim_guard              _mi_prim_os_guard
 #define _mi_prim_alloc_huge_os_pages _mi_prim_os_alloc_huge_os_pages
 #define _mi_prim_random_buf         _mi_prim_os_random_buf
+#define _mi_prim_thread_start       _mi_prim_os_thread_start
 int  _mi_prim_os_alloc(void* hint, size_t size, bool commit, bool allow_large, bool* is_large, void** addr);
 int  _mi_prim_os_free(void* addr, size_t size);
 int  _mi_prim_os_commit(void* addr, size_t size);
@@ -54,6 +58,7 @@ int  _mi_prim_os_protect(void* addr, size_t size, bool protect);
 int  _mi_prim_os_guard(void* addr, size_t size, bool install);
 int  _mi_prim_os_alloc_huge_os_pages(void* hint, size_t size, int numa_node, void** addr);
 bool _mi_prim_os_random_buf(void* buf, size_t buf_len);
+int  _mi_prim_os_thread_start(void (*fun)(void* arg), void* arg, bool init_wait);
 #if defined(_WIN32)
 #include "windows.c"
 #else
@@ -68,14 +73,15 @@ bool _mi_prim_os_random_buf(void* buf, size_t buf_len);
 #undef _mi_prim_guard
 #undef _mi_prim_alloc_huge_os_pages
 #undef _mi_prim_random_buf
+#undef _mi_prim_thread_start
 
 typedef enum mi_fi_kind_e {
   MI_FI_MAP, MI_FI_LARGE, MI_FI_UNMAP, MI_FI_COMMIT, MI_FI_DECOMMIT, MI_FI_RESET,
-  MI_FI_PROTECT, MI_FI_GUARD, MI_FI_HUGE, MI_FI_RANDOM, MI_FI_COUNT
+  MI_FI_PROTECT, MI_FI_GUARD, MI_FI_HUGE, MI_FI_RANDOM, MI_FI_THREAD, MI_FI_COUNT
 } mi_fi_kind_t;
 
 static const char* mi_fi_names[MI_FI_COUNT] = {
-  "map", "large", "unmap", "commit", "decommit", "reset", "protect", "guard", "huge", "random"
+  "map", "large", "unmap", "commit", "decommit", "reset", "protect", "guard", "huge", "random", "thread"
 };
 
 typedef struct mi_fi_rule_s {
@@ -252,4 +258,9 @@ int _mi_prim_alloc_huge_os_pages(void* hint, size_t size, int numa_node, void** 
 bool _mi_prim_random_buf(void* buf, size_t buf_len) {
   if (mi_fi_fail(MI_FI_RANDOM, buf_len)) return false;
   return _mi_prim_os_random_buf(buf, buf_len);
+}
+
+int _mi_prim_thread_start(void (*fun)(void* arg), void* arg, bool init_wait) {
+  if (mi_fi_fail(MI_FI_THREAD, 0)) return EAGAIN;
+  return _mi_prim_os_thread_start(fun, arg, init_wait);
 }

@@ -30,7 +30,8 @@
      fails keeps a segment of an arena out of use (one straight from the OS is unmapped), and
      a sampled guarded object's block allocated for good (guarded.c);
    - alloc_huge_os_pages: a warning, ordinary pages are used;
-   - random_buf: the generator is seeded from the clock and addresses. */
+   - random_buf: the generator is seeded from the clock and addresses;
+   - thread_start: a warning, and no purger thread (purges from allocator activity only). */
 #pragma once
 #include "../internal/types.h"
 
@@ -187,3 +188,23 @@ static inline bool _mi_prim_thread_is_exited(void) { return false; }
    handlers could not be registered. Where there is no fork (Windows): true, nothing done.
    Called after process init (pthread_atfork may allocate). */
 bool  _mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
+
+/* The purger's thread (src/purger.c), the one thread of our own.
+   _mi_prim_thread_start: run fun(arg) on a new thread, detached (never joined), with a small
+   stack (64 KiB where the OS takes it) and every signal blocked (a program's handlers never
+   run on it); 0 or an errno value (EAGAIN: no thread could be made). Such a thread counts as
+   a thread of the process: while it runs, a process whose other threads all ended (a main
+   that called pthread_exit) goes on; so it must end when it has nothing to do. Not
+   thread-safe: the caller starts one thread at a time. Unix: pthread_create allocates the
+   thread's TLS vector through malloc, which may be us: the caller serves that allocation
+   itself (purger.c). With init_wait it (re)initialises the wait below: on the first start and
+   the first in a fork child (which may have inherited the wait's lock held by a thread it does
+   not have); not on a restart, when a wake may be under way.
+   _mi_prim_thread_wait: sleep the calling thread (the one started) until _mi_prim_thread_wake
+   or for timeout_ms (< 0: no timeout); it may return early. A wake that comes while the thread
+   is not waiting is kept: the next wait returns at once.
+   _mi_prim_thread_wake: from any thread; never allocates; blocks at most while the sleeper
+   holds the wait's lock (a few instructions). Only once a thread was started. */
+int   _mi_prim_thread_start(void (*fun)(void* arg), void* arg, bool init_wait);
+void  _mi_prim_thread_wait(mi_msecs_t timeout_ms);
+void  _mi_prim_thread_wake(void);

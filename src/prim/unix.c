@@ -15,6 +15,8 @@
 #include <fcntl.h>
 #include <time.h>
 #include <pthread.h>
+#include <signal.h>
+#include <limits.h>            /* PTHREAD_STACK_MIN */
 #include <dlfcn.h>
 #if defined(__APPLE__)
 #include <mach/mach.h>            /* task_info */
@@ -678,4 +680,95 @@ void _mi_prim_thread_associate_default_heap(mi_heap_t* heap) {
 
 bool _mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
   return (pthread_atfork(prepare, parent, child) == 0);
+}
+
+/* ---------------------------------------------------------------------------------------
+   The purger's thread: a detached pthread with a small stack, and a wait on a condition
+   variable (the monotonic clock where the OS has it for conditions; macOS: a relative wait).
+--------------------------------------------------------------------------------------- */
+#define MI_UNIX_THREAD_STACK  (64 * MI_KiB)
+
+static pthread_mutex_t unix_wait_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t  unix_wait_cond = PTHREAD_COND_INITIALIZER;
+static bool            unix_wait_woken;   /* a wake not yet consumed (under the lock) */
+static void          (*unix_thread_fun)(void*);
+static void*           unix_thread_arg;
+
+static void* unix_thread_main(void* unused) {
+  (void)unused;
+  unix_thread_fun(unix_thread_arg);
+  return NULL;
+}
+
+static void unix_wait_init(void) {
+  pthread_mutex_init(&unix_wait_lock, NULL);   /* (neither allocates in glibc, musl or macOS) */
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+#if !defined(__APPLE__)
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+#endif
+  pthread_cond_init(&unix_wait_cond, &attr);
+  pthread_condattr_destroy(&attr);
+  unix_wait_woken = false;
+}
+
+int _mi_prim_thread_start(void (*fun)(void* arg), void* arg, bool init_wait) {
+  const int saved_errno = errno;
+  if (init_wait) unix_wait_init();
+  unix_thread_fun = fun;
+  unix_thread_arg = arg;
+  pthread_attr_t attr;
+  int err = pthread_attr_init(&attr);
+  if (err != 0) { errno = saved_errno; return err; }
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  size_t stack = MI_UNIX_THREAD_STACK;
+  if (stack < (size_t)PTHREAD_STACK_MIN) stack = (size_t)PTHREAD_STACK_MIN;
+  pthread_attr_setstacksize(&attr, stack);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);   /* the new thread inherits the mask */
+  pthread_t thread;
+  err = pthread_create(&thread, &attr, &unix_thread_main, NULL);
+  if (err == EINVAL) {
+    /* glibc puts the static TLS of every loaded object on the thread's stack: a program with
+       a large one needs more than the small stack */
+    pthread_attr_setstacksize(&attr, 16 * stack);
+    err = pthread_create(&thread, &attr, &unix_thread_main, NULL);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&attr);
+  errno = saved_errno;
+  return err;
+}
+
+void _mi_prim_thread_wait(mi_msecs_t timeout_ms) {
+  pthread_mutex_lock(&unix_wait_lock);
+  if (!unix_wait_woken) {
+    if (timeout_ms < 0) {
+      pthread_cond_wait(&unix_wait_cond, &unix_wait_lock);
+    }
+    else {
+      struct timespec t;
+#if defined(__APPLE__)
+      t.tv_sec = (time_t)(timeout_ms / 1000);
+      t.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+      pthread_cond_timedwait_relative_np(&unix_wait_cond, &unix_wait_lock, &t);
+#else
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      t.tv_sec += (time_t)(timeout_ms / 1000);
+      t.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+      if (t.tv_nsec >= 1000000000L) { t.tv_sec++; t.tv_nsec -= 1000000000L; }
+      pthread_cond_timedwait(&unix_wait_cond, &unix_wait_lock, &t);
+#endif
+    }
+  }
+  unix_wait_woken = false;
+  pthread_mutex_unlock(&unix_wait_lock);
+}
+
+void _mi_prim_thread_wake(void) {
+  pthread_mutex_lock(&unix_wait_lock);
+  unix_wait_woken = true;
+  pthread_cond_signal(&unix_wait_cond);
+  pthread_mutex_unlock(&unix_wait_lock);
 }

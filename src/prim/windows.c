@@ -471,3 +471,49 @@ bool _mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(
   (void)prepare; (void)parent; (void)child;
   return true;   /* no fork() on Windows: nothing to register */
 }
+
+/* ---------------------------------------------------------------------------------------
+   The purger's thread: CreateThread with a 64 KiB stack reservation, and an auto-reset event
+   to wait on. (The module is pinned, _mi_prim_thread_init_auto_done: its code stays mapped
+   while the thread sleeps in it. A console program's Ctrl-C handler runs on a thread of the
+   system's, and there are no signals to block.)
+--------------------------------------------------------------------------------------- */
+static HANDLE win_wait_event;
+static void (*win_thread_fun)(void*);
+static void*  win_thread_arg;
+
+static DWORD WINAPI win_thread_main(LPVOID unused) {
+  (void)unused;
+  win_thread_fun(win_thread_arg);
+  return 0;
+}
+
+int _mi_prim_thread_start(void (*fun)(void* arg), void* arg, bool init_wait) {
+  (void)init_wait;   /* (made once; no fork) */
+  const DWORD saved_error = GetLastError();
+  const int saved_errno = errno;
+  int err = 0;
+  if (win_wait_event == NULL) win_wait_event = CreateEventW(NULL, FALSE, FALSE, NULL);
+  if (win_wait_event == NULL) err = win_last_errno();
+  else {
+    win_thread_fun = fun;
+    win_thread_arg = arg;
+    HANDLE thread = CreateThread(NULL, 64 * 1024, &win_thread_main, NULL, STACK_SIZE_PARAM_IS_A_RESERVATION, NULL);
+    if (thread == NULL) err = win_last_errno();
+    else CloseHandle(thread);   /* detached: the thread lives on */
+  }
+  SetLastError(saved_error);
+  errno = saved_errno;
+  return (err == ENOMEM ? EAGAIN : err);
+}
+
+void _mi_prim_thread_wait(mi_msecs_t timeout_ms) {
+  const DWORD ms = (timeout_ms < 0 ? INFINITE : timeout_ms >= 0x7FFFFFFF ? 0x7FFFFFFF : (DWORD)timeout_ms);
+  WaitForSingleObject(win_wait_event, ms);
+}
+
+void _mi_prim_thread_wake(void) {
+  const DWORD saved_error = GetLastError();
+  SetEvent(win_wait_event);
+  SetLastError(saved_error);
+}

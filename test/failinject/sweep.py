@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 
-KINDS = ["map", "large", "unmap", "commit", "decommit", "reset", "protect", "guard", "huge", "random"]
+KINDS = ["map", "large", "unmap", "commit", "decommit", "reset", "protect", "guard", "huge", "random", "thread"]
 SEGMENT = 4 << 20
 # a refused call may make the allocator reserve one more arena, released when empty; its
 # descriptor (4 KiB for 1 GiB) stays in its slot by design (src/arena.c, "Release") and counts

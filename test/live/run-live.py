@@ -282,7 +282,8 @@ def browser_checks(base, page, snap, tids):
         print(f"browser screenshot: {SHOT}" if os.path.exists(SHOT) else "browser screenshot: not written")
 
 def run_off():
-    prog = Prog({})
+    # (the purger thread off: it would start with the workers' frees; this checks the live view's)
+    prog = Prog({"MIMALLOC_PURGE_THREAD": "0"})
     pid = prog.p.pid
     prog.until_ready(1)
     check(not os.path.exists(f"/dev/shm/mimalloc-live.{pid}"), "a live file exists without MIMALLOC_LIVE")

@@ -258,7 +258,7 @@ static void scenario_basic(void) {
   /* out-of-range options: 0 everywhere, and setting them changes nothing */
   long before[NOPT], after[NOPT];
   snapshot(before);
-  const int bad[] = { -1, -2, NOPT, NOPT + 1, 99, 999, MI_OPTION_EXT_FIRST + 2, 1003, INT_MAX, INT_MIN };
+  const int bad[] = { -1, -2, NOPT, NOPT + 1, 99, 999, MI_OPTION_EXT_FIRST + 3, 1004, INT_MAX, INT_MIN };
   for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
     mi_option_t o = (mi_option_t)bad[k];
     mi_option_set(o, 123);
@@ -288,6 +288,13 @@ static void scenario_basic(void) {
   mi_option_set(mi_option_live_interval, 250);
   CHECK_EQ(mi_option_get(mi_option_live_interval), 250);
   mi_option_set(mi_option_live_interval, 1000);
+  CHECK_EQ((int)mi_option_purge_thread, MI_OPTION_EXT_FIRST + 2);
+  CHECK_EQ(mi_option_get(mi_option_purge_thread), 1);
+  mi_option_set(mi_option_purge_thread, 7);
+  CHECK_EQ(mi_option_get(mi_option_purge_thread), 1);
+  mi_option_set(mi_option_purge_thread, -3);
+  CHECK_EQ(mi_option_get(mi_option_purge_thread), 0);
+  mi_option_set(mi_option_purge_thread, 1);
 }
 
 int main(int argc, char** argv) {

@@ -90,7 +90,7 @@ OPTIONS = [
 ]
 assert len(OPTIONS) == 38
 # this implementation's own options (numbers from 1000), printed after mimalloc's: name, default
-EXT_OPTIONS = [("live", 0), ("live_interval", 1000)]
+EXT_OPTIONS = [("live", 0), ("live_interval", 1000), ("purge_thread", 1)]
 INDEX = {name: i for i, (name, _, _) in enumerate(OPTIONS)}
 
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1

@@ -122,6 +122,7 @@ static const mimalloc_d_probe_entry mi_probe_entries[] = {
   /* this implementation's own (#defines from MI_OPTION_EXT_FIRST on) */
   MI_PROBE_OPTION(mi_option_live)
   MI_PROBE_OPTION(mi_option_live_interval)
+  MI_PROBE_OPTION(mi_option_purge_thread)
 };
 
 /* The table and its length. */

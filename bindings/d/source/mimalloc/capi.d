@@ -356,6 +356,7 @@ enum mi_option_t
     // this implementation's own (MI_OPTION_EXT_FIRST ..)
     mi_option_live = 1000,                /// 1000: publish live statistics in /dev/shm for tools/mimalloc-live (MIMALLOC_LIVE)
     mi_option_live_interval = 1001,       /// 1001: ms between publications of the live statistics (10..60000)
+    mi_option_purge_thread = 1002,        /// 1002: 0 = no background purger thread (MIMALLOC_PURGE_THREAD, default 1)
 }
 /// The C tag name.
 alias mi_option_e = mi_option_t;

@@ -115,6 +115,7 @@ static const mi_compat_probe_entry_t mi_compat_probe_entries[] = {
   P_VALUE(MI_OPTION_EXT_FIRST)
   P_VALUE(mi_option_live)
   P_VALUE(mi_option_live_interval)
+  P_VALUE(mi_option_purge_thread)
 };
 
 #undef MI_STAT_COUNT

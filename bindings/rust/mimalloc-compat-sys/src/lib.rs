@@ -328,6 +328,8 @@ pub const MI_OPTION_EXT_FIRST: c_int = 1000;
 pub const mi_option_live: mi_option_t = 1000;
 /// ms between publications of the live statistics, 10..60000 (`MIMALLOC_LIVE_INTERVAL`)
 pub const mi_option_live_interval: mi_option_t = 1001;
+/// 0: no background purger thread (`MIMALLOC_PURGE_THREAD`, default 1)
+pub const mi_option_purge_thread: mi_option_t = 1002;
 
 // ---- 5. Functions (in the header's order) --------------------------------------------------
 

@@ -97,6 +97,7 @@ fn rust_rows() -> Vec<(String, i64)> {
         _mi_option_last, mi_option_large_os_pages, mi_option_eager_region_commit,
         mi_option_reset_decommits, mi_option_reset_delay, mi_option_abandoned_page_reset,
         mi_option_limit_os_alloc, MI_OPTION_EXT_FIRST, mi_option_live, mi_option_live_interval,
+        mi_option_purge_thread,
     );
     v
 }

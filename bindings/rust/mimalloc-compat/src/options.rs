@@ -103,13 +103,17 @@ pub enum MiOption {
     /// `mi_option_live_interval` (`MIMALLOC_LIVE_INTERVAL`): milliseconds between
     /// publications of the live statistics, 10..60000. This implementation's own option.
     LiveInterval = ffi::mi_option_live_interval,
+    /// `mi_option_purge_thread` (`MIMALLOC_PURGE_THREAD`): 1 (default) runs due purges on a
+    /// background thread, started on the first purge, so an idle process gives memory back;
+    /// 0: purges from allocator activity only. This implementation's own option.
+    PurgeThread = ffi::mi_option_purge_thread,
 }
 
 impl MiOption {
     /// Every option, in the order of their numbers: mimalloc's (numbered
     /// `0.._mi_option_last`, at the same index here), then this implementation's own
     /// (numbered from `MI_OPTION_EXT_FIRST` on; [`MiOption::is_extension`]).
-    pub const ALL: [MiOption; 40] = [
+    pub const ALL: [MiOption; 41] = [
         MiOption::ShowErrors,
         MiOption::ShowStats,
         MiOption::Verbose,
@@ -150,6 +154,7 @@ impl MiOption {
         MiOption::AllowThp,
         MiOption::Live,
         MiOption::LiveInterval,
+        MiOption::PurgeThread,
     ];
 
     /// The option's name as in `mi_option_<name>` (the environment variable is
@@ -196,6 +201,7 @@ impl MiOption {
             MiOption::AllowThp => "allow_thp",
             MiOption::Live => "live",
             MiOption::LiveInterval => "live_interval",
+            MiOption::PurgeThread => "purge_thread",
         }
     }
 
@@ -297,7 +303,7 @@ mod tests {
             assert_eq!(MiOption::from_raw(i as i32), Some(*o));
         }
         // then this implementation's own, numbered from MI_OPTION_EXT_FIRST
-        assert_eq!(ext, [MiOption::Live, MiOption::LiveInterval]);
+        assert_eq!(ext, [MiOption::Live, MiOption::LiveInterval, MiOption::PurgeThread]);
         for (i, o) in ext.iter().enumerate() {
             assert_eq!(o.as_raw(), ffi::MI_OPTION_EXT_FIRST + i as i32);
             assert!(o.is_extension());
@@ -305,6 +311,7 @@ mod tests {
         }
         assert_eq!(MiOption::Live.as_raw(), ffi::mi_option_live);
         assert_eq!(MiOption::LiveInterval.as_raw(), ffi::mi_option_live_interval);
+        assert_eq!(MiOption::PurgeThread.as_raw(), ffi::mi_option_purge_thread);
         // numbers that are no option
         for raw in [
             -1,

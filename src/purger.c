@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/* The purger: a background thread that runs the delayed purges when they are due, so that a
+   process that goes idle gives back what it freed without another call into the allocator
+   (docs/memory.md, "Purging"; MIMALLOC_PURGE_THREAD, on by default).
+
+   Started lazily: by the first _mi_purger_notify, which arena.c calls wherever it sets a
+   purge deadline. A program that never frees never has the thread. The notify is on slow
+   paths but frequent: when the thread runs it is one load of the state, one of the earliest
+   deadline known and, only when the deadline is earlier than that, one CAS (and a wake when
+   the thread sleeps beyond it by more than the granularity).
+
+   The thread sleeps until the earliest deadline notified, and never sooner than
+   MI_PURGER_GRANULARITY ms after its last pass: a purge runs at most that long after it is
+   due, and the thread wakes at most 1000 / MI_PURGER_GRANULARITY times a second, only while
+   purges wait. With nothing pending it ends, and the next notify starts another: a thread of
+   ours must not keep a process alive whose other threads have all ended (a main that called
+   pthread_exit: glibc ends the process when its last thread ends, ours included), and an idle
+   process has no thread of ours left once its memory is back. (A restart costs one
+   pthread_create, which reuses the ended thread's cached stack.) Each pass
+   runs the due purges through the thread-safe entry points, which need no thread state (no
+   heap, no tld: the thread never allocates, is not counted in the `threads` statistic and has
+   no thread-exit work). A pass forgets the deadlines notified before it (mi_purger_due is
+   reset first): every purge pass called from here must notify the deadlines it leaves, as
+   arena.c does when it lowers an arena's next deadline.
+
+   Starting it: pthread_create allocates the thread's TLS vector (glibc: about 300 bytes)
+   through malloc, i.e. through us, from inside whatever called the notify (a free, an arena
+   purge). That allocation is served from static storage (init.c, _mi_static_alloc_begin), so
+   no heap is touched in the middle of another operation. A failed start (no threads left)
+   leaves the behaviour of MIMALLOC_PURGE_THREAD=0: purges from allocator activity only.
+
+   Life cycle: fork pauses the thread between passes (a pass may claim arena blocks: a child
+   must not inherit such a claim from a thread it does not have) and the child starts a new one
+   on its first notify; mi_process_done stops it after any pass in progress (it then ends; the
+   library stays mapped: -z nodelete, the pinned Windows DLL). */
+#include "internal/internal.h"
+#include "prim/prim.h"
+
+#define MI_PURGER_GRANULARITY  (100)   /* ms: the least time between two passes */
+
+typedef enum mi_purger_state_e {
+  MI_PURGER_NONE,      /* no thread: not started, ended for want of work, a fork child, option 0 */
+  MI_PURGER_STARTING,  /* one notify is starting it */
+  MI_PURGER_RUNNING,
+  MI_PURGER_FAILED,    /* the OS refused the thread: purges from allocator activity only */
+  MI_PURGER_DONE       /* the process is done (or will exit): the thread does nothing more */
+} mi_purger_state_t;
+
+#define MI_PURGER_AWAKE  ((mi_msecs_t)-1)   /* mi_purger_wake while the thread is not sleeping */
+
+static _Atomic(int)        mi_purger_state;   /* mi_purger_state_t */
+static _Atomic(mi_msecs_t) mi_purger_due;     /* earliest deadline notified since the last pass (0: none) */
+static _Atomic(mi_msecs_t) mi_purger_wake;    /* when the sleeping thread wakes; 0: when notified; or AWAKE */
+static _Atomic(int)        mi_purger_busy;    /* 1 while a pass runs */
+static _Atomic(int)        mi_purger_paused;  /* 1: no pass may begin (fork, process done) */
+static bool                mi_purger_wait_ready;
+static _Atomic(int)        mi_purger_started_once;   /* the verbose line is printed once per process */   /* the prim wait is initialised (by a starter) */
+
+/* The purge passes, all thread-safe and free of thread state. */
+static void mi_purger_pass(void) {
+  _mi_segments_purge_shared(false);
+  _mi_arenas_try_purge(false);
+}
+
+/* Run a pass unless paused; the pause and the busy flag form a handshake (sequentially
+   consistent): a pauser that then sees busy == 0 knows no pass runs until it unpauses. */
+static bool mi_purger_try_pass(void) {
+  mi_atomic_store_seq_cst(&mi_purger_busy, 1);
+  const bool run = (mi_atomic_load_seq_cst(&mi_purger_paused) == 0);
+  if (run) mi_purger_pass();
+  mi_atomic_store_release(&mi_purger_busy, 0);
+  return run;
+}
+
+/* Pause (or with `stop`, end) the passes; returns once no pass runs. */
+static void mi_purger_pause(void) {
+  mi_atomic_store_seq_cst(&mi_purger_paused, 1);
+  while (mi_atomic_load_seq_cst(&mi_purger_busy) != 0) mi_atomic_yield();   /* at most one pass */
+}
+
+static void mi_purger_main(void* arg) {
+  (void)arg;
+  mi_msecs_t last = 0;   /* end of the last pass */
+  for (;;) {
+    const int state = mi_atomic_load_acquire(&mi_purger_state);
+    if (state != MI_PURGER_RUNNING && state != MI_PURGER_STARTING) break;   /* (it may run before its starter goes on) */
+    mi_atomic_store_seq_cst(&mi_purger_wake, MI_PURGER_AWAKE);
+    const mi_msecs_t due = mi_atomic_load_seq_cst(&mi_purger_due);
+    const mi_msecs_t now = _mi_prim_clock_now();
+    const mi_msecs_t wake = (due == 0 ? 0 : (due > last + MI_PURGER_GRANULARITY ? due : last + MI_PURGER_GRANULARITY));
+    if (due != 0 && wake <= now && mi_option_is_enabled(mi_option_purge_thread)) {
+      mi_atomic_store_release(&mi_purger_due, 0);   /* the pass notifies what it leaves */
+      if (!mi_purger_try_pass()) mi_atomic_store_release(&mi_purger_due, now);   /* paused: later */
+      last = _mi_prim_clock_now();
+      continue;
+    }
+    if (due == 0 || !mi_option_is_enabled(mi_option_purge_thread)) {
+      /* nothing to wait for: end, so that this thread never keeps a process alive whose other
+         threads have ended (pthread_exit in main); the next notify starts another */
+      int expected = MI_PURGER_RUNNING;
+      if (!mi_atomic_cas_strong_seq_cst(&mi_purger_state, &expected, MI_PURGER_NONE)) {
+        if (expected == MI_PURGER_STARTING) mi_atomic_yield();   /* our starter is finishing */
+        continue;
+      }
+      /* (a notify writes the deadline, then reads the state) */
+      if (mi_atomic_load_seq_cst(&mi_purger_due) == 0 || !mi_option_is_enabled(mi_option_purge_thread)) return;
+      expected = MI_PURGER_NONE;   /* a deadline came meanwhile: go on, unless a notify starts a new thread */
+      if (mi_atomic_cas_strong_acq_rel(&mi_purger_state, &expected, MI_PURGER_RUNNING)) continue;
+      return;
+    }
+    /* sleep; a notify that comes after the publication of `wake` sees it and wakes us if need be */
+    const mi_msecs_t planned = wake;
+    mi_atomic_store_seq_cst(&mi_purger_wake, planned);
+    if (mi_atomic_load_seq_cst(&mi_purger_due) != due) continue;   /* changed meanwhile */
+    _mi_prim_thread_wait(planned - now);
+  }
+  /* the process is done: end */
+}
+
+/* The first notify: start the thread (once; again in a fork child). */
+static mi_decl_noinline void mi_purger_start(void) {
+  if (!mi_option_is_enabled(mi_option_purge_thread)) return;
+  int expected = MI_PURGER_NONE;
+  if (!mi_atomic_cas_strong_acq_rel(&mi_purger_state, &expected, MI_PURGER_STARTING)) return;
+  mi_atomic_store_release(&mi_purger_wake, MI_PURGER_AWAKE);   /* (paused is 0: initially, and after a fork) */
+  _mi_static_alloc_begin();   /* libc's allocations for the thread: not from a heap */
+  const int err = _mi_prim_thread_start(&mi_purger_main, NULL, !mi_purger_wait_ready);
+  _mi_static_alloc_end();
+  if (err == 0) mi_purger_wait_ready = true;
+  if (err != 0) {
+    mi_atomic_store_release(&mi_purger_state, MI_PURGER_FAILED);
+    _mi_warning_message("unable to start the purger thread (error %d): purges run from allocator activity only\n", err);
+    return;
+  }
+  expected = MI_PURGER_STARTING;
+  mi_atomic_cas_strong_acq_rel(&mi_purger_state, &expected, MI_PURGER_RUNNING);   /* (not if done meanwhile) */
+  if (mi_atomic_exchange_acq_rel(&mi_purger_started_once, 1) != 0) return;   /* a restart: said once */
+  _mi_verbose_message("purger thread started (purges when due, at most every %d ms; MIMALLOC_PURGE_THREAD=0 turns it off)\n", MI_PURGER_GRANULARITY);
+}
+
+void _mi_purger_notify(mi_msecs_t due) {
+  const int state = mi_atomic_load_relaxed(&mi_purger_state);
+  if (mi_unlikely(state != MI_PURGER_RUNNING && state != MI_PURGER_NONE)) return;   /* starting, failed or done */
+  mi_msecs_t known = mi_atomic_load_relaxed(&mi_purger_due);
+  if (mi_likely(state == MI_PURGER_RUNNING && known != 0 && known <= due)) return;   /* the common case */
+  while ((known == 0 || known > due) && !mi_atomic_cas_weak_seq_cst(&mi_purger_due, &known, due)) { }
+  /* (the thread publishes its wake or its end, then reads the deadline; we the reverse) */
+  if (mi_atomic_load_seq_cst(&mi_purger_state) == MI_PURGER_NONE) {
+    mi_purger_start();   /* the first notify, or the thread ended for want of work */
+    return;
+  }
+  if (known != 0 && known <= due) return;   /* another notify lowered it meanwhile */
+  const mi_msecs_t wake = mi_atomic_load_seq_cst(&mi_purger_wake);
+  if (wake == MI_PURGER_AWAKE) return;   /* it reads the deadline before it sleeps or ends */
+  if (due + MI_PURGER_GRANULARITY < wake) _mi_prim_thread_wake();
+}
+
+/* Fork: no pass may run across it (init.c calls these before taking its locks, and after). */
+void _mi_purger_fork_prepare(void) {
+  if (mi_atomic_load_acquire(&mi_purger_state) == MI_PURGER_NONE) return;
+  mi_purger_pause();
+}
+
+void _mi_purger_fork_parent(void) {
+  if (mi_atomic_load_acquire(&mi_purger_state) == MI_PURGER_DONE) return;
+  mi_atomic_store_release(&mi_purger_paused, 0);
+}
+
+/* The child has no purger thread: the next notify starts one (the deadlines are still in the
+   arenas; that notify comes with the next purge scheduled, or the child's own activity runs
+   them as before). */
+void _mi_purger_fork_child(void) {
+  if (mi_atomic_load_relaxed(&mi_purger_state) == MI_PURGER_DONE) return;
+  mi_atomic_store_relaxed(&mi_purger_state, MI_PURGER_NONE);
+  mi_atomic_store_relaxed(&mi_purger_due, 0);
+  mi_atomic_store_relaxed(&mi_purger_wake, 0);
+  mi_atomic_store_relaxed(&mi_purger_busy, 0);
+  mi_atomic_store_relaxed(&mi_purger_paused, 0);
+  mi_purger_wait_ready = false;   /* its lock may have been held by a thread not in the child */
+}
+
+/* mi_process_done: no pass after this returns. */
+void _mi_purger_done(void) {
+  const int state = mi_atomic_exchange_acq_rel(&mi_purger_state, MI_PURGER_DONE);
+  if (state == MI_PURGER_NONE || state == MI_PURGER_FAILED) return;
+  mi_purger_pause();
+}

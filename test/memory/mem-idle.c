@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/* mem-idle.c -- an idle process gives back what it freed, without calling the allocator again
+   (the purger thread, src/purger.c; MIMALLOC_PURGE_THREAD).
+
+   Usage: mem-idle large|keep|nofree|fork|mainexit|small|small-keep
+     large   256 MiB in huge blocks (8 MiB - 64 KiB each: one 8 MiB huge segment, two arena
+             blocks), every byte written, all freed, then 2.5 s of sleep without any call into
+             the allocator (no malloc through printf either: stdout's buffer exists before).
+             Then the RSS must be within MT_IDLE_MARGIN (16 MiB) of the RSS before the
+             workload, the `purged` statistic must have grown by at least 200 MiB, the process
+             must have had two threads right after the frees (ours and the purger;
+             ThreadSanitizer adds one) and one after the idle time (the purger ends when nothing
+             waits), and with MIMALLOC_VERBOSE on the
+             purger must have said once that it started.
+     keep    (MIMALLOC_PURGE_THREAD=0) the same workload: after the 2.5 s the RSS is still at
+             least 200 MiB above the start (nothing purges while nobody calls the allocator:
+             this is what `large` would see without the purger, so it can fail), one thread.
+     nofree  blocks of every kind (small, medium, large, huge) allocated and never freed, then
+             300 ms of sleep: the process still has one thread (a program that never frees
+             never gets the purger), and the purger never said it started.
+     fork    the parent frees 64 MiB (its purger starts), idles 1 s (its RSS must be back
+             within MT_IDLE_MARGIN) and forks; the child has one thread
+             (the purger is not inherited), allocates and frees 128 MiB in huge blocks (a purger
+             of its own starts: two threads), idles 2.5 s and must then be within MT_IDLE_MARGIN
+             of its RSS after the fork. The parent's RSS, after idling while it waits
+             for the child, is within MT_IDLE_MARGIN of its start too.
+     mainexit  main frees 64 MiB (the purger starts) and calls pthread_exit: the process must
+             end (the purger must not keep it alive; ctest's TIMEOUT of 30 s would fail it).
+     small   128 MiB of blocks of 1-64 KiB, all freed but one in 256 (so the segments stay:
+             their freed pages wait in the slot purge queues, which the purger reaches), then the
+             same 2.5 s idle: the RSS within MT_IDLE_MARGIN plus a whole medium page (512 KiB,
+             extended) per kept block. With MIMALLOC_PURGE_THREAD=0 (small-keep) it stays up.
+
+   Measured (Release, x86-64 Linux, 2 cores): see the summary line each mode prints. The
+   purger runs a pass at most 100 ms after a deadline, and freed arena blocks are due 10 ms
+   (over the unpurged budget) to 100 ms (below it) after their free, so 2.5 s leaves a wide
+   margin even on a loaded machine.
+   Under a sanitizer the RSS figures are not asserted (memory-common.h MT_RSS_ASSERTS); the
+   statistics and the thread counts are. */
+#include "memory-common.h"
+#include <pthread.h>
+
+#define MT_IDLE_MARGIN  (16 * MiB)   /* RSS after the idle time above the start, at most */
+#define MT_IDLE_MS      2500
+#define MT_HUGE_BLOCK   (8 * MiB - 64 * KiB)
+#define MT_MAX_BLOCKS   64
+
+static mt_capture_t capture;
+static void*        blocks[MT_MAX_BLOCKS];
+
+/* ThreadSanitizer starts a thread of its own with the first pthread_create: with a purger
+   there may be one more thread than ours and the purger. */
+#define MT_PURGER_THREADS(n)  (n) + (TEST_SANITIZED ? 1 : 0)
+
+/* The number of threads of this process (/proc/self/status), read without allocating. */
+static int mt_threads(void) {
+  char buf[4096];
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  const char* t = strstr(buf, "\nThreads:");
+  return (t == NULL ? -1 : atoi(t + 9));
+}
+
+/* Capture the library's verbose messages (no allocation) to see the purger's start line. */
+static void mt_verbose_capture(void) {
+  mt_capture_reset(&capture);
+  mi_register_output(&mt_capture_out, &capture);
+  mi_option_enable(mi_option_verbose);
+}
+
+static void mt_verbose_end(void) {
+  mi_option_disable(mi_option_verbose);
+  mi_register_output(NULL, NULL);
+}
+
+static int mt_purger_started_lines(void) {
+  return mt_count(capture.text, "purger thread started");
+}
+
+/* Allocate `total` bytes in huge blocks, every byte written. */
+static size_t mt_alloc_huge(size_t total) {
+  size_t n = 0;
+  for (size_t done = 0; done < total && n < MT_MAX_BLOCKS; done += MT_HUGE_BLOCK) {
+    blocks[n] = mi_malloc(MT_HUGE_BLOCK);
+    CHECK(blocks[n] != NULL);
+    if (blocks[n] == NULL) break;
+    memset(blocks[n], 0xA5, MT_HUGE_BLOCK);
+    n++;
+  }
+  return n;
+}
+
+static void mt_free_all(size_t n) {
+  for (size_t i = 0; i < n; i++) { mi_free(blocks[i]); blocks[i] = NULL; }
+}
+
+/* The start: the library initialised, stdout's buffer made, a first huge block's arena there. */
+static size_t mt_baseline(const char* name) {
+  void* p = mi_malloc(100);
+  mi_free(p);
+  printf("%s: start\n", name);
+  fflush(stdout);
+  return mt_rss();
+}
+
+/* The workload of large, keep and fork: returns the RSS at the peak; *threads: the thread
+   count right after the frees (with the purger busy). */
+static size_t mt_alloc_free_idle(size_t total, int* threads) {
+  const size_t n = mt_alloc_huge(total);
+  const size_t peak = mt_rss();
+  mt_free_all(n);
+  *threads = mt_threads();
+  mt_sleep_ms(MT_IDLE_MS);   /* no allocator call from here to the measurement */
+  return peak;
+}
+
+/* The purger runs (count: right after frees) or has ended (after the idle time: nothing
+   waits). */
+static void mt_check_purger_threads(int busy, int idle) {
+  CHECK_GE((size_t)busy, 2);
+  CHECK_LE((size_t)busy, (size_t)MT_PURGER_THREADS(2));
+  CHECK_LE((size_t)idle, (size_t)MT_PURGER_THREADS(1));
+}
+
+static int test_large(bool keep) {
+  const char* name = (keep ? "mem-idle keep" : "mem-idle large");
+  CHECK_EQ(mi_option_get(mi_option_purge_thread), keep ? 0 : 1);
+  mt_verbose_capture();
+  const size_t rss0 = mt_baseline(name);
+  const int64_t purged0 = mt_stats()->purged.total;
+  int busy_threads = 0;
+  const size_t peak = mt_alloc_free_idle(256 * MiB, &busy_threads);
+  const size_t rss1 = mt_rss();
+  const int threads = mt_threads();
+  const int64_t purged = mt_stats()->purged.total - purged0;
+  if (MT_RSS_ASSERTS) {
+    CHECK_MSG(peak >= rss0 + 240 * MiB, "the workload touched only %.1f MiB", mt_mib_diff(peak, rss0));
+    if (keep) CHECK_MSG(rss1 >= rss0 + 200 * MiB, "without the purger the RSS fell to %.1f MiB above the start", mt_mib_diff(rss1, rss0));
+    else CHECK_MSG(rss1 <= rss0 + MT_IDLE_MARGIN, "after %d ms idle the RSS is %.1f MiB above the start (margin %zu MiB)", MT_IDLE_MS, mt_mib_diff(rss1, rss0), MT_IDLE_MARGIN / MiB);
+  }
+  if (keep) CHECK_MSG(purged < (int64_t)(64 * MiB), "purged %.1f MiB without the purger", (double)purged / MiB);
+  else CHECK_MSG(purged >= (int64_t)(200 * MiB), "purged only %.1f MiB while idle", (double)purged / MiB);
+  if (keep) { CHECK_EQ(busy_threads, 1); CHECK_EQ(threads, 1); }
+  else mt_check_purger_threads(busy_threads, threads);
+  CHECK_EQ(mt_purger_started_lines(), keep ? 0 : 1);
+  mt_verbose_end();
+  return test_summary(name, "RSS start %.1f MiB, peak %+.1f MiB, after %d ms idle %+.1f MiB; purged %.1f MiB; threads %d after the frees, %d after the idle time",
+                      mt_mib(rss0), mt_mib_diff(peak, rss0), MT_IDLE_MS, mt_mib_diff(rss1, rss0), (double)purged / MiB, busy_threads, threads);
+}
+
+static int test_nofree(void) {
+  mt_verbose_capture();
+  printf("mem-idle nofree: start\n");   /* (not mt_baseline: its free of a block would count) */
+  fflush(stdout);
+  static const size_t sizes[] = { 16, 200, 3000, 20000, 100000, 1 * MiB, 3 * MiB, 20 * MiB };
+  for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+    for (int k = 0; k < 50; k++) {
+      void* p = mi_malloc(sizes[i]);
+      CHECK(p != NULL);
+      if (p != NULL) ((volatile char*)p)[0] = 1;   /* (never freed) */
+    }
+  }
+  mt_sleep_ms(300);
+  const int threads = mt_threads();
+  CHECK_EQ(threads, 1);
+  CHECK_EQ(mt_purger_started_lines(), 0);
+  mt_verbose_end();
+  return test_summary("mem-idle nofree", "%d thread(s) after allocating without a free", threads);
+}
+
+static int test_fork(void) {
+  const size_t rss0 = mt_baseline("mem-idle fork");
+  mt_free_all(mt_alloc_huge(64 * MiB));
+  const int threads = mt_threads();   /* the parent's purger */
+  mt_sleep_ms(1000);           /* (so the child starts from purged memory, not from the parent's freed blocks) */
+  const size_t rss_fork = mt_rss();
+  mt_check_purger_threads(threads, mt_threads());
+  if (MT_RSS_ASSERTS) {
+    CHECK_MSG(rss_fork <= rss0 + MT_IDLE_MARGIN, "parent: 1 s after its frees the RSS is %.1f MiB above the start", mt_mib_diff(rss_fork, rss0));
+  }
+  fflush(stdout);
+  fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) { CHECK(pid >= 0); return test_summary("mem-idle fork", "fork failed"); }
+  if (pid == 0) {
+    const int threads0 = mt_threads();
+    const size_t crss0 = mt_rss();
+    int threads1 = 0;
+    const size_t peak = mt_alloc_free_idle(128 * MiB, &threads1);
+    const size_t crss1 = mt_rss();
+    const int threads2 = mt_threads();
+    CHECK_LE((size_t)threads0, (size_t)MT_PURGER_THREADS(1));   /* the parent's purger is not here */
+    mt_check_purger_threads(threads1, threads2);
+    if (MT_RSS_ASSERTS) {
+      CHECK_MSG(peak >= crss0 + 120 * MiB, "the child touched only %.1f MiB", mt_mib_diff(peak, crss0));
+      CHECK_MSG(crss1 <= crss0 + MT_IDLE_MARGIN, "child: after %d ms idle the RSS is %.1f MiB above its start (margin %zu MiB)", MT_IDLE_MS, mt_mib_diff(crss1, crss0), MT_IDLE_MARGIN / MiB);
+    }
+    const int rc = test_summary("mem-idle fork (child)", "RSS after the fork %.1f MiB, peak %+.1f MiB, after %d ms idle %+.1f MiB; threads %d, %d, %d",
+                                mt_mib(crss0), mt_mib_diff(peak, crss0), MT_IDLE_MS, mt_mib_diff(crss1, crss0), threads0, threads1, threads2);
+    _exit(rc);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) { }
+  const size_t rss1 = mt_rss();   /* the parent idled meanwhile */
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed (status %d)", status);
+  if (MT_RSS_ASSERTS) {
+    CHECK_MSG(rss1 <= rss0 + MT_IDLE_MARGIN, "parent: after idling the RSS is %.1f MiB above the start", mt_mib_diff(rss1, rss0));
+  }
+  return test_summary("mem-idle fork", "parent RSS start %.1f MiB, at the fork %+.1f MiB, after the child %+.1f MiB", mt_mib(rss0), mt_mib_diff(rss_fork, rss0), mt_mib_diff(rss1, rss0));
+}
+
+static size_t small_size(size_t i) { return (size_t)KiB << (i % 7); }   /* 1, 2, .. 64 KiB */
+
+static int test_small(bool keep) {
+  enum { N = 7 * 1040, KEEP_EVERY = 256 };   /* 7 sizes of 1..64 KiB: 127 KiB per 7 blocks, 128 MiB in all */
+  static void* small[N];
+  const size_t rss0 = mt_baseline(keep ? "mem-idle small-keep" : "mem-idle small");
+  for (size_t i = 0; i < N; i++) {
+    small[i] = mi_malloc(small_size(i));
+    CHECK(small[i] != NULL);
+    if (small[i] != NULL) memset(small[i], 0xA5, small_size(i));
+  }
+  const size_t peak = mt_rss();
+  size_t kept = 0;
+  for (size_t i = 0; i < N; i++) {
+    if (i % KEEP_EVERY != 0) { mi_free(small[i]); small[i] = NULL; }
+    else kept++;
+  }
+  mt_sleep_ms(MT_IDLE_MS);
+  const size_t rss1 = mt_rss();
+  const size_t margin = MT_IDLE_MARGIN + kept * 512 * KiB;   /* a kept block may keep its whole page */
+  if (MT_RSS_ASSERTS && !keep) {
+    CHECK_MSG(rss1 <= rss0 + margin, "after %d ms idle the RSS is %.1f MiB above the start (margin %zu MiB)", MT_IDLE_MS, mt_mib_diff(rss1, rss0), margin / MiB);
+  }
+  if (MT_RSS_ASSERTS && keep) {
+    CHECK_MSG(rss1 >= rss0 + 96 * MiB, "without the purger thread the RSS fell to %.1f MiB above the start", mt_mib_diff(rss1, rss0));
+  }
+  for (size_t i = 0; i < N; i++) mi_free(small[i]);
+  return test_summary(keep ? "mem-idle small-keep" : "mem-idle small", "RSS start %.1f MiB, peak %+.1f MiB, after %d ms idle %+.1f MiB",
+                      mt_mib(rss0), mt_mib_diff(peak, rss0), MT_IDLE_MS, mt_mib_diff(rss1, rss0));
+}
+
+/* main frees (the purger starts) and ends with pthread_exit: the process must end (ctest's
+   timeout catches a thread of ours that keeps it alive). */
+static int test_mainexit(void) {
+  (void)mt_baseline("mem-idle mainexit");
+  mt_free_all(mt_alloc_huge(64 * MiB));
+  CHECK_GE((size_t)mt_threads(), 2);
+  test_summary("mem-idle mainexit", "main calls pthread_exit with the purger running");
+  fflush(stdout);
+  pthread_exit(NULL);
+}
+
+int main(int argc, char** argv) {
+  const char* mode = (argc > 1 ? argv[1] : "");
+  if (strcmp(mode, "large") == 0) return test_large(false);
+  if (strcmp(mode, "keep") == 0) return test_large(true);
+  if (strcmp(mode, "nofree") == 0) return test_nofree();
+  if (strcmp(mode, "fork") == 0) return test_fork();
+  if (strcmp(mode, "small") == 0) return test_small(false);
+  if (strcmp(mode, "small-keep") == 0) return test_small(true);
+  if (strcmp(mode, "mainexit") == 0) return test_mainexit();
+  fprintf(stderr, "usage: mem-idle large|keep|nofree|fork|small|small-keep|mainexit\n");
+  return 2;
+}
