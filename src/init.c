@@ -409,12 +409,14 @@ static void mi_fork_parent(void) {
   _mi_purger_fork_parent();
 }
 
-/* In the child only the forking thread exists; it held every lock, and new locks are free. */
+/* In the child only the forking thread exists, and it holds every lock (mi_fork_prepare): it
+   releases them. (Initialising them again instead left ThreadSanitizer seeing a second lock of a
+   held mutex when the child's purger took the list's lock.) */
 static void mi_fork_child(void) {
   for (mi_subproc_t* sp = &_mi_subproc_main; sp != NULL; sp = sp->next) {
-    mi_lock_init(&sp->lock);
+    mi_lock_release(&sp->lock);
   }
-  mi_lock_init(&mi_subprocs_lock);
+  mi_lock_release(&mi_subprocs_lock);
   mi_heap_t* heap = mi_prim_get_default_heap();
   _mi_live_fork_child(mi_heap_is_initialized(heap) ? heap->tld : NULL);
   _mi_heap_after_fork_child(heap);
