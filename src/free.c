@@ -133,7 +133,10 @@ void _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) {
   mi_block_t* block = (mi_page_has_aligned(page) ? _mi_page_ptr_unalign(page, p) : (mi_block_t*)p);
   if (owner == _mi_thread_id()) mi_free_block_local(page, block);
   else if (owner == 0 && _mi_segment_reclaim_on_free(page)) {
-    mi_free_block_local(page, block);   /* reclaimed: the page is ours now */
+    /* adopted: the page is ours now (mi_free took the block for a foreign one and did not
+       count it: counted here, as for a delayed block) */
+    _mi_stat_blocks_freed(page, mi_page_heap(page)->tld, 1);
+    mi_free_block_local(page, block);
   }
   else mi_free_block_mt(block, page, segment);
 }

@@ -16,8 +16,8 @@
      abandoned          a block of a thread that has ended (and left a second block alive),
                         freed twice by the main thread
      abandoned-released the only block of a thread that has ended, freed twice: the first free
-                        releases its page (and its segment, unless other pages use it), so
-                        the second is of a pointer not ours, or not in a page in use
+                        adopts the page (abandoned_reclaim_on_free) and frees the block in it,
+                        so the second is a double free in a page of this thread
    debug-pending (double frees that are not detected yet):
      local-then-remote  freed by the owner, then by another thread
      remote-full        freed twice by another thread while its page is full (the first free
