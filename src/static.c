@@ -34,6 +34,7 @@ void _mi_text_begin(void) { }
 #include "secure.c"
 #include "guarded.c"
 #include "segment.c"
+#include "segment-map.c"
 #include "stats.c"
 #include "stats-print.c"
 #include "track.c"

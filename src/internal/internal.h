@@ -257,6 +257,13 @@ void       _mi_segments_purge_shared(bool force);             /* the purger: eve
 void       _mi_segments_notify_purger(mi_subproc_t* subproc); /* after the lock: the earliest slot purge to the purger */
 void       _mi_subprocs_visit(void (*visit)(mi_subproc_t* subproc, void* arg), void* arg);   /* init.c: every subprocess, under the list's lock */
 bool       _mi_segment_map_can_hold(const void* start, size_t size);
+/* segment-map.c: the covered map's parts for [start, start + size) (false: out of memory); a
+   segment's entries set (on) or cleared; a segment's memory from the arenas (NULL when beyond
+   the range the maps cover, or the parts cannot be had) */
+bool       _mi_segment_map_prepare(const void* start, size_t size);
+void       _mi_segment_map_set(const mi_segment_t* segment, bool on);
+mi_segment_t* _mi_segment_os_alloc(size_t size, size_t alignment, size_t align_offset, bool commit,
+                                   mi_arena_id_t req_arena_id, mi_memid_t* memid);
 /* realloc: grow the huge block p (its page's start, segment owned by the calling thread) in
    place so that [p, p + size) fits, taking the free arena blocks after it; *ext_zero tells
    whether the added bytes are zero. False, and nothing changed, when that is not possible. */

@@ -37,7 +37,7 @@
    leaves it to _mi_free_generic, which rejects pages not in use, and block_size 0 so
    usable_size reports 0 (not ours).
    p == NULL maps to an address with the top bit set, which _mi_ptr_segment turns into NULL.
-   Two global maps describe our segments (segment.c), kept exact while a segment hands out blocks:
+   Two global maps describe our segments (segment-map.c), kept exact while a segment hands out blocks:
      segment-start byte map: chunk index -> page_shift of our segment starting there, else 0.
        free, realloc and usable_size consult it before touching a pointer (so pointers that
        are not ours are never dereferenced), and take the page_shift from it;
