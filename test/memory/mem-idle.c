@@ -55,12 +55,7 @@ static void*        blocks[MT_MAX_BLOCKS];
 /* The number of threads of this process (/proc/self/status), read without allocating. */
 static int mt_threads(void) {
   char buf[4096];
-  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = 0;
+  if (!mt_read_proc("/proc/self/status", buf, sizeof(buf))) return -1;
   const char* t = strstr(buf, "\nThreads:");
   return (t == NULL ? -1 : atoi(t + 9));
 }

@@ -98,12 +98,7 @@ static uint64_t ms_rand(uint64_t* x) {   /* xorshift64 */
 /* /proc/self/status field (kB) in bytes, or 0 */
 static size_t ms_status_bytes(const char* field) {
   char buf[4096];
-  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
+  if (!mt_read_proc("/proc/self/status", buf, sizeof(buf))) return 0;
   const char* p = strstr(buf, field);
   if (p == NULL) return 0;
   return (size_t)strtoull(p + strlen(field) + 1, NULL, 10) * KiB;

@@ -55,15 +55,21 @@
 #define MT_RSS_ASSERTS 1
 #endif
 
+/* the start of a /proc file, NUL-terminated, in buf; false if it cannot be read */
+static TEST_UNUSED_ bool mt_read_proc(const char* path, char* buf, size_t size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, buf, size - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  return true;
+}
+
 /* field `field` of /proc/self/statm (0: address space, 1: resident) in bytes, or 0 */
 static TEST_UNUSED_ size_t mt_statm(int field) {
   char buf[128];
-  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
+  if (!mt_read_proc("/proc/self/statm", buf, sizeof(buf))) return 0;
   unsigned long f[2] = { 0, 0 };
   if (sscanf(buf, "%lu %lu", &f[0], &f[1]) != 2) return 0;
   return (size_t)f[field] * (size_t)sysconf(_SC_PAGESIZE);
