@@ -5,11 +5,14 @@
  * (bench/rssmap.sh builds and runs it). On SIGUSR1, and at exit when RSSMAP_AT_EXIT is set, it
  * walks every large anonymous mapping (our arenas: 256 MiB and more), asks the kernel which OS
  * pages are resident (mincore), reads the segment headers found there (this source tree's
- * internal types, so it must be built from the same tree as the library) and prints one line:
+ * internal types, so it must be built from the same tree as the library) and prints a line:
  *   - resident memory in pages in use, beside what those pages hold (used blocks) and what
  *     they were extended to (capacity): the difference is page-level fragmentation;
  *   - resident memory in unused slots, by state (waiting for their purge, purged, other);
  *   - resident memory in freed segments (arena blocks waiting for their purge);
+ *   - blocks other threads freed that the owner has not collected yet (thread_free lists);
+ * then one line per segment kind (small, medium, large): pages in use, resident, capacity,
+ * live blocks and unused slots waiting for their purge;
  * and with RSSMAP_SEGMENTS=1 one line per medium or large segment showing each slot (block size, blocks
  * used/reserved, resident KiB). It reads the allocator's data without locks while the program
  * runs: figures are a snapshot, good to a few pages. Nothing here allocates (output with
@@ -27,7 +30,10 @@
 
 typedef struct rss_acc_s {
   size_t total, freed_segments, huge;
-  size_t inuse_resident, inuse_used, inuse_capacity;
+  size_t inuse_resident, inuse_used, inuse_capacity, inuse_tfree;
+  /* per segment kind (small, medium, large): pages in use, their resident memory, capacity,
+     live blocks (used less those on thread_free) and unused slots waiting for their purge */
+  size_t kind_pages[4], kind_resident[4], kind_capacity[4], kind_live[4], kind_pending[4];
   size_t slot_pending, slot_purged, slot_other;
   size_t abandoned_resident;   /* (within pages in use: those of ended threads) */
   size_t segments[4];
@@ -71,10 +77,21 @@ static void rss_segment(mi_segment_t* seg, rss_acc_t* acc, bool detail) {
       if (page->segment_in_use) {
         acc->inuse_used += (size_t)page->used * page->block_size;
         acc->inuse_capacity += (size_t)page->capacity * page->block_size;
+        /* blocks other threads freed, not yet collected by the owner: in `used` still (read
+           without synchronisation, a bounded walk) */
+        size_t tfree = 0;
+        for (const mi_block_t* b = mi_tf_block(mi_atomic_load_relaxed(&((mi_page_t*)page)->xthread_free));
+             b != NULL && tfree < page->used; b = mi_block_next(page, b)) tfree++;
+        acc->inuse_tfree += tfree * page->block_size;
+        const int k = seg->page_kind;
+        acc->kind_pages[k]++;
+        acc->kind_resident[k] += r;
+        acc->kind_capacity[k] += (size_t)page->capacity * page->block_size;
+        acc->kind_live[k] += (size_t)(page->used - tfree) * page->block_size;
         if (page->abandoned_listed) acc->abandoned_resident += r;
       }
     }
-    else if (page->purge_pending) acc->slot_pending += r;
+    else if (page->purge_pending) { acc->slot_pending += r; acc->kind_pending[seg->page_kind] += r; }
     else if (!page->is_committed) acc->slot_purged += r;
     else acc->slot_other += r;
     if (len > 0 && len < (int)sizeof line - 64) {
@@ -111,12 +128,18 @@ static void rss_report(const char* when) {
   const size_t M = 1024 * 1024;
   int len = snprintf(line, sizeof line,
     "rssmap (%s): %zu MiB resident in arenas: pages in use %zu MiB (their used blocks %zu MiB, "
-    "capacity %zu MiB; of ended threads %zu MiB); unused slots waiting for purge %zu MiB, purged %zu MiB, "
+    "capacity %zu MiB; on thread_free lists %zu MiB; of ended threads %zu MiB); unused slots waiting for purge %zu MiB, purged %zu MiB, "
     "other %zu MiB; freed segments %zu MiB; huge %zu MiB; segments small %zu, medium %zu, large %zu, huge %zu\n",
-    when, acc.total / M, acc.inuse_resident / M, acc.inuse_used / M, acc.inuse_capacity / M, acc.abandoned_resident / M,
+    when, acc.total / M, acc.inuse_resident / M, acc.inuse_used / M, acc.inuse_capacity / M, acc.inuse_tfree / M, acc.abandoned_resident / M,
     acc.slot_pending / M, acc.slot_purged / M, acc.slot_other / M,
     acc.freed_segments / M, acc.huge / M, acc.segments[0], acc.segments[1], acc.segments[2], acc.segments[3]);
   rss_write(line, len);
+  static const char* const kinds[3] = { "small", "medium", "large" };
+  for (int k = 0; k < 3; k++) {
+    len = snprintf(line, sizeof line, "rssmap   in %s segments: %zu pages in use, resident %zu MiB, capacity %zu MiB, live %zu MiB; unused slots waiting for purge %zu MiB\n",
+                   kinds[k], acc.kind_pages[k], acc.kind_resident[k] / M, acc.kind_capacity[k] / M, acc.kind_live[k] / M, acc.kind_pending[k] / M);
+    rss_write(line, len);
+  }
 }
 
 static void rss_on_signal(int sig) {

@@ -139,6 +139,41 @@ void _mi_heap_collect_periodic(mi_heap_t* heap) {
   mi_heap_collect_ex(heap, MI_NORMAL);
 }
 
+/* Blocks other threads free into a page that is not full wait on its thread_free list until the
+   owner looks at that page again, which it does only when the page's size class runs out: a
+   page whose blocks were all freed by others stays owned, and its slot out of every other
+   thread's reach, for as long as its owner allocates from other classes (mstress with 16
+   threads: a quarter of the resident memory, 47 MiB for 43 MiB live, sat on such lists, most of
+   it in single-block pages of large classes). So a thread that takes fresh pages looks, every
+   so often, at all its pages and gives back those that others' frees emptied. The interval is
+   a quarter of its pages (and 8), so the cost is a few page visits per fresh page (mstress, 2
+   threads: peak RSS 55 -> 39 MiB). */
+static bool mi_heap_page_sweep(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
+  (void)heap; (void)arg;
+  /* only pages with at least half their blocks in use on the thread_free list (its count,
+     internal.h): taking every list cost mstress (2 threads) 2-4% of its time for no memory;
+     taking only lists that empty their page cost 16 threads 0.2 x live more */
+  const uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
+  if (mi_tf_block(tfree) == NULL || 2 * mi_tf_count(tfree) < page->used) return true;
+  _mi_page_free_collect(page, false);
+  /* the page allocated from next in a small or medium class stays, as _mi_page_retire keeps it */
+  if (mi_page_all_free(page) &&
+      (pq->first != page || page->block_size > MI_MEDIUM_OBJ_SIZE_MAX || mi_page_is_in_full(page))) {
+    _mi_page_free(page, pq);
+  }
+  else if (mi_page_is_in_full(page) && mi_page_immediate_available(page)) {
+    _mi_page_unfull(page);
+  }
+  return true;
+}
+
+void _mi_heap_fresh_page_taken(mi_heap_t* heap) {
+  if (++heap->page_fresh <= 8 + heap->page_count / 4) return;
+  heap->page_fresh = 0;
+  _mi_heap_delayed_free_partial(heap);
+  mi_heap_visit_pages(heap, &mi_heap_page_sweep, NULL);
+}
+
 void _mi_heap_collect_abandon(mi_heap_t* heap) {
   mi_heap_collect_ex(heap, MI_ABANDON);
 }

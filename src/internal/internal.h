@@ -308,6 +308,7 @@ size_t     _mi_bin_size(size_t bin);
 ------------------------------------------------------------------------------------------ */
 void       _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool allow_destroy, uint8_t tag);
 void       _mi_heap_collect_abandon(mi_heap_t* heap);
+void       _mi_heap_fresh_page_taken(mi_heap_t* heap);   /* page.c, before a fresh page: every so often take other threads' frees into all pages */
 void       _mi_heap_collect_periodic(mi_heap_t* heap);   /* every ~100 ms of slow-path calls */
 void       _mi_heap_after_fork_child(mi_heap_t* heap);   /* the forking thread's heaps, in the child */
 bool       _mi_heap_delayed_free_partial(mi_heap_t* heap);

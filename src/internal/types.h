@@ -591,6 +591,7 @@ struct mi_heap_s {
   _Atomic(mi_block_t*)  thread_delayed_free;
   uintptr_t             thread_id;
   size_t                page_count;
+  size_t                page_fresh;        /* fresh pages taken since the last sweep (heap.c) */
   size_t                page_retired_min;  /* range of bins that may hold a retired page */
   size_t                page_retired_max;
   mi_heap_t*            next;
