@@ -14,13 +14,20 @@
  * consumer to the second (-u: unpinned), so every run measures a cross-core hand-off; left to
  * the scheduler, both threads may share one core for a while, which measures something else.
  *
- * usage: bench-xthread [-n COUNT] [-r RING] [-s SEED] [-u]
+ * -b (both ways): the pattern of two pipeline stages that hand work to each other. Two rings,
+ * one per direction; each thread allocates into its own ring and frees what the other thread
+ * allocated from the other ring, interleaved one block at a time (each side again keeps at
+ * least half a ring in flight). One op = one malloc + one free on each thread; ops/s =
+ * COUNT / wall time, as above.
+ *
+ * usage: bench-xthread [-n COUNT] [-r RING] [-s SEED] [-u] [-b]
  */
 #include "bench.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <unistd.h>
 
 #define BATCH 64 /* publish the ring index every BATCH items (or before waiting) */
@@ -123,6 +130,75 @@ static void consume(ring_t *q, unsigned long long n) {
   q->check += check;
 }
 
+/* -b: one side of the two-way hand-off; produces into `out`, consumes from `in`, never blocking
+   on one ring while the other has work (two threads each waiting for the other would deadlock) */
+typedef struct side_s {
+  ring_t *out, *in;
+  pthread_barrier_t *start; /* both sides meet at ring 0's barrier */
+  int cpu, index;
+} side_t;
+
+static void both_run(side_t *s, const uint32_t *sizes, uint64_t *rng, unsigned long long n) {
+  ring_t *out = s->out, *in = s->in;
+  size_t head = atomic_load_explicit(&out->head, memory_order_relaxed);
+  size_t tail = atomic_load_explicit(&in->tail, memory_order_relaxed);
+  const size_t head_end = head + (size_t)n, tail_end = tail + (size_t)n;
+  size_t tail_seen = atomic_load_explicit(&out->tail, memory_order_acquire);
+  size_t head_seen = atomic_load_explicit(&in->head, memory_order_acquire);
+  uint64_t check = 0;
+  unsigned spins = 0;
+  while (head != head_end || tail != tail_end) {
+    bool progress = false;
+    if (head != head_end) {
+      if (head - tail_seen > out->mask) tail_seen = atomic_load_explicit(&out->tail, memory_order_acquire);
+      if (head - tail_seen <= out->mask) {
+        uint64_t r = bench_rand(rng);
+        uint64_t *p = BENCH_MALLOC(sizes[r & (BENCH_SIZE_TABLE - 1)]);
+        if (p == NULL) { fprintf(stderr, "out of memory\n"); exit(1); }
+        *p = r;
+        out->slots[head & out->mask] = p;
+        head++;
+        if ((head & (BATCH - 1)) == 0 || head == head_end) atomic_store_explicit(&out->head, head, memory_order_release);
+        progress = true;
+      }
+    }
+    if (tail != tail_end) {
+      if (head_seen - tail <= in->lag && head_seen != tail_end) head_seen = atomic_load_explicit(&in->head, memory_order_acquire);
+      if (head_seen != tail && (head_seen - tail > in->lag || head_seen == tail_end)) {
+        uint64_t *p = in->slots[tail & in->mask];
+        tail++;
+        if ((tail & (BATCH - 1)) == 0 || tail == tail_end) atomic_store_explicit(&in->tail, tail, memory_order_release);
+        check += *p;
+        BENCH_FREE(p);
+        progress = true;
+      }
+    }
+    if (progress) spins = 0;
+    else {
+      atomic_store_explicit(&out->head, head, memory_order_release);
+      atomic_store_explicit(&in->tail, tail, memory_order_release);
+      cpu_relax(&spins);
+    }
+  }
+  atomic_store_explicit(&out->head, head, memory_order_release);
+  atomic_store_explicit(&in->tail, tail, memory_order_release);
+  in->check += check;
+}
+
+static void *both_main(void *arg) {
+  side_t *s = arg;
+  pin_self(s->cpu);
+  static uint32_t sizes[2][BENCH_SIZE_TABLE];
+  bench_size_table_init(sizes[s->index], s->out->seed);   /* the same size mix both ways */
+  uint64_t rng = s->out->seed + 7919 * (uint64_t)s->index;
+  both_run(s, sizes[s->index], &rng, s->out->warmup);
+  pthread_barrier_wait(s->start);
+  s->out->t_start[0] = bench_now();
+  both_run(s, sizes[s->index], &rng, s->out->count);
+  s->out->t_end[0] = bench_now();
+  return NULL;
+}
+
 static void *producer_main(void *arg) {
   ring_t *q = arg;
   pin_self(q->cpu[0]);
@@ -198,19 +274,20 @@ static long probe_latency(const int cpu[2]) {
 
 static void usage(void) {
   fprintf(stderr, "usage: bench-xthread [-n COUNT (5000000)] [-r RING (1024)] [-s SEED (1)] "
-                  "[-u (unpinned)]\n");
+                  "[-u (unpinned)] [-b (both ways)]\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
   unsigned long long count = 5000000, ring = 1024, seed = 1;
-  int opt, pinned = 1;
-  while ((opt = getopt(argc, argv, "n:r:s:uh")) != -1) {
+  int opt, pinned = 1, both = 0;
+  while ((opt = getopt(argc, argv, "n:r:s:ubh")) != -1) {
     switch (opt) {
       case 'n': count = bench_arg(optarg, "count"); break;
       case 'r': ring = bench_arg(optarg, "ring"); break;
       case 's': seed = bench_arg(optarg, "seed"); break;
       case 'u': pinned = 0; break;
+      case 'b': both = 1; break;
       default: usage();
     }
   }
@@ -218,37 +295,67 @@ int main(int argc, char **argv) {
   size_t cap = 2 * BATCH;
   while (cap < ring) cap *= 2;
 
-  static ring_t q; /* static: the ring's own memory is not part of the measurement */
-  q.slots = calloc(cap, sizeof *q.slots);
-  if (q.slots == NULL) { perror("calloc"); return 1; }
-  q.mask = cap - 1;
-  q.lag = cap / 2;
-  q.warmup = count / 8;
-  q.count = count;
-  q.seed = seed;
-  q.cpu[0] = q.cpu[1] = -1;
-  if (pinned) pick_cpus(q.cpu);
-  long xcore_ns = probe_latency(q.cpu);
-  pthread_barrier_init(&q.start, NULL, 3);
+  static ring_t rings[2]; /* static: the rings' own memory is not part of the measurement */
+  ring_t *const q = &rings[0];
+  int cpu[2] = { -1, -1 };
+  if (pinned) pick_cpus(cpu);
+  long xcore_ns = probe_latency(cpu);
+  for (int i = 0; i < 1 + both; i++) {
+    ring_t *r = &rings[i];
+    r->slots = calloc(cap, sizeof *r->slots);
+    if (r->slots == NULL) { perror("calloc"); return 1; }
+    r->mask = cap - 1;
+    r->lag = cap / 2;
+    r->warmup = count / 8;
+    r->count = count;
+    r->seed = seed;
+    r->cpu[0] = cpu[i];
+    r->cpu[1] = cpu[1 - i];
+  }
+  pthread_barrier_init(&q->start, NULL, 3);
+  static side_t sides[2];
+  if (both) {
+    for (int i = 0; i < 2; i++) {
+      sides[i].out = &rings[i];
+      sides[i].in = &rings[1 - i];
+      sides[i].start = &q->start;
+      sides[i].cpu = cpu[i];
+      sides[i].index = i;
+    }
+  }
 
-  pthread_t prod, cons;
-  if (pthread_create(&cons, NULL, consumer_main, &q) != 0 ||
-      pthread_create(&prod, NULL, producer_main, &q) != 0) {
+  pthread_t t0h, t1h;
+  int err;
+  if (both) {
+    err = pthread_create(&t0h, NULL, both_main, &sides[0]) != 0 ||
+          pthread_create(&t1h, NULL, both_main, &sides[1]) != 0;
+  } else {
+    err = pthread_create(&t1h, NULL, consumer_main, q) != 0 ||
+          pthread_create(&t0h, NULL, producer_main, q) != 0;
+  }
+  if (err) {
     fprintf(stderr, "pthread_create failed\n");
     return 1;
   }
-  pthread_barrier_wait(&q.start); /* both threads are warmed up and the ring is empty */
-  pthread_join(prod, NULL);
-  pthread_join(cons, NULL);
-  double t0 = q.t_start[0] < q.t_start[1] ? q.t_start[0] : q.t_start[1];
-  double t1 = q.t_end[0] > q.t_end[1] ? q.t_end[0] : q.t_end[1];
+  pthread_barrier_wait(&q->start); /* both threads are warmed up and the ring is empty */
+  pthread_join(t0h, NULL);
+  pthread_join(t1h, NULL);
+  double t0, t1;
+  if (both) {
+    t0 = rings[0].t_start[0] < rings[1].t_start[0] ? rings[0].t_start[0] : rings[1].t_start[0];
+    t1 = rings[0].t_end[0] > rings[1].t_end[0] ? rings[0].t_end[0] : rings[1].t_end[0];
+  } else {
+    t0 = q->t_start[0] < q->t_start[1] ? q->t_start[0] : q->t_start[1];
+    t1 = q->t_end[0] > q->t_end[1] ? q->t_end[0] : q->t_end[1];
+  }
   double secs = t1 - t0;
-  pthread_barrier_destroy(&q.start);
-  free(q.slots);
+  pthread_barrier_destroy(&q->start);
+  const uint64_t check = rings[0].check + rings[1].check;
+  for (int i = 0; i < 1 + both; i++) free(rings[i].slots);
 
-  printf("RESULT bench=xthread ops=%llu ring=%zu cpus=%d,%d xcore_ns=%ld seconds=%.6f "
-         "ops_per_sec=%.0f check=%llu", count, cap, q.cpu[0], q.cpu[1], xcore_ns, secs,
-         (double)count / secs, (unsigned long long)(q.check & 0xffff));
+  printf("RESULT bench=%s ops=%llu ring=%zu cpus=%d,%d xcore_ns=%ld seconds=%.6f "
+         "ops_per_sec=%.0f check=%llu", both ? "xthread-both" : "xthread", count, cap, cpu[0], cpu[1], xcore_ns, secs,
+         (double)count / secs, (unsigned long long)(check & 0xffff));
   bench_print_origin();
   return 0;
 }
