@@ -329,14 +329,22 @@ typedef enum mi_delayed_e {
 /* 128 bytes (aligned so on 64-bit targets): the page index scales with one shift in free. */
 #define MI_PAGE_DESC_ALIGN  (128)
 typedef struct mi_page_s {
-  /* fast-path fields first: the first 64 bytes are all that malloc and free touch (secure
-     builds: with the link keys and capacity, in place of four byte fields; the second half
-     holds xthread_free, which other threads write) */
+  /* Two cache lines. The first holds what malloc touches and only the owner writes (free,
+     used, ...). Release builds keep on the second line what a free by another thread reads
+     (xthread_id, block_size) beside what it writes (xthread_free): such a free then takes one
+     line and never the first, which the owner writes on every malloc. With the owner id on the
+     first line, two threads handing each other blocks (bench-xthread -b) took 1.9 times as long
+     and the one-way pipeline 2.2 times: each foreign free pulled the line away from the owner's
+     core and the owner's next malloc pulled it back. The owner's free reads xthread_id on the
+     second line and writes the first: one line more, no instruction more (bench/callgrind.sh).
+     Secure builds keep xthread_id with the link keys on the first line. */
   _Alignas(MI_PAGE_DESC_ALIGN)
   mi_block_t*        free;            /* blocks available for allocation */
   mi_block_t*        local_free;      /* blocks freed by the owner thread (MI_FREE_SHARDED), or
                                          collected from thread_free while `free` is not empty */
+#if MI_SECURE > 0
   _Atomic(uintptr_t) xthread_id;      /* owner thread id | flags (see above) */
+#endif
   uint32_t           used;            /* blocks in use (including not yet collected thread frees) */
 #if MI_SECURE > 0
   uint32_t           capacity;        /* blocks whose memory has been made available */
@@ -355,7 +363,6 @@ typedef struct mi_page_s {
                                          medium slots), whose descriptor is `this - k`; never
                                          in use itself, so a block pointer never maps here */
 #if MI_SECURE == 0
-  size_t             block_size;      /* size of each block (a bin size, or exact for huge) */
   uint8_t*           page_start_;     /* first block (read and set through mi_page_start, track.h) */
   uint32_t           capacity;        /* blocks whose memory has been made available */
 #endif
@@ -375,11 +382,19 @@ typedef struct mi_page_s {
 
   mi_msecs_t         purge_expire;    /* when purge_pending: time the slot is due for a purge;
                                          when purged (!is_committed): time of the purge, or 0 */
+#if MI_SECURE == 0
+  struct mi_page_s*  next;            /* (see below) */
+  /* the second line (release builds): what other threads read and write */
+  _Atomic(uintptr_t) xthread_id;      /* owner thread id | flags (see above) */
+  size_t             block_size;      /* size of each block (a bin size, or exact for huge) */
+#endif
   _Atomic(uintptr_t) xthread_free;    /* mi_block_t* | mi_delayed_t in the low 2 bits */
   _Atomic(mi_heap_t*) xheap;          /* owning heap, NULL when abandoned */
+#if MI_SECURE > 0
   struct mi_page_s*  next;            /* links of: the heap's page queue (owned page), the
                                          subprocess' purge queue (unused slot) or abandoned page
                                          list of its bin (abandoned page) */
+#endif
   struct mi_page_s*  prev;
 } mi_page_t;
 _Static_assert(sizeof(void*) != 8 || sizeof(mi_page_t) == MI_PAGE_DESC_ALIGN, "page descriptors are 128 bytes");
