@@ -149,21 +149,15 @@ void _mi_heap_collect_periodic(mi_heap_t* heap) {
    a quarter of its pages (and 8), so the cost is a few page visits per fresh page (mstress, 2
    threads: peak RSS 55 -> 39 MiB). */
 static bool mi_heap_page_sweep(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
-  (void)heap; (void)arg;
+  (void)heap; (void)pq; (void)arg;
   /* only pages with at least half their blocks in use on the thread_free list (its count,
      internal.h): taking every list cost mstress (2 threads) 2-4% of its time for no memory;
      taking only lists that empty their page cost 16 threads 0.2 x live more */
   const uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
   if (mi_tf_block(tfree) == NULL || 2 * mi_tf_count(tfree) < page->used) return true;
   _mi_page_free_collect(page, false);
-  /* the page allocated from next in a small or medium class stays, as _mi_page_retire keeps it */
-  if (mi_page_all_free(page) &&
-      (pq->first != page || page->block_size > MI_MEDIUM_OBJ_SIZE_MAX || mi_page_is_in_full(page))) {
-    _mi_page_free(page, pq);
-  }
-  else if (mi_page_is_in_full(page) && mi_page_immediate_available(page)) {
-    _mi_page_unfull(page);
-  }
+  if (mi_page_all_free(page)) _mi_page_retire(page);   /* freed, or kept a few heartbeats if the only page of its class */
+  else if (mi_page_is_in_full(page) && mi_page_immediate_available(page)) _mi_page_unfull(page);
   return true;
 }
 

@@ -641,7 +641,8 @@ static mi_page_t* mi_find_page(mi_heap_t* heap, size_t size, size_t huge_alignme
    (unfull, then the page is freed), a few instructions beside a segment's lock. */
 static inline void* mi_page_malloc_last(mi_heap_t* heap, mi_page_t* page, size_t size, bool zero) {
   void* const p = _mi_page_malloc(heap, page, size, zero);
-  if (page->block_size > MI_MEDIUM_OBJ_SIZE_MAX && page->block_size <= MI_LARGE_OBJ_SIZE_MAX && !mi_page_is_in_full(page)) {
+  mi_assert_internal(!mi_page_is_in_full(page));   /* found in its bin's queue */
+  if (page->block_size > MI_MEDIUM_OBJ_SIZE_MAX && page->block_size <= MI_LARGE_OBJ_SIZE_MAX) {
     mi_page_to_full(page, _mi_page_queue_of(page));
   }
   return p;
