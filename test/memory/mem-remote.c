@@ -48,22 +48,7 @@ static size_t set_count, set_bytes;
 static void* set_blocks[SMALL_COUNT];
 static size_t set_sizes[SMALL_COUNT];
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-static int phase;   /* 1: A allocated the set; 2: B freed it; 3: A allocated elsewhere; 4: B done */
-
-static void set_phase(int p) {
-  pthread_mutex_lock(&lock);
-  phase = p;
-  pthread_cond_broadcast(&cond);
-  pthread_mutex_unlock(&lock);
-}
-
-static void wait_phase(int p) {
-  pthread_mutex_lock(&lock);
-  while (phase < p) pthread_cond_wait(&cond, &lock);
-  pthread_mutex_unlock(&lock);
-}
+/* phases (mt_phase_set): 1: A allocated the set; 2: B freed it; 3: A allocated elsewhere; 4: B done */
 
 /* the sizes of the set: 14 large classes growing by 1/4 each from 132 KiB, or 1 KiB blocks */
 static void set_plan(void) {
@@ -139,8 +124,8 @@ static void* thread_a(void* arg) {
   set_alloc(0xA1);
   a_ranges_record();
   if (!mode_large) set_free(1, 2, 0xA1);   /* the odd blocks: the pages leave the full queue */
-  set_phase(1);
-  wait_phase(2);
+  mt_phase_set(1);
+  mt_phase_wait(2);
   /* elsewhere: small, fresh pages of another class (each a slow-path call, and the sweep every
      8 + a quarter of the pages); large, slow-path calls without a fresh page (huge blocks,
      which take no page of a queue) */
@@ -159,8 +144,8 @@ static void* thread_a(void* arg) {
       if (other[i] != NULL) mt_fill(other[i], OTHER_SIZE, 0xA2);
     }
   }
-  set_phase(3);
-  wait_phase(4);
+  mt_phase_set(3);
+  mt_phase_wait(4);
   for (size_t i = 0; i < OTHER_COUNT && !mode_large; i++) {
     if (other[i] == NULL) continue;
     CHECK_MSG(mt_is_filled(other[i], OTHER_SIZE, 0xA2), "block %p lost its contents", other[i]);
@@ -171,16 +156,16 @@ static void* thread_a(void* arg) {
 
 static void* thread_b(void* arg) {
   (void)arg;
-  wait_phase(1);
+  mt_phase_wait(1);
   set_free(0, 1, 0xA1);   /* all of A's blocks still live */
-  set_phase(2);
-  wait_phase(3);
+  mt_phase_set(2);
+  mt_phase_wait(3);
   const int64_t before = mt_stats()->committed.current;
   set_alloc(0xB1);
   growth = mt_stats()->committed.current - before;
   for (size_t i = 0; i < set_count; i++) if (set_blocks[i] != NULL && in_a_ranges(set_blocks[i])) reused++;
   set_free(0, 1, 0xB1);
-  set_phase(4);
+  mt_phase_set(4);
   return NULL;
 }
 

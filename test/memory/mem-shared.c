@@ -161,24 +161,9 @@ static void reuse_measure(reuse_fig_t* f) {
 
 static bool reuse_free_all;   /* `reuse all`: A keeps nothing */
 static bool reuse_self;       /* `reuse self`: A allocates B's blocks itself (calibration: the reuse a thread has of its own slots) */
-static pthread_mutex_t reuse_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t  reuse_cond = PTHREAD_COND_INITIALIZER;
-static int reuse_phase;   /* 1: A allocated and freed, idle; 2: B done, A may end */
+/* phases (mt_phase_set): 1: A allocated and freed, idle; 2: B done, A may end */
 static reuse_fig_t fig0, figA, figA_freed, figB;
 static size_t reuse_blocks, reuse_kept, reuse_kept_bytes, reuse_segments_a;
-
-static void reuse_set_phase(int phase) {
-  pthread_mutex_lock(&reuse_lock);
-  reuse_phase = phase;
-  pthread_cond_broadcast(&reuse_cond);
-  pthread_mutex_unlock(&reuse_lock);
-}
-
-static void reuse_wait_phase(int phase) {
-  pthread_mutex_lock(&reuse_lock);
-  while (reuse_phase < phase) pthread_cond_wait(&reuse_cond, &reuse_lock);
-  pthread_mutex_unlock(&reuse_lock);
-}
 
 /* allocates MT_REUSE_TOTAL in the fixed sequence of sizes, every byte written */
 static size_t reuse_alloc(uint8_t** blocks) {
@@ -213,7 +198,7 @@ static void* reuse_thread_a(void* arg) {
   uintptr_t* segs = (uintptr_t*)calloc(MT_REUSE_MAX_SEGS, sizeof(uintptr_t));
   uint8_t** kept = (uint8_t**)calloc(MT_REUSE_MAX_SEGS, sizeof(uint8_t*));
   CHECK(blocks != NULL && segs != NULL && kept != NULL);
-  if (blocks == NULL || segs == NULL || kept == NULL) { reuse_set_phase(1); return NULL; }
+  if (blocks == NULL || segs == NULL || kept == NULL) { mt_phase_set(1); return NULL; }
   const size_t n = reuse_alloc(blocks);
   reuse_blocks = n;
   reuse_measure(&figA);
@@ -238,8 +223,8 @@ static void* reuse_thread_a(void* arg) {
   reuse_kept = (reuse_free_all ? 0 : nsegs);
   reuse_measure(&figA_freed);
   if (reuse_self) reuse_thread_b(NULL);
-  reuse_set_phase(1);
-  reuse_wait_phase(2);   /* alive and idle while B allocates */
+  mt_phase_set(1);
+  mt_phase_wait(2);   /* alive and idle while B allocates */
   for (size_t j = 0; j < nsegs; j++) if (kept[j] != NULL) reuse_check_free(kept[j]);
   free(kept);
   free(segs);
@@ -269,12 +254,12 @@ static int reuse_mode(bool free_all, bool self) {
   reuse_measure(&fig0);
   pthread_t a, b;
   CHECK(pthread_create(&a, NULL, &reuse_thread_a, NULL) == 0);
-  reuse_wait_phase(1);
+  mt_phase_wait(1);
   if (!self) {
     CHECK(pthread_create(&b, NULL, &reuse_thread_b, NULL) == 0);
     pthread_join(b, NULL);
   }
-  reuse_set_phase(2);
+  mt_phase_set(2);
   pthread_join(a, NULL);
   mi_collect(true);
   reuse_fig_t fig_end;

@@ -27,6 +27,7 @@
 #include <mimalloc-stats.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -95,6 +96,25 @@ static TEST_UNUSED_ long long mt_now_ms(void) {
 static TEST_UNUSED_ void mt_sleep_ms(long ms) {
   struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) { }
+}
+
+/* The phase of a test's threads: one thread sets it, the others wait until it is reached (it
+   only grows). */
+static TEST_UNUSED_ pthread_mutex_t mt_phase_lock = PTHREAD_MUTEX_INITIALIZER;
+static TEST_UNUSED_ pthread_cond_t  mt_phase_cond = PTHREAD_COND_INITIALIZER;
+static TEST_UNUSED_ int mt_phase_now;
+
+static TEST_UNUSED_ void mt_phase_set(int phase) {
+  pthread_mutex_lock(&mt_phase_lock);
+  mt_phase_now = phase;
+  pthread_cond_broadcast(&mt_phase_cond);
+  pthread_mutex_unlock(&mt_phase_lock);
+}
+
+static TEST_UNUSED_ void mt_phase_wait(int phase) {
+  pthread_mutex_lock(&mt_phase_lock);
+  while (mt_phase_now < phase) pthread_cond_wait(&mt_phase_cond, &mt_phase_lock);
+  pthread_mutex_unlock(&mt_phase_lock);
 }
 
 /* mi_stats_get into a static struct (nothing allocated) */
