@@ -3,7 +3,6 @@
    moving pages between a heap's bin queues and its full queue, retiring empty pages, and the
    generic (slow-path) allocation that finds or makes a page with a free block. */
 #include "internal/internal.h"
-#include "prim/prim.h"
 
 /* ------------------------------------------------------------------------------------------
    Bins
@@ -445,7 +444,7 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
 /* ------------------------------------------------------------------------------------------
    Full pages, retiring and freeing pages
 ------------------------------------------------------------------------------------------ */
-static void mi_page_to_full(mi_page_t* page, mi_page_queue_t* pq) {
+void _mi_page_to_full(mi_page_t* page, mi_page_queue_t* pq) {
   mi_heap_t* heap = mi_page_heap(page);
   _mi_page_use_delayed_free(page, MI_USE_DELAYED_FREE, false);
   mi_page_queue_enqueue_from(&heap->pages[MI_BIN_FULL], pq, page);
@@ -561,7 +560,7 @@ static mi_page_t* mi_page_queue_find_free(mi_heap_t* heap, mi_page_queue_t* pq, 
       mi_page_extend_free(page);
       break;
     }
-    mi_page_to_full(page, pq);
+    _mi_page_to_full(page, pq);
     if (mi_page_immediate_available(page)) {   /* a late cross-thread free arrived */
       _mi_page_unfull(page);
       break;
@@ -588,17 +587,19 @@ static mi_page_t* mi_page_queue_find_free(mi_heap_t* heap, mi_page_queue_t* pq, 
   return page;
 }
 
+mi_page_t* _mi_page_first_available(mi_heap_t* heap, size_t size) {
+  mi_page_t* page = heap->pages[_mi_bin(size)].first;
+  if (page == NULL) return NULL;
+  mi_page_collect_for_alloc(page);
+  if (!mi_page_immediate_available(page)) return NULL;
+  page->retire_expire = 0;
+  return page;
+}
+
 static mi_page_t* mi_find_free_page(mi_heap_t* heap, size_t size) {
-  mi_page_queue_t* pq = &heap->pages[_mi_bin(size)];
-  mi_page_t* page = pq->first;
-  if (page != NULL) {
-    mi_page_collect_for_alloc(page);
-    if (mi_page_immediate_available(page)) {
-      page->retire_expire = 0;
-      return page;
-    }
-  }
-  return mi_page_queue_find_free(heap, pq, true);
+  mi_page_t* page = _mi_page_first_available(heap, size);
+  if (page != NULL) return page;
+  return mi_page_queue_find_free(heap, &heap->pages[_mi_bin(size)], true);
 }
 
 static mi_page_t* mi_huge_page_alloc(mi_heap_t* heap, size_t size, size_t alignment, size_t align_offset) {
@@ -609,7 +610,7 @@ static mi_page_t* mi_huge_page_alloc(mi_heap_t* heap, size_t size, size_t alignm
   return page;
 }
 
-static mi_page_t* mi_find_page(mi_heap_t* heap, size_t size, size_t huge_alignment, size_t align_offset) {
+mi_page_t* _mi_page_find(mi_heap_t* heap, size_t size, size_t huge_alignment, size_t align_offset) {
   if (mi_unlikely(size > MI_LARGE_OBJ_SIZE_MAX || huge_alignment > 0)) {
     if (mi_unlikely(size > MI_MAX_ALLOC_SIZE)) {
       _mi_error_message(EOVERFLOW, "allocation request is too large (%zu bytes)\n", size);
@@ -618,93 +619,4 @@ static mi_page_t* mi_find_page(mi_heap_t* heap, size_t size, size_t huge_alignme
     return mi_huge_page_alloc(heap, size, huge_alignment, align_offset);
   }
   return mi_find_free_page(heap, size);
-}
-
-/* The slow path of every allocation: initialises the thread on its first call, runs the
-   periodic work (deferred-free hook, delayed frees, retired pages), and finds a page.
-   On failure returns NULL with errno = ENOMEM. */
-/* A usual reason for a call here is that the first page of the size's bin ran out of free
-   blocks while it holds blocks freed since (thread_free; local_free in sharded builds, types.h):
-   those are taken at once, and the bookkeeping of the slow path (deferred-free hook, delayed
-   frees, due purges, periodic collect) runs on every MI_GENERIC_WORK_EVERY-th call, or when that
-   quick retry finds nothing. With owner frees on local_free, glibc-thread (bench/workloads)
-   called this for 47% of its mallocs (callgrind, 1M mallocs), and the quick retry served 60% of
-   those calls: 5-7% less time. Large sizes skip the quick retry (their pages go full at once,
-   below). */
-#define MI_GENERIC_WORK_EVERY  (4)
-
-/* A large page (one block) goes to the full queue as its block is handed out, so that
-   another thread's free of it reaches this heap's delayed list, which the slow path takes every
-   few calls, and the page goes back at once, instead of waiting unseen on the page's own list
-   until this thread allocates from that class again (mstress with 16 threads: 11-17 MiB of
-   large pages whose only block others had freed). Its own free then takes the generic path
-   (unfull, then the page is freed), a few instructions beside a segment's lock. */
-static inline void* mi_page_malloc_last(mi_heap_t* heap, mi_page_t* page, size_t size, bool zero) {
-  void* const p = _mi_page_malloc(heap, page, size, zero);
-  mi_assert_internal(!mi_page_is_in_full(page));   /* found in its bin's queue */
-  if (page->block_size > MI_MEDIUM_OBJ_SIZE_MAX && page->block_size <= MI_LARGE_OBJ_SIZE_MAX) {
-    mi_page_to_full(page, _mi_page_queue_of(page));
-  }
-  return p;
-}
-void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) {
-  if (mi_unlikely(!mi_heap_is_initialized(heap))) {
-    if (mi_unlikely(_mi_thread_id_is(mi_atomic_load_relaxed(&_mi_static_alloc_thread)))) {
-      return _mi_static_alloc(size, zero, huge_alignment, align_offset);   /* libc's, for a call of ours */
-    }
-    mi_thread_init();
-    heap = mi_prim_get_default_heap();
-    if (mi_unlikely(!mi_heap_is_initialized(heap))) { errno = ENOMEM; return NULL; }
-    if (mi_unlikely(_mi_prim_thread_is_exited())) {
-      /* past the thread's last exit hook (prim.h): this heap serves this one call and is
-         abandoned at once; the block is freed later like any block of an exited thread */
-      void* const p = _mi_malloc_generic(size, heap, zero, huge_alignment, align_offset);
-      const int err = errno;
-      _mi_thread_done(heap);
-      errno = err;
-      return p;
-    }
-  }
-  else if (mi_heap_check_owner(heap, "allocation")) {   /* every build: internal.h */
-    errno = ENOMEM;
-    return NULL;
-  }
-  const size_t psize = (size <= MI_MAX_ALLOC_SIZE ? size + MI_PADDING_SIZE : size);   /* room for the padding */
-  const unsigned long long beat = ++heap->tld->heartbeat;
-  if (mi_likely((beat % MI_GENERIC_WORK_EVERY) != 0 && psize <= MI_MEDIUM_OBJ_SIZE_MAX && huge_alignment == 0)) {
-    mi_page_t* page = heap->pages[_mi_bin(psize)].first;
-    if (page != NULL) {
-      mi_page_collect_for_alloc(page);
-      if (mi_page_immediate_available(page)) {
-        page->retire_expire = 0;
-        mi_assert_expensive(_mi_page_validate(page));
-        return _mi_page_malloc(heap, page, size, zero);
-      }
-    }
-  }
-  _mi_deferred_free(heap, false);
-  _mi_heap_delayed_free_partial(heap);
-  if (mi_unlikely(_mi_segments_purge_pending(heap->tld) || mi_atomic_load_relaxed(&_mi_arenas_purge_pending) != 0)) {
-    _mi_segments_purge_tick(heap->tld);   /* delayed purges that are due */
-  }
-  if (mi_unlikely((beat % (4 * MI_GENERIC_WORK_EVERY)) == 0)) {
-    _mi_heap_collect_periodic(heap);      /* looks at the clock */
-    if (mi_unlikely(mi_live_enabled())) _mi_live_publish(heap->tld, false);   /* MIMALLOC_LIVE */
-  }
-
-  mi_page_t* page = mi_find_page(heap, psize, huge_alignment, align_offset);
-  if (mi_unlikely(page == NULL) && size <= MI_MAX_ALLOC_SIZE) {
-    const int saved_errno = errno;   /* failed system calls on the way set errno */
-    mi_heap_collect(heap, true);     /* release what we can and try once more */
-    page = mi_find_page(heap, psize, huge_alignment, align_offset);
-    if (page != NULL) errno = saved_errno;   /* success leaves errno alone */
-  }
-  if (mi_unlikely(page == NULL)) {
-    _mi_error_message(ENOMEM, "unable to allocate memory (%zu bytes)\n", size);
-    errno = ENOMEM;
-    return NULL;
-  }
-  mi_assert_internal(mi_page_immediate_available(page));
-  mi_assert_expensive(_mi_page_validate(page));
-  return mi_page_malloc_last(heap, page, size, zero);
 }

@@ -286,7 +286,14 @@ bool       _mi_abandoned_visit(mi_subproc_t* subproc, int heap_tag, bool visit_b
 /* ------------------------------------------------------------------------------------------
    page.c: pages and page queues
 ------------------------------------------------------------------------------------------ */
-void*      _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) mi_decl_noinline;
+/* The first page of size's bin when, after taking the frees it holds, it has a free block (no
+   search); NULL otherwise. */
+mi_page_t* _mi_page_first_available(mi_heap_t* heap, size_t size);
+/* A page of the heap with a free block for size (searching the bin's queue, adopting an ended
+   thread's page, or taking a fresh one; a huge page when size > MI_LARGE_OBJ_SIZE_MAX or
+   huge_alignment > 0); NULL when out of memory. */
+mi_page_t* _mi_page_find(mi_heap_t* heap, size_t size, size_t huge_alignment, size_t align_offset);
+void       _mi_page_to_full(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_free_collect(mi_page_t* page, bool force);
 void       _mi_page_retire(mi_page_t* page);
 void       _mi_page_unfull(mi_page_t* page);
@@ -334,6 +341,7 @@ bool       _mi_heap_is_foreign(const mi_heap_t* heap, const char* call);
 /* ------------------------------------------------------------------------------------------
    alloc.c / free.c / aligned.c
 ------------------------------------------------------------------------------------------ */
+void*      _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) mi_decl_noinline;
 void*      _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero);            /* may sample (guarded.c) */
 void*      _mi_heap_malloc_zero_unsampled(mi_heap_t* heap, size_t size, bool zero);   /* never a guarded object */
 void*      _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post);
