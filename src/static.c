@@ -3,7 +3,9 @@
    files (the fast paths call into page.c and segment.c helpers), and lets override.c define
    malloc, free and operator new/delete as aliases of the mi_ functions: an alias must be in
    the same unit as its target, and an alias costs nothing where a wrapper costs a jump.
-   Each included file stays one concept; none of them is compiled on its own. */
+   Each included file stays one concept; none of them is compiled on its own, except
+   override-windows.c, which is not part of the library (Windows' static override, the object
+   mimalloc-override.o that a program links beside it; see there). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

@@ -28,6 +28,10 @@ LAYERS = {
     "options.c": None, "stats.c": None, "stats-print.c": None, "live.c": None, "leaks.c": None,
     "debug.c": None, "secure.c": None, "guarded.c": None, "track.c": None, "validate.c": None,
     "static.c": None,
+    # Windows' static override: its own object (not in static.c's unit) that calls only the public
+    # mi_ API; no layer, because its functions are named free, malloc, ... like the library's
+    # fields (page->free), which this script's matching of identifiers would take for calls.
+    "override-windows.c": None,
 }
 
 # The up-calls the design allows: (calling file, called function) -> why it runs up the layers.
