@@ -6,6 +6,9 @@
 #include "internal/internal.h"
 #include "internal/version.h"
 #include "prim/prim.h"
+#if defined(_WIN32)
+#include <stdlib.h>   /* malloc, free: which one serves the program (mi_report_active) */
+#endif
 
 /* The empty page: free == NULL, so the fast path falls through to the slow path. */
 const mi_page_t _mi_page_empty;
@@ -140,6 +143,15 @@ static void mi_report_active(void) {
   }
   serves = (malloc_ours && new_ours ? ", overrides malloc and new/delete"
             : malloc_ours ? ", overrides malloc but not new/delete" : NULL);
+#elif defined(_WIN32)
+  /* The library's own reference to malloc binds like the program's: in a program linked with
+     mimalloc-override.o (which defines new/delete beside malloc) to that object's, else (and
+     always in libmimalloc.dll) to the C runtime's. One block through it tells which. */
+  if (verbose) {
+    void* p = malloc(16);
+    if (p != NULL && _mi_segment_map_covers(p)) serves = ", overrides malloc and new/delete";
+    free(p);
+  }
 #endif
   if (serves == NULL) {
     _mi_verbose_message("allocator loaded but not in use for malloc: " MI_VERSION_TEXT_FMT "; " MI_BUILD_NAME " build)\n", MI_VERSION_TEXT_ARGS);

@@ -14,7 +14,7 @@
    program calls malloc, free, calloc, realloc, strdup and wcsdup directly (mingw-w64 does not
    declare them dllimport); the other names it calls through their import slot, __imp_<name>,
    so that slot is defined here too, holding our function. Other modules (the C runtime DLL
-   itself, other DLLs) keep their own allocator: see docs/platforms.md, "Windows".
+   itself, other DLLs) keep their own allocator: docs/platforms.md, "Static override on Windows".
 
    Invariants:
    - every wrapper is safe for any pointer a program may pass: NULL, and pointers that are not
@@ -29,11 +29,6 @@
 
 #include <errno.h>
 #include "mimalloc.h"
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmissing-declarations"   /* the declarations are the CRT's */
-#pragma GCC diagnostic ignored "-Wbuiltin-declaration-mismatch"
-#endif
 
 /* kept even when nothing in this unit calls them: the program's references come at link time */
 #define mi_win_decl  __attribute__((used))

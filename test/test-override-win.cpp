@@ -7,7 +7,8 @@
       CRT's semantics for NULL, zero sizes and in-place resizing hold, and each block is freed
       by its matching function.
    2. Blocks from another allocator (msvcrt.dll's own malloc and _strdup, found with
-      GetProcAddress so they bypass our definitions, and HeapAlloc) given to free are ignored:
+      GetProcAddress so they bypass our definitions; _getcwd(NULL, 0), which allocates inside
+      msvcrt.dll; HeapAlloc) given to free are ignored:
       no crash, and _msize, realloc and _expand of them fail with EINVAL.
    3. Threads made with CreateThread and _beginthreadex allocate and free with malloc and new.
 
@@ -18,6 +19,7 @@
    Usage: test-override-win */
 #include <windows.h>
 #include <process.h>
+#include <direct.h>
 #include <errno.h>
 #include <malloc.h>
 #include <string.h>
@@ -190,6 +192,12 @@ static void test_foreign_blocks(void) {
   free(cs);                                    /* ignored: the block is leaked, not freed */
   CHECK(strcmp(cs, "from msvcrt") == 0);
   crt_free(cs);
+
+  char* cwd = _getcwd(NULL, 0);                /* allocated inside msvcrt.dll, by its malloc */
+  CHECK(cwd != NULL && !ours(cwd));
+  free(cwd);                                   /* ignored: leaked, not freed */
+  if (cwd != NULL) CHECK(strlen(cwd) > 0);
+  crt_free(cwd);
 
   void* h = HeapAlloc(GetProcessHeap(), 0, 100);
   CHECK(h != NULL && !ours(h));
