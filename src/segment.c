@@ -655,9 +655,9 @@ static mi_page_t* mi_segment_find_free_slots(mi_segment_t* segment, size_t block
       const size_t need = _mi_divide_up(block_size + (i == 0 ? segment->info_size : 0) + MI_SECURE_GUARD_SIZE, slot_size);
       if (i + need > n) continue;
       if (ready && !mi_segment_guards_ready(segment, i, need)) continue;
-      size_t free = 0;
-      while (free < need && mi_segment_slot_is_free(segment, i + free)) free++;
-      if (free == need) { *count = need; return &segment->pages[i]; }
+      size_t run = 0;
+      while (run < need && mi_segment_slot_is_free(segment, i + run)) run++;
+      if (run == need) { *count = need; return &segment->pages[i]; }
     }
   }
   return NULL;

@@ -28,10 +28,8 @@ LAYERS = {
     "options.c": None, "stats.c": None, "stats-print.c": None, "live.c": None, "leaks.c": None,
     "debug.c": None, "secure.c": None, "guarded.c": None, "track.c": None, "validate.c": None,
     "static.c": None,
-    # Windows' static override: its own object (not in static.c's unit) that calls only the public
-    # mi_ API; no layer, because its functions are named free, malloc, ... like the library's
-    # fields (page->free), which this script's matching of identifiers would take for calls.
-    "override-windows.c": None,
+    # Windows' static override: its own object (not in static.c's unit), the public API's layer.
+    "override-windows.c": 7,
 }
 
 # The up-calls the design allows: (calling file, called function) -> why it runs up the layers.
@@ -55,6 +53,10 @@ HOOKS = {
     ("init.c", "_mi_malloc_generic"): "static allocation falls back on its heap",
     # A scheduled arena purge wakes the purger thread (which runs the purges of both layers).
     ("arena.c", "_mi_purger_notify"): "a scheduled arena purge wakes the purger",
+    # MIMALLOC_VERBOSE on Windows: one block through the program's malloc tells whether the static
+    # override (override-windows.c) serves it.
+    ("init.c", "malloc"): "Windows' verbose start-up line asks the program's malloc who serves it",
+    ("init.c", "free"): "and frees that block",
     # Failure injection (test builds) rounds a partial commit to the OS page.
     ("prim/failinject.c", "_mi_os_page_size"): "an injected partial commit is page-rounded",
     # The OS layer's thread-exit destructor ends the thread's heaps.
@@ -68,6 +70,8 @@ HOOKS = {
 }
 
 IDENT = re.compile(r"[A-Za-z_]\w*")
+# An identifier in a body that is not a member (page->free, s.size): a call, or a function's address.
+REF = re.compile(r"(?<![\w.>])[A-Za-z_]\w*")
 
 
 def strip(text):
@@ -120,7 +124,7 @@ def functions(text):
         elif c == "}":
             depth -= 1
             if depth == 0 and current:
-                defs.setdefault(current, set()).update(IDENT.findall(text[body_start:i]))
+                defs.setdefault(current, set()).update(REF.findall(text[body_start:i]))
                 current = None
             i += 1
         elif depth == 0 and (c.isalpha() or c == "_"):
