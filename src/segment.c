@@ -228,24 +228,62 @@ void _mi_segments_notify_purger(mi_subproc_t* subproc) {
   if (next != 0) _mi_purger_notify(next);
 }
 
-/* Purge the queued slots that are due (all with force), oldest first. */
+/* May slot i of the segment join a purge run: queued, due (or forced), and not the header's
+   slot (which is only discarded past the header)? */
+static bool mi_segment_slot_purge_joins(const mi_segment_t* segment, size_t i, mi_msecs_t now, bool force) {
+  if (i == 0 || i >= segment->capacity) return false;
+  const mi_page_t* page = &segment->pages[i];
+  return (page->purge_pending && (force || page->purge_expire <= now));
+}
+
+/* Purge `page`, a due slot taken off its queue, with the due queued slots next to it in its
+   segment, in one call: slots freed together (a large page's span, a thread's pages) are
+   purged with one system call instead of one each. */
+static void mi_segment_slots_purge_run(mi_segment_t* segment, mi_page_t* page, mi_msecs_t now, bool force) {
+  if (page->segment_idx == 0) { mi_segment_slot_purge(segment, page); return; }
+  size_t lo = page->segment_idx, hi = page->segment_idx + 1;
+  while (mi_segment_slot_purge_joins(segment, lo - 1, now, force)) mi_purge_queue_remove(segment, &segment->pages[--lo]);
+  while (mi_segment_slot_purge_joins(segment, hi, now, force)) mi_purge_queue_remove(segment, &segment->pages[hi++]);
+  const size_t slot_size = mi_segment_slot_size(segment);
+  if (!_mi_os_purge((uint8_t*)segment + lo * slot_size, (hi - lo) * slot_size, segment->memid.commit_syscall)) return;
+  for (size_t i = lo; i < hi; i++) {
+    mi_page_t* slot = &segment->pages[i];
+    mi_assert_internal(!slot->segment_in_use && slot->span_tail == 0 && slot->is_committed);
+    slot->is_committed = 0;
+    slot->purge_expire = now;   /* when, for the adaptive delay */
+    slot->is_zero_init = segment->memid.purge_zeroes;
+  }
+}
+
+/* Purge the queued slots that are due (all with force), oldest first. The lock is let go after
+   every MI_PURGE_RUNS_PER_LOCK system calls, so that a pass over many slots (a burst of frees
+   given back) does not stall the threads that take or give back pages meanwhile. */
+#define MI_PURGE_RUNS_PER_LOCK  (16)
 static void mi_segments_try_purge(mi_subproc_t* subproc, bool force) {
   if (mi_atomic_load_relaxed(&subproc->purge_count) == 0) return;
-  mi_segments_lock(subproc);
   const mi_msecs_t now = _mi_prim_clock_now();
-  mi_msecs_t next = 0;
-  for (size_t kind = 0; kind < MI_PAGE_HUGE; kind++) {
-    mi_page_t* page;
-    while ((page = subproc->purge[kind].first) != NULL && (force || page->purge_expire <= now)) {
-      mi_segment_t* segment = _mi_page_segment(page);
-      mi_purge_queue_remove(segment, page);
-      mi_segment_slot_purge(segment, page);
+  bool more;
+  do {
+    mi_segments_lock(subproc);
+    mi_msecs_t next = 0;
+    size_t runs = 0;
+    more = false;
+    for (size_t kind = 0; kind < MI_PAGE_HUGE; kind++) {
+      mi_page_t* page;
+      while ((page = subproc->purge[kind].first) != NULL && (force || page->purge_expire <= now)) {
+        if (runs == MI_PURGE_RUNS_PER_LOCK) { more = true; break; }
+        mi_segment_t* segment = _mi_page_segment(page);
+        mi_purge_queue_remove(segment, page);
+        mi_segment_slots_purge_run(segment, page, now, force);
+        runs++;
+      }
+      if (more) break;
+      if (page != NULL && (next == 0 || page->purge_expire < next)) next = page->purge_expire;
     }
-    if (page != NULL && (next == 0 || page->purge_expire < next)) next = page->purge_expire;
-  }
-  mi_atomic_store_relaxed(&subproc->purge_next, next);
-  mi_assert_expensive(_mi_subproc_validate_locked(subproc));
-  mi_segments_unlock(subproc);
+    if (!more) mi_atomic_store_relaxed(&subproc->purge_next, next);
+    mi_assert_expensive(_mi_subproc_validate_locked(subproc));
+    mi_segments_unlock(subproc);
+  } while (more);
   _mi_segments_notify_purger(subproc);   /* (a pass of the purger must notify what it leaves) */
 }
 

@@ -17,6 +17,7 @@
    - interior pointers: mi_heap_contains_block, mi_heap_check_owned and mi_is_in_heap_region find
      the block from any of its slots; mi_free of a pointer into a span's later slot is reported
      as invalid (EINVAL through the error handler) and the block is left intact.
+   `runs` (its own run): adjacent due slots are purged with one system call.
    Run under the default purge delay, MIMALLOC_PURGE_DELAY=0 (every freed slot purged at once)
    and MIMALLOC_PURGE_DELAY=-1 (never: dirty slots are always reused). */
 #include "memory-common.h"
@@ -243,6 +244,36 @@ static void order(void) {
   mi_free(m);
 }
 
+/* `runs`: the due slots next to each other in a segment are purged together, with one system
+   call: two adjacent 1 MiB spans freed and purged (mi_collect(true)) take one purge call for
+   their 16 (18 with padding or guards) slots, not one per slot. */
+static void runs(void) {
+  void* m = mi_malloc(ONE_SLOT);    /* keeps the segment in use (a secure build: one span more) */
+  void* a = mi_malloc(1 * MiB);
+  void* b = mi_malloc(1 * MiB);
+  CHECK(m != NULL && a != NULL && b != NULL && same_segment(a, b));
+  if (m == NULL || a == NULL || b == NULL) return;
+  const size_t span_slots = (seg_off(a) > seg_off(b) ? seg_off(a) - seg_off(b) : seg_off(b) - seg_off(a)) / SLOT;
+  CHECK_MSG(span_slots == span_of(1 * MiB) || span_slots == span_of(1152 * KiB), "1 MiB blocks %zu slots apart", span_slots);
+  memset(a, 1, 1 * MiB);
+  memset(b, 1, 1 * MiB);
+  mi_collect(true);   /* nothing else left to purge */
+  const int64_t calls0 = mt_stats()->purge_calls.total, purged0 = mt_stats()->purged.total;
+  mi_free(a);
+  mi_free(b);
+  mi_collect(true);
+  const int64_t calls = mt_stats()->purge_calls.total - calls0, purged = mt_stats()->purged.total - purged0;
+  CHECK_MSG(purged == (int64_t)(2 * span_slots * SLOT), "%lld bytes purged, not the %zu slots of the two spans", (long long)purged, 2 * span_slots);
+  CHECK_MSG(calls == 1, "%lld purge calls for the %zu adjacent slots of two spans (one expected)", (long long)calls, 2 * span_slots);
+  mi_free(m);
+}
+
+static void* run_runs(void* arg) {
+  (void)arg;
+  runs();
+  return NULL;
+}
+
 static void* run_order(void* arg) {
   (void)arg;
   order();
@@ -271,6 +302,11 @@ int main(int argc, char** argv) {
     CHECK_EQ(pthread_create(&t, NULL, &run_order, NULL), 0);
     CHECK_EQ(pthread_join(t, NULL), 0);
     return test_summary("mem-span order", "a span's slots wait the long purge delay, the queue stays ordered");
+  }
+  if (argc > 1 && strcmp(argv[1], "runs") == 0) {
+    CHECK_EQ(pthread_create(&t, NULL, &run_runs, NULL), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    return test_summary("mem-span runs", "adjacent due slots are purged with one call");
   }
   CHECK_EQ(pthread_create(&t, NULL, &run_zero_mixed, NULL), 0);
   CHECK_EQ(pthread_join(t, NULL), 0);
