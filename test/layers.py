@@ -30,6 +30,8 @@ LAYERS = {
     "static.c": None,
     # Windows' static override: its own object (not in static.c's unit), the public API's layer.
     "override-windows.c": 7,
+    # Windows' redirecting DLL: its own unit too (libmimalloc-redirect.dll), on the public API.
+    "redirect-windows.c": 7,
 }
 
 # The up-calls the design allows: (calling file, called function) -> why it runs up the layers.

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: MIT */
+/* Dynamic override on Windows: mimalloc-redirect.dll, the whole library plus this unit. When
+   the DLL is loaded (linked by the program, or LoadLibrary early), every module of the process
+   that imports the C runtime's allocation functions from msvcrt.dll, ucrtbase.dll or an
+   api-ms-win-crt-* set gets its import address table (IAT) slots for them rewritten to the
+   wrappers below; modules loaded later are patched when the loader reports them
+   (LdrRegisterDllNotification). docs/platforms.md, "Redirecting DLL on Windows".
+
+   Why IAT patching: a PE module calls an imported function through its own IAT slot, so one
+   store per slot changes the function for that module, without touching the C runtime's code.
+   What is not reached: calls the C runtime makes to its own malloc inside itself (those
+   blocks stay the runtime's, and go back to it, below), addresses taken with GetProcAddress,
+   and modules that link the C runtime statically.
+
+   Invariants:
+   - a block is ours iff mi_is_in_heap_region; a block that is not (allocated by the C runtime
+     before the patch, or inside the runtime) is always handed to the ORIGINAL function of
+     the runtime its slot came from (free, realloc, _msize, _expand, _recalloc and the
+     _aligned_ forms): nothing leaks and nothing crashes;
+   - a slot is only ever written with a whole pointer (one aligned store): a thread calling
+     through it concurrently sees the old function or the new one;
+   - this module's own imports are never patched: its C runtime start-up allocates with the
+     runtime's malloc and frees with the runtime's free;
+   - nothing here calls malloc or printf: module lists and counters are static. */
+#if !defined(_WIN32) || !defined(__GNUC__)
+#error "redirect-windows.c is the redirecting DLL for mingw-w64 (gcc) on Windows"
+#endif
+
+#include <windows.h>
+#include <psapi.h>
+#include <errno.h>
+#include <wchar.h>
+#include "mimalloc.h"
+#include "mimalloc-redirect.h"
+
+void _mi_verbose_message(const char* fmt, ...);   /* src/options.c */
+
+/* ---- the C runtimes and the functions redirected ---- */
+enum { MI_CRT_MSVCRT, MI_CRT_UCRT, MI_CRT_COUNT };
+enum {
+  MI_FN_MALLOC, MI_FN_CALLOC, MI_FN_REALLOC, MI_FN_FREE, MI_FN_MSIZE, MI_FN_EXPAND,
+  MI_FN_RECALLOC, MI_FN_STRDUP, MI_FN_STRDUP2, MI_FN_WCSDUP, MI_FN_ALIGNED_MALLOC,
+  MI_FN_ALIGNED_FREE, MI_FN_ALIGNED_REALLOC, MI_FN_ALIGNED_MSIZE, MI_FN_ALIGNED_OFFSET_MALLOC,
+  MI_FN_ALIGNED_OFFSET_REALLOC, MI_FN_COUNT
+};
+static const char* const mi_redir_names[MI_FN_COUNT] = {
+  "malloc", "calloc", "realloc", "free", "_msize", "_expand",
+  "_recalloc", "_strdup", "strdup", "_wcsdup", "_aligned_malloc",
+  "_aligned_free", "_aligned_realloc", "_aligned_msize", "_aligned_offset_malloc",
+  "_aligned_offset_realloc"
+};
+static const char* const mi_redir_crt_dlls[MI_CRT_COUNT] = { "msvcrt.dll", "ucrtbase.dll" };
+
+/* the runtime's own functions (GetProcAddress at attach; NULL: the runtime lacks it) */
+static void* mi_redir_orig[MI_CRT_COUNT][MI_FN_COUNT];
+
+typedef void   (*mi_free_fn)(void*);
+typedef void*  (*mi_realloc_fn)(void*, size_t);
+typedef size_t (*mi_msize_fn)(void*);
+typedef void*  (*mi_recalloc_fn)(void*, size_t, size_t);
+typedef void*  (*mi_aligned_realloc_fn)(void*, size_t, size_t);
+typedef size_t (*mi_aligned_msize_fn)(void*, size_t, size_t);
+typedef void*  (*mi_aligned_offset_realloc_fn)(void*, size_t, size_t, size_t);
+#define MI_ORIG(crt, fn, type)  ((type)mi_redir_orig[crt][fn])
+
+static int mi_redir_alignment_ok(size_t alignment) {
+  if (alignment != 0 && (alignment & (alignment - 1)) == 0) return 1;
+  errno = EINVAL;
+  return 0;
+}
+
+/* ---- wrappers that never see a foreign block: the same for every runtime ---- */
+static void* mi_redir_malloc(size_t size)                 { return mi_malloc(size); }
+static void* mi_redir_calloc(size_t count, size_t size)   { return mi_calloc(count, size); }
+static char* mi_redir_strdup(const char* s)               { return mi_strdup(s); }
+static wchar_t* mi_redir_wcsdup(const wchar_t* s)         { return mi_wcsdup(s); }
+static void* mi_redir_aligned_malloc(size_t size, size_t alignment) {
+  if (!mi_redir_alignment_ok(alignment)) return NULL;
+  return mi_malloc_aligned(size, alignment);
+}
+static void* mi_redir_aligned_offset_malloc(size_t size, size_t alignment, size_t offset) {
+  if (!mi_redir_alignment_ok(alignment)) return NULL;
+  if (size != 0 && offset >= size) { errno = EINVAL; return NULL; }
+  return mi_malloc_aligned_at(size, alignment, offset);
+}
+
+/* ---- wrappers that may see a foreign block: one set per runtime (the block goes back to
+   the runtime whose slot the caller used). A function the runtime lacks has no slot to
+   patch, but a foreign block reaching it through a sibling (free of a block of _expand's
+   runtime) finds NULL: then EINVAL, or a leak for free. CRT semantics as in
+   override-windows.c: realloc(p, 0) frees and returns NULL; _msize(NULL) is EINVAL. ---- */
+#define MI_REDIR_CRT_WRAPPERS(crt) \
+  static void mi_redir_free_##crt(void* p) { \
+    if (p == NULL) return; \
+    if (mi_is_in_heap_region(p)) { mi_free(p); return; } \
+    mi_free_fn f = MI_ORIG(crt, MI_FN_FREE, mi_free_fn); if (f != NULL) f(p); \
+  } \
+  static void* mi_redir_realloc_##crt(void* p, size_t newsize) { \
+    if (p != NULL && !mi_is_in_heap_region(p)) { \
+      mi_realloc_fn f = MI_ORIG(crt, MI_FN_REALLOC, mi_realloc_fn); \
+      if (f != NULL) return f(p, newsize); \
+      errno = EINVAL; return NULL; \
+    } \
+    if (p != NULL && newsize == 0) { mi_free(p); return NULL; } \
+    return mi_realloc(p, newsize); \
+  } \
+  static size_t mi_redir_msize_##crt(void* p) { \
+    if (p == NULL) { errno = EINVAL; return (size_t)-1; } \
+    if (mi_is_in_heap_region(p)) return mi_usable_size(p); \
+    mi_msize_fn f = MI_ORIG(crt, MI_FN_MSIZE, mi_msize_fn); \
+    if (f != NULL) return f(p); \
+    errno = EINVAL; return (size_t)-1; \
+  } \
+  static void* mi_redir_expand_##crt(void* p, size_t newsize) { \
+    if (p == NULL) { errno = EINVAL; return NULL; } \
+    if (mi_is_in_heap_region(p)) return mi__expand(p, newsize); \
+    mi_realloc_fn f = MI_ORIG(crt, MI_FN_EXPAND, mi_realloc_fn); \
+    if (f != NULL) return f(p, newsize); \
+    errno = EINVAL; return NULL; \
+  } \
+  static void* mi_redir_recalloc_##crt(void* p, size_t count, size_t size) { \
+    if (p != NULL && !mi_is_in_heap_region(p)) { \
+      mi_recalloc_fn f = MI_ORIG(crt, MI_FN_RECALLOC, mi_recalloc_fn); \
+      if (f != NULL) return f(p, count, size); \
+      errno = EINVAL; return NULL; \
+    } \
+    return mi_recalloc(p, count, size); \
+  } \
+  static void mi_redir_aligned_free_##crt(void* p) { \
+    if (p == NULL) return; \
+    if (mi_is_in_heap_region(p)) { mi_free(p); return; } \
+    mi_free_fn f = MI_ORIG(crt, MI_FN_ALIGNED_FREE, mi_free_fn); if (f != NULL) f(p); \
+  } \
+  static void* mi_redir_aligned_realloc_##crt(void* p, size_t size, size_t alignment) { \
+    if (p != NULL && !mi_is_in_heap_region(p)) { \
+      mi_aligned_realloc_fn f = MI_ORIG(crt, MI_FN_ALIGNED_REALLOC, mi_aligned_realloc_fn); \
+      if (f != NULL) return f(p, size, alignment); \
+      errno = EINVAL; return NULL; \
+    } \
+    if (!mi_redir_alignment_ok(alignment)) return NULL; \
+    if (p != NULL && size == 0) { mi_free(p); return NULL; } \
+    return mi_realloc_aligned(p, size, alignment); \
+  } \
+  static size_t mi_redir_aligned_msize_##crt(void* p, size_t alignment, size_t offset) { \
+    if (p == NULL) { errno = EINVAL; return (size_t)-1; } \
+    if (mi_is_in_heap_region(p)) return mi_usable_size(p); \
+    mi_aligned_msize_fn f = MI_ORIG(crt, MI_FN_ALIGNED_MSIZE, mi_aligned_msize_fn); \
+    if (f != NULL) return f(p, alignment, offset); \
+    errno = EINVAL; return (size_t)-1; \
+  } \
+  static void* mi_redir_aligned_offset_realloc_##crt(void* p, size_t size, size_t alignment, size_t offset) { \
+    if (p != NULL && !mi_is_in_heap_region(p)) { \
+      mi_aligned_offset_realloc_fn f = MI_ORIG(crt, MI_FN_ALIGNED_OFFSET_REALLOC, mi_aligned_offset_realloc_fn); \
+      if (f != NULL) return f(p, size, alignment, offset); \
+      errno = EINVAL; return NULL; \
+    } \
+    if (!mi_redir_alignment_ok(alignment)) return NULL; \
+    if (p != NULL && size == 0) { mi_free(p); return NULL; } \
+    return mi_realloc_aligned_at(p, size, alignment, offset); \
+  }
+
+MI_REDIR_CRT_WRAPPERS(0)   /* MI_CRT_MSVCRT */
+MI_REDIR_CRT_WRAPPERS(1)   /* MI_CRT_UCRT */
+
+#define MI_REDIR_TABLE(crt) { \
+  (void*)&mi_redir_malloc, (void*)&mi_redir_calloc, (void*)&mi_redir_realloc_##crt, \
+  (void*)&mi_redir_free_##crt, (void*)&mi_redir_msize_##crt, (void*)&mi_redir_expand_##crt, \
+  (void*)&mi_redir_recalloc_##crt, (void*)&mi_redir_strdup, (void*)&mi_redir_strdup, \
+  (void*)&mi_redir_wcsdup, (void*)&mi_redir_aligned_malloc, (void*)&mi_redir_aligned_free_##crt, \
+  (void*)&mi_redir_aligned_realloc_##crt, (void*)&mi_redir_aligned_msize_##crt, \
+  (void*)&mi_redir_aligned_offset_malloc, (void*)&mi_redir_aligned_offset_realloc_##crt }
+static void* const mi_redir_ours_table[MI_CRT_COUNT][MI_FN_COUNT] = { MI_REDIR_TABLE(0), MI_REDIR_TABLE(1) };
+
+/* ---- names (ASCII, case-insensitive for DLL names as the loader compares them) ---- */
+static char mi_redir_lower(char c) { return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c; }
+static int mi_redir_prefix_ieq(const char* s, const char* prefix, int whole) {
+  for (; *prefix != 0; s++, prefix++) {
+    if (mi_redir_lower(*s) != *prefix) return 0;
+  }
+  return !whole || *s == 0;
+}
+static int mi_redir_crt_of(const char* dll) {
+  if (mi_redir_prefix_ieq(dll, "msvcrt.dll", 1)) return MI_CRT_MSVCRT;
+  if (mi_redir_prefix_ieq(dll, "ucrtbase.dll", 1)) return MI_CRT_UCRT;
+  if (mi_redir_prefix_ieq(dll, "api-ms-win-crt-", 0)) return MI_CRT_UCRT;   /* forwarders to ucrtbase */
+  return -1;
+}
+static int mi_redir_fn_of(const char* name) {
+  for (int i = 0; i < MI_FN_COUNT; i++) {
+    const char* a = name; const char* b = mi_redir_names[i];
+    while (*a != 0 && *a == *b) { a++; b++; }
+    if (*a == *b) return i;
+  }
+  return -1;
+}
+
+/* ---- patching one module's import table ---- */
+static HMODULE        mi_redir_self;
+static size_t         mi_redir_slots;       /* slots now pointing to us */
+static size_t         mi_redir_modules;   /* modules with at least one such slot */
+
+static void mi_redir_write(void** slot, void* value) {
+  DWORD old;
+  if (!VirtualProtect(slot, sizeof(void*), PAGE_READWRITE, &old)) return;
+  __atomic_store_n(slot, value, __ATOMIC_RELEASE);
+  DWORD ignored;
+  (void)VirtualProtect(slot, sizeof(void*), old, &ignored);
+}
+
+/* undo = 0: point this module's allocation slots to us; undo = 1: back to the runtime.
+   Returns the number of slots changed. Skips this DLL and the runtimes themselves. */
+static size_t mi_redir_patch_module(HMODULE module, int undo) {
+  if (module == NULL || module == mi_redir_self) return 0;
+  unsigned char* base = (unsigned char*)module;
+  const IMAGE_DOS_HEADER* dos = (const IMAGE_DOS_HEADER*)base;
+  if (dos->e_magic != IMAGE_DOS_SIGNATURE) return 0;
+  const IMAGE_NT_HEADERS* nt = (const IMAGE_NT_HEADERS*)(base + dos->e_lfanew);
+  if (nt->Signature != IMAGE_NT_SIGNATURE || nt->OptionalHeader.Magic != IMAGE_NT_OPTIONAL_HDR_MAGIC) return 0;
+  const IMAGE_DATA_DIRECTORY* dir = &nt->OptionalHeader.DataDirectory[IMAGE_DIRECTORY_ENTRY_IMPORT];
+  if (dir->VirtualAddress == 0 || dir->Size == 0) return 0;
+  size_t changed = 0;
+  for (const IMAGE_IMPORT_DESCRIPTOR* d = (const IMAGE_IMPORT_DESCRIPTOR*)(base + dir->VirtualAddress); d->Name != 0; d++) {
+    const int crt = mi_redir_crt_of((const char*)(base + d->Name));
+    /* names come from the lookup table (OriginalFirstThunk): the IAT holds addresses by now */
+    if (crt < 0 || d->OriginalFirstThunk == 0 || d->FirstThunk == 0) continue;
+    const IMAGE_THUNK_DATA* names = (const IMAGE_THUNK_DATA*)(base + d->OriginalFirstThunk);
+    IMAGE_THUNK_DATA* slots = (IMAGE_THUNK_DATA*)(base + d->FirstThunk);
+    for (; names->u1.AddressOfData != 0; names++, slots++) {
+      if (IMAGE_SNAP_BY_ORDINAL(names->u1.Ordinal)) continue;
+      const IMAGE_IMPORT_BY_NAME* ibn = (const IMAGE_IMPORT_BY_NAME*)(base + names->u1.AddressOfData);
+      const int fn = mi_redir_fn_of((const char*)ibn->Name);
+      if (fn < 0) continue;
+      void** slot = (void**)&slots->u1.Function;
+      void* const ours = mi_redir_ours_table[crt][fn];
+      void* const cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+      if (!undo && cur != ours) {
+        /* the runtime's function as this module sees it, if GetProcAddress found none */
+        if (mi_redir_orig[crt][fn] == NULL) mi_redir_orig[crt][fn] = cur;
+        mi_redir_write(slot, ours);
+        changed++;
+      }
+      else if (undo && cur == ours && mi_redir_orig[crt][fn] != NULL) {
+        mi_redir_write(slot, mi_redir_orig[crt][fn]);
+        changed++;
+      }
+    }
+  }
+  return changed;
+}
+
+static void mi_redir_count(size_t changed, int undo) {
+  if (changed == 0) return;
+  if (!undo) { __atomic_fetch_add(&mi_redir_slots, changed, __ATOMIC_RELAXED); __atomic_fetch_add(&mi_redir_modules, 1, __ATOMIC_RELAXED); }
+}
+
+/* Every module loaded now. The list is a static array (no malloc); EnumProcessModules takes
+   the loader lock, which DllMain already holds (it is recursive for this thread). */
+static HMODULE mi_redir_list[1024];
+static void mi_redir_patch_all(int undo) {
+  DWORD needed = 0;
+  if (!EnumProcessModules(GetCurrentProcess(), mi_redir_list, sizeof(mi_redir_list), &needed)) return;
+  size_t n = needed / sizeof(HMODULE);
+  if (n > sizeof(mi_redir_list) / sizeof(HMODULE)) n = sizeof(mi_redir_list) / sizeof(HMODULE);
+  for (size_t i = 0; i < n; i++) {
+    mi_redir_count(mi_redir_patch_module(mi_redir_list[i], undo), undo);
+  }
+}
+
+/* ---- modules loaded later: the loader's DLL notification (ntdll, Vista and later; Wine has
+   it). It runs with the loader lock held, after the new module's imports are bound and
+   before its DllMain, so its start-up allocations are ours already. ---- */
+typedef struct mi_ldr_notification_s {   /* LDR_DLL_NOTIFICATION_DATA (loaded and unloaded alike) */
+  ULONG flags;
+  const void* full_name;   /* UNICODE_STRING* */
+  const void* base_name;
+  void* dll_base;
+  ULONG size_of_image;
+} mi_ldr_notification_t;
+typedef VOID (CALLBACK *mi_ldr_callback_t)(ULONG reason, const mi_ldr_notification_t* data, PVOID context);
+typedef LONG (NTAPI *mi_ldr_register_t)(ULONG flags, mi_ldr_callback_t callback, PVOID context, PVOID* cookie);
+typedef LONG (NTAPI *mi_ldr_unregister_t)(PVOID cookie);
+#define MI_LDR_REASON_LOADED 1
+
+static void* mi_redir_cookie;
+static VOID CALLBACK mi_redir_on_load(ULONG reason, const mi_ldr_notification_t* data, PVOID context) {
+  (void)context;
+  if (reason != MI_LDR_REASON_LOADED || data == NULL) return;
+  mi_redir_count(mi_redir_patch_module((HMODULE)data->dll_base, 0), 0);
+}
+
+static void mi_redir_attach(HMODULE self) {
+  mi_redir_self = self;
+  for (int crt = 0; crt < MI_CRT_COUNT; crt++) {
+    HMODULE rt = GetModuleHandleA(mi_redir_crt_dlls[crt]);   /* not loaded: nobody imports it */
+    if (rt == NULL) continue;
+    for (int fn = 0; fn < MI_FN_COUNT; fn++) {
+      mi_redir_orig[crt][fn] = (void*)GetProcAddress(rt, mi_redir_names[fn]);
+    }
+  }
+  mi_redir_patch_all(0);
+  HMODULE ntdll = GetModuleHandleA("ntdll.dll");
+  mi_ldr_register_t reg = (ntdll == NULL ? NULL : (mi_ldr_register_t)(void*)GetProcAddress(ntdll, "LdrRegisterDllNotification"));
+  const int notified = (reg != NULL && reg(0, &mi_redir_on_load, NULL, &mi_redir_cookie) == 0);
+  _mi_verbose_message("redirect: %zu allocation imports in %zu modules go to this allocator%s\n",
+                      __atomic_load_n(&mi_redir_slots, __ATOMIC_RELAXED), __atomic_load_n(&mi_redir_modules, __ATOMIC_RELAXED),
+                      notified ? "; later modules as they load" : "; modules loaded later are NOT redirected");
+}
+
+/* FreeLibrary (reserved == NULL): give the slots back to the runtime, as nothing of this DLL
+   may be called once it is unmapped. (The library pins its module when a thread first
+   allocates, src/prim/windows.c, so this is rare.) Process exit (reserved != NULL): keep
+   everything: modules detached after us and their exit code still free our blocks, which
+   the runtime's free must never see. */
+static void mi_redir_detach(void* reserved) {
+  if (reserved != NULL) return;
+  HMODULE ntdll = GetModuleHandleA("ntdll.dll");
+  mi_ldr_unregister_t unreg = (ntdll == NULL ? NULL : (mi_ldr_unregister_t)(void*)GetProcAddress(ntdll, "LdrUnregisterDllNotification"));
+  if (unreg != NULL && mi_redir_cookie != NULL) { (void)unreg(mi_redir_cookie); mi_redir_cookie = NULL; }
+  mi_redir_patch_all(1);
+  __atomic_store_n(&mi_redir_slots, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&mi_redir_modules, 0, __ATOMIC_RELAXED);
+}
+
+size_t mi_redirect_imports(void) { return __atomic_load_n(&mi_redir_slots, __ATOMIC_RELAXED); }
+
+BOOL WINAPI DllMain(HINSTANCE instance, DWORD reason, LPVOID reserved) {
+  if (reason == DLL_PROCESS_ATTACH) mi_redir_attach((HMODULE)instance);
+  else if (reason == DLL_PROCESS_DETACH) mi_redir_detach(reserved);
+  return TRUE;
+}

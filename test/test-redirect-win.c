@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/* test-redirect-win.c -- Windows: the redirecting DLL (libmimalloc-redirect.dll,
+   src/redirect-windows.c). The program and two DLLs (redirect-win-a.dll, redirect-win-b.dll:
+   test/redirect-win-dll.c, plain C that knows nothing of this allocator) are linked with
+   msvcrt.dll's allocation functions; the program also links the redirecting DLL.
+
+   1. Cross-module: blocks from malloc, calloc, realloc, _strdup, strdup, _wcsdup and the
+      _aligned_ functions in one module are ours (mi_is_in_heap_region) and are resized, sized
+      (_msize == mi_usable_size) and freed in another module and in the program.
+   2. Foreign blocks: msvcrt.dll's own malloc and _aligned_malloc (found with GetProcAddress:
+      they bypass the import table), _getcwd(NULL, 0) (allocated inside msvcrt.dll) and the
+      blocks the DLLs' DllMain allocated (possibly before the patch) are given to free,
+      realloc, _msize and _aligned_free: the original functions take them (realloc keeps the
+      contents and the block stays msvcrt's; _msize answers), no crash.
+   3. Threads from CreateThread and _beginthreadex allocate ours in the program and the DLLs.
+   4. A DLL loaded at run time (redirect-win-late.dll, LoadLibrary): its DllMain's block and
+      its malloc are ours, blocks cross between it and the program, and a block of it outlives
+      FreeLibrary.
+
+   Negative control (MI_TEST_NO_REDIRECT, test redirect-win-none): the same program linked with
+   libmimalloc.a instead of the redirecting DLL; it must print "malloc is not served by this
+   allocator" and fail the checks of every part (each part prints its failure count).
+   Usage: test-redirect-win */
+#include <windows.h>
+#include <process.h>
+#include <direct.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+#include <mimalloc.h>
+#if !MI_TEST_NO_REDIRECT
+#include <mimalloc-redirect.h>
+#endif
+#include "testing.h"
+
+#define RW_IMPORTS(dll) \
+  __declspec(dllimport) void*  dll##_malloc(size_t n); \
+  __declspec(dllimport) void*  dll##_calloc(size_t c, size_t n); \
+  __declspec(dllimport) void*  dll##_realloc(void* p, size_t n); \
+  __declspec(dllimport) void   dll##_free(void* p); \
+  __declspec(dllimport) size_t dll##_msize(void* p); \
+  __declspec(dllimport) char*  dll##_strdup(const char* s); \
+  __declspec(dllimport) void*  dll##_aligned_malloc(size_t n, size_t a); \
+  __declspec(dllimport) void   dll##_aligned_free(void* p); \
+  __declspec(dllimport) void*  dll##_early(void);
+RW_IMPORTS(rw_a)
+RW_IMPORTS(rw_b)
+
+static bool ours(const void* p) { return p != NULL && mi_is_in_heap_region(p); }
+
+static void check_ours(void* p, size_t size, const char* what) {
+  CHECK_MSG(ours(p), "%s: %p is not ours", what, p);
+  if (p == NULL) return;
+  CHECK_EQ(_msize(p), mi_usable_size(p));
+  CHECK_GE(_msize(p), size);
+}
+
+static void test_cross_modules(void) {
+  void* a = rw_a_malloc(100);
+  check_ours(a, 100, "rw_a malloc");
+  if (a != NULL) memset(a, 1, 100);
+  rw_b_free(a);                                  /* freed in the other DLL */
+  a = rw_a_malloc(200);
+  check_ours(a, 200, "rw_a malloc");
+  free(a);                                       /* and in the program */
+  void* m = malloc(64);
+  check_ours(m, 64, "program malloc");
+  rw_a_free(m);
+
+  char* r = (char*)rw_a_malloc(50);              /* realloc across modules */
+  if (r != NULL) memset(r, 0x11, 50);
+  r = (char*)rw_b_realloc(r, 5000);
+  check_ours(r, 5000, "rw_b realloc");
+  CHECK(r != NULL && r[0] == 0x11 && r[49] == 0x11);
+  if (r != NULL) CHECK_EQ(rw_b_msize(r), mi_usable_size(r));
+  r = (char*)realloc(r, 10);
+  check_ours(r, 10, "program realloc");
+  rw_a_free(r);
+
+  char* s = rw_a_strdup("hello");
+  check_ours(s, 6, "rw_a _strdup");
+  CHECK(s != NULL && strcmp(s, "hello") == 0);
+  free(s);
+  s = _strdup("program");
+  check_ours(s, 8, "_strdup");
+  rw_b_free(s);
+  s = strdup("posix name");
+  check_ours(s, 11, "strdup");
+  free(s);
+  wchar_t* w = _wcsdup(L"wide");
+  check_ours(w, 5 * sizeof(wchar_t), "_wcsdup");
+  rw_a_free(w);
+
+  int* z = (int*)rw_b_calloc(100, sizeof(int));
+  check_ours(z, 100 * sizeof(int), "rw_b calloc");
+  bool zero = (z != NULL);
+  for (int i = 0; z != NULL && i < 100; i++) zero = zero && z[i] == 0;
+  CHECK(zero);
+  free(z);
+
+  void* al = rw_a_aligned_malloc(100, 64);
+  CHECK_MSG(ours(al), "rw_a _aligned_malloc: %p", al);
+  CHECK(((uintptr_t)al % 64) == 0);
+  al = _aligned_realloc(al, 3000, 64);
+  CHECK_MSG(ours(al), "_aligned_realloc: %p", al);
+  CHECK(((uintptr_t)al % 64) == 0);
+  rw_b_aligned_free(al);
+  char* ao = (char*)_aligned_offset_malloc(100, 64, 8);
+  CHECK_MSG(ours(ao), "_aligned_offset_malloc: %p", (void*)ao);
+  CHECK(((uintptr_t)(ao + 8) % 64) == 0);
+  _aligned_free(ao);
+
+  void* e = malloc(1000);                        /* _expand stays in place */
+  check_ours(e, 1000, "malloc");
+  CHECK_PTR_EQ(_expand(e, 500), e);
+  free(e);
+}
+
+typedef void* (*malloc_fn)(size_t);
+typedef void* (*aligned_malloc_fn)(size_t, size_t);
+
+static void test_foreign_blocks(void) {
+  HMODULE crt = GetModuleHandleA("msvcrt.dll");
+  CHECK(crt != NULL);
+  if (crt == NULL) return;
+  malloc_fn crt_malloc = (malloc_fn)(void*)GetProcAddress(crt, "malloc");
+  aligned_malloc_fn crt_aligned = (aligned_malloc_fn)(void*)GetProcAddress(crt, "_aligned_malloc");
+  CHECK(crt_malloc != NULL && crt_aligned != NULL);
+  if (crt_malloc == NULL || crt_aligned == NULL) return;
+
+  char* f = (char*)crt_malloc(64);
+  CHECK(f != NULL && !ours(f));
+  if (f == NULL) return;
+  memset(f, 0x77, 64);
+  errno = 0;
+  const size_t fsize = _msize(f);                /* msvcrt's _msize answers for its block */
+  CHECK(fsize != (size_t)-1 && fsize >= 64);
+  f = (char*)realloc(f, 4000);                   /* msvcrt's realloc: contents kept, still its */
+  CHECK(f != NULL && !ours(f));
+  CHECK(f != NULL && f[0] == 0x77 && f[63] == 0x77);
+  rw_a_free(f);                                  /* msvcrt's free takes it */
+
+  char* cwd = _getcwd(NULL, 0);                  /* allocated inside msvcrt.dll */
+  CHECK(cwd != NULL && !ours(cwd));
+  free(cwd);
+  void* fa = crt_aligned(100, 64);
+  CHECK(fa != NULL && !ours(fa));
+  _aligned_free(fa);
+
+  /* the DLLs' start-up blocks: ours or not depends on the loading order; free takes both */
+  unsigned char* ea = (unsigned char*)rw_a_early();
+  unsigned char* eb = (unsigned char*)rw_b_early();
+  CHECK(ea != NULL && ea[0] == 0x3c && ea[39] == 0x3c);
+  CHECK(eb != NULL && eb[0] == 0x3c && eb[39] == 0x3c);
+  printf("DllMain blocks: rw_a %s, rw_b %s\n", ours(ea) ? "ours" : "msvcrt's", ours(eb) ? "ours" : "msvcrt's");
+  free(ea);
+  rw_a_free(eb);
+}
+
+static void thread_work(void** out) {
+  for (int i = 0; i < 1000; i++) {
+    void* p = malloc((size_t)(i % 500) + 1);
+    if (i % 100 == 0) CHECK_MSG(ours(p), "thread malloc %p", p);
+    rw_b_free(p);
+    p = rw_a_malloc(64);
+    if (i % 100 == 0) CHECK_MSG(ours(p), "thread rw_a malloc %p", p);
+    free(p);
+  }
+  *out = rw_b_malloc(128);                       /* outlives the thread */
+}
+static DWORD WINAPI win_thread(LPVOID arg)       { thread_work((void**)arg); return 0; }
+static unsigned __stdcall crt_thread(void* arg)  { thread_work((void**)arg); return 0; }
+
+static void test_threads(void) {
+  void* out[4] = { NULL, NULL, NULL, NULL };
+  HANDLE h[4];
+  h[0] = CreateThread(NULL, 0, &win_thread, &out[0], 0, NULL);
+  h[1] = CreateThread(NULL, 0, &win_thread, &out[1], 0, NULL);
+  h[2] = (HANDLE)_beginthreadex(NULL, 0, &crt_thread, &out[2], 0, NULL);
+  h[3] = (HANDLE)_beginthreadex(NULL, 0, &crt_thread, &out[3], 0, NULL);
+  for (int i = 0; i < 4; i++) {
+    CHECK(h[i] != NULL);
+    if (h[i] == NULL) continue;
+    WaitForSingleObject(h[i], INFINITE);
+    CloseHandle(h[i]);
+    CHECK_MSG(ours(out[i]), "block of thread %d: %p", i, out[i]);
+    free(out[i]);
+  }
+}
+
+typedef void  (*free_fn)(void*);
+typedef void* (*early_fn)(void);
+
+static void test_late_dll(void) {
+  HMODULE h = LoadLibraryA("redirect-win-late.dll");
+  CHECK(h != NULL);
+  if (h == NULL) return;
+  malloc_fn late_malloc = (malloc_fn)(void*)GetProcAddress(h, "rw_late_malloc");
+  free_fn late_free = (free_fn)(void*)GetProcAddress(h, "rw_late_free");
+  early_fn late_early = (early_fn)(void*)GetProcAddress(h, "rw_late_early");
+  CHECK(late_malloc != NULL && late_free != NULL && late_early != NULL);
+  if (late_malloc == NULL || late_free == NULL || late_early == NULL) return;
+  void* e = late_early();                        /* its DllMain ran after the loader told us */
+  CHECK_MSG(ours(e), "late DLL's DllMain block %p", e);
+  free(e);
+  void* p = late_malloc(300);
+  check_ours(p, 300, "late DLL malloc");
+  free(p);
+  void* q = malloc(30);
+  late_free(q);
+  void* keep = late_malloc(1000);
+  check_ours(keep, 1000, "late DLL malloc");
+  CHECK(FreeLibrary(h));
+  free(keep);                                    /* ours: outlives the DLL */
+}
+
+static long failures_since(long* before) {
+  long now = test_failure_count(), d = now - *before;
+  *before = now;
+  return d;
+}
+
+int main(void) {
+  char* p = (char*)malloc(16);
+  if (p != NULL) p[0] = 0;
+  const bool served = ours(p);
+  free(p);
+  if (!served) printf("malloc is not served by this allocator\n");
+  CHECK(served);
+  long before = test_failure_count();
+  test_cross_modules();  printf("cross-module: %ld failures\n", failures_since(&before));
+  test_foreign_blocks(); printf("foreign blocks: %ld failures\n", failures_since(&before));
+  test_threads();        printf("threads: %ld failures\n", failures_since(&before));
+  test_late_dll();       printf("LoadLibrary'd DLL: %ld failures\n", failures_since(&before));
+#if !MI_TEST_NO_REDIRECT
+  CHECK(mi_redirect_imports() > 0);
+#endif
+  return test_summary("redirect-win", "modules, foreign blocks, threads, a late DLL");
+}
