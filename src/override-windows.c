@@ -29,15 +29,10 @@
 
 #include <errno.h>
 #include "mimalloc.h"
+#include "internal/crt-windows.h"
 
 /* kept even when nothing in this unit calls them: the program's references come at link time */
 #define mi_win_decl  __attribute__((used))
-
-static int mi_win_alignment_ok(size_t alignment) {
-  if (alignment != 0 && (alignment & (alignment - 1)) == 0) return 1;
-  errno = EINVAL;
-  return 0;
-}
 
 /* Not NULL and not ours: the CRT's answer to an invalid block is EINVAL. */
 static int mi_win_foreign(const void* p) {
@@ -50,9 +45,7 @@ mi_win_decl void* malloc(size_t size)                  { return mi_malloc(size);
 mi_win_decl void* calloc(size_t count, size_t size)    { return mi_calloc(count, size); }
 mi_win_decl void  free(void* p)                        { mi_free(p); }
 mi_win_decl void* realloc(void* p, size_t newsize) {
-  /* the CRT frees on a zero size and returns NULL (mi_realloc would return a new block) */
-  if (p != NULL && newsize == 0) { mi_free(p); return NULL; }
-  return mi_realloc(p, newsize);   /* a foreign p: NULL with EINVAL, p untouched */
+  return mi_crt_realloc(p, newsize);   /* a foreign p: NULL with EINVAL, p untouched */
 }
 mi_win_decl void* _recalloc(void* p, size_t count, size_t size) {
   if (mi_win_foreign(p)) return NULL;
@@ -70,34 +63,29 @@ mi_win_decl void* _expand(void* p, size_t newsize) {
 }
 
 /* ---- aligned: _aligned_malloc(size, alignment), the CRT's argument order ---- */
-mi_win_decl void* _aligned_malloc(size_t size, size_t alignment) {
-  if (!mi_win_alignment_ok(alignment)) return NULL;
-  return mi_malloc_aligned(size, alignment);
-}
+mi_win_decl void* _aligned_malloc(size_t size, size_t alignment) { return mi_crt_aligned_malloc(size, alignment); }
 mi_win_decl void* _aligned_offset_malloc(size_t size, size_t alignment, size_t offset) {
-  if (!mi_win_alignment_ok(alignment)) return NULL;
-  if (size != 0 && offset >= size) { errno = EINVAL; return NULL; }
-  return mi_malloc_aligned_at(size, alignment, offset);
+  return mi_crt_aligned_offset_malloc(size, alignment, offset);
 }
 mi_win_decl void* _aligned_realloc(void* p, size_t size, size_t alignment) {
-  if (!mi_win_alignment_ok(alignment)) return NULL;
+  if (!mi_crt_alignment_ok(alignment)) return NULL;
   if (p != NULL && size == 0) { mi_free(p); return NULL; }
   if (mi_win_foreign(p)) return NULL;
   return mi_realloc_aligned(p, size, alignment);
 }
 mi_win_decl void* _aligned_offset_realloc(void* p, size_t size, size_t alignment, size_t offset) {
-  if (!mi_win_alignment_ok(alignment)) return NULL;
+  if (!mi_crt_alignment_ok(alignment)) return NULL;
   if (p != NULL && size == 0) { mi_free(p); return NULL; }
   if (mi_win_foreign(p)) return NULL;
   return mi_realloc_aligned_at(p, size, alignment, offset);
 }
 mi_win_decl void* _aligned_recalloc(void* p, size_t count, size_t size, size_t alignment) {
-  if (!mi_win_alignment_ok(alignment)) return NULL;
+  if (!mi_crt_alignment_ok(alignment)) return NULL;
   if (mi_win_foreign(p)) return NULL;
   return mi_aligned_recalloc(p, count, size, alignment);
 }
 mi_win_decl void* _aligned_offset_recalloc(void* p, size_t count, size_t size, size_t alignment, size_t offset) {
-  if (!mi_win_alignment_ok(alignment)) return NULL;
+  if (!mi_crt_alignment_ok(alignment)) return NULL;
   if (mi_win_foreign(p)) return NULL;
   return mi_aligned_offset_recalloc(p, count, size, alignment, offset);
 }

@@ -32,6 +32,7 @@
 #include <wchar.h>
 #include "mimalloc.h"
 #include "mimalloc-redirect.h"
+#include "internal/crt-windows.h"
 
 void _mi_verbose_message(const char* fmt, ...);   /* src/options.c */
 
@@ -63,25 +64,14 @@ typedef size_t (*mi_aligned_msize_fn)(void*, size_t, size_t);
 typedef void*  (*mi_aligned_offset_realloc_fn)(void*, size_t, size_t, size_t);
 #define MI_ORIG(crt, fn, type)  ((type)mi_redir_orig[crt][fn])
 
-static int mi_redir_alignment_ok(size_t alignment) {
-  if (alignment != 0 && (alignment & (alignment - 1)) == 0) return 1;
-  errno = EINVAL;
-  return 0;
-}
-
 /* ---- wrappers that never see a foreign block: the same for every runtime ---- */
 static void* mi_redir_malloc(size_t size)                 { return mi_malloc(size); }
 static void* mi_redir_calloc(size_t count, size_t size)   { return mi_calloc(count, size); }
 static char* mi_redir_strdup(const char* s)               { return mi_strdup(s); }
 static wchar_t* mi_redir_wcsdup(const wchar_t* s)         { return mi_wcsdup(s); }
-static void* mi_redir_aligned_malloc(size_t size, size_t alignment) {
-  if (!mi_redir_alignment_ok(alignment)) return NULL;
-  return mi_malloc_aligned(size, alignment);
-}
+static void* mi_redir_aligned_malloc(size_t size, size_t alignment) { return mi_crt_aligned_malloc(size, alignment); }
 static void* mi_redir_aligned_offset_malloc(size_t size, size_t alignment, size_t offset) {
-  if (!mi_redir_alignment_ok(alignment)) return NULL;
-  if (size != 0 && offset >= size) { errno = EINVAL; return NULL; }
-  return mi_malloc_aligned_at(size, alignment, offset);
+  return mi_crt_aligned_offset_malloc(size, alignment, offset);
 }
 
 /* ---- wrappers that may see a foreign block: one set per runtime (the block goes back to
@@ -101,8 +91,7 @@ static void* mi_redir_aligned_offset_malloc(size_t size, size_t alignment, size_
       if (f != NULL) return f(p, newsize); \
       errno = EINVAL; return NULL; \
     } \
-    if (p != NULL && newsize == 0) { mi_free(p); return NULL; } \
-    return mi_realloc(p, newsize); \
+    return mi_crt_realloc(p, newsize); \
   } \
   static size_t mi_redir_msize_##crt(void* p) { \
     if (p == NULL) { errno = EINVAL; return (size_t)-1; } \
@@ -137,7 +126,7 @@ static void* mi_redir_aligned_offset_malloc(size_t size, size_t alignment, size_
       if (f != NULL) return f(p, size, alignment); \
       errno = EINVAL; return NULL; \
     } \
-    if (!mi_redir_alignment_ok(alignment)) return NULL; \
+    if (!mi_crt_alignment_ok(alignment)) return NULL; \
     if (p != NULL && size == 0) { mi_free(p); return NULL; } \
     return mi_realloc_aligned(p, size, alignment); \
   } \
@@ -154,7 +143,7 @@ static void* mi_redir_aligned_offset_malloc(size_t size, size_t alignment, size_
       if (f != NULL) return f(p, size, alignment, offset); \
       errno = EINVAL; return NULL; \
     } \
-    if (!mi_redir_alignment_ok(alignment)) return NULL; \
+    if (!mi_crt_alignment_ok(alignment)) return NULL; \
     if (p != NULL && size == 0) { mi_free(p); return NULL; } \
     return mi_realloc_aligned_at(p, size, alignment, offset); \
   }
