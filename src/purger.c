@@ -3,20 +3,28 @@
    process that goes idle gives back what it freed without another call into the allocator
    (docs/memory.md, "Purging"; MIMALLOC_PURGE_THREAD, on by default).
 
-   Started lazily: by the first _mi_purger_notify, which arena.c calls wherever it sets a
-   purge deadline. A program that never frees never has the thread. The notify is on slow
-   paths but frequent: when the thread runs it is one load of the state, one of the earliest
-   deadline known and, only when the deadline is earlier than that, one CAS (and a wake when
-   the thread sleeps beyond it by more than the granularity).
+   Started lazily, and never from inside a free: glibc calls free while it holds the lock that
+   pthread_create takes (pthread_join frees the ended thread's TLS under the stack cache lock;
+   musl's dlopen holds its thread-creation lock), so a start there can deadlock. A notify
+   (arena.c and segment.c call it wherever they set a purge deadline) that finds no thread
+   sets _mi_purger_wanted, and the next allocation slow path (_mi_malloc_generic) starts the
+   thread. The one exception: a process that provably never had a second thread
+   (_mi_prim_process_single_threaded, glibc's __libc_single_threaded) starts it in the notify,
+   since no thread teardown can be under way there. A program that never frees never has the
+   thread. The notify is on slow paths but frequent: when the thread runs it is one load of
+   the state, one of the earliest deadline known and, only when the deadline is earlier than
+   that, one CAS (and a wake when the thread sleeps beyond it by more than the granularity).
 
    The thread sleeps until the earliest deadline notified, and never sooner than
    MI_PURGER_GRANULARITY ms after its last pass: a purge runs at most that long after it is
    due, and the thread wakes at most 1000 / MI_PURGER_GRANULARITY times a second, only while
-   purges wait. With nothing pending it ends, and the next notify starts another: a thread of
-   ours must not keep a process alive whose other threads have all ended (a main that called
-   pthread_exit: glibc ends the process when its last thread ends, ours included), and an idle
-   process has no thread of ours left once its memory is back. (A restart costs one
-   pthread_create, which reuses the ended thread's cached stack.) Each pass
+   purges wait. With nothing pending it waits MI_PURGER_LINGER ms for new work (so that frees
+   right after an allocation burst find it running) and then ends; _mi_purger_wanted is set
+   again, so the next allocation slow path starts another. A thread of ours must not keep a
+   process alive whose other threads have all ended (a main that called pthread_exit: glibc
+   ends the process when its last thread ends, ours included), and an idle process has no
+   thread of ours left once its memory is back. (A restart costs one pthread_create, which
+   reuses the ended thread's cached stack, at most once per MI_PURGER_LINGER.) Each pass
    runs the due purges through the thread-safe entry points, which need no thread state (no
    heap, no tld: the thread never allocates, is not counted in the `threads` statistic and has
    no thread-exit work). A pass forgets the deadlines notified before it (mi_purger_due is
@@ -24,10 +32,10 @@
    arena.c does when it lowers an arena's next deadline.
 
    Starting it: pthread_create allocates the thread's TLS vector (glibc: about 300 bytes)
-   through malloc, i.e. through us, from inside whatever called the notify (a free, an arena
-   purge). That allocation is served from static storage (init.c, _mi_static_alloc_begin), so
-   no heap is touched in the middle of another operation. A failed start (no threads left)
-   leaves the behaviour of MIMALLOC_PURGE_THREAD=0: purges from allocator activity only.
+   through malloc, i.e. through us, from inside the allocation that starts it. That
+   allocation is served from static storage (init.c, _mi_static_alloc_begin), so no heap is
+   touched in the middle of another operation. A failed start (no threads left) leaves the
+   behaviour of MIMALLOC_PURGE_THREAD=0: purges from allocator activity only.
 
    Life cycle: fork pauses the thread between passes (a pass may claim arena blocks: a child
    must not inherit such a claim from a thread it does not have) and the child starts a new one
@@ -36,7 +44,8 @@
 #include "internal/internal.h"
 #include "prim/prim.h"
 
-#define MI_PURGER_GRANULARITY  (100)   /* ms: the least time between two passes */
+#define MI_PURGER_GRANULARITY  (100)    /* ms: the least time between two passes */
+#define MI_PURGER_LINGER       (1000)   /* ms: with nothing pending, the wait for work before it ends */
 
 typedef enum mi_purger_state_e {
   MI_PURGER_NONE,      /* no thread: not started, ended for want of work, a fork child, option 0 */
@@ -53,8 +62,10 @@ static _Atomic(mi_msecs_t) mi_purger_due;     /* earliest deadline notified sinc
 static _Atomic(mi_msecs_t) mi_purger_wake;    /* when the sleeping thread wakes; 0: when notified; or AWAKE */
 static _Atomic(int)        mi_purger_busy;    /* 1 while a pass runs */
 static _Atomic(int)        mi_purger_paused;  /* 1: no pass may begin (fork, process done) */
-static bool                mi_purger_wait_ready;
-static _Atomic(int)        mi_purger_started_once;   /* the verbose line is printed once per process */   /* the prim wait is initialised (by a starter) */
+static bool                mi_purger_wait_ready;     /* the prim wait is initialised (by a starter) */
+static _Atomic(int)        mi_purger_started_once;   /* the verbose line is printed once per process */
+
+_Atomic(int) _mi_purger_wanted;   /* 1: a purge was notified while no thread ran (or it lingered out) */
 
 /* The purge passes, all thread-safe and free of thread state. */
 static void mi_purger_pass(void) {
@@ -80,30 +91,38 @@ static void mi_purger_pause(void) {
 
 static void mi_purger_main(void* arg) {
   (void)arg;
-  mi_msecs_t last = 0;   /* end of the last pass */
+  mi_msecs_t last = 0;         /* end of the last pass */
+  mi_msecs_t idle_since = 0;   /* when it last found nothing pending (0: work since) */
   for (;;) {
     const int state = mi_atomic_load_acquire(&mi_purger_state);
     if (state != MI_PURGER_RUNNING && state != MI_PURGER_STARTING) break;   /* (it may run before its starter goes on) */
     mi_atomic_store_seq_cst(&mi_purger_wake, MI_PURGER_AWAKE);
     const mi_msecs_t due = mi_atomic_load_seq_cst(&mi_purger_due);
     const mi_msecs_t now = _mi_prim_clock_now();
-    const mi_msecs_t wake = (due == 0 ? 0 : (due > last + MI_PURGER_GRANULARITY ? due : last + MI_PURGER_GRANULARITY));
-    if (due != 0 && wake <= now && mi_option_is_enabled(mi_option_purge_thread)) {
+    const bool enabled = mi_option_is_enabled(mi_option_purge_thread);
+    if (due != 0) idle_since = 0;
+    else if (idle_since == 0) idle_since = now;
+    const mi_msecs_t wake = (due == 0 ? idle_since + MI_PURGER_LINGER : (due > last + MI_PURGER_GRANULARITY ? due : last + MI_PURGER_GRANULARITY));
+    if (due != 0 && wake <= now && enabled) {
       mi_atomic_store_release(&mi_purger_due, 0);   /* the pass notifies what it leaves */
       if (!mi_purger_try_pass()) mi_atomic_store_release(&mi_purger_due, now);   /* paused: later */
       last = _mi_prim_clock_now();
       continue;
     }
-    if (due == 0 || !mi_option_is_enabled(mi_option_purge_thread)) {
-      /* nothing to wait for: end, so that this thread never keeps a process alive whose other
-         threads have ended (pthread_exit in main); the next notify starts another */
+    if (!enabled || (due == 0 && wake <= now)) {
+      /* nothing to wait for (and none came while it lingered): end, so that this thread never
+         keeps a process alive whose other threads have ended (pthread_exit in main); the next
+         allocation slow path starts another */
       int expected = MI_PURGER_RUNNING;
       if (!mi_atomic_cas_strong_seq_cst(&mi_purger_state, &expected, MI_PURGER_NONE)) {
         if (expected == MI_PURGER_STARTING) mi_atomic_yield();   /* our starter is finishing */
         continue;
       }
       /* (a notify writes the deadline, then reads the state) */
-      if (mi_atomic_load_seq_cst(&mi_purger_due) == 0 || !mi_option_is_enabled(mi_option_purge_thread)) return;
+      if (mi_atomic_load_seq_cst(&mi_purger_due) == 0 || !mi_option_is_enabled(mi_option_purge_thread)) {
+        if (mi_option_is_enabled(mi_option_purge_thread)) mi_atomic_store_release(&_mi_purger_wanted, 1);
+        return;
+      }
       expected = MI_PURGER_NONE;   /* a deadline came meanwhile: go on, unless a notify starts a new thread */
       if (mi_atomic_cas_strong_acq_rel(&mi_purger_state, &expected, MI_PURGER_RUNNING)) continue;
       return;
@@ -117,11 +136,12 @@ static void mi_purger_main(void* arg) {
   /* the process is done: end */
 }
 
-/* The first notify: start the thread (once; again in a fork child). */
+/* Start the thread (from NONE only; again after it ended, and in a fork child). */
 static mi_decl_noinline void mi_purger_start(void) {
   if (!mi_option_is_enabled(mi_option_purge_thread)) return;
   int expected = MI_PURGER_NONE;
   if (!mi_atomic_cas_strong_acq_rel(&mi_purger_state, &expected, MI_PURGER_STARTING)) return;
+  mi_atomic_store_release(&_mi_purger_wanted, 0);
   mi_atomic_store_release(&mi_purger_wake, MI_PURGER_AWAKE);   /* (paused is 0: initially, and after a fork) */
   _mi_static_alloc_begin();   /* libc's allocations for the thread: not from a heap */
   const int err = _mi_prim_thread_start(&mi_purger_main, NULL, !mi_purger_wait_ready);
@@ -138,6 +158,16 @@ static mi_decl_noinline void mi_purger_start(void) {
   _mi_verbose_message("purger thread started (purges when due, at most every %d ms; MIMALLOC_PURGE_THREAD=0 turns it off)\n", MI_PURGER_GRANULARITY);
 }
 
+/* The allocation slow path, when _mi_purger_wanted is set: a safe place to start the thread
+   (the caller holds no lock of libc's: it asked us for memory, not the other way round). */
+void _mi_purger_start_wanted(void) {
+  if (mi_atomic_load_relaxed(&mi_purger_state) != MI_PURGER_NONE) {
+    mi_atomic_store_relaxed(&_mi_purger_wanted, 0);   /* running, failed or done: nothing to start */
+    return;
+  }
+  mi_purger_start();
+}
+
 void _mi_purger_notify(mi_msecs_t due) {
   const int state = mi_atomic_load_relaxed(&mi_purger_state);
   if (mi_unlikely(state != MI_PURGER_RUNNING && state != MI_PURGER_NONE)) return;   /* starting, failed or done */
@@ -146,7 +176,11 @@ void _mi_purger_notify(mi_msecs_t due) {
   while ((known == 0 || known > due) && !mi_atomic_cas_weak_seq_cst(&mi_purger_due, &known, due)) { }
   /* (the thread publishes its wake or its end, then reads the deadline; we the reverse) */
   if (mi_atomic_load_seq_cst(&mi_purger_state) == MI_PURGER_NONE) {
-    mi_purger_start();   /* the first notify, or the thread ended for want of work */
+    /* the first notify, or the thread ended for want of work: we may be inside a free that
+       libc calls with its locks held, so only a process that never had another thread starts
+       it here; otherwise the next allocation slow path does */
+    if (_mi_prim_process_single_threaded()) mi_purger_start();
+    else mi_atomic_store_release(&_mi_purger_wanted, 1);
     return;
   }
   if (known != 0 && known <= due) return;   /* another notify lowered it meanwhile */
@@ -166,11 +200,13 @@ void _mi_purger_fork_parent(void) {
   mi_atomic_store_release(&mi_purger_paused, 0);
 }
 
-/* The child has no purger thread: the next notify starts one (the deadlines are still in the
-   arenas; that notify comes with the next purge scheduled, or the child's own activity runs
-   them as before). */
+/* The child has no purger thread: its first allocation slow path starts one if the parent had
+   one, else as in any process (the deadlines are still in the arenas; the next purge scheduled
+   notifies, or the child's own activity runs them as before). */
 void _mi_purger_fork_child(void) {
-  if (mi_atomic_load_relaxed(&mi_purger_state) == MI_PURGER_DONE) return;
+  const int state = mi_atomic_load_relaxed(&mi_purger_state);
+  if (state == MI_PURGER_DONE) return;
+  if (state != MI_PURGER_NONE) mi_atomic_store_relaxed(&_mi_purger_wanted, 1);   /* the child's first allocation slow path */
   mi_atomic_store_relaxed(&mi_purger_state, MI_PURGER_NONE);
   mi_atomic_store_relaxed(&mi_purger_due, 0);
   mi_atomic_store_relaxed(&mi_purger_wake, 0);

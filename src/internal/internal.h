@@ -217,10 +217,13 @@ size_t     _mi_arena_slots(void);         /* arena slots taken (some may be empt
 /* ------------------------------------------------------------------------------------------
    purger.c: the background thread that runs due purges (MIMALLOC_PURGE_THREAD)
 ------------------------------------------------------------------------------------------ */
-/* A purge was scheduled, due at `due` (_mi_prim_clock_now time): starts the thread on first
-   use, wakes it if it would sleep past `due`. Cheap (loads, rarely a CAS); call it after the
-   purge is visible to the passes, and from a pass for every deadline it leaves. */
+/* A purge was scheduled, due at `due` (_mi_prim_clock_now time): wakes the thread if it would
+   sleep past `due`; with no thread, sets _mi_purger_wanted (or starts it, in a process that
+   never had a second thread). Cheap (loads, rarely a CAS); call it after the purge is visible
+   to the passes, and from a pass for every deadline it leaves. Safe inside any free. */
 void       _mi_purger_notify(mi_msecs_t due);
+extern _Atomic(int) _mi_purger_wanted;   /* the allocation slow path calls _mi_purger_start_wanted */
+void       _mi_purger_start_wanted(void);   /* only where the caller holds no lock of libc's */
 void       _mi_purger_fork_prepare(void);   /* before the fork handlers take any lock */
 void       _mi_purger_fork_parent(void);
 void       _mi_purger_fork_child(void);

@@ -206,5 +206,9 @@ bool  _mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)
    _mi_prim_thread_wake: from any thread; never allocates; blocks at most while the sleeper
    holds the wait's lock (a few instructions). Only once a thread was started. */
 int   _mi_prim_thread_start(void (*fun)(void* arg), void* arg, bool init_wait);
+/* True only when the process provably never had a second thread (so no thread teardown, which
+   frees with the C library's locks held, can be under way): glibc's __libc_single_threaded.
+   False where that is unknown (musl, macOS, Windows). */
+bool  _mi_prim_process_single_threaded(void);
 void  _mi_prim_thread_wait(mi_msecs_t timeout_ms);
 void  _mi_prim_thread_wake(void);

@@ -741,6 +741,15 @@ int _mi_prim_thread_start(void (*fun)(void* arg), void* arg, bool init_wait) {
   return err;
 }
 
+#if defined(__GLIBC__)
+extern char __libc_single_threaded __attribute__((weak));   /* glibc 2.32+; false once a thread was created */
+bool _mi_prim_process_single_threaded(void) {
+  return (&__libc_single_threaded != NULL && __libc_single_threaded != 0);
+}
+#else
+bool _mi_prim_process_single_threaded(void) { return false; }
+#endif
+
 void _mi_prim_thread_wait(mi_msecs_t timeout_ms) {
   pthread_mutex_lock(&unix_wait_lock);
   if (!unix_wait_woken) {

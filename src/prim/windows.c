@@ -507,6 +507,8 @@ int _mi_prim_thread_start(void (*fun)(void* arg), void* arg, bool init_wait) {
   return (err == ENOMEM ? EAGAIN : err);
 }
 
+bool _mi_prim_process_single_threaded(void) { return false; }   /* (the loader starts threads of its own) */
+
 void _mi_prim_thread_wait(mi_msecs_t timeout_ms) {
   const DWORD ms = (timeout_ms < 0 ? INFINITE : timeout_ms >= 0x7FFFFFFF ? 0x7FFFFFFF : (DWORD)timeout_ms);
   WaitForSingleObject(win_wait_event, ms);

@@ -10,7 +10,7 @@
              workload, the `purged` statistic must have grown by at least 200 MiB, the process
              must have had two threads right after the frees (ours and the purger;
              ThreadSanitizer adds one) and one after the idle time (the purger ends when nothing
-             waits), and with MIMALLOC_VERBOSE on the
+             waits for 1 s), and with MIMALLOC_VERBOSE on the
              purger must have said once that it started.
      keep    (MIMALLOC_PURGE_THREAD=0) the same workload: after the 2.5 s the RSS is still at
              least 200 MiB above the start (nothing purges while nobody calls the allocator:
@@ -18,7 +18,7 @@
      nofree  blocks of every kind (small, medium, large, huge) allocated and never freed, then
              300 ms of sleep: the process still has one thread (a program that never frees
              never gets the purger), and the purger never said it started.
-     fork    the parent frees 64 MiB (its purger starts), idles 1 s (its RSS must be back
+     fork    the parent frees 64 MiB (its purger starts), idles 2.5 s (its RSS must be back
              within MT_IDLE_MARGIN) and forks; the child has one thread
              (the purger is not inherited), allocates and frees 128 MiB in huge blocks (a purger
              of its own starts: two threads), idles 2.5 s and must then be within MT_IDLE_MARGIN
@@ -26,6 +26,16 @@
              for the child, is within MT_IDLE_MARGIN of its start too.
      mainexit  main frees 64 MiB (the purger starts) and calls pthread_exit: the process must
              end (the purger must not keep it alive; ctest's TIMEOUT of 30 s would fail it).
+     join    a free never starts the purger in a process that has had threads: glibc calls
+             free inside pthread_join with the lock pthread_create takes (it frees the ended
+             thread's TLS under its stack cache lock), and a purger started there deadlocked.
+             12 threads touch a 1 MiB thread-local variable of a module loaded with dlopen
+             (argument 2; glibc gives each a block of dynamic TLS from malloc) and end; main
+             holds 64 MiB of huge blocks, idles 2.5 s (no purger thread left), joins the
+             threads (an alarm of 30 s ends the process if that hangs) and frees its blocks:
+             still one thread (with the old rule, the frees started the purger: two). One
+             allocation (the slow path) then starts it: two threads; after the 2.5 s idle the
+             RSS is within MT_IDLE_MARGIN of the start and the purger has ended.
      small   128 MiB of blocks of 1-64 KiB, all freed but one in 256 (so the segments stay:
              their freed pages wait in the slot purge queues, which the purger reaches), then the
              same 2.5 s idle: the RSS within MT_IDLE_MARGIN plus a whole medium page (512 KiB,
@@ -39,6 +49,7 @@
    statistics and the thread counts are. */
 #include "memory-common.h"
 #include <pthread.h>
+#include <dlfcn.h>
 
 #define MT_IDLE_MARGIN  (16 * MiB)   /* RSS after the idle time above the start, at most */
 #define MT_IDLE_MS      2500
@@ -171,11 +182,11 @@ static int test_fork(void) {
   const size_t rss0 = mt_baseline("mem-idle fork");
   mt_free_all(mt_alloc_huge(64 * MiB));
   const int threads = mt_threads();   /* the parent's purger */
-  mt_sleep_ms(1000);           /* (so the child starts from purged memory, not from the parent's freed blocks) */
+  mt_sleep_ms(MT_IDLE_MS);     /* (so the child starts from purged memory, not from the parent's freed blocks; the purger lingers 1 s) */
   const size_t rss_fork = mt_rss();
   mt_check_purger_threads(threads, mt_threads());
   if (MT_RSS_ASSERTS) {
-    CHECK_MSG(rss_fork <= rss0 + MT_IDLE_MARGIN, "parent: 1 s after its frees the RSS is %.1f MiB above the start", mt_mib_diff(rss_fork, rss0));
+    CHECK_MSG(rss_fork <= rss0 + MT_IDLE_MARGIN, "parent: %d ms after its frees the RSS is %.1f MiB above the start", MT_IDLE_MS, mt_mib_diff(rss_fork, rss0));
   }
   fflush(stdout);
   fflush(stderr);
@@ -250,6 +261,58 @@ static int test_mainexit(void) {
   pthread_exit(NULL);
 }
 
+/* join: see the top of the file */
+enum { MT_JOIN_THREADS = 12 };
+static size_t (*mt_tls_touch)(void);
+static _Atomic(int) mt_join_done;
+
+static void* mt_join_worker(void* arg) {
+  (void)arg;
+  mt_tls_touch();
+  mt_join_done++;
+  return NULL;
+}
+
+static int test_join(const char* module) {
+  alarm(30);   /* a deadlock in the joins ends the process (SIGALRM) */
+  const size_t rss0 = mt_baseline("mem-idle join");
+  void* lib = (module == NULL ? NULL : dlopen(module, RTLD_NOW));
+  CHECK_MSG(lib != NULL, "dlopen(%s) failed", module == NULL ? "(no path)" : module);
+  if (lib == NULL) return test_summary("mem-idle join", "no module");
+  *(void**)&mt_tls_touch = dlsym(lib, "mt_tls_touch");
+  CHECK(mt_tls_touch != NULL);
+  if (mt_tls_touch == NULL) return test_summary("mem-idle join", "no symbol");
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 8 * MiB);   /* 12 of them overflow glibc's 40 MiB stack cache */
+  pthread_t t[MT_JOIN_THREADS];
+  for (int i = 0; i < MT_JOIN_THREADS; i++) CHECK(pthread_create(&t[i], &attr, &mt_join_worker, NULL) == 0);
+  pthread_attr_destroy(&attr);
+  while (mt_join_done < MT_JOIN_THREADS) mt_sleep_ms(10);
+  const size_t n = mt_alloc_huge(64 * MiB);
+  mt_sleep_ms(MT_IDLE_MS);   /* any purger started so far has ended */
+  const int before = mt_threads();
+  for (int i = 0; i < MT_JOIN_THREADS; i++) pthread_join(t[i], NULL);   /* frees their TLS under glibc's lock */
+  const int joined = mt_threads();
+  mt_free_all(n);              /* purges scheduled: no thread started here */
+  const int freed = mt_threads();
+  mi_free(mi_malloc(MT_HUGE_BLOCK));   /* an allocation slow path: starts it */
+  const int busy = mt_threads();
+  mt_sleep_ms(MT_IDLE_MS);
+  const size_t rss1 = mt_rss();
+  const int idle = mt_threads();
+  CHECK_LE((size_t)before, (size_t)MT_PURGER_THREADS(1));
+  CHECK_MSG(joined <= MT_PURGER_THREADS(1), "%d threads after the joins: a free started the purger", joined);
+  CHECK_MSG(freed <= MT_PURGER_THREADS(1), "%d threads after the frees: a free started the purger", freed);
+  mt_check_purger_threads(busy, idle);
+  if (MT_RSS_ASSERTS) {
+    CHECK_MSG(rss1 <= rss0 + MT_IDLE_MARGIN, "after %d ms idle the RSS is %.1f MiB above the start (margin %zu MiB)", MT_IDLE_MS, mt_mib_diff(rss1, rss0), MT_IDLE_MARGIN / MiB);
+  }
+  alarm(0);
+  return test_summary("mem-idle join", "threads %d before the joins, %d after, %d after the frees, %d after an allocation, %d after %d ms idle; RSS %+.1f MiB",
+                      before, joined, freed, busy, idle, MT_IDLE_MS, mt_mib_diff(rss1, rss0));
+}
+
 int main(int argc, char** argv) {
   const char* mode = (argc > 1 ? argv[1] : "");
   if (strcmp(mode, "large") == 0) return test_large(false);
@@ -259,6 +322,7 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "small") == 0) return test_small(false);
   if (strcmp(mode, "small-keep") == 0) return test_small(true);
   if (strcmp(mode, "mainexit") == 0) return test_mainexit();
-  fprintf(stderr, "usage: mem-idle large|keep|nofree|fork|small|small-keep|mainexit\n");
+  if (strcmp(mode, "join") == 0) return test_join(argc > 2 ? argv[2] : NULL);
+  fprintf(stderr, "usage: mem-idle large|keep|nofree|fork|small|small-keep|mainexit|join MODULE\n");
   return 2;
 }
