@@ -42,13 +42,20 @@ enum {
   MI_FN_MALLOC, MI_FN_CALLOC, MI_FN_REALLOC, MI_FN_FREE, MI_FN_MSIZE, MI_FN_EXPAND,
   MI_FN_RECALLOC, MI_FN_STRDUP, MI_FN_STRDUP2, MI_FN_WCSDUP, MI_FN_ALIGNED_MALLOC,
   MI_FN_ALIGNED_FREE, MI_FN_ALIGNED_REALLOC, MI_FN_ALIGNED_MSIZE, MI_FN_ALIGNED_OFFSET_MALLOC,
-  MI_FN_ALIGNED_OFFSET_REALLOC, MI_FN_COUNT
+  MI_FN_ALIGNED_OFFSET_REALLOC, MI_FN_ALIGNED_RECALLOC, MI_FN_ALIGNED_OFFSET_RECALLOC,
+  MI_FN_MBSDUP, MI_FN_DUPENV_S, MI_FN_WDUPENV_S,
+  /* ucrtbase's _base forms (what its malloc & co. call): the same wrappers as their plain names */
+  MI_FN_MALLOC_BASE, MI_FN_CALLOC_BASE, MI_FN_REALLOC_BASE, MI_FN_FREE_BASE, MI_FN_MSIZE_BASE,
+  MI_FN_EXPAND_BASE, MI_FN_RECALLOC_BASE, MI_FN_COUNT
 };
-static const char* const mi_redir_names[MI_FN_COUNT] = {
+static const char* const mi_redir_names[] = {
   "malloc", "calloc", "realloc", "free", "_msize", "_expand",
   "_recalloc", "_strdup", "strdup", "_wcsdup", "_aligned_malloc",
   "_aligned_free", "_aligned_realloc", "_aligned_msize", "_aligned_offset_malloc",
-  "_aligned_offset_realloc"
+  "_aligned_offset_realloc", "_aligned_recalloc", "_aligned_offset_recalloc",
+  "_mbsdup", "_dupenv_s", "_wdupenv_s",
+  "_malloc_base", "_calloc_base", "_realloc_base", "_free_base", "_msize_base",
+  "_expand_base", "_recalloc_base"
 };
 static const char* const mi_redir_crt_dlls[MI_CRT_COUNT] = { "msvcrt.dll", "ucrtbase.dll" };
 
@@ -62,6 +69,8 @@ typedef void*  (*mi_recalloc_fn)(void*, size_t, size_t);
 typedef void*  (*mi_aligned_realloc_fn)(void*, size_t, size_t);
 typedef size_t (*mi_aligned_msize_fn)(void*, size_t, size_t);
 typedef void*  (*mi_aligned_offset_realloc_fn)(void*, size_t, size_t, size_t);
+typedef void*  (*mi_aligned_recalloc_fn)(void*, size_t, size_t, size_t);
+typedef void*  (*mi_aligned_offset_recalloc_fn)(void*, size_t, size_t, size_t, size_t);
 #define MI_ORIG(crt, fn, type)  ((type)mi_redir_orig[crt][fn])
 
 /* ---- wrappers that never see a foreign block: the same for every runtime ---- */
@@ -73,6 +82,9 @@ static void* mi_redir_aligned_malloc(size_t size, size_t alignment) { return mi_
 static void* mi_redir_aligned_offset_malloc(size_t size, size_t alignment, size_t offset) {
   return mi_crt_aligned_offset_malloc(size, alignment, offset);
 }
+static unsigned char* mi_redir_mbsdup(const unsigned char* s) { return mi_mbsdup(s); }
+static int mi_redir_dupenv_s(char** buf, size_t* size, const char* name) { return mi_dupenv_s(buf, size, name); }
+static int mi_redir_wdupenv_s(wchar_t** buf, size_t* size, const wchar_t* name) { return mi_wdupenv_s(buf, size, name); }
 
 /* ---- wrappers that may see a foreign block: one set per runtime (the block goes back to
    the runtime whose slot the caller used). A function the runtime lacks has no slot to
@@ -146,6 +158,24 @@ static void* mi_redir_aligned_offset_malloc(size_t size, size_t alignment, size_
     if (!mi_crt_alignment_ok(alignment)) return NULL; \
     if (p != NULL && size == 0) { mi_free(p); return NULL; } \
     return mi_realloc_aligned_at(p, size, alignment, offset); \
+  } \
+  static void* mi_redir_aligned_recalloc_##crt(void* p, size_t count, size_t size, size_t alignment) { \
+    if (p != NULL && !mi_is_in_heap_region(p)) { \
+      mi_aligned_recalloc_fn f = MI_ORIG(crt, MI_FN_ALIGNED_RECALLOC, mi_aligned_recalloc_fn); \
+      if (f != NULL) return f(p, count, size, alignment); \
+      errno = EINVAL; return NULL; \
+    } \
+    if (!mi_crt_alignment_ok(alignment)) return NULL; \
+    return mi_aligned_recalloc(p, count, size, alignment); \
+  } \
+  static void* mi_redir_aligned_offset_recalloc_##crt(void* p, size_t count, size_t size, size_t alignment, size_t offset) { \
+    if (p != NULL && !mi_is_in_heap_region(p)) { \
+      mi_aligned_offset_recalloc_fn f = MI_ORIG(crt, MI_FN_ALIGNED_OFFSET_RECALLOC, mi_aligned_offset_recalloc_fn); \
+      if (f != NULL) return f(p, count, size, alignment, offset); \
+      errno = EINVAL; return NULL; \
+    } \
+    if (!mi_crt_alignment_ok(alignment)) return NULL; \
+    return mi_aligned_offset_recalloc(p, count, size, alignment, offset); \
   }
 
 MI_REDIR_CRT_WRAPPERS(0)   /* MI_CRT_MSVCRT */
@@ -157,8 +187,15 @@ MI_REDIR_CRT_WRAPPERS(1)   /* MI_CRT_UCRT */
   (void*)&mi_redir_recalloc_##crt, (void*)&mi_redir_strdup, (void*)&mi_redir_strdup, \
   (void*)&mi_redir_wcsdup, (void*)&mi_redir_aligned_malloc, (void*)&mi_redir_aligned_free_##crt, \
   (void*)&mi_redir_aligned_realloc_##crt, (void*)&mi_redir_aligned_msize_##crt, \
-  (void*)&mi_redir_aligned_offset_malloc, (void*)&mi_redir_aligned_offset_realloc_##crt }
+  (void*)&mi_redir_aligned_offset_malloc, (void*)&mi_redir_aligned_offset_realloc_##crt, \
+  (void*)&mi_redir_aligned_recalloc_##crt, (void*)&mi_redir_aligned_offset_recalloc_##crt, \
+  (void*)&mi_redir_mbsdup, (void*)&mi_redir_dupenv_s, (void*)&mi_redir_wdupenv_s, \
+  (void*)&mi_redir_malloc, (void*)&mi_redir_calloc, (void*)&mi_redir_realloc_##crt, \
+  (void*)&mi_redir_free_##crt, (void*)&mi_redir_msize_##crt, (void*)&mi_redir_expand_##crt, \
+  (void*)&mi_redir_recalloc_##crt }
 static void* const mi_redir_ours_table[MI_CRT_COUNT][MI_FN_COUNT] = { MI_REDIR_TABLE(0), MI_REDIR_TABLE(1) };
+_Static_assert(sizeof(mi_redir_names) / sizeof(mi_redir_names[0]) == MI_FN_COUNT, "a name for every function");
+_Static_assert(sizeof((void*[])MI_REDIR_TABLE(0)) / sizeof(void*) == MI_FN_COUNT, "a wrapper for every function");
 
 /* ---- names (ASCII, case-insensitive for DLL names as the loader compares them) ---- */
 static char mi_redir_lower(char c) { return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c; }

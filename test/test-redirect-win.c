@@ -17,6 +17,8 @@
       its malloc are ours, blocks cross between it and the program, and a block of it outlives
       FreeLibrary.
 
+   5. A DLL on ucrt (redirect-win-ucrt.dll, LoadLibrary): see test_ucrt_dll.
+
    Negative control (MI_TEST_NO_REDIRECT, test redirect-win-none): the same program linked with
    libmimalloc.a instead of the redirecting DLL; it must print "malloc is not served by this
    allocator" and fail the checks of every part (each part prints its failure count).
@@ -218,6 +220,82 @@ static void test_late_dll(void) {
   free(keep);                                    /* ours: outlives the DLL */
 }
 
+/* 5. A DLL on the Universal C Runtime (redirect-win-ucrt.dll: api-ms-win-crt-heap imports,
+   forwarded to ucrtbase.dll), loaded at run time: its malloc & co., its _malloc_base and
+   _aligned_malloc are ours, and blocks cross between it (ucrt) and the program (msvcrt); a
+   block of ucrtbase's own malloc (GetProcAddress) is foreign and goes back to it. Without the
+   redirection blocks never cross runtimes (each would free the other's). */
+typedef void*  (*calloc_fn)(size_t, size_t);
+typedef void*  (*realloc_fn)(void*, size_t);
+typedef size_t (*msize_fn)(void*);
+typedef void*  (*recalloc_fn)(void*, size_t, size_t);
+#define RWU_GET(type, name)  type name = (type)(void*)GetProcAddress(h, #name); CHECK_MSG(name != NULL, "%s", #name); if (name == NULL) return
+
+static void test_ucrt_dll(void) {
+  HMODULE h = LoadLibraryA("redirect-win-ucrt.dll");
+  CHECK_MSG(h != NULL, "LoadLibrary(redirect-win-ucrt.dll): error %lu", GetLastError());
+  if (h == NULL) return;
+  RWU_GET(malloc_fn, rwu_malloc);
+  RWU_GET(calloc_fn, rwu_calloc);
+  RWU_GET(realloc_fn, rwu_realloc);
+  RWU_GET(free_fn, rwu_free);
+  RWU_GET(msize_fn, rwu_msize);
+  RWU_GET(recalloc_fn, rwu_recalloc);
+  RWU_GET(aligned_malloc_fn, rwu_aligned_malloc);
+  RWU_GET(free_fn, rwu_aligned_free);
+  RWU_GET(malloc_fn, rwu_malloc_base);
+  RWU_GET(free_fn, rwu_free_base);
+  HMODULE ucrt = GetModuleHandleA("ucrtbase.dll");
+  CHECK_MSG(ucrt != NULL, "ucrtbase.dll is not loaded");
+
+  char* a = (char*)rwu_malloc(100);
+  CHECK_MSG(ours(a), "ucrt malloc: %p", (void*)a);
+  if (a != NULL) memset(a, 0x21, 100);
+  if (ours(a)) { CHECK_EQ(rwu_msize(a), mi_usable_size(a)); CHECK_EQ(_msize(a), mi_usable_size(a)); }
+  a = (char*)rwu_realloc(a, 6000);
+  CHECK_MSG(ours(a), "ucrt realloc: %p", (void*)a);
+  CHECK(a != NULL && a[0] == 0x21 && a[99] == 0x21);
+#if MI_TEST_NO_REDIRECT
+  rwu_free(a);
+#else
+  free(a);                                       /* ucrt's block, msvcrt's import: both ours */
+  void* m = malloc(300);
+  check_ours(m, 300, "program malloc");
+  rwu_free(m);                                   /* and the other way */
+#endif
+  int* z = (int*)rwu_calloc(50, sizeof(int));
+  CHECK_MSG(ours(z), "ucrt calloc: %p", (void*)z);
+  bool zero = (z != NULL);
+  for (int i = 0; z != NULL && i < 50; i++) zero = zero && z[i] == 0;
+  CHECK(zero);
+  z = (int*)rwu_recalloc(z, 400, sizeof(int));
+  CHECK_MSG(ours(z), "ucrt _recalloc: %p", (void*)z);
+  zero = (z != NULL);
+  for (int i = 0; z != NULL && i < 400; i++) zero = zero && z[i] == 0;
+  CHECK(zero);
+  rwu_free(z);
+  void* al = rwu_aligned_malloc(100, 256);
+  CHECK_MSG(ours(al), "ucrt _aligned_malloc: %p", al);
+  CHECK(((uintptr_t)al % 256) == 0);
+  rwu_aligned_free(al);
+  void* b = rwu_malloc_base(64);
+  CHECK_MSG(ours(b), "ucrt _malloc_base: %p", b);
+  rwu_free_base(b);
+
+  malloc_fn ucrt_malloc = (ucrt == NULL ? NULL : (malloc_fn)(void*)GetProcAddress(ucrt, "malloc"));
+  CHECK(ucrt_malloc != NULL);
+  if (ucrt_malloc != NULL) {
+    char* f = (char*)ucrt_malloc(80);            /* ucrtbase's own block */
+    CHECK(f != NULL && !ours(f));
+    if (f != NULL) memset(f, 0x42, 80);
+    CHECK(f == NULL || rwu_msize(f) >= 80);
+    f = (char*)rwu_realloc(f, 3000);             /* its realloc: contents kept, still its */
+    CHECK(f != NULL && !ours(f) && f[0] == 0x42 && f[79] == 0x42);
+    rwu_free(f);
+  }
+  CHECK(FreeLibrary(h));
+}
+
 static long failures_since(long* before) {
   long now = test_failure_count(), d = now - *before;
   *before = now;
@@ -236,8 +314,9 @@ int main(void) {
   test_foreign_blocks(); printf("foreign blocks: %ld failures\n", failures_since(&before));
   test_threads();        printf("threads: %ld failures\n", failures_since(&before));
   test_late_dll();       printf("LoadLibrary'd DLL: %ld failures\n", failures_since(&before));
+  test_ucrt_dll();       printf("ucrt DLL: %ld failures\n", failures_since(&before));
 #if !MI_TEST_NO_REDIRECT
   CHECK(mi_redirect_imports() > 0);
 #endif
-  return test_summary("redirect-win", "modules, foreign blocks, threads, a late DLL");
+  return test_summary("redirect-win", "modules, foreign blocks, threads, a late DLL, a ucrt DLL");
 }

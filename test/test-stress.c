@@ -16,7 +16,12 @@
    in the slots. At the end every remaining block is verified and freed.
 
    Usage: test-stress [threads=4] [rounds=10] [iters=50000] [seed=1]
-   Each thread's pseudo-random sequence depends only on the seed and the thread's number. */
+   Each thread's pseudo-random sequence depends only on the seed and the thread's number.
+
+   Built with MI_STRESS_CRT (Windows: the redirecting DLL's stress test), the same steps call the
+   C runtime's malloc, calloc, realloc, free and _msize instead (the aligned entry stays
+   mi_malloc_aligned: its blocks are freed with free too), and every block must be ours
+   (mi_is_in_heap_region): without the redirection the test fails at the first allocation. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,6 +32,27 @@
 
 #include "mimalloc.h"
 #include "testing.h"
+
+#if defined(MI_STRESS_CRT)
+#include <malloc.h>
+#define ST_MALLOC(n)       malloc(n)
+#define ST_ZALLOC(n)       calloc(1, n)
+#define ST_CALLOC(n, s)    calloc(n, s)
+#define ST_REALLOC(p, n)   realloc(p, n)
+#define ST_FREE(p)         free(p)
+#define ST_USABLE(p)       _msize((void*)(p))
+#define ST_OURS(p)         mi_is_in_heap_region(p)
+#define ST_API             "the C runtime's functions"
+#else
+#define ST_MALLOC(n)       mi_malloc(n)
+#define ST_ZALLOC(n)       mi_zalloc(n)
+#define ST_CALLOC(n, s)    mi_calloc(n, s)
+#define ST_REALLOC(p, n)   mi_realloc(p, n)
+#define ST_FREE(p)         mi_free(p)
+#define ST_USABLE(p)       mi_usable_size(p)
+#define ST_OURS(p)         true
+#define ST_API             "mi_ functions"
+#endif
 
 #define KiB ((size_t)1024)
 #define MiB (KiB * KiB)
@@ -95,8 +121,8 @@ static void verify(const void* p, const char* when, long tid) {
   if (size < 8) return;
   size_t bad = check_block(p, (uintptr_t)p, size, size);
   CHECK_MSG(bad == size, "thread %ld, %s: block %p of size %zu corrupt at offset %zu", tid, when, p, size, bad);
-  CHECK_MSG(mi_usable_size(p) >= size, "thread %ld, %s: block %p of size %zu has usable size %zu", tid, when, p, size,
-            mi_usable_size(p));
+  CHECK_MSG(ST_USABLE(p) >= size, "thread %ld, %s: block %p of size %zu has usable size %zu", tid, when, p, size,
+            (size_t)ST_USABLE(p));
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -140,10 +166,10 @@ static void* allocate(test_rng_t* rng, size_t size, long tid) {
   uint64_t how = test_rand_below(rng, 100);
   void* p;
   if (how < 70) {
-    p = mi_malloc(size);
+    p = ST_MALLOC(size);
   }
   else if (how < 80 || how >= 95) {
-    p = (how < 80 ? mi_zalloc(size) : size % 8 == 0 ? mi_calloc(size / 8, 8) : mi_calloc(size, 1));
+    p = (how < 80 ? ST_ZALLOC(size) : size % 8 == 0 ? ST_CALLOC(size / 8, 8) : ST_CALLOC(size, 1));
     atomic_fetch_add_explicit(&stat_zeroed, 1, memory_order_relaxed);
     if (p != NULL) {
       const uint8_t* b = (const uint8_t*)p;
@@ -160,6 +186,10 @@ static void* allocate(test_rng_t* rng, size_t size, long tid) {
               align, p);
   }
   CHECK_MSG(p != NULL, "thread %ld: allocation of %zu bytes failed", tid, size);
+  if (p != NULL && !ST_OURS(p)) {
+    static _Atomic(int) said;
+    CHECK_MSG(atomic_exchange(&said, 1) != 0, "thread %ld: block %p of %zu bytes: malloc is not served by this allocator", tid, p, size);
+  }
   return p;
 }
 
@@ -172,9 +202,9 @@ static void* worker(void* arg) {
     if (kind == K_HUGE) atomic_fetch_add_explicit(&stat_huge, 1, memory_order_relaxed);
     void* p = allocate(&rng, size, tid);
     if (p == NULL) continue;
-    size_t usable = mi_usable_size(p);
+    size_t usable = ST_USABLE(p);
     CHECK_MSG(usable >= size, "thread %ld: block %p of size %zu has usable size %zu", tid, p, size, usable);
-    if (usable < size) { mi_free(p); continue; }
+    if (usable < size) { ST_FREE(p); continue; }
     fill_block(p, size);
     atomic_fetch_add_explicit(&stat_allocs, 1, memory_order_relaxed);
 
@@ -190,21 +220,22 @@ static void* worker(void* arg) {
       if (nsize < 8) nsize = 8;
       nkind = kind_of_size(nsize);
       uintptr_t oaddr = (uintptr_t)old;
-      void* q = mi_realloc(old, nsize);
-      CHECK_MSG(q != NULL, "thread %ld: mi_realloc(%p, %zu) failed", tid, old, nsize);
-      if (q == NULL) { mi_free(old); continue; }
+      void* q = ST_REALLOC(old, nsize);
+      CHECK_MSG(q != NULL, "thread %ld: realloc(%p, %zu) failed", tid, (void*)oaddr, nsize);
+      if (q == NULL) { ST_FREE(old); continue; }
       size_t keep = (osize < nsize ? osize : nsize);
       size_t bad = check_block(q, oaddr, osize, keep);
       CHECK_MSG(bad == keep, "thread %ld: mi_realloc(%p, %zu -> %zu) = %p lost contents at offset %zu", tid, (void*)oaddr,
                 osize, nsize, q, bad);
-      CHECK_MSG(mi_usable_size(q) >= nsize, "thread %ld: realloc'ed block usable size %zu < %zu", tid, mi_usable_size(q), nsize);
+      CHECK_MSG(ST_USABLE(q) >= nsize, "thread %ld: realloc'ed block usable size %zu < %zu", tid, (size_t)ST_USABLE(q), nsize);
+      CHECK_MSG(ST_OURS(q), "thread %ld: realloc(%p, %zu) = %p: not ours", tid, (void*)oaddr, nsize, q);
       fill_block(q, nsize);
       atomic_fetch_add_explicit(&stat_reallocs, 1, memory_order_relaxed);
       void* displaced = (void*)atomic_exchange(pick_slot(&rng, nkind), (uintptr_t)q);
-      if (displaced != NULL) { verify(displaced, "before free", tid); mi_free(displaced); }
+      if (displaced != NULL) { verify(displaced, "before free", tid); ST_FREE(displaced); }
     }
     else {
-      mi_free(old);
+      ST_FREE(old);
     }
   }
   return NULL;
@@ -213,7 +244,7 @@ static void* worker(void* arg) {
 static void drain(_Atomic(uintptr_t)* slots, size_t n, size_t* count) {
   for (size_t i = 0; i < n; i++) {
     void* p = (void*)atomic_exchange(&slots[i], 0);
-    if (p != NULL) { verify(p, "at the end", -1); mi_free(p); (*count)++; }
+    if (p != NULL) { verify(p, "at the end", -1); ST_FREE(p); (*count)++; }
   }
 }
 
@@ -252,9 +283,9 @@ int main(int argc, char** argv) {
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
   return test_summary("stress",
-                      "%ld threads x %ld rounds x %ld iterations, seed %llu: %ld allocations (%ld zeroed, %ld aligned, %ld huge), "
+                      "%s, %ld threads x %ld rounds x %ld iterations, seed %llu: %ld allocations (%ld zeroed, %ld aligned, %ld huge), "
                       "%ld slot take-overs, %ld reallocs, %zu verified at the end, %.2f s",
-                      nthreads, rounds, iters, (unsigned long long)seed, atomic_load(&stat_allocs), atomic_load(&stat_zeroed),
+                      ST_API, nthreads, rounds, iters, (unsigned long long)seed, atomic_load(&stat_allocs), atomic_load(&stat_zeroed),
                       atomic_load(&stat_aligned), atomic_load(&stat_huge), atomic_load(&stat_cross_frees),
                       atomic_load(&stat_reallocs), remaining, secs);
 }
