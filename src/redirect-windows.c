@@ -9,8 +9,9 @@
    Why IAT patching: a PE module calls an imported function through its own IAT slot, so one
    store per slot changes the function for that module, without touching the C runtime's code.
    What is not reached: calls the C runtime makes to its own malloc inside itself (those
-   blocks stay the runtime's, and go back to it, below), addresses taken with GetProcAddress,
-   and modules that link the C runtime statically.
+   blocks stay the runtime's, and go back to it, below), modules that link the C runtime
+   statically, and imports by ordinal. Addresses taken with GetProcAddress are ours: its own
+   import slots are patched too (mi_redir_getproc).
 
    Invariants:
    - a block is ours iff mi_is_in_heap_region; a block that is not (allocated by the C runtime
@@ -220,6 +221,40 @@ static int mi_redir_fn_of(const char* name) {
   return -1;
 }
 
+/* ---- GetProcAddress: a lookup of a redirected name in a C runtime returns our wrapper, so a
+   function pointer taken at run time (ctypes-style bindings, lazy loaders) frees our blocks
+   too. Installed like the allocation functions, in the import slots of GetProcAddress from
+   kernel32.dll, kernelbase.dll and the api-ms-win-core-libraryloader sets. ---- */
+typedef FARPROC (WINAPI *mi_getproc_fn)(HMODULE, LPCSTR);
+static mi_getproc_fn mi_redir_getproc_orig;   /* kernel32's (set at attach, before any patch) */
+
+static int mi_redir_crt_of_module(HMODULE module) {
+  for (int crt = 0; crt < MI_CRT_COUNT; crt++) {
+    if (module != NULL && module == GetModuleHandleA(mi_redir_crt_dlls[crt])) return crt;
+  }
+  return -1;
+}
+
+static FARPROC WINAPI mi_redir_getproc(HMODULE module, LPCSTR name) {
+  const FARPROC f = mi_redir_getproc_orig(module, name);
+  if (f == NULL || ((uintptr_t)name >> 16) == 0) return f;   /* not found, or by ordinal */
+  const int fn = mi_redir_fn_of(name);
+  if (fn < 0) return f;
+  for (int crt = 0; crt < MI_CRT_COUNT; crt++) {   /* (an api-ms-win-crt set forwards to ucrtbase) */
+    if (mi_redir_orig[crt][fn] == (void*)f) return (FARPROC)mi_redir_ours_table[crt][fn];
+  }
+  const int crt = mi_redir_crt_of_module(module);  /* a runtime no import has shown us yet */
+  if (crt < 0) return f;
+  void* expected = NULL;
+  (void)__atomic_compare_exchange_n(&mi_redir_orig[crt][fn], &expected, (void*)f, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  return (mi_redir_orig[crt][fn] == (void*)f ? (FARPROC)mi_redir_ours_table[crt][fn] : f);
+}
+
+static int mi_redir_is_loader_dll(const char* dll) {
+  return mi_redir_prefix_ieq(dll, "kernel32.dll", 1) || mi_redir_prefix_ieq(dll, "kernelbase.dll", 1) ||
+         mi_redir_prefix_ieq(dll, "api-ms-win-core-libraryloader-", 0);
+}
+
 /* ---- patching one module's import table ---- */
 static HMODULE        mi_redir_self;
 static size_t         mi_redir_slots;       /* slots now pointing to us */
@@ -246,14 +281,25 @@ static size_t mi_redir_patch_module(HMODULE module, int undo) {
   if (dir->VirtualAddress == 0 || dir->Size == 0) return 0;
   size_t changed = 0;
   for (const IMAGE_IMPORT_DESCRIPTOR* d = (const IMAGE_IMPORT_DESCRIPTOR*)(base + dir->VirtualAddress); d->Name != 0; d++) {
-    const int crt = mi_redir_crt_of((const char*)(base + d->Name));
+    const char* const dll = (const char*)(base + d->Name);
+    const int crt = mi_redir_crt_of(dll);
+    const int loader = (crt < 0 && mi_redir_getproc_orig != NULL && mi_redir_is_loader_dll(dll));
     /* names come from the lookup table (OriginalFirstThunk): the IAT holds addresses by now */
-    if (crt < 0 || d->OriginalFirstThunk == 0 || d->FirstThunk == 0) continue;
+    if ((crt < 0 && !loader) || d->OriginalFirstThunk == 0 || d->FirstThunk == 0) continue;
     const IMAGE_THUNK_DATA* names = (const IMAGE_THUNK_DATA*)(base + d->OriginalFirstThunk);
     IMAGE_THUNK_DATA* slots = (IMAGE_THUNK_DATA*)(base + d->FirstThunk);
     for (; names->u1.AddressOfData != 0; names++, slots++) {
       if (IMAGE_SNAP_BY_ORDINAL(names->u1.Ordinal)) continue;
       const IMAGE_IMPORT_BY_NAME* ibn = (const IMAGE_IMPORT_BY_NAME*)(base + names->u1.AddressOfData);
+      if (loader) {   /* GetProcAddress (not counted: not an allocation import) */
+        if (mi_redir_prefix_ieq((const char*)ibn->Name, "getprocaddress", 1)) {
+          void** slot = (void**)&slots->u1.Function;
+          void* const cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+          if (!undo && cur != (void*)&mi_redir_getproc) mi_redir_write(slot, (void*)&mi_redir_getproc);
+          else if (undo && cur == (void*)&mi_redir_getproc) mi_redir_write(slot, (void*)mi_redir_getproc_orig);
+        }
+        continue;
+      }
       const int fn = mi_redir_fn_of((const char*)ibn->Name);
       if (fn < 0) continue;
       void** slot = (void**)&slots->u1.Function;
@@ -316,6 +362,8 @@ static VOID CALLBACK mi_redir_on_load(ULONG reason, const mi_ldr_notification_t*
 
 static void mi_redir_attach(HMODULE self) {
   mi_redir_self = self;
+  HMODULE k32 = GetModuleHandleA("kernel32.dll");
+  mi_redir_getproc_orig = (k32 == NULL ? NULL : (mi_getproc_fn)(void*)GetProcAddress(k32, "GetProcAddress"));
   for (int crt = 0; crt < MI_CRT_COUNT; crt++) {
     HMODULE rt = GetModuleHandleA(mi_redir_crt_dlls[crt]);   /* not loaded: nobody imports it */
     if (rt == NULL) continue;

@@ -7,8 +7,8 @@
    1. Cross-module: blocks from malloc, calloc, realloc, _strdup, strdup, _wcsdup and the
       _aligned_ functions in one module are ours (mi_is_in_heap_region) and are resized, sized
       (_msize == mi_usable_size) and freed in another module and in the program.
-   2. Foreign blocks: msvcrt.dll's own malloc and _aligned_malloc (found with GetProcAddress:
-      they bypass the import table), _getcwd(NULL, 0) (allocated inside msvcrt.dll) and the
+   2. Foreign blocks: msvcrt.dll's own malloc and _aligned_malloc (read from its export
+      table: they bypass the import table and GetProcAddress), _getcwd(NULL, 0) (allocated inside msvcrt.dll) and the
       blocks the DLLs' DllMain allocated (possibly before the patch) are given to free,
       realloc, _msize and _aligned_free: the original functions take them (realloc keeps the
       contents and the block stays msvcrt's; _msize answers), no crash.
@@ -18,6 +18,7 @@
       FreeLibrary.
 
    5. A DLL on ucrt (redirect-win-ucrt.dll, LoadLibrary): see test_ucrt_dll.
+   6. GetProcAddress of malloc & co. in msvcrt.dll and ucrtbase.dll gives ours.
 
    Negative control (MI_TEST_NO_REDIRECT, test redirect-win-none): the same program linked with
    libmimalloc.a instead of the redirecting DLL; it must print "malloc is not served by this
@@ -125,12 +126,33 @@ static void test_cross_modules(void) {
 typedef void* (*malloc_fn)(size_t);
 typedef void* (*aligned_malloc_fn)(size_t, size_t);
 
+/* A runtime's own function, read from its export table: GetProcAddress would give ours (the
+   redirecting DLL patches it too). Forwarded exports are not followed (NULL). */
+static void* raw_export(HMODULE module, const char* name) {
+  unsigned char* base = (unsigned char*)module;
+  if (base == NULL) return NULL;
+  const IMAGE_NT_HEADERS* nt = (const IMAGE_NT_HEADERS*)(base + ((const IMAGE_DOS_HEADER*)base)->e_lfanew);
+  const IMAGE_DATA_DIRECTORY* dir = &nt->OptionalHeader.DataDirectory[IMAGE_DIRECTORY_ENTRY_EXPORT];
+  if (dir->VirtualAddress == 0) return NULL;
+  const IMAGE_EXPORT_DIRECTORY* ex = (const IMAGE_EXPORT_DIRECTORY*)(base + dir->VirtualAddress);
+  const DWORD* names = (const DWORD*)(base + ex->AddressOfNames);
+  const WORD* ordinals = (const WORD*)(base + ex->AddressOfNameOrdinals);
+  const DWORD* functions = (const DWORD*)(base + ex->AddressOfFunctions);
+  for (DWORD i = 0; i < ex->NumberOfNames; i++) {
+    if (strcmp((const char*)(base + names[i]), name) != 0) continue;
+    const DWORD rva = functions[ordinals[i]];
+    if (rva >= dir->VirtualAddress && rva < dir->VirtualAddress + dir->Size) return NULL;   /* a forwarder */
+    return base + rva;
+  }
+  return NULL;
+}
+
 static void test_foreign_blocks(void) {
   HMODULE crt = GetModuleHandleA("msvcrt.dll");
   CHECK(crt != NULL);
   if (crt == NULL) return;
-  malloc_fn crt_malloc = (malloc_fn)(void*)GetProcAddress(crt, "malloc");
-  aligned_malloc_fn crt_aligned = (aligned_malloc_fn)(void*)GetProcAddress(crt, "_aligned_malloc");
+  malloc_fn crt_malloc = (malloc_fn)raw_export(crt, "malloc");
+  aligned_malloc_fn crt_aligned = (aligned_malloc_fn)raw_export(crt, "_aligned_malloc");
   CHECK(crt_malloc != NULL && crt_aligned != NULL);
   if (crt_malloc == NULL || crt_aligned == NULL) return;
 
@@ -282,7 +304,7 @@ static void test_ucrt_dll(void) {
   CHECK_MSG(ours(b), "ucrt _malloc_base: %p", b);
   rwu_free_base(b);
 
-  malloc_fn ucrt_malloc = (ucrt == NULL ? NULL : (malloc_fn)(void*)GetProcAddress(ucrt, "malloc"));
+  malloc_fn ucrt_malloc = (malloc_fn)raw_export(ucrt, "malloc");
   CHECK(ucrt_malloc != NULL);
   if (ucrt_malloc != NULL) {
     char* f = (char*)ucrt_malloc(80);            /* ucrtbase's own block */
@@ -294,6 +316,38 @@ static void test_ucrt_dll(void) {
     rwu_free(f);
   }
   CHECK(FreeLibrary(h));
+}
+
+/* 6. GetProcAddress of a redirected name in a runtime gives ours (msvcrt and ucrtbase, whose
+   DLL loaded after the redirecting one); other names and ordinals are left alone. */
+static void test_getprocaddress(void) {
+  HMODULE crt = GetModuleHandleA("msvcrt.dll");
+  HMODULE ucrt = LoadLibraryA("ucrtbase.dll");
+  CHECK(crt != NULL && ucrt != NULL);
+  if (crt == NULL || ucrt == NULL) return;
+  malloc_fn m = (malloc_fn)(void*)GetProcAddress(crt, "malloc");
+  free_fn f = (free_fn)(void*)GetProcAddress(crt, "free");
+  realloc_fn r = (realloc_fn)(void*)GetProcAddress(crt, "realloc");
+  CHECK(m != NULL && f != NULL && r != NULL);
+  if (m == NULL || f == NULL || r == NULL) return;
+  void* p = m(100);
+  CHECK_MSG(ours(p), "GetProcAddress(msvcrt, malloc) block %p", p);
+  p = r(p, 9000);
+  CHECK_MSG(ours(p), "GetProcAddress(msvcrt, realloc) block %p", p);
+  f(p);
+  void* q = malloc(50);                          /* the import's block, the looked-up free */
+  f(q);
+  malloc_fn um = (malloc_fn)(void*)GetProcAddress(ucrt, "malloc");
+  free_fn uf = (free_fn)(void*)GetProcAddress(ucrt, "_free_base");
+  CHECK(um != NULL && uf != NULL);
+  if (um != NULL && uf != NULL) {
+    void* u = um(70);
+    CHECK_MSG(ours(u), "GetProcAddress(ucrtbase, malloc) block %p", u);
+    uf(u);
+  }
+  CHECK(GetProcAddress(crt, "strlen") == (FARPROC)raw_export(crt, "strlen"));   /* untouched */
+  CHECK(GetProcAddress(crt, "no_such_function") == NULL);
+  FreeLibrary(ucrt);
 }
 
 static long failures_since(long* before) {
@@ -315,6 +369,7 @@ int main(void) {
   test_threads();        printf("threads: %ld failures\n", failures_since(&before));
   test_late_dll();       printf("LoadLibrary'd DLL: %ld failures\n", failures_since(&before));
   test_ucrt_dll();       printf("ucrt DLL: %ld failures\n", failures_since(&before));
+  test_getprocaddress(); printf("GetProcAddress: %ld failures\n", failures_since(&before));
 #if !MI_TEST_NO_REDIRECT
   CHECK(mi_redirect_imports() > 0);
 #endif
