@@ -11,6 +11,9 @@ extern "C" {
 
 /* Number of import slots of the process currently redirected to this allocator (0: none). */
 mi_decl_export size_t mi_redirect_imports(void);
+/* Number of C runtime entry points (msvcrt.dll, ucrtbase.dll) that jump to this allocator, so
+   the runtimes' calls inside themselves are ours too (0: none patched). */
+mi_decl_export size_t mi_redirect_entries(void);
 
 #ifdef __cplusplus
 }

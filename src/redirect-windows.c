@@ -6,18 +6,19 @@
    wrappers below; modules loaded later are patched when the loader reports them
    (LdrRegisterDllNotification). docs/platforms.md, "Redirecting DLL on Windows".
 
-   Why IAT patching: a PE module calls an imported function through its own IAT slot, so one
-   store per slot changes the function for that module, without touching the C runtime's code.
-   What is not reached: calls the C runtime makes to its own malloc inside itself (those
-   blocks stay the runtime's, and go back to it, below), modules that link the C runtime
-   statically, and imports by ordinal. Addresses taken with GetProcAddress are ours: its own
-   import slots are patched too (mi_redir_getproc).
+   Two layers. IAT patching: a PE module calls an imported function through its own IAT
+   slot, so one store per slot changes the function for that module. Entry jumps (below): the
+   first bytes of the runtimes' own allocation functions jump to the same wrappers, so the
+   calls a runtime makes inside itself, and pointers read from its export table, reach us too.
+   GetProcAddress of those names returns our wrappers (its own import slots are patched,
+   mi_redir_getproc). What is not reached: modules that link a C runtime statically.
 
    Invariants:
    - a block is ours iff mi_is_in_heap_region; a block that is not (allocated by the C runtime
-     before the patch, or inside the runtime) is always handed to the ORIGINAL function of
-     the runtime its slot came from (free, realloc, _msize, _expand, _recalloc and the
-     _aligned_ forms): nothing leaks and nothing crashes;
+     before the patch) is always handed back to the runtime its slot came from: to its
+     ORIGINAL function while that runtime's entries are intact, to its heap once they jump to
+     us (mi_redir_fallback): nothing crashes, and only a foreign _aligned_ block of a patched
+     runtime is left alone;
    - a slot is only ever written with a whole pointer (one aligned store): a thread calling
      through it concurrently sees the old function or the new one;
    - this module's own imports are never patched: its C runtime start-up allocates with the
@@ -72,7 +73,8 @@ typedef size_t (*mi_aligned_msize_fn)(void*, size_t, size_t);
 typedef void*  (*mi_aligned_offset_realloc_fn)(void*, size_t, size_t, size_t);
 typedef void*  (*mi_aligned_recalloc_fn)(void*, size_t, size_t, size_t);
 typedef void*  (*mi_aligned_offset_recalloc_fn)(void*, size_t, size_t, size_t, size_t);
-#define MI_ORIG(crt, fn, type)  ((type)mi_redir_orig[crt][fn])
+static void* mi_redir_fallback(int crt, int fn);   /* below: what a foreign block is given to */
+#define MI_ORIG(crt, fn, type)  ((type)mi_redir_fallback(crt, fn))
 
 /* ---- wrappers that never see a foreign block: the same for every runtime ---- */
 static void* mi_redir_malloc(size_t size)                 { return mi_malloc(size); }
@@ -221,6 +223,247 @@ static int mi_redir_fn_of(const char* name) {
   return -1;
 }
 
+/* ---- the runtimes' own code: entry jumps. IAT slots reach the calls other modules make; a
+   runtime's calls to its own malloc (strdup, _getcwd, fopen's buffers, its start-up) and
+   function pointers read from its export table do not. So the entries of its allocation
+   functions are patched too: a 5-byte `jmp rel32` to a stub within 2 GiB (an absolute `jmp
+   [rip]` to our wrapper), the technique Microsoft Detours describes. A runtime is patched
+   whole or not at all (a runtime whose free is ours but whose _aligned_malloc is not would
+   hand us an interior pointer):
+   - each entry's 5 bytes must lie inside one aligned 8-byte word, written with one atomic
+     store (a thread entering the function sees the old or the new word);
+   - the original code is not kept (its first bytes are gone): a foreign block (allocated by
+     the runtime before the patch) goes to the runtime's heap instead, which is where its
+     malloc put it (_get_heap_handle: msvcrt's heap; ucrt's is the process heap); a foreign
+     _aligned_ block is left alone (never freed, _aligned_msize EINVAL): its layout is the
+     runtime's own;
+   - the switch to the heap-based fallback comes before the first entry is written, so a
+     foreign block never reaches a patched entry from our own fallback (no loop);
+   - a runtime loaded later is patched when the loader reports it (before its DllMain, so its
+     own start-up allocates from us), forgotten when it unloads, undone on FreeLibrary of us. */
+enum { MI_ENTRY_STUB = 16 };
+static int            mi_redir_entry_on[MI_CRT_COUNT];    /* the runtime's entries jump to us */
+static HMODULE        mi_redir_entry_module[MI_CRT_COUNT];
+static unsigned char* mi_redir_entry_at[MI_CRT_COUNT][MI_FN_COUNT];
+static unsigned long long mi_redir_entry_saved[MI_CRT_COUNT][MI_FN_COUNT];   /* the word replaced */
+static unsigned char* mi_redir_stubs[MI_CRT_COUNT];      /* MI_FN_COUNT stubs, near the module */
+static HANDLE         mi_redir_heap[MI_CRT_COUNT];       /* the runtime's heap (lazily) */
+static intptr_t     (*mi_redir_get_heap[MI_CRT_COUNT])(void);
+
+/* A module's export by name, from its export table (no loader call: this runs inside the
+   loader's notification too); NULL for a forwarder or a missing name. */
+static void* mi_redir_export(HMODULE module, const char* name) {
+  unsigned char* base = (unsigned char*)module;
+  const IMAGE_NT_HEADERS* nt = (const IMAGE_NT_HEADERS*)(base + ((const IMAGE_DOS_HEADER*)base)->e_lfanew);
+  const IMAGE_DATA_DIRECTORY* dir = &nt->OptionalHeader.DataDirectory[IMAGE_DIRECTORY_ENTRY_EXPORT];
+  if (dir->VirtualAddress == 0 || dir->Size == 0) return NULL;
+  const IMAGE_EXPORT_DIRECTORY* ex = (const IMAGE_EXPORT_DIRECTORY*)(base + dir->VirtualAddress);
+  const DWORD* names = (const DWORD*)(base + ex->AddressOfNames);
+  const WORD* ordinals = (const WORD*)(base + ex->AddressOfNameOrdinals);
+  const DWORD* functions = (const DWORD*)(base + ex->AddressOfFunctions);
+  for (DWORD i = 0; i < ex->NumberOfNames; i++) {
+    const char* a = (const char*)(base + names[i]); const char* b = name;
+    while (*a != 0 && *a == *b) { a++; b++; }
+    if (*a != *b) continue;
+    const DWORD rva = functions[ordinals[i]];
+    if (rva >= dir->VirtualAddress && rva < dir->VirtualAddress + dir->Size) return NULL;
+    return base + rva;
+  }
+  return NULL;
+}
+
+/* msvcrt.dll or ucrtbase.dll, by the name in its export directory (no loader call). */
+static int mi_redir_crt_of_export_name(HMODULE module) {
+  unsigned char* base = (unsigned char*)module;
+  if (base == NULL || ((const IMAGE_DOS_HEADER*)base)->e_magic != IMAGE_DOS_SIGNATURE) return -1;
+  const IMAGE_NT_HEADERS* nt = (const IMAGE_NT_HEADERS*)(base + ((const IMAGE_DOS_HEADER*)base)->e_lfanew);
+  const IMAGE_DATA_DIRECTORY* dir = &nt->OptionalHeader.DataDirectory[IMAGE_DIRECTORY_ENTRY_EXPORT];
+  if (dir->VirtualAddress == 0 || dir->Size == 0) return -1;
+  const IMAGE_EXPORT_DIRECTORY* ex = (const IMAGE_EXPORT_DIRECTORY*)(base + dir->VirtualAddress);
+  const char* name = (const char*)(base + ex->Name);
+  for (int crt = 0; crt < MI_CRT_COUNT; crt++) {
+    if (mi_redir_prefix_ieq(name, mi_redir_crt_dlls[crt], 1)) return crt;
+  }
+  return -1;
+}
+
+static HANDLE mi_redir_heap_of(int crt) {
+  HANDLE h = __atomic_load_n(&mi_redir_heap[crt], __ATOMIC_ACQUIRE);
+  if (h == NULL && mi_redir_get_heap[crt] != NULL) {   /* (its DllMain made it: a foreign block exists) */
+    h = (HANDLE)mi_redir_get_heap[crt]();
+    __atomic_store_n(&mi_redir_heap[crt], h, __ATOMIC_RELEASE);
+  }
+  return h;
+}
+
+/* the heap-based forms of the functions that may see a foreign block, per runtime */
+#define MI_REDIR_HEAP_WRAPPERS(crt) \
+  static void mi_redir_hfree_##crt(void* p) { \
+    HANDLE h = mi_redir_heap_of(crt); if (h != NULL) (void)HeapFree(h, 0, p); \
+  } \
+  static void* mi_redir_hrealloc_##crt(void* p, size_t n) { \
+    HANDLE h = mi_redir_heap_of(crt); \
+    if (h == NULL) { errno = EINVAL; return NULL; } \
+    if (n == 0) { (void)HeapFree(h, 0, p); return NULL; } \
+    void* q = HeapReAlloc(h, 0, p, n); if (q == NULL) errno = ENOMEM; \
+    return q; \
+  } \
+  static size_t mi_redir_hmsize_##crt(void* p) { \
+    HANDLE h = mi_redir_heap_of(crt); \
+    const SIZE_T n = (h == NULL ? (SIZE_T)-1 : HeapSize(h, 0, p)); \
+    if (n == (SIZE_T)-1) errno = EINVAL; \
+    return n; \
+  } \
+  static void* mi_redir_hexpand_##crt(void* p, size_t n) { \
+    HANDLE h = mi_redir_heap_of(crt); \
+    void* q = (h == NULL ? NULL : HeapReAlloc(h, HEAP_REALLOC_IN_PLACE_ONLY, p, n == 0 ? 1 : n)); \
+    if (q == NULL) errno = ENOMEM; \
+    return q; \
+  } \
+  static void* mi_redir_hrecalloc_##crt(void* p, size_t count, size_t size) { \
+    HANDLE h = mi_redir_heap_of(crt); \
+    if (h == NULL) { errno = EINVAL; return NULL; } \
+    if (size != 0 && count > (size_t)-1 / size) { errno = ENOMEM; return NULL; } \
+    if (count * size == 0) { (void)HeapFree(h, 0, p); return NULL; } \
+    void* q = HeapReAlloc(h, HEAP_ZERO_MEMORY, p, count * size); if (q == NULL) errno = ENOMEM; \
+    return q; \
+  }
+MI_REDIR_HEAP_WRAPPERS(0)
+MI_REDIR_HEAP_WRAPPERS(1)
+
+/* a foreign _aligned_ block: left alone (its header is the runtime's) */
+static void   mi_redir_afree(void* p)                                   { (void)p; }
+static size_t mi_redir_amsize(void* p, size_t a, size_t o)            { (void)p; (void)a; (void)o; errno = EINVAL; return (size_t)-1; }
+static void*  mi_redir_arealloc(void* p, size_t n, size_t a)           { (void)p; (void)n; (void)a; errno = EINVAL; return NULL; }
+static void*  mi_redir_aorealloc(void* p, size_t n, size_t a, size_t o) { (void)p; (void)n; (void)a; (void)o; errno = EINVAL; return NULL; }
+static void*  mi_redir_arecalloc(void* p, size_t c, size_t n, size_t a) { (void)p; (void)c; (void)n; (void)a; errno = EINVAL; return NULL; }
+static void*  mi_redir_aorecalloc(void* p, size_t c, size_t n, size_t a, size_t o) { (void)p; (void)c; (void)n; (void)a; (void)o; errno = EINVAL; return NULL; }
+
+static void* mi_redir_heap_form(int crt, int fn) {
+  switch (fn) {
+    case MI_FN_FREE: case MI_FN_FREE_BASE:         return crt == 0 ? (void*)&mi_redir_hfree_0 : (void*)&mi_redir_hfree_1;
+    case MI_FN_REALLOC: case MI_FN_REALLOC_BASE:   return crt == 0 ? (void*)&mi_redir_hrealloc_0 : (void*)&mi_redir_hrealloc_1;
+    case MI_FN_MSIZE: case MI_FN_MSIZE_BASE:       return crt == 0 ? (void*)&mi_redir_hmsize_0 : (void*)&mi_redir_hmsize_1;
+    case MI_FN_EXPAND: case MI_FN_EXPAND_BASE:     return crt == 0 ? (void*)&mi_redir_hexpand_0 : (void*)&mi_redir_hexpand_1;
+    case MI_FN_RECALLOC: case MI_FN_RECALLOC_BASE: return crt == 0 ? (void*)&mi_redir_hrecalloc_0 : (void*)&mi_redir_hrecalloc_1;
+    case MI_FN_ALIGNED_FREE:             return (void*)&mi_redir_afree;
+    case MI_FN_ALIGNED_MSIZE:            return (void*)&mi_redir_amsize;
+    case MI_FN_ALIGNED_REALLOC:          return (void*)&mi_redir_arealloc;
+    case MI_FN_ALIGNED_OFFSET_REALLOC:   return (void*)&mi_redir_aorealloc;
+    case MI_FN_ALIGNED_RECALLOC:         return (void*)&mi_redir_arecalloc;
+    case MI_FN_ALIGNED_OFFSET_RECALLOC:  return (void*)&mi_redir_aorecalloc;
+    default:                             return NULL;   /* (never sees a foreign block) */
+  }
+}
+
+static void* mi_redir_fallback(int crt, int fn) {
+  if (__atomic_load_n(&mi_redir_entry_on[crt], __ATOMIC_ACQUIRE)) return mi_redir_heap_form(crt, fn);
+  return __atomic_load_n(&mi_redir_orig[crt][fn], __ATOMIC_ACQUIRE);
+}
+
+/* the entries patched: the allocation functions proper (strdup & co. call them inside) */
+static int mi_redir_entry_fn(int fn) {
+  return fn != MI_FN_STRDUP && fn != MI_FN_STRDUP2 && fn != MI_FN_WCSDUP && fn != MI_FN_MBSDUP &&
+         fn != MI_FN_DUPENV_S && fn != MI_FN_WDUPENV_S;
+}
+
+/* A free 4 KiB within 2 GiB of `anchor` (64 KiB steps, below first). */
+static unsigned char* mi_redir_stub_page(const void* anchor) {
+  const uintptr_t base = (uintptr_t)anchor & ~(uintptr_t)0xFFFF;
+  for (uintptr_t d = 0x10000; d < 0x70000000; d += 0x10000) {
+    for (int up = 0; up < 2; up++) {
+      if (!up && d > base) continue;
+      void* p = VirtualAlloc((void*)(up ? base + d : base - d), 4096, MEM_RESERVE | MEM_COMMIT, PAGE_EXECUTE_READWRITE);
+      if (p != NULL) return (unsigned char*)p;
+    }
+  }
+  return NULL;
+}
+
+/* One aligned 8-byte store at the entry's word: the jump, or (undo) the saved word. */
+static void mi_redir_entry_write(int crt, int fn, int undo) {
+  unsigned char* const entry = mi_redir_entry_at[crt][fn];
+  unsigned long long* const word = (unsigned long long*)((uintptr_t)entry & ~(uintptr_t)7);
+  unsigned long long v = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+  if (!undo) {
+    mi_redir_entry_saved[crt][fn] = v;
+    const unsigned char* stub = mi_redir_stubs[crt] + fn * MI_ENTRY_STUB;
+    const int32_t rel = (int32_t)((intptr_t)stub - (intptr_t)(entry + 5));
+    const unsigned shift = (unsigned)((uintptr_t)entry & 7) * 8;
+    unsigned long long jmp = 0xE9ULL | ((unsigned long long)(uint32_t)rel << 8);   /* 5 bytes */
+    v = (v & ~(0xFFFFFFFFFFULL << shift)) | (jmp << shift);
+  }
+  else {
+    v = mi_redir_entry_saved[crt][fn];
+  }
+  DWORD old;
+  if (!VirtualProtect(word, 8, PAGE_EXECUTE_READWRITE, &old)) return;
+  __atomic_store_n(word, v, __ATOMIC_SEQ_CST);
+  DWORD ignored;
+  (void)VirtualProtect(word, 8, old, &ignored);
+  (void)FlushInstructionCache(GetCurrentProcess(), word, 8);
+}
+
+/* Patch the entries of runtime `crt` (module `rt`), all or none. Returns the number patched. */
+static size_t mi_redir_entries_patch(int crt, HMODULE rt) {
+  if (mi_redir_entry_on[crt] || rt == NULL) return 0;
+  unsigned char* entries[MI_FN_COUNT];
+  size_t count = 0;
+  for (int fn = 0; fn < MI_FN_COUNT; fn++) {
+    entries[fn] = (mi_redir_entry_fn(fn) ? (unsigned char*)mi_redir_export(rt, mi_redir_names[fn]) : NULL);
+    if (entries[fn] == NULL) continue;
+    if (((uintptr_t)entries[fn] & 7) > 3) return 0;   /* the jump would straddle two words */
+    count++;
+  }
+  mi_redir_get_heap[crt] = (intptr_t (*)(void))mi_redir_export(rt, "_get_heap_handle");
+  if (entries[MI_FN_MALLOC] == NULL || entries[MI_FN_FREE] == NULL || mi_redir_get_heap[crt] == NULL) return 0;
+  if (mi_redir_stubs[crt] == NULL) mi_redir_stubs[crt] = mi_redir_stub_page(rt);
+  unsigned char* const stubs = mi_redir_stubs[crt];
+  if (stubs == NULL) return 0;
+  for (int fn = 0; fn < MI_FN_COUNT; fn++) {
+    if (entries[fn] == NULL) continue;
+    const intptr_t dist = (intptr_t)stubs - (intptr_t)entries[fn];
+    if (dist > 0x7FFF0000LL || dist < -0x7FFF0000LL) return 0;
+  }
+  DWORD old;
+  if (!VirtualProtect(stubs, 4096, PAGE_READWRITE, &old)) return 0;
+  for (int fn = 0; fn < MI_FN_COUNT; fn++) {   /* jmp [rip+0]; .quad wrapper */
+    unsigned char* st = stubs + fn * MI_ENTRY_STUB;
+    const unsigned long long target = (unsigned long long)(uintptr_t)mi_redir_ours_table[crt][fn];
+    st[0] = 0xFF; st[1] = 0x25; st[2] = st[3] = st[4] = st[5] = 0;
+    for (int i = 0; i < 8; i++) st[6 + i] = (unsigned char)(target >> (8 * i));
+  }
+  (void)VirtualProtect(stubs, 4096, PAGE_EXECUTE_READ, &old);
+  (void)FlushInstructionCache(GetCurrentProcess(), stubs, 4096);
+  for (int fn = 0; fn < MI_FN_COUNT; fn++) {
+    mi_redir_entry_at[crt][fn] = entries[fn];
+    if (entries[fn] != NULL && __atomic_load_n(&mi_redir_orig[crt][fn], __ATOMIC_ACQUIRE) == NULL) {
+      __atomic_store_n(&mi_redir_orig[crt][fn], (void*)entries[fn], __ATOMIC_RELEASE);   /* (GetProcAddress matches it) */
+    }
+  }
+  mi_redir_entry_module[crt] = rt;
+  __atomic_store_n(&mi_redir_heap[crt], NULL, __ATOMIC_RELEASE);
+  __atomic_store_n(&mi_redir_entry_on[crt], 1, __ATOMIC_SEQ_CST);   /* the fallback first (no loop) */
+  for (int fn = 0; fn < MI_FN_COUNT; fn++) {
+    if (entries[fn] != NULL) mi_redir_entry_write(crt, fn, 0);
+  }
+  return count;
+}
+
+/* Undo (FreeLibrary of us), or forget (the runtime was unloaded: its code is gone). */
+static void mi_redir_entries_undo(int crt, int unloaded) {
+  if (!mi_redir_entry_on[crt]) return;
+  for (int fn = 0; fn < MI_FN_COUNT && !unloaded; fn++) {
+    if (mi_redir_entry_at[crt][fn] != NULL) mi_redir_entry_write(crt, fn, 1);
+  }
+  for (int fn = 0; fn < MI_FN_COUNT; fn++) {
+    mi_redir_entry_at[crt][fn] = NULL;
+    if (unloaded) __atomic_store_n(&mi_redir_orig[crt][fn], NULL, __ATOMIC_RELEASE);
+  }
+  mi_redir_entry_module[crt] = NULL;
+  __atomic_store_n(&mi_redir_entry_on[crt], 0, __ATOMIC_SEQ_CST);
+}
+
 /* ---- GetProcAddress: a lookup of a redirected name in a C runtime returns our wrapper, so a
    function pointer taken at run time (ctypes-style bindings, lazy loaders) frees our blocks
    too. Installed like the allocation functions, in the import slots of GetProcAddress from
@@ -351,13 +594,26 @@ typedef struct mi_ldr_notification_s {   /* LDR_DLL_NOTIFICATION_DATA (loaded an
 typedef VOID (CALLBACK *mi_ldr_callback_t)(ULONG reason, const mi_ldr_notification_t* data, PVOID context);
 typedef LONG (NTAPI *mi_ldr_register_t)(ULONG flags, mi_ldr_callback_t callback, PVOID context, PVOID* cookie);
 typedef LONG (NTAPI *mi_ldr_unregister_t)(PVOID cookie);
-#define MI_LDR_REASON_LOADED 1
+#define MI_LDR_REASON_LOADED   1
+#define MI_LDR_REASON_UNLOADED 2
+
+static size_t mi_redir_entries;   /* runtime entries now jumping to us */
 
 static void* mi_redir_cookie;
 static VOID CALLBACK mi_redir_on_load(ULONG reason, const mi_ldr_notification_t* data, PVOID context) {
   (void)context;
-  if (reason != MI_LDR_REASON_LOADED || data == NULL) return;
-  mi_redir_count(mi_redir_patch_module((HMODULE)data->dll_base, 0), 0);
+  if (data == NULL) return;
+  HMODULE const module = (HMODULE)data->dll_base;
+  if (reason == MI_LDR_REASON_UNLOADED) {   /* a runtime's code is gone with it */
+    for (int crt = 0; crt < MI_CRT_COUNT; crt++) {
+      if (mi_redir_entry_on[crt] && mi_redir_entry_module[crt] == module) mi_redir_entries_undo(crt, 1);
+    }
+    return;
+  }
+  if (reason != MI_LDR_REASON_LOADED) return;
+  const int crt = mi_redir_crt_of_export_name(module);
+  if (crt >= 0) __atomic_fetch_add(&mi_redir_entries, mi_redir_entries_patch(crt, module), __ATOMIC_RELAXED);
+  mi_redir_count(mi_redir_patch_module(module, 0), 0);
 }
 
 static void mi_redir_attach(HMODULE self) {
@@ -372,11 +628,15 @@ static void mi_redir_attach(HMODULE self) {
     }
   }
   mi_redir_patch_all(0);
+  for (int crt = 0; crt < MI_CRT_COUNT; crt++) {   /* after the slots: their fallback switches */
+    __atomic_fetch_add(&mi_redir_entries, mi_redir_entries_patch(crt, GetModuleHandleA(mi_redir_crt_dlls[crt])), __ATOMIC_RELAXED);
+  }
   HMODULE ntdll = GetModuleHandleA("ntdll.dll");
   mi_ldr_register_t reg = (ntdll == NULL ? NULL : (mi_ldr_register_t)(void*)GetProcAddress(ntdll, "LdrRegisterDllNotification"));
   const int notified = (reg != NULL && reg(0, &mi_redir_on_load, NULL, &mi_redir_cookie) == 0);
-  _mi_verbose_message("redirect: %zu allocation imports in %zu modules go to this allocator%s\n",
+  _mi_verbose_message("redirect: %zu allocation imports in %zu modules go to this allocator, and %zu C runtime entries%s\n",
                       __atomic_load_n(&mi_redir_slots, __ATOMIC_RELAXED), __atomic_load_n(&mi_redir_modules, __ATOMIC_RELAXED),
+                      __atomic_load_n(&mi_redir_entries, __ATOMIC_RELAXED),
                       notified ? "; later modules as they load" : "; modules loaded later are NOT redirected");
 }
 
@@ -390,12 +650,15 @@ static void mi_redir_detach(void* reserved) {
   HMODULE ntdll = GetModuleHandleA("ntdll.dll");
   mi_ldr_unregister_t unreg = (ntdll == NULL ? NULL : (mi_ldr_unregister_t)(void*)GetProcAddress(ntdll, "LdrUnregisterDllNotification"));
   if (unreg != NULL && mi_redir_cookie != NULL) { (void)unreg(mi_redir_cookie); mi_redir_cookie = NULL; }
+  for (int crt = 0; crt < MI_CRT_COUNT; crt++) mi_redir_entries_undo(crt, 0);   /* before the slots */
+  __atomic_store_n(&mi_redir_entries, 0, __ATOMIC_RELAXED);
   mi_redir_patch_all(1);
   __atomic_store_n(&mi_redir_slots, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&mi_redir_modules, 0, __ATOMIC_RELAXED);
 }
 
 size_t mi_redirect_imports(void) { return __atomic_load_n(&mi_redir_slots, __ATOMIC_RELAXED); }
+size_t mi_redirect_entries(void) { return __atomic_load_n(&mi_redir_entries, __ATOMIC_RELAXED); }
 
 BOOL WINAPI DllMain(HINSTANCE instance, DWORD reason, LPVOID reserved) {
   if (reason == DLL_PROCESS_ATTACH) mi_redir_attach((HMODULE)instance);

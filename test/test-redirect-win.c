@@ -147,33 +147,57 @@ static void* raw_export(HMODULE module, const char* name) {
   return NULL;
 }
 
+typedef intptr_t (*get_heap_fn)(void);
+
+/* A block as the runtime's malloc made it before the patch: from its heap (_get_heap_handle). */
+static void* runtime_heap_block(HMODULE rt, size_t size) {
+  get_heap_fn gh = (get_heap_fn)raw_export(rt, "_get_heap_handle");
+  CHECK(gh != NULL);
+  HANDLE heap = (gh == NULL ? NULL : (HANDLE)gh());
+  CHECK(heap != NULL);
+  return (heap == NULL ? NULL : HeapAlloc(heap, 0, size));
+}
+
 static void test_foreign_blocks(void) {
   HMODULE crt = GetModuleHandleA("msvcrt.dll");
   CHECK(crt != NULL);
   if (crt == NULL) return;
+  /* msvcrt's own code serves ours: its malloc called directly (read from its export table, past
+     every import), _aligned_malloc likewise, and _getcwd's allocation inside msvcrt.dll */
   malloc_fn crt_malloc = (malloc_fn)raw_export(crt, "malloc");
   aligned_malloc_fn crt_aligned = (aligned_malloc_fn)raw_export(crt, "_aligned_malloc");
   CHECK(crt_malloc != NULL && crt_aligned != NULL);
   if (crt_malloc == NULL || crt_aligned == NULL) return;
+  void* d = crt_malloc(64);
+  CHECK_MSG(ours(d), "msvcrt's malloc, called directly: %p", d);
+  free(d);
+  char* cwd = _getcwd(NULL, 0);                  /* allocated inside msvcrt.dll */
+  CHECK_MSG(ours(cwd), "_getcwd(NULL, 0): %p", (void*)cwd);
+  free(cwd);
+  void* da = crt_aligned(100, 64);
+  CHECK_MSG(ours(da) && ((uintptr_t)da % 64) == 0, "msvcrt's _aligned_malloc, called directly: %p", da);
+  _aligned_free(da);
 
-  char* f = (char*)crt_malloc(64);
+  /* a block of msvcrt's heap (what its malloc returned before the patch) is foreign: _msize,
+     _expand, realloc (contents kept, still its), _recalloc and free take it */
+  char* f = (char*)runtime_heap_block(crt, 64);
   CHECK(f != NULL && !ours(f));
   if (f == NULL) return;
   memset(f, 0x77, 64);
-  errno = 0;
-  const size_t fsize = _msize(f);                /* msvcrt's _msize answers for its block */
+  const size_t fsize = _msize(f);
   CHECK(fsize != (size_t)-1 && fsize >= 64);
-  f = (char*)realloc(f, 4000);                   /* msvcrt's realloc: contents kept, still its */
+  CHECK_PTR_EQ(_expand(f, 32), f);
+  f = (char*)realloc(f, 4000);
   CHECK(f != NULL && !ours(f));
-  CHECK(f != NULL && f[0] == 0x77 && f[63] == 0x77);
-  rw_a_free(f);                                  /* msvcrt's free takes it */
-
-  char* cwd = _getcwd(NULL, 0);                  /* allocated inside msvcrt.dll */
-  CHECK(cwd != NULL && !ours(cwd));
-  free(cwd);
-  void* fa = crt_aligned(100, 64);
-  CHECK(fa != NULL && !ours(fa));
-  _aligned_free(fa);
+  CHECK(f != NULL && f[0] == 0x77 && f[31] == 0x77);
+  typedef void* (*recalloc_fn_t)(void*, size_t, size_t);   /* (mingw's msvcrt import library lacks it) */
+  recalloc_fn_t crt_recalloc = (recalloc_fn_t)raw_export(crt, "_recalloc");
+  if (crt_recalloc != NULL) {                    /* its entry, patched: the foreign path */
+    f = (char*)crt_recalloc(f, 1000, 8);
+    CHECK(f != NULL && !ours(f) && f[0] == 0x77 && f[7999] == 0);
+  }
+  rw_a_free(f);
+  free(runtime_heap_block(crt, 10));             /* through the program's own import */
 
   /* the DLLs' start-up blocks: ours or not depends on the loading order; free takes both */
   unsigned char* ea = (unsigned char*)rw_a_early();
@@ -307,7 +331,10 @@ static void test_ucrt_dll(void) {
   malloc_fn ucrt_malloc = (malloc_fn)raw_export(ucrt, "malloc");
   CHECK(ucrt_malloc != NULL);
   if (ucrt_malloc != NULL) {
-    char* f = (char*)ucrt_malloc(80);            /* ucrtbase's own block */
+    void* d = ucrt_malloc(90);                   /* ucrtbase's code serves ours */
+    CHECK_MSG(ours(d), "ucrtbase's malloc, called directly: %p", d);
+    rwu_free(d);
+    char* f = (char*)runtime_heap_block(ucrt, 80);   /* a block of ucrt's heap: foreign */
     CHECK(f != NULL && !ours(f));
     if (f != NULL) memset(f, 0x42, 80);
     CHECK(f == NULL || rwu_msize(f) >= 80);
@@ -372,6 +399,7 @@ int main(void) {
   test_getprocaddress(); printf("GetProcAddress: %ld failures\n", failures_since(&before));
 #if !MI_TEST_NO_REDIRECT
   CHECK(mi_redirect_imports() > 0);
+  CHECK(mi_redirect_entries() > 0);
 #endif
   return test_summary("redirect-win", "modules, foreign blocks, threads, a late DLL, a ucrt DLL");
 }
