@@ -248,16 +248,27 @@ static unsigned char* mi_redir_entry_at[MI_CRT_COUNT][MI_FN_COUNT];
 static unsigned long long mi_redir_entry_saved[MI_CRT_COUNT][MI_FN_COUNT];   /* the word replaced */
 static unsigned char* mi_redir_stubs[MI_CRT_COUNT];      /* MI_FN_COUNT stubs, near the module */
 static HANDLE         mi_redir_heap[MI_CRT_COUNT];       /* the runtime's heap (lazily) */
+static size_t         mi_redir_entry_count[MI_CRT_COUNT];
+static size_t         mi_redir_entries;   /* runtime entries now jumping to us (all runtimes) */
 static intptr_t     (*mi_redir_get_heap[MI_CRT_COUNT])(void);
 
 /* A module's export by name, from its export table (no loader call: this runs inside the
    loader's notification too); NULL for a forwarder or a missing name. */
-static void* mi_redir_export(HMODULE module, const char* name) {
+static const IMAGE_EXPORT_DIRECTORY* mi_redir_exports(HMODULE module, const IMAGE_DATA_DIRECTORY** dirp) {
   unsigned char* base = (unsigned char*)module;
+  if (base == NULL || ((const IMAGE_DOS_HEADER*)base)->e_magic != IMAGE_DOS_SIGNATURE) return NULL;
   const IMAGE_NT_HEADERS* nt = (const IMAGE_NT_HEADERS*)(base + ((const IMAGE_DOS_HEADER*)base)->e_lfanew);
   const IMAGE_DATA_DIRECTORY* dir = &nt->OptionalHeader.DataDirectory[IMAGE_DIRECTORY_ENTRY_EXPORT];
-  if (dir->VirtualAddress == 0 || dir->Size == 0) return NULL;
-  const IMAGE_EXPORT_DIRECTORY* ex = (const IMAGE_EXPORT_DIRECTORY*)(base + dir->VirtualAddress);
+  if (nt->Signature != IMAGE_NT_SIGNATURE || dir->VirtualAddress == 0 || dir->Size == 0) return NULL;
+  *dirp = dir;
+  return (const IMAGE_EXPORT_DIRECTORY*)(base + dir->VirtualAddress);
+}
+
+static void* mi_redir_export(HMODULE module, const char* name) {
+  unsigned char* base = (unsigned char*)module;
+  const IMAGE_DATA_DIRECTORY* dir = NULL;
+  const IMAGE_EXPORT_DIRECTORY* ex = mi_redir_exports(module, &dir);
+  if (ex == NULL) return NULL;
   const DWORD* names = (const DWORD*)(base + ex->AddressOfNames);
   const WORD* ordinals = (const WORD*)(base + ex->AddressOfNameOrdinals);
   const DWORD* functions = (const DWORD*)(base + ex->AddressOfFunctions);
@@ -274,13 +285,10 @@ static void* mi_redir_export(HMODULE module, const char* name) {
 
 /* msvcrt.dll or ucrtbase.dll, by the name in its export directory (no loader call). */
 static int mi_redir_crt_of_export_name(HMODULE module) {
-  unsigned char* base = (unsigned char*)module;
-  if (base == NULL || ((const IMAGE_DOS_HEADER*)base)->e_magic != IMAGE_DOS_SIGNATURE) return -1;
-  const IMAGE_NT_HEADERS* nt = (const IMAGE_NT_HEADERS*)(base + ((const IMAGE_DOS_HEADER*)base)->e_lfanew);
-  const IMAGE_DATA_DIRECTORY* dir = &nt->OptionalHeader.DataDirectory[IMAGE_DIRECTORY_ENTRY_EXPORT];
-  if (dir->VirtualAddress == 0 || dir->Size == 0) return -1;
-  const IMAGE_EXPORT_DIRECTORY* ex = (const IMAGE_EXPORT_DIRECTORY*)(base + dir->VirtualAddress);
-  const char* name = (const char*)(base + ex->Name);
+  const IMAGE_DATA_DIRECTORY* dir = NULL;
+  const IMAGE_EXPORT_DIRECTORY* ex = mi_redir_exports(module, &dir);
+  if (ex == NULL) return -1;
+  const char* name = (const char*)((unsigned char*)module + ex->Name);
   for (int crt = 0; crt < MI_CRT_COUNT; crt++) {
     if (mi_redir_prefix_ieq(name, mi_redir_crt_dlls[crt], 1)) return crt;
   }
@@ -442,6 +450,7 @@ static size_t mi_redir_entries_patch(int crt, HMODULE rt) {
     }
   }
   mi_redir_entry_module[crt] = rt;
+  mi_redir_entry_count[crt] = count;
   __atomic_store_n(&mi_redir_heap[crt], NULL, __ATOMIC_RELEASE);
   __atomic_store_n(&mi_redir_entry_on[crt], 1, __ATOMIC_SEQ_CST);   /* the fallback first (no loop) */
   for (int fn = 0; fn < MI_FN_COUNT; fn++) {
@@ -461,6 +470,8 @@ static void mi_redir_entries_undo(int crt, int unloaded) {
     if (unloaded) __atomic_store_n(&mi_redir_orig[crt][fn], NULL, __ATOMIC_RELEASE);
   }
   mi_redir_entry_module[crt] = NULL;
+  __atomic_fetch_sub(&mi_redir_entries, mi_redir_entry_count[crt], __ATOMIC_RELAXED);
+  mi_redir_entry_count[crt] = 0;
   __atomic_store_n(&mi_redir_entry_on[crt], 0, __ATOMIC_SEQ_CST);
 }
 
@@ -597,8 +608,6 @@ typedef LONG (NTAPI *mi_ldr_unregister_t)(PVOID cookie);
 #define MI_LDR_REASON_LOADED   1
 #define MI_LDR_REASON_UNLOADED 2
 
-static size_t mi_redir_entries;   /* runtime entries now jumping to us */
-
 static void* mi_redir_cookie;
 static VOID CALLBACK mi_redir_on_load(ULONG reason, const mi_ldr_notification_t* data, PVOID context) {
   (void)context;
@@ -651,7 +660,6 @@ static void mi_redir_detach(void* reserved) {
   mi_ldr_unregister_t unreg = (ntdll == NULL ? NULL : (mi_ldr_unregister_t)(void*)GetProcAddress(ntdll, "LdrUnregisterDllNotification"));
   if (unreg != NULL && mi_redir_cookie != NULL) { (void)unreg(mi_redir_cookie); mi_redir_cookie = NULL; }
   for (int crt = 0; crt < MI_CRT_COUNT; crt++) mi_redir_entries_undo(crt, 0);   /* before the slots */
-  __atomic_store_n(&mi_redir_entries, 0, __ATOMIC_RELAXED);
   mi_redir_patch_all(1);
   __atomic_store_n(&mi_redir_slots, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&mi_redir_modules, 0, __ATOMIC_RELAXED);
