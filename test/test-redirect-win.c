@@ -12,7 +12,8 @@
       blocks the DLLs' DllMain allocated (possibly before the patch) are given to free,
       realloc, _msize and _aligned_free: the original functions take them (realloc keeps the
       contents and the block stays msvcrt's; _msize answers), no crash.
-   3. Threads from CreateThread and _beginthreadex allocate ours in the program and the DLLs.
+   3. Threads from CreateThread, _beginthreadex and the system thread pool allocate ours in the
+      program and the DLLs.
    4. A DLL loaded at run time (redirect-win-late.dll, LoadLibrary): its DllMain's block and
       its malloc are ours, blocks cross between it and the program, and a block of it outlives
       FreeLibrary.
@@ -240,6 +241,37 @@ static void test_threads(void) {
   }
 }
 
+/* The system thread pool (TrySubmitThreadpoolCallback): its threads, made by ntdll, allocate
+   ours in the program and the DLLs like any other thread. */
+enum { POOL_JOBS = 16 };
+static void* pool_out[POOL_JOBS];
+static volatile LONG pool_left;
+static HANDLE pool_done;
+static VOID CALLBACK pool_job(PTP_CALLBACK_INSTANCE instance, PVOID arg) {
+  (void)instance;
+  thread_work((void**)arg);
+  if (InterlockedDecrement(&pool_left) == 0) SetEvent(pool_done);
+}
+
+static void test_thread_pool(void) {
+  pool_done = CreateEventA(NULL, TRUE, FALSE, NULL);
+  CHECK(pool_done != NULL);
+  if (pool_done == NULL) return;
+  pool_left = POOL_JOBS;
+  for (int i = 0; i < POOL_JOBS; i++) {
+    if (!TrySubmitThreadpoolCallback(&pool_job, &pool_out[i], NULL)) {
+      CHECK_MSG(false, "TrySubmitThreadpoolCallback failed (%lu)", GetLastError());
+      if (InterlockedDecrement(&pool_left) == 0) SetEvent(pool_done);
+    }
+  }
+  CHECK(WaitForSingleObject(pool_done, 30000) == WAIT_OBJECT_0);
+  CloseHandle(pool_done);
+  for (int i = 0; i < POOL_JOBS; i++) {
+    CHECK_MSG(ours(pool_out[i]), "block of pool job %d: %p", i, pool_out[i]);
+    rw_a_free(pool_out[i]);
+  }
+}
+
 typedef void  (*free_fn)(void*);
 typedef void* (*early_fn)(void);
 
@@ -394,6 +426,7 @@ int main(void) {
   test_cross_modules();  printf("cross-module: %ld failures\n", failures_since(&before));
   test_foreign_blocks(); printf("foreign blocks: %ld failures\n", failures_since(&before));
   test_threads();        printf("threads: %ld failures\n", failures_since(&before));
+  test_thread_pool();    printf("thread pool: %ld failures\n", failures_since(&before));
   test_late_dll();       printf("LoadLibrary'd DLL: %ld failures\n", failures_since(&before));
   test_ucrt_dll();       printf("ucrt DLL: %ld failures\n", failures_since(&before));
   test_getprocaddress(); printf("GetProcAddress: %ld failures\n", failures_since(&before));
