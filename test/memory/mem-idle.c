@@ -4,7 +4,8 @@
 
    Usage: mem-idle large|keep|nofree|fork|mainexit|small|small-keep
      large   256 MiB in huge blocks (8 MiB - 64 KiB each: one 8 MiB huge segment, two arena
-             blocks), every byte written, all freed, then 2.5 s of sleep without any call into
+             blocks), every byte written, all freed (then one allocation where a free cannot
+             start the purger: mt_kick_purger), then 2.5 s of sleep without any call into
              the allocator (no malloc through printf either: stdout's buffer exists before).
              Then the RSS must be within MT_IDLE_MARGIN (16 MiB) of the RSS before the
              workload, the `purged` statistic must have grown by at least 200 MiB, the process
@@ -18,8 +19,7 @@
      nofree  blocks of every kind (small, medium, large, huge) allocated and never freed, then
              300 ms of sleep: the process still has one thread (a program that never frees
              never gets the purger), and the purger never said it started.
-     fork    the parent frees 64 MiB (its purger starts; without glibc's
-             __libc_single_threaded, e.g. musl, by one allocation after the frees), idles 2.5 s (its RSS must be back
+     fork    the parent frees 64 MiB (its purger starts: see mt_kick_purger), idles 2.5 s (its RSS must be back
              within MT_IDLE_MARGIN) and forks; the child has one thread
              (the purger is not inherited), allocates and frees 128 MiB in huge blocks (a purger
              of its own starts: two threads), idles 2.5 s and must then be within MT_IDLE_MARGIN
@@ -51,6 +51,9 @@
 #include "memory-common.h"
 #include <pthread.h>
 #include <dlfcn.h>
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+#include <sys/single_threaded.h>
+#endif
 
 #define MT_IDLE_MARGIN  (16 * MiB)   /* RSS after the idle time above the start, at most */
 #define MT_IDLE_MS      2500
@@ -114,12 +117,30 @@ static size_t mt_baseline(const char* name) {
   return mt_rss();
 }
 
+/* A free starts the purger thread only in a process that never had a second thread (glibc's
+   __libc_single_threaded, src/purger.c); anywhere else (musl, or once a purger has run and
+   ended: a slow build's allocations can outlast its 1 s linger) the next allocation slow path
+   does. mt_single_threaded before the frees, mt_kick_purger after them: one allocation if a
+   free could not have started it. */
+static bool mt_single_threaded(void) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+  return __libc_single_threaded != 0;
+#else
+  return false;
+#endif
+}
+static void mt_kick_purger(bool single) {
+  if (!single && mi_option_is_enabled(mi_option_purge_thread)) mi_free(mi_malloc(MT_HUGE_BLOCK));
+}
+
 /* The workload of large, keep and fork: returns the RSS at the peak; *threads: the thread
    count right after the frees (with the purger busy). */
 static size_t mt_alloc_free_idle(size_t total, int* threads) {
   const size_t n = mt_alloc_huge(total);
   const size_t peak = mt_rss();
+  const bool single = mt_single_threaded();
   mt_free_all(n);
+  mt_kick_purger(single);
   *threads = mt_threads();
   mt_sleep_ms(MT_IDLE_MS);   /* no allocator call from here to the measurement */
   return peak;
@@ -181,12 +202,10 @@ static int test_nofree(void) {
 
 static int test_fork(void) {
   const size_t rss0 = mt_baseline("mem-idle fork");
-  mt_free_all(mt_alloc_huge(64 * MiB));
-#if !defined(__GLIBC__)
-  /* only glibc says that no thread was ever created (a free may then start the purger): here
-     the next allocation slow path does (src/purger.c) */
-  mi_free(mi_malloc(MT_HUGE_BLOCK));
-#endif
+  const size_t nf = mt_alloc_huge(64 * MiB);
+  const bool single = mt_single_threaded();
+  mt_free_all(nf);
+  mt_kick_purger(single);
   const int threads = mt_threads();   /* the parent's purger */
   mt_sleep_ms(MT_IDLE_MS);     /* (so the child starts from purged memory, not from the parent's freed blocks; the purger lingers 1 s) */
   const size_t rss_fork = mt_rss();
@@ -237,11 +256,13 @@ static int test_small(bool keep) {
     if (small[i] != NULL) memset(small[i], 0xA5, small_size(i));
   }
   const size_t peak = mt_rss();
+  const bool single = mt_single_threaded();
   size_t kept = 0;
   for (size_t i = 0; i < N; i++) {
     if (i % KEEP_EVERY != 0) { mi_free(small[i]); small[i] = NULL; }
     else kept++;
   }
+  if (!keep) mt_kick_purger(single);
   mt_sleep_ms(MT_IDLE_MS);
   const size_t rss1 = mt_rss();
   const size_t margin = MT_IDLE_MARGIN + kept * 512 * KiB;   /* a kept block may keep its whole page */
@@ -260,7 +281,10 @@ static int test_small(bool keep) {
    timeout catches a thread of ours that keeps it alive). */
 static int test_mainexit(void) {
   (void)mt_baseline("mem-idle mainexit");
-  mt_free_all(mt_alloc_huge(64 * MiB));
+  const size_t n = mt_alloc_huge(64 * MiB);
+  const bool single = mt_single_threaded();
+  mt_free_all(n);
+  mt_kick_purger(single);
   CHECK_GE((size_t)mt_threads(), 2);
   test_summary("mem-idle mainexit", "main calls pthread_exit with the purger running");
   fflush(stdout);
