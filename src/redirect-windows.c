@@ -94,6 +94,15 @@ static int mi_redir_wdupenv_s(wchar_t** buf, size_t* size, const wchar_t* name) 
    patch, but a foreign block reaching it through a sibling (free of a block of _expand's
    runtime) finds NULL: then EINVAL, or a leak for free. CRT semantics as in
    override-windows.c: realloc(p, 0) frees and returns NULL; _msize(NULL) is EINVAL. ---- */
+/* A foreign block: to the runtime's function for `fn` (mi_redir_fallback); without one, EINVAL
+   and `fail`. */
+#define MI_REDIR_FOREIGN(crt, fn, type, fail, ...) \
+  do { \
+    type f_ = MI_ORIG(crt, fn, type); \
+    if (f_ != NULL) return f_(__VA_ARGS__); \
+    errno = EINVAL; return fail; \
+  } while (0)
+
 #define MI_REDIR_CRT_WRAPPERS(crt) \
   static void mi_redir_free_##crt(void* p) { \
     if (p == NULL) return; \
@@ -101,33 +110,21 @@ static int mi_redir_wdupenv_s(wchar_t** buf, size_t* size, const wchar_t* name) 
     mi_free_fn f = MI_ORIG(crt, MI_FN_FREE, mi_free_fn); if (f != NULL) f(p); \
   } \
   static void* mi_redir_realloc_##crt(void* p, size_t newsize) { \
-    if (p != NULL && !mi_is_in_heap_region(p)) { \
-      mi_realloc_fn f = MI_ORIG(crt, MI_FN_REALLOC, mi_realloc_fn); \
-      if (f != NULL) return f(p, newsize); \
-      errno = EINVAL; return NULL; \
-    } \
+    if (p != NULL && !mi_is_in_heap_region(p)) MI_REDIR_FOREIGN(crt, MI_FN_REALLOC, mi_realloc_fn, NULL, p, newsize); \
     return mi_crt_realloc(p, newsize); \
   } \
   static size_t mi_redir_msize_##crt(void* p) { \
     if (p == NULL) { errno = EINVAL; return (size_t)-1; } \
     if (mi_is_in_heap_region(p)) return mi_usable_size(p); \
-    mi_msize_fn f = MI_ORIG(crt, MI_FN_MSIZE, mi_msize_fn); \
-    if (f != NULL) return f(p); \
-    errno = EINVAL; return (size_t)-1; \
+    MI_REDIR_FOREIGN(crt, MI_FN_MSIZE, mi_msize_fn, (size_t)-1, p); \
   } \
   static void* mi_redir_expand_##crt(void* p, size_t newsize) { \
     if (p == NULL) { errno = EINVAL; return NULL; } \
     if (mi_is_in_heap_region(p)) return mi__expand(p, newsize); \
-    mi_realloc_fn f = MI_ORIG(crt, MI_FN_EXPAND, mi_realloc_fn); \
-    if (f != NULL) return f(p, newsize); \
-    errno = EINVAL; return NULL; \
+    MI_REDIR_FOREIGN(crt, MI_FN_EXPAND, mi_realloc_fn, NULL, p, newsize); \
   } \
   static void* mi_redir_recalloc_##crt(void* p, size_t count, size_t size) { \
-    if (p != NULL && !mi_is_in_heap_region(p)) { \
-      mi_recalloc_fn f = MI_ORIG(crt, MI_FN_RECALLOC, mi_recalloc_fn); \
-      if (f != NULL) return f(p, count, size); \
-      errno = EINVAL; return NULL; \
-    } \
+    if (p != NULL && !mi_is_in_heap_region(p)) MI_REDIR_FOREIGN(crt, MI_FN_RECALLOC, mi_recalloc_fn, NULL, p, count, size); \
     return mi_recalloc(p, count, size); \
   } \
   static void mi_redir_aligned_free_##crt(void* p) { \
@@ -136,11 +133,7 @@ static int mi_redir_wdupenv_s(wchar_t** buf, size_t* size, const wchar_t* name) 
     mi_free_fn f = MI_ORIG(crt, MI_FN_ALIGNED_FREE, mi_free_fn); if (f != NULL) f(p); \
   } \
   static void* mi_redir_aligned_realloc_##crt(void* p, size_t size, size_t alignment) { \
-    if (p != NULL && !mi_is_in_heap_region(p)) { \
-      mi_aligned_realloc_fn f = MI_ORIG(crt, MI_FN_ALIGNED_REALLOC, mi_aligned_realloc_fn); \
-      if (f != NULL) return f(p, size, alignment); \
-      errno = EINVAL; return NULL; \
-    } \
+    if (p != NULL && !mi_is_in_heap_region(p)) MI_REDIR_FOREIGN(crt, MI_FN_ALIGNED_REALLOC, mi_aligned_realloc_fn, NULL, p, size, alignment); \
     if (!mi_crt_alignment_ok(alignment)) return NULL; \
     if (p != NULL && size == 0) { mi_free(p); return NULL; } \
     return mi_realloc_aligned(p, size, alignment); \
@@ -148,35 +141,21 @@ static int mi_redir_wdupenv_s(wchar_t** buf, size_t* size, const wchar_t* name) 
   static size_t mi_redir_aligned_msize_##crt(void* p, size_t alignment, size_t offset) { \
     if (p == NULL) { errno = EINVAL; return (size_t)-1; } \
     if (mi_is_in_heap_region(p)) return mi_usable_size(p); \
-    mi_aligned_msize_fn f = MI_ORIG(crt, MI_FN_ALIGNED_MSIZE, mi_aligned_msize_fn); \
-    if (f != NULL) return f(p, alignment, offset); \
-    errno = EINVAL; return (size_t)-1; \
+    MI_REDIR_FOREIGN(crt, MI_FN_ALIGNED_MSIZE, mi_aligned_msize_fn, (size_t)-1, p, alignment, offset); \
   } \
   static void* mi_redir_aligned_offset_realloc_##crt(void* p, size_t size, size_t alignment, size_t offset) { \
-    if (p != NULL && !mi_is_in_heap_region(p)) { \
-      mi_aligned_offset_realloc_fn f = MI_ORIG(crt, MI_FN_ALIGNED_OFFSET_REALLOC, mi_aligned_offset_realloc_fn); \
-      if (f != NULL) return f(p, size, alignment, offset); \
-      errno = EINVAL; return NULL; \
-    } \
+    if (p != NULL && !mi_is_in_heap_region(p)) MI_REDIR_FOREIGN(crt, MI_FN_ALIGNED_OFFSET_REALLOC, mi_aligned_offset_realloc_fn, NULL, p, size, alignment, offset); \
     if (!mi_crt_alignment_ok(alignment)) return NULL; \
     if (p != NULL && size == 0) { mi_free(p); return NULL; } \
     return mi_realloc_aligned_at(p, size, alignment, offset); \
   } \
   static void* mi_redir_aligned_recalloc_##crt(void* p, size_t count, size_t size, size_t alignment) { \
-    if (p != NULL && !mi_is_in_heap_region(p)) { \
-      mi_aligned_recalloc_fn f = MI_ORIG(crt, MI_FN_ALIGNED_RECALLOC, mi_aligned_recalloc_fn); \
-      if (f != NULL) return f(p, count, size, alignment); \
-      errno = EINVAL; return NULL; \
-    } \
+    if (p != NULL && !mi_is_in_heap_region(p)) MI_REDIR_FOREIGN(crt, MI_FN_ALIGNED_RECALLOC, mi_aligned_recalloc_fn, NULL, p, count, size, alignment); \
     if (!mi_crt_alignment_ok(alignment)) return NULL; \
     return mi_aligned_recalloc(p, count, size, alignment); \
   } \
   static void* mi_redir_aligned_offset_recalloc_##crt(void* p, size_t count, size_t size, size_t alignment, size_t offset) { \
-    if (p != NULL && !mi_is_in_heap_region(p)) { \
-      mi_aligned_offset_recalloc_fn f = MI_ORIG(crt, MI_FN_ALIGNED_OFFSET_RECALLOC, mi_aligned_offset_recalloc_fn); \
-      if (f != NULL) return f(p, count, size, alignment, offset); \
-      errno = EINVAL; return NULL; \
-    } \
+    if (p != NULL && !mi_is_in_heap_region(p)) MI_REDIR_FOREIGN(crt, MI_FN_ALIGNED_OFFSET_RECALLOC, mi_aligned_offset_recalloc_fn, NULL, p, count, size, alignment, offset); \
     if (!mi_crt_alignment_ok(alignment)) return NULL; \
     return mi_aligned_offset_recalloc(p, count, size, alignment, offset); \
   }
@@ -482,13 +461,6 @@ static void mi_redir_entries_undo(int crt, int unloaded) {
 typedef FARPROC (WINAPI *mi_getproc_fn)(HMODULE, LPCSTR);
 static mi_getproc_fn mi_redir_getproc_orig;   /* kernel32's (set at attach, before any patch) */
 
-static int mi_redir_crt_of_module(HMODULE module) {
-  for (int crt = 0; crt < MI_CRT_COUNT; crt++) {
-    if (module != NULL && module == GetModuleHandleA(mi_redir_crt_dlls[crt])) return crt;
-  }
-  return -1;
-}
-
 static FARPROC WINAPI mi_redir_getproc(HMODULE module, LPCSTR name) {
   const FARPROC f = mi_redir_getproc_orig(module, name);
   if (f == NULL || ((uintptr_t)name >> 16) == 0) return f;   /* not found, or by ordinal */
@@ -497,7 +469,7 @@ static FARPROC WINAPI mi_redir_getproc(HMODULE module, LPCSTR name) {
   for (int crt = 0; crt < MI_CRT_COUNT; crt++) {   /* (an api-ms-win-crt set forwards to ucrtbase) */
     if (mi_redir_orig[crt][fn] == (void*)f) return (FARPROC)mi_redir_ours_table[crt][fn];
   }
-  const int crt = mi_redir_crt_of_module(module);  /* a runtime no import has shown us yet */
+  const int crt = mi_redir_crt_of_export_name(module);  /* a runtime no import has shown us yet */
   if (crt < 0) return f;
   void* expected = NULL;
   (void)__atomic_compare_exchange_n(&mi_redir_orig[crt][fn], &expected, (void*)f, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
