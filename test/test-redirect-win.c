@@ -56,6 +56,12 @@ RW_IMPORTS(rw_b)
 
 static bool ours(const void* p) { return p != NULL && mi_is_in_heap_region(p); }
 
+static bool all_zero(const int* p, int n) {
+  bool zero = (p != NULL);
+  for (int i = 0; p != NULL && i < n; i++) zero = zero && p[i] == 0;
+  return zero;
+}
+
 static void check_ours(void* p, size_t size, const char* what) {
   CHECK_MSG(ours(p), "%s: %p is not ours", what, p);
   if (p == NULL) return;
@@ -101,9 +107,7 @@ static void test_cross_modules(void) {
 
   int* z = (int*)rw_b_calloc(100, sizeof(int));
   check_ours(z, 100 * sizeof(int), "rw_b calloc");
-  bool zero = (z != NULL);
-  for (int i = 0; z != NULL && i < 100; i++) zero = zero && z[i] == 0;
-  CHECK(zero);
+  CHECK(all_zero(z, 100));
   free(z);
 
   void* al = rw_a_aligned_malloc(100, 64);
@@ -343,14 +347,10 @@ static void test_ucrt_dll(void) {
 #endif
   int* z = (int*)rwu_calloc(50, sizeof(int));
   CHECK_MSG(ours(z), "ucrt calloc: %p", (void*)z);
-  bool zero = (z != NULL);
-  for (int i = 0; z != NULL && i < 50; i++) zero = zero && z[i] == 0;
-  CHECK(zero);
+  CHECK(all_zero(z, 50));
   z = (int*)rwu_recalloc(z, 400, sizeof(int));
   CHECK_MSG(ours(z), "ucrt _recalloc: %p", (void*)z);
-  zero = (z != NULL);
-  for (int i = 0; z != NULL && i < 400; i++) zero = zero && z[i] == 0;
-  CHECK(zero);
+  CHECK(all_zero(z, 400));
   rwu_free(z);
   void* al = rwu_aligned_malloc(100, 256);
   CHECK_MSG(ours(al), "ucrt _aligned_malloc: %p", al);
