@@ -141,7 +141,7 @@ static mi_decl_noinline void mi_purger_start(void) {
   if (!mi_option_is_enabled(mi_option_purge_thread)) return;
   int expected = MI_PURGER_NONE;
   if (!mi_atomic_cas_strong_acq_rel(&mi_purger_state, &expected, MI_PURGER_STARTING)) return;
-  mi_atomic_store_release(&_mi_purger_wanted, 0);
+  mi_atomic_store_release(&_mi_purger_wanted, 0);   /* (a start from a notify) */
   mi_atomic_store_release(&mi_purger_wake, MI_PURGER_AWAKE);   /* (paused is 0: initially, and after a fork) */
   _mi_static_alloc_begin();   /* libc's allocations for the thread: not from a heap */
   const int err = _mi_prim_thread_start(&mi_purger_main, NULL, !mi_purger_wait_ready);
@@ -161,11 +161,8 @@ static mi_decl_noinline void mi_purger_start(void) {
 /* The allocation slow path, when _mi_purger_wanted is set: a safe place to start the thread
    (the caller holds no lock of libc's: it asked us for memory, not the other way round). */
 void _mi_purger_start_wanted(void) {
-  if (mi_atomic_load_relaxed(&mi_purger_state) != MI_PURGER_NONE) {
-    mi_atomic_store_relaxed(&_mi_purger_wanted, 0);   /* running, failed or done: nothing to start */
-    return;
-  }
-  mi_purger_start();
+  if (mi_atomic_exchange_acq_rel(&_mi_purger_wanted, 0) == 0) return;
+  if (mi_atomic_load_relaxed(&mi_purger_state) == MI_PURGER_NONE) mi_purger_start();   /* (else running, failed or done) */
 }
 
 void _mi_purger_notify(mi_msecs_t due) {
@@ -180,7 +177,7 @@ void _mi_purger_notify(mi_msecs_t due) {
        libc calls with its locks held, so only a process that never had another thread starts
        it here; otherwise the next allocation slow path does */
     if (_mi_prim_process_single_threaded()) mi_purger_start();
-    else mi_atomic_store_release(&_mi_purger_wanted, 1);
+    else if (mi_option_is_enabled(mi_option_purge_thread)) mi_atomic_store_release(&_mi_purger_wanted, 1);
     return;
   }
   if (known != 0 && known <= due) return;   /* another notify lowered it meanwhile */
