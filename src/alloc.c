@@ -71,6 +71,12 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
     errno = ENOMEM;
     return NULL;
   }
+  if (mi_unlikely(heap->prof != NULL)) return _mi_prof_malloc(size, heap, zero, huge_alignment, align_offset);
+  return _mi_malloc_generic_core(size, heap, zero, huge_alignment, align_offset);
+}
+
+/* the slow path proper, for an initialised heap of this thread */
+void* _mi_malloc_generic_core(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) {
   const size_t psize = (size <= MI_MAX_ALLOC_SIZE ? size + MI_PADDING_SIZE : size);   /* room for the padding */
   const unsigned long long beat = ++heap->tld->heartbeat;
   if (mi_likely((beat % MI_GENERIC_WORK_EVERY) != 0 && psize <= MI_MEDIUM_OBJ_SIZE_MAX && huge_alignment == 0)) {
@@ -114,7 +120,7 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
    no pages. */
 static mi_decl_noinline void* mi_heap_malloc_medium_zero(mi_heap_t* heap, size_t size, bool zero) {
   if (mi_likely(size <= MI_MEDIUM_OBJ_SIZE_MAX - MI_PADDING_SIZE)) {
-    mi_page_t* page = heap->pages[_mi_bin(size + MI_PADDING_SIZE)].first;
+    mi_page_t* page = heap->pages_medium_direct[_mi_bin(size + MI_PADDING_SIZE)];
     if (mi_likely(page != NULL && page->free != NULL)) return _mi_page_malloc(heap, page, size, zero);
   }
   return _mi_malloc_generic(size, heap, zero, 0, 0);

@@ -105,6 +105,7 @@ static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
   if (!mi_heap_is_initialized(heap)) return;
   mi_assert_expensive(_mi_heap_validate(heap));
   const bool force = (collect >= MI_FORCE);
+  if (mi_unlikely(heap->prof != NULL)) _mi_prof_return_all(heap);   /* leased blocks back on their pages */
   _mi_deferred_free(heap, force);
 #if MI_GUARDED > 0
   if (collect == MI_FORCE) _mi_guarded_quarantine_flush();   /* freed guarded objects, any thread's */
@@ -214,6 +215,7 @@ void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool 
 #if MI_GUARDED > 0
   _mi_heap_guarded_init(heap);
 #endif
+  if (mi_unlikely(_mi_prof_rate != 0)) _mi_prof_heap_init(heap);
   /* link into the thread's heaps */
   if (tld->heaps != heap) {
     heap->next = tld->heaps;
@@ -254,7 +256,10 @@ mi_heap_t* _mi_heap_by_tag(mi_heap_t* heap, uint8_t tag) {
    Deletion and destruction
 --------------------------------------------------------------------------------------- */
 static void mi_heap_reset_pages(mi_heap_t* heap) {
-  for (size_t i = 0; i < MI_PAGES_DIRECT; i++) heap->pages_free_direct[i] = (mi_page_t*)&_mi_page_empty;
+  if (heap->prof == NULL) {
+    for (size_t i = 0; i < MI_PAGES_DIRECT; i++) heap->pages_free_direct[i] = (mi_page_t*)&_mi_page_empty;
+    for (size_t i = 0; i < MI_BIN_HUGE_INTERNAL; i++) heap->pages_medium_direct[i] = NULL;
+  }
   for (size_t i = 0; i <= MI_BIN_FULL; i++) {
     heap->pages[i].first = NULL;
     heap->pages[i].last = NULL;
@@ -267,6 +272,7 @@ static void mi_heap_reset_pages(mi_heap_t* heap) {
 /* Release the heap structure (not its pages). */
 static void mi_heap_free(mi_heap_t* heap) {
   if (mi_heap_is_backing(heap)) return;   /* never freed */
+  if (heap->prof != NULL) _mi_prof_heap_done(heap);
   if (heap == mi_prim_get_default_heap()) {
     _mi_heap_set_default_direct(heap->tld->heap_backing);
   }
@@ -306,6 +312,7 @@ void mi_heap_delete(mi_heap_t* heap) {
       if (target != heap && target->arena_id == heap->arena_id) break;
     }
   }
+  if (heap->prof != NULL) _mi_prof_return_all(heap);
   if (target != NULL) mi_heap_absorb(target, heap);
   else _mi_heap_collect_abandon(heap);
   mi_heap_free(heap);
@@ -351,6 +358,7 @@ void mi_heap_destroy(mi_heap_t* heap) {
     return;
   }
 #endif
+  if (heap->prof != NULL) _mi_prof_return_all(heap);
   mi_heap_visit_pages(heap, &mi_heap_page_never_delayed, NULL);
 #if MI_TRACK_ENABLED
   _mi_heap_delayed_free_all(heap);   /* freed blocks back on their pages: not live for the tool */
@@ -478,6 +486,7 @@ static bool mi_heap_page_visit(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* 
 bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   if (visitor == NULL || !mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_visit_blocks")) return false;
   mi_visit_blocks_args_t args = { visit_blocks, visitor, arg };
+  if (heap->prof != NULL) _mi_prof_return_all((mi_heap_t*)heap);   /* leased blocks are not live */
   return mi_heap_visit_pages((mi_heap_t*)heap, &mi_heap_page_visit, &args);
 }
 

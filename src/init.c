@@ -253,6 +253,7 @@ static void mi_process_init_env(void) {
   if (mi_option_is_enabled(mi_option_verbose)) mi_options_print();
   _mi_arenas_init_reserve();   /* MIMALLOC_RESERVE_HUGE_OS_PAGES(_AT), MIMALLOC_RESERVE_OS_MEMORY */
   _mi_live_init();             /* MIMALLOC_LIVE */
+  _mi_prof_init_env();         /* MIMALLOC_PROFILE_RATE (prototype, prof.c) */
 }
 
 bool _mi_is_main_thread(void) {
@@ -272,6 +273,7 @@ void mi_process_done(void) mi_attr_noexcept {
   }
   if (_mi_env_flag("MIMALLOC_SHOW_LEAKS")) _mi_leaks_report();
   _mi_stats_at_exit();
+  _mi_prof_report();
   _mi_live_done();
   _mi_verbose_message("process done: elapsed %lld ms\n", (long long)_mi_process_elapsed());
 }
@@ -324,6 +326,8 @@ void _mi_thread_done(mi_heap_t* heap) {
     h = next;
   }
   _mi_heap_collect_abandon(backing);
+  _mi_prof_thread_done(tld);
+  if (backing->prof != NULL) _mi_prof_heap_done(backing);
   _mi_stats_merge_thread(tld);   /* after abandoning: the blocks left moved to the totals */
   mi_os_stat_decrease(threads, 1);
   _mi_heap_set_default_direct((mi_heap_t*)&_mi_heap_empty);

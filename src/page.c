@@ -33,6 +33,9 @@ mi_page_queue_t* _mi_page_queue_of(const mi_page_t* page) {
 /* Keep pages_free_direct in sync with the first page of a small bin queue. */
 static void mi_heap_queue_first_update(mi_heap_t* heap, const mi_page_queue_t* pq) {
   const size_t size = pq->block_size;
+  if (size > MI_MEDIUM_OBJ_SIZE_MAX) return;
+  if (heap->prof != NULL) return;   /* the tables point at the proxies (prof.c) */
+  heap->pages_medium_direct[pq - heap->pages] = pq->first;
   if (size > MI_SMALL_SIZE_MAX) return;
   mi_page_t* page = (pq->first == NULL ? (mi_page_t*)&_mi_page_empty : pq->first);
   size_t idx = _mi_wsize_from_size(size);

@@ -31,6 +31,7 @@ void _mi_text_begin(void) { }
 #include "os.c"
 #include "page.c"
 #include "posix.c"
+#include "prof.c"
 #include "purger.c"
 #include "random.c"
 #include "secure.c"

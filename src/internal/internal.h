@@ -482,6 +482,16 @@ bool       _mi_thread_validate(const mi_heap_t* heap);         /* all of the abo
 /* ------------------------------------------------------------------------------------------
    random.c
 ------------------------------------------------------------------------------------------ */
+/* prof.c: PROTOTYPE of the sampling profiler's lease (docs/profiler-plan.md section 1) */
+extern size_t _mi_prof_rate;   /* bytes between samples on average; 0: off */
+void       _mi_prof_init_env(void);
+void       _mi_prof_heap_init(mi_heap_t* heap);
+void       _mi_prof_heap_done(mi_heap_t* heap);
+void       _mi_prof_return_all(mi_heap_t* heap);
+void       _mi_prof_thread_done(mi_tld_t* tld);
+void       _mi_prof_report(void);
+void*      _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset);
+void*      _mi_malloc_generic_core(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset);
 uintptr_t  _mi_random_next(void);     /* process-wide, thread-safe, not for cryptography */
 uintptr_t  _mi_random_shuffle(uintptr_t x);
 

@@ -624,6 +624,11 @@ struct mi_heap_s {
   size_t                guarded_size_max;
   bool                  guarded_used;          /* a guarded block came from here: no destroy */
 #endif
+  /* PROTOTYPE (prof.c, docs/profiler-plan.md section 1): the first page of each medium bin,
+     read by the medium fast path (alloc.c) instead of pages[bin].first; with the profiler on
+     it points at the bin's proxy page, like pages_free_direct for small bins */
+  mi_page_t*            pages_medium_direct[MI_BIN_HUGE_INTERNAL];
+  struct mi_prof_s*     prof;              /* NULL: profiler off for this heap */
 };
 
 /* Per-thread memory: the backing heap and its tld are allocated together from the OS. */
