@@ -304,7 +304,11 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
   if (psize <= MI_MEDIUM_OBJ_SIZE_MAX && huge_alignment == 0) {
     const size_t bin = _mi_bin(psize);
     mi_prof_settle(pr, bin);
-    void* const p = _mi_malloc_generic_core(size, heap, zero, 0, 0);
+    /* what the fast path would have done on the real first page (blocks freed since the
+       lease, or all of them in the fallback), else the slow path proper */
+    mi_page_t* const page = heap->pages[bin].first;
+    void* const p = (page != NULL && page->free != NULL ? _mi_page_malloc(heap, page, size, zero)
+                                                        : _mi_malloc_generic_core(size, heap, zero, 0, 0));
     if (p == NULL) return NULL;
     const size_t bsize = _mi_bin_size(bin);
     pr->slow_allocs++;
