@@ -71,12 +71,8 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
     errno = ENOMEM;
     return NULL;
   }
-  if (mi_unlikely(heap->prof != NULL)) return _mi_prof_malloc(size, heap, zero, huge_alignment, align_offset);
-  return _mi_malloc_generic_core(size, heap, zero, huge_alignment, align_offset);
-}
-
-/* the slow path proper, for an initialised heap of this thread */
-void* _mi_malloc_generic_core(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) {
+  /* profiler prototype (prof.c): its own slow path, which calls this one again (busy) */
+  if (mi_unlikely(heap->prof != NULL) && !*(const bool*)heap->prof) return _mi_prof_malloc(size, heap, zero, huge_alignment, align_offset);
   const size_t psize = (size <= MI_MAX_ALLOC_SIZE ? size + MI_PADDING_SIZE : size);   /* room for the padding */
   const unsigned long long beat = ++heap->tld->heartbeat;
   if (mi_likely((beat % MI_GENERIC_WORK_EVERY) != 0 && psize <= MI_MEDIUM_OBJ_SIZE_MAX && huge_alignment == 0)) {

@@ -31,7 +31,7 @@ mi_page_queue_t* _mi_page_queue_of(const mi_page_t* page) {
 }
 
 /* Keep pages_free_direct in sync with the first page of a small bin queue. */
-static void mi_heap_queue_first_update(mi_heap_t* heap, const mi_page_queue_t* pq) {
+static mi_decl_always_inline void mi_heap_queue_first_update(mi_heap_t* heap, const mi_page_queue_t* pq) {
   const size_t size = pq->block_size;
   if (size > MI_MEDIUM_OBJ_SIZE_MAX) return;
   if (heap->prof != NULL) return;   /* the tables point at the proxies (prof.c) */

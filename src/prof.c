@@ -39,6 +39,8 @@
 size_t _mi_prof_rate = 0;
 
 typedef struct mi_prof_s {
+  bool        busy;          /* in the slow path proper, called from _mi_prof_malloc (first field:
+                                read by _mi_malloc_generic through mi_prof_busy) */
   mi_page_t   proxy[MI_BIN_HUGE_INTERNAL];       /* bins 1 .. bin(MI_MEDIUM_OBJ_SIZE_MAX) used */
   mi_page_t*  lease_page[MI_BIN_HUGE_INTERNAL];  /* real page of the bin's lease; NULL: none */
   int64_t     countdown[MI_BIN_HUGE_INTERNAL];   /* bytes until the next sample, per bin */
@@ -175,8 +177,12 @@ void _mi_prof_heap_done(mi_heap_t* heap) {
   heap->prof = NULL;
   for (size_t w = 0; w < MI_PAGES_DIRECT; w++) heap->pages_free_direct[w] = (mi_page_t*)&_mi_page_empty;
   for (size_t b = 0; b < MI_BIN_HUGE_INTERNAL; b++) heap->pages_medium_direct[b] = NULL;
-  for (size_t b = 0; b < MI_BIN_FULL; b++) {
-    if (heap->pages[b].first != NULL) mi_heap_queue_first_update(heap, &heap->pages[b]);
+  /* the tables as mi_heap_queue_first_update (page.c) keeps them */
+  const size_t medium_bins = _mi_bin(MI_MEDIUM_OBJ_SIZE_MAX) + 1;
+  for (size_t b = 1; b < medium_bins; b++) heap->pages_medium_direct[b] = heap->pages[b].first;
+  for (size_t w = 0; w <= MI_SMALL_WSIZE_MAX; w++) {
+    mi_page_t* const first = heap->pages[_mi_bin(w * sizeof(uintptr_t))].first;
+    heap->pages_free_direct[w] = (first == NULL ? (mi_page_t*)&_mi_page_empty : first);
   }
   _mi_os_free(pr, sizeof(mi_prof_t));
 }
@@ -307,8 +313,9 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
     /* what the fast path would have done on the real first page (blocks freed since the
        lease, or all of them in the fallback), else the slow path proper */
     mi_page_t* const page = heap->pages[bin].first;
-    void* const p = (page != NULL && page->free != NULL ? _mi_page_malloc(heap, page, size, zero)
-                                                        : _mi_malloc_generic_core(size, heap, zero, 0, 0));
+    void* p;
+    if (page != NULL && page->free != NULL) p = _mi_page_malloc(heap, page, size, zero);
+    else { pr->busy = true; p = _mi_malloc_generic(size, heap, zero, 0, 0); pr->busy = false; }
     if (p == NULL) return NULL;
     const size_t bsize = _mi_bin_size(bin);
     pr->slow_allocs++;
@@ -322,7 +329,9 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
     mi_prof_lease(heap, pr, bin);
     return p;
   }
-  void* const p = _mi_malloc_generic_core(size, heap, zero, huge_alignment, align_offset);
+  pr->busy = true;
+  void* const p = _mi_malloc_generic(size, heap, zero, huge_alignment, align_offset);
+  pr->busy = false;
   if (p == NULL) return NULL;
   pr->slow_allocs++;
   pr->bytes += size;

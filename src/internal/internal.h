@@ -491,7 +491,6 @@ void       _mi_prof_return_all(mi_heap_t* heap);
 void       _mi_prof_thread_done(mi_tld_t* tld);
 void       _mi_prof_report(void);
 void*      _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset);
-void*      _mi_malloc_generic_core(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset);
 uintptr_t  _mi_random_next(void);     /* process-wide, thread-safe, not for cryptography */
 uintptr_t  _mi_random_shuffle(uintptr_t x);
 
