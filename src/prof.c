@@ -30,6 +30,13 @@
 #ifndef MI_PROF_DEFAULT_RATE
 #define MI_PROF_DEFAULT_RATE 0
 #endif
+/* MI_PROF_TOPUP=N (compile time, 0: off): a lease of fewer than N blocks from the first page
+   is topped up to N with the free blocks of the next pages in the bin's queue, chained after
+   them (release builds: plain links); each page is charged its own blocks, and the unpopped
+   rest goes back block by block to the page it came from */
+#ifndef MI_PROF_TOPUP
+#define MI_PROF_TOPUP 0
+#endif
 #ifndef MI_PROF_FALLBACK
 #define MI_PROF_FALLBACK 0
 #endif
@@ -45,6 +52,10 @@ typedef struct mi_prof_s {
   mi_page_t*  lease_page[MI_BIN_HUGE_INTERNAL];  /* real page of the bin's lease; NULL: none */
   int64_t     countdown[MI_BIN_HUGE_INTERNAL];   /* bytes until the next sample, per bin */
   int64_t     countdown_big;                     /* ... for large, huge and over-aligned */
+#if MI_PROF_TOPUP > 0
+  bool        lease_chained[MI_BIN_HUGE_INTERNAL];  /* the lease holds blocks of other pages too */
+  uint64_t    topups;
+#endif
   uint64_t    rng;
   /* measurement counters */
   uint64_t    entries;       /* calls of _mi_prof_malloc */
@@ -236,6 +247,23 @@ static void mi_prof_settle(mi_prof_t* pr, size_t bin) {
   pr->countdown[bin] -= (int64_t)(popped * px->block_size);   /* stays > 0: the lease was cut */
   pr->expected += (double)popped * mi_prof_prob((double)px->block_size / (double)_mi_prof_rate);
   mi_block_t* rest = px->free;
+#if MI_PROF_TOPUP > 0
+  if (rest != NULL && pr->lease_chained[bin]) {
+    /* blocks of several pages: each back to its own */
+    while (rest != NULL) {
+      mi_block_t* const next = mi_block_next(real, rest);
+      mi_page_t* const page = _mi_ptr_page(rest);
+      if (page->free == NULL) page->free_is_zero = px->free_is_zero;
+      else page->free_is_zero = (page->free_is_zero && px->free_is_zero);
+      mi_block_set_next(page, rest, page->free);
+      page->free = rest;
+      page->used--;
+      pr->returned_blocks++;
+      if (mi_page_is_in_full(page)) _mi_page_unfull(page);
+      rest = next;
+    }
+  }
+#endif
   if (rest != NULL) {
     size_t n = 1;
     mi_block_t* last = rest;
@@ -252,6 +280,9 @@ static void mi_prof_settle(mi_prof_t* pr, size_t bin) {
   px->free = NULL;
   px->used = 0;
   pr->lease_page[bin] = NULL;
+#if MI_PROF_TOPUP > 0
+  pr->lease_chained[bin] = false;
+#endif
 }
 
 void _mi_prof_return_all(mi_heap_t* heap) {
@@ -287,6 +318,31 @@ static void mi_prof_lease(mi_heap_t* heap, mi_prof_t* pr, size_t bin) {
     mi_block_set_next(real, last, NULL);
   }
   real->used += (uint32_t)n;
+#if MI_PROF_TOPUP > 0
+  if (n < MI_PROF_TOPUP && n < k && real->next != NULL) {
+    mi_block_t* tail = head;
+    for (mi_block_t* next = mi_block_next(real, tail); next != NULL; next = mi_block_next(real, tail)) tail = next;
+    const size_t want = (k < MI_PROF_TOPUP ? k : MI_PROF_TOPUP);
+    size_t visited = 0;
+    for (mi_page_t* page = real->next; page != NULL && n < want && visited < 4; page = page->next, visited++) {
+      mi_block_t* const h = page->free;
+      if (h == NULL) continue;
+      size_t m = 1;
+      mi_block_t* last = h;
+      mi_block_t* next = mi_block_next(page, last);
+      while (n + m < want && next != NULL) { last = next; m++; next = mi_block_next(page, last); }
+      page->free = next;
+      mi_block_set_next(page, last, NULL);
+      page->used += (uint32_t)m;
+      mi_block_set_next(real, tail, h);
+      tail = last;
+      n += m;
+      pr->lease_chained[bin] = true;
+      if (!page->free_is_zero) real->free_is_zero = false;   /* (copied to the proxy below) */
+    }
+    if (pr->lease_chained[bin]) pr->topups++;
+  }
+#endif
   mi_page_t* const px = &pr->proxy[bin];
   px->free = head;
   px->used = 0;
