@@ -50,6 +50,9 @@ static inline void* mi_page_malloc_last(mi_heap_t* heap, mi_page_t* page, size_t
   return p;
 }
 void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) {
+  /* profiler prototype (prof.c): its own slow path, which calls this one again (busy); a heap
+     with a profiler is initialised and was set up by this thread */
+  if (mi_unlikely(heap->prof != NULL) && !*(const bool*)heap->prof) return _mi_prof_malloc(size, heap, zero, huge_alignment, align_offset);
   if (mi_unlikely(!mi_heap_is_initialized(heap))) {
     if (mi_unlikely(_mi_thread_id_is(mi_atomic_load_relaxed(&_mi_static_alloc_thread)))) {
       return _mi_static_alloc(size, zero, huge_alignment, align_offset);   /* libc's, for a call of ours */
@@ -71,8 +74,6 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
     errno = ENOMEM;
     return NULL;
   }
-  /* profiler prototype (prof.c): its own slow path, which calls this one again (busy) */
-  if (mi_unlikely(heap->prof != NULL) && !*(const bool*)heap->prof) return _mi_prof_malloc(size, heap, zero, huge_alignment, align_offset);
   const size_t psize = (size <= MI_MAX_ALLOC_SIZE ? size + MI_PADDING_SIZE : size);   /* room for the padding */
   const unsigned long long beat = ++heap->tld->heartbeat;
   if (mi_likely((beat % MI_GENERIC_WORK_EVERY) != 0 && psize <= MI_MEDIUM_OBJ_SIZE_MAX && huge_alignment == 0)) {

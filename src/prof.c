@@ -66,6 +66,8 @@ typedef struct mi_prof_s {
   uint64_t    leases;
   uint64_t    leased_blocks;
   uint64_t    returned_blocks;
+  uint64_t    bin_popped[MI_BIN_HUGE_INTERNAL];   /* allocations per bin: from the proxy */
+  uint64_t    bin_slow[MI_BIN_HUGE_INTERNAL];     /* ... in _mi_prof_malloc */
   double      expected;      /* sum over allocations of P(sampled) = 1 - exp(-size/rate) */
 } mi_prof_t;
 
@@ -165,6 +167,16 @@ void _mi_prof_heap_init(mi_heap_t* heap) {
 }
 
 static void mi_prof_add_totals(mi_prof_t* pr) {
+  for (size_t b = 0; b < MI_BIN_HUGE_INTERNAL; b++) {
+    const uint64_t n = pr->bin_popped[b] + pr->bin_slow[b];
+    if (n == 0) continue;
+    const size_t bsize = _mi_bin_size(b);
+    pr->popped += pr->bin_popped[b];
+    pr->slow_allocs += pr->bin_slow[b];
+    pr->bytes += n * bsize;
+    pr->expected += (double)n * mi_prof_prob((double)bsize / (double)_mi_prof_rate);
+    pr->bin_popped[b] = pr->bin_slow[b] = 0;
+  }
   mi_atomic_add_relaxed(&mi_prof_total_entries, pr->entries);
   mi_atomic_add_relaxed(&mi_prof_total_popped, pr->popped);
   mi_atomic_add_relaxed(&mi_prof_total_slow_allocs, pr->slow_allocs);
@@ -237,15 +249,13 @@ void _mi_prof_report(void) {
    Leases
 ------------------------------------------------------------------------------------------ */
 /* End the bin's lease: count the blocks popped, give the unpopped rest back to the real page. */
-static void mi_prof_settle(mi_prof_t* pr, size_t bin) {
+static mi_decl_noinline void mi_prof_settle(mi_prof_t* pr, size_t bin) {
   mi_page_t* const px = &pr->proxy[bin];
   mi_page_t* const real = pr->lease_page[bin];
   if (real == NULL) return;
   const size_t popped = px->used;
-  pr->popped += popped;
-  pr->bytes += popped * px->block_size;
+  pr->bin_popped[bin] += popped;
   pr->countdown[bin] -= (int64_t)(popped * px->block_size);   /* stays > 0: the lease was cut */
-  pr->expected += (double)popped * mi_prof_prob((double)px->block_size / (double)_mi_prof_rate);
   mi_block_t* rest = px->free;
 #if MI_PROF_TOPUP > 0
   if (rest != NULL && pr->lease_chained[bin]) {
@@ -293,10 +303,8 @@ void _mi_prof_return_all(mi_heap_t* heap) {
 
 /* Lease the free list of the bin's first page to its proxy, up to the block before the one
    whose allocation crosses the countdown. */
-static void mi_prof_lease(mi_heap_t* heap, mi_prof_t* pr, size_t bin) {
-#if MI_PROF_FALLBACK
-  (void)heap; (void)pr; (void)bin;
-#else
+#if !MI_PROF_FALLBACK
+static mi_decl_noinline void mi_prof_lease(mi_heap_t* heap, mi_prof_t* pr, size_t bin) {
   mi_page_t* const real = heap->pages[bin].first;
   if (real == NULL || real->free == NULL) return;
   const size_t bsize = real->block_size;
@@ -353,8 +361,8 @@ static void mi_prof_lease(mi_heap_t* heap, mi_prof_t* pr, size_t bin) {
   pr->lease_page[bin] = real;
   pr->leases++;
   pr->leased_blocks += n;
-#endif
 }
+#endif
 
 /* ------------------------------------------------------------------------------------------
    The slow path with the profiler on (from _mi_malloc_generic)
@@ -362,27 +370,31 @@ static void mi_prof_lease(mi_heap_t* heap, mi_prof_t* pr, size_t bin) {
 void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) {
   mi_prof_t* const pr = heap->prof;
   pr->entries++;
-  const size_t psize = (size <= MI_MAX_ALLOC_SIZE ? size + MI_PADDING_SIZE : size);
-  if (psize <= MI_MEDIUM_OBJ_SIZE_MAX && huge_alignment == 0) {
-    const size_t bin = _mi_bin(psize);
-    mi_prof_settle(pr, bin);
+  if (mi_likely(size <= MI_MEDIUM_OBJ_SIZE_MAX - MI_PADDING_SIZE && huge_alignment == 0)) {
+    const size_t bin = _mi_bin(size + MI_PADDING_SIZE);
+    if (pr->lease_page[bin] != NULL) mi_prof_settle(pr, bin);
+    const int64_t bsize = (int64_t)pr->proxy[bin].block_size;
     /* what the fast path would have done on the real first page (blocks freed since the
        lease, or all of them in the fallback), else the slow path proper */
     mi_page_t* const page = heap->pages[bin].first;
     void* p;
-    if (page != NULL && page->free != NULL) p = _mi_page_malloc(heap, page, size, zero);
-    else { pr->busy = true; p = _mi_malloc_generic(size, heap, zero, 0, 0); pr->busy = false; }
-    if (p == NULL) return NULL;
-    const size_t bsize = _mi_bin_size(bin);
-    pr->slow_allocs++;
-    pr->bytes += bsize;
-    pr->expected += mi_prof_prob((double)bsize / (double)_mi_prof_rate);
-    pr->countdown[bin] -= (int64_t)bsize;
-    if (pr->countdown[bin] <= 0) {
-      mi_prof_sample(pr, p, size);
-      pr->countdown[bin] = mi_prof_draw(pr);
+    if (mi_likely(page != NULL && page->free != NULL)) p = _mi_page_malloc(heap, page, size, zero);
+    else {
+      pr->busy = true;
+      p = _mi_malloc_generic(size, heap, zero, 0, 0);
+      pr->busy = false;
+      if (p == NULL) return NULL;
     }
+    pr->bin_slow[bin]++;
+    int64_t cd = pr->countdown[bin] - bsize;
+    if (mi_unlikely(cd <= 0)) {
+      mi_prof_sample(pr, p, size);
+      cd = mi_prof_draw(pr);
+    }
+    pr->countdown[bin] = cd;
+#if !MI_PROF_FALLBACK
     mi_prof_lease(heap, pr, bin);
+#endif
     return p;
   }
   pr->busy = true;
