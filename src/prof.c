@@ -140,11 +140,20 @@ void _mi_prof_init_env(void) {
 #endif
 }
 
+/* a few freed profiler structures, for the next threads (as init.c's thread data cache):
+   larson's threads each took an mmap, a munmap and 5 page faults for it otherwise */
+#define MI_PROF_CACHE 8
+static _Atomic(mi_prof_t*) mi_prof_cache[MI_PROF_CACHE];
+
 void _mi_prof_heap_init(mi_heap_t* heap) {
 #if MI_PROF_AVAILABLE
   if (heap->prof != NULL || heap->tld == NULL) return;
   bool is_zero = false;
-  mi_prof_t* pr = (mi_prof_t*)_mi_os_alloc(sizeof(mi_prof_t), &is_zero);
+  mi_prof_t* pr = NULL;
+  for (int i = 0; i < MI_PROF_CACHE && pr == NULL; i++) {
+    if (mi_atomic_load_relaxed(&mi_prof_cache[i]) != NULL) pr = mi_atomic_exchange_acq_rel(&mi_prof_cache[i], (mi_prof_t*)NULL);
+  }
+  if (pr == NULL) pr = (mi_prof_t*)_mi_os_alloc(sizeof(mi_prof_t), &is_zero);
   if (pr == NULL) return;
   if (!is_zero) memset(pr, 0, sizeof(*pr));
   pr->rng = (uint64_t)_mi_random_next();
@@ -206,6 +215,10 @@ void _mi_prof_heap_done(mi_heap_t* heap) {
   for (size_t w = 0; w <= MI_SMALL_WSIZE_MAX; w++) {
     mi_page_t* const first = heap->pages[_mi_bin(w * sizeof(uintptr_t))].first;
     heap->pages_free_direct[w] = (first == NULL ? (mi_page_t*)&_mi_page_empty : first);
+  }
+  for (int i = 0; i < MI_PROF_CACHE; i++) {
+    mi_prof_t* expected = NULL;
+    if (mi_atomic_load_relaxed(&mi_prof_cache[i]) == NULL && mi_atomic_cas_strong_acq_rel(&mi_prof_cache[i], &expected, pr)) return;
   }
   _mi_os_free(pr, sizeof(mi_prof_t));
 }
