@@ -50,8 +50,8 @@ static inline void* mi_page_malloc_last(mi_heap_t* heap, mi_page_t* page, size_t
   return p;
 }
 void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) {
-  /* profiler prototype (prof.c): its own slow path, which calls this one again (busy); a heap
-     with a profiler is initialised and was set up by this thread */
+  /* the sampling profiler (prof.c) has its own slow path, which calls this one again while
+     busy (the first field of heap->prof); a heap with a profiler is initialised and its own */
   if (mi_unlikely(heap->prof != NULL) && !*(const bool*)heap->prof) return _mi_prof_malloc(size, heap, zero, huge_alignment, align_offset);
   if (mi_unlikely(!mi_heap_is_initialized(heap))) {
     if (mi_unlikely(_mi_thread_id_is(mi_atomic_load_relaxed(&_mi_static_alloc_thread)))) {
@@ -86,12 +86,14 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
   _mi_deferred_free(heap, false);
   _mi_heap_delayed_free_partial(heap);
   if (mi_unlikely(mi_atomic_load_relaxed(&_mi_purger_wanted) != 0)) _mi_purger_start_wanted();   /* (never from a free) */
+  if (mi_unlikely(_mi_prof_rate != 0) && heap->prof == NULL) _mi_prof_thread_start(heap->tld);   /* mi_profile_start by another thread */
   if (mi_unlikely(_mi_segments_purge_pending(heap->tld) || mi_atomic_load_relaxed(&_mi_arenas_purge_pending) != 0)) {
     _mi_segments_purge_tick(heap->tld);   /* delayed purges that are due */
   }
   if (mi_unlikely((beat % (4 * MI_GENERIC_WORK_EVERY)) == 0)) {
     _mi_heap_collect_periodic(heap);      /* looks at the clock */
     if (mi_unlikely(mi_live_enabled())) _mi_live_publish(heap->tld, false);   /* MIMALLOC_LIVE */
+    if (mi_unlikely(_mi_prof_interval != 0)) _mi_prof_periodic();   /* MIMALLOC_PROFILE_INTERVAL */
   }
 
   mi_page_t* page = _mi_page_find(heap, psize, huge_alignment, align_offset);

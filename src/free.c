@@ -17,7 +17,7 @@ mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p) {
 }
 
 /* Free by the owning thread into a page that needs attention (full, or empty afterwards, or
-   counted by the live view: MI_PAGE_LIVE_COUNT). */
+   with MI_PAGE_FREE_HOOK: counted by the live view, or holding profiler samples). */
 static void mi_free_block_local(mi_page_t* page, mi_block_t* block) {
   mi_live_count_freed(page, 1);
   mi_page_push_owner_free(page, block);
@@ -131,6 +131,14 @@ void _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) {
   if (!mi_secure_free_plain(page, p) && !_mi_secure_free_check(page, p, owner == _mi_thread_id())) return;
 #endif
   mi_block_t* block = (mi_page_has_aligned(page) ? _mi_page_ptr_unalign(page, p) : (mi_block_t*)p);
+#if MI_PROF_AVAILABLE
+  if (mi_unlikely(mi_atomic_load_relaxed(&page->prof_samples) != 0)) {   /* before the block can be handed out again */
+    _mi_prof_freed(page, block);
+    if (owner == _mi_thread_id() && mi_atomic_load_relaxed(&page->prof_samples) == 0 && !mi_live_enabled()) {
+      mi_page_flag_set(page, MI_PAGE_FREE_HOOK, false);   /* its last sample: frees take the fast path again */
+    }
+  }
+#endif
   if (owner == _mi_thread_id()) mi_free_block_local(page, block);
   else if (owner == 0 && _mi_segment_reclaim_on_free(page)) {
     /* adopted: the page is ours now (mi_free took the block for a foreign one and did not

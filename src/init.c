@@ -253,7 +253,7 @@ static void mi_process_init_env(void) {
   if (mi_option_is_enabled(mi_option_verbose)) mi_options_print();
   _mi_arenas_init_reserve();   /* MIMALLOC_RESERVE_HUGE_OS_PAGES(_AT), MIMALLOC_RESERVE_OS_MEMORY */
   _mi_live_init();             /* MIMALLOC_LIVE */
-  _mi_prof_init_env();         /* MIMALLOC_PROFILE_RATE (prototype, prof.c) */
+  _mi_prof_init_env();         /* MIMALLOC_PROFILE (prof-samples.c) */
 }
 
 bool _mi_is_main_thread(void) {
@@ -273,7 +273,7 @@ void mi_process_done(void) mi_attr_noexcept {
   }
   if (_mi_env_flag("MIMALLOC_SHOW_LEAKS")) _mi_leaks_report();
   _mi_stats_at_exit();
-  _mi_prof_report();
+  _mi_prof_process_done();    /* MIMALLOC_PROFILE: the profile at exit */
   _mi_live_done();
   _mi_verbose_message("process done: elapsed %lld ms\n", (long long)_mi_process_elapsed());
 }
@@ -326,7 +326,6 @@ void _mi_thread_done(mi_heap_t* heap) {
     h = next;
   }
   _mi_heap_collect_abandon(backing);
-  _mi_prof_thread_done(tld);
   if (backing->prof != NULL) _mi_prof_heap_done(backing);
   _mi_stats_merge_thread(tld);   /* after abandoning: the blocks left moved to the totals */
   mi_os_stat_decrease(threads, 1);
@@ -411,6 +410,7 @@ void mi_subproc_delete(mi_subproc_id_t subproc_id) {
    mi_abandoned_visit_blocks holds a lock would deadlock; visitors must not fork.) */
 static void mi_fork_prepare(void) {
   _mi_purger_fork_prepare();   /* first: a pass may take locks */
+  _mi_prof_fork_prepare();
   mi_lock_acquire(&mi_subprocs_lock);
   for (mi_subproc_t* sp = &_mi_subproc_main; sp != NULL; sp = sp->next) {
     mi_lock_acquire(&sp->lock);
@@ -423,6 +423,7 @@ static void mi_fork_parent(void) {
   }
   mi_lock_release(&mi_subprocs_lock);
   _mi_purger_fork_parent();
+  _mi_prof_fork_parent();
 }
 
 /* In the child only the forking thread exists, and it holds every lock (mi_fork_prepare): it
@@ -433,6 +434,7 @@ static void mi_fork_child(void) {
     mi_lock_release(&sp->lock);
   }
   mi_lock_release(&mi_subprocs_lock);
+  _mi_prof_fork_child();
   mi_heap_t* heap = mi_prim_get_default_heap();
   _mi_live_fork_child(mi_heap_is_initialized(heap) ? heap->tld : NULL);
   _mi_heap_after_fork_child(heap);

@@ -17,7 +17,7 @@
    0 is free. Untouched slots cost no memory (tmpfs pages are allocated on first write).
 
    Allocations and frees per thread, with nothing counted on the fast paths. Pages carry the
-   flag MI_PAGE_LIVE_COUNT while the option is on (set at page set-up, at reclaim, and on a
+   flag MI_PAGE_FREE_HOOK while the option is on (set at page set-up, at reclaim, and on a
    thread's existing pages at its first publication), which sends every free of their blocks
    off the free fast path to the generic one, where the owner's frees are counted; other
    threads' frees are counted when the owner collects them. Allocations then follow from
@@ -200,7 +200,7 @@ void _mi_live_page_move(mi_page_t* page, mi_tld_t* from, mi_tld_t* to) {
   if (from != NULL) from->live_used_in -= (int64_t)page->used;
   if (to != NULL) {
     to->live_used_in += (int64_t)page->used;
-    mi_page_flag_set(page, MI_PAGE_LIVE_COUNT, true);   /* the caller owns it now */
+    mi_page_flag_set(page, MI_PAGE_FREE_HOOK, true);   /* the caller owns it now */
   }
 }
 
@@ -231,7 +231,7 @@ void _mi_live_publish(mi_tld_t* tld, bool force) {
         pages++;
         blocks[bin] += page->used;
         bytes[bin] += (int64_t)page->used * (int64_t)page->block_size;
-        if (counting_starts) mi_page_flag_set(page, MI_PAGE_LIVE_COUNT, true);
+        if (counting_starts) mi_page_flag_set(page, MI_PAGE_FREE_HOOK, true);
       }
     }
   }

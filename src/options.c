@@ -340,7 +340,7 @@ static void mi_option_init(mi_option_desc_t* desc) {
 --------------------------------------------------------------------------------------- */
 static const char* mi_env_extra_names[] = {   /* settings read outside the option table */
   "SHOW_LEAKS", "STATS_JSON", "STATS_LAYOUT", "DISABLE_REDIRECT",
-  "PROFILE_RATE", "PROFILE_REPORT",   /* src/prof.c (prototype) */
+  "PROFILE", "PROFILE_RATE", "PROFILE_MAX", "PROFILE_DEPTH", "PROFILE_INTERVAL",   /* src/prof-samples.c */
 #if MI_FAIL_INJECT
   "TEST_FAIL",   /* src/prim/failinject.c (test builds) */
 #endif

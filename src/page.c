@@ -412,7 +412,7 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
     mi_block_set_next(page, page->free, NULL);
     page->free_is_zero = page->is_zero_init;
     mi_atomic_store_release(&page->xthread_free, mi_tf_make_empty(MI_USE_DELAYED_FREE));
-    if (mi_unlikely(mi_live_enabled())) mi_page_flag_set(page, MI_PAGE_LIVE_COUNT, true);
+    if (mi_unlikely(mi_live_enabled())) mi_page_flag_set(page, MI_PAGE_FREE_HOOK, true);
     mi_os_stat_increase(page_committed, page->block_size);
     if (MI_STAT > 1) mi_os_stat_increase(page_bins[MI_BIN_HUGE_INTERNAL], 1);
     return;
@@ -438,7 +438,7 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
   page->free = NULL;
   page->local_free = NULL;
   mi_page_flags_clear(page);
-  if (mi_unlikely(mi_live_enabled())) mi_page_flag_set(page, MI_PAGE_LIVE_COUNT, true);   /* live.c */
+  if (mi_unlikely(mi_live_enabled())) mi_page_flag_set(page, MI_PAGE_FREE_HOOK, true);   /* live.c */
   page->retire_expire = 0;
   mi_atomic_store_release(&page->xthread_free, mi_tf_make_empty(MI_NO_DELAYED_FREE));
   mi_page_extend_free(page);

@@ -482,15 +482,30 @@ bool       _mi_thread_validate(const mi_heap_t* heap);         /* all of the abo
 /* ------------------------------------------------------------------------------------------
    random.c
 ------------------------------------------------------------------------------------------ */
-/* prof.c: PROTOTYPE of the sampling profiler's lease (docs/profiler-plan.md section 1) */
+/* prof.c: the sampling profiler's hook (off unless MIMALLOC_PROFILE or mi_profile_start) */
+#if defined(__linux__) && MI_SECURE == 0 && MI_DEBUG == 0 && MI_PADDING == 0 && MI_TRACK_ENABLED == 0 && MI_GUARDED == 0
+#define MI_PROF_AVAILABLE 1   /* release builds on Linux (prof.c says why) */
+#else
+#define MI_PROF_AVAILABLE 0
+#endif
 extern size_t _mi_prof_rate;   /* bytes between samples on average; 0: off */
-void       _mi_prof_init_env(void);
-void       _mi_prof_heap_init(mi_heap_t* heap);
-void       _mi_prof_heap_done(mi_heap_t* heap);
-void       _mi_prof_return_all(mi_heap_t* heap);
-void       _mi_prof_thread_done(mi_tld_t* tld);
-void       _mi_prof_report(void);
+void       _mi_prof_heap_init(mi_heap_t* heap);     /* the heap's proxies, if the profiler is on */
+void       _mi_prof_heap_done(mi_heap_t* heap);     /* leases back, proxies gone */
+void       _mi_prof_thread_start(mi_tld_t* tld);    /* _mi_prof_heap_init for the thread's heaps */
+void       _mi_prof_return_all(mi_heap_t* heap);    /* every lease back to its page */
 void*      _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset);
+double     _mi_prof_probability(double x);          /* 1 - exp(-x) */
+/* prof-samples.c: the samples, their stacks, the dumps */
+void       _mi_prof_init_env(void);                 /* MIMALLOC_PROFILE*, at process start */
+void       _mi_prof_record(void* p, size_t size);   /* p (size bytes) was sampled; owner thread */
+void       _mi_prof_freed(mi_page_t* page, mi_block_t* block);   /* a free into a page with samples */
+void       _mi_prof_page_gone(mi_page_t* page);     /* the page is released with samples in it */
+void       _mi_prof_periodic(void);                 /* MIMALLOC_PROFILE_INTERVAL: a dump if due */
+void       _mi_prof_process_done(void);             /* the dump at exit */
+void       _mi_prof_fork_prepare(void);
+void       _mi_prof_fork_parent(void);
+void       _mi_prof_fork_child(void);
+extern mi_msecs_t _mi_prof_interval;                /* ms between periodic dumps; 0: none */
 uintptr_t  _mi_random_next(void);     /* process-wide, thread-safe, not for cryptography */
 uintptr_t  _mi_random_shuffle(uintptr_t x);
 

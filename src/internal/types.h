@@ -282,7 +282,9 @@ typedef enum mi_delayed_e {
    them; other threads read has_aligned (usable_size of a block they hold). */
 #define MI_PAGE_IN_FULL      ((uintptr_t)0x01)   /* page is in the heap's MI_BIN_FULL queue */
 #define MI_PAGE_HAS_ALIGNED  ((uintptr_t)0x02)   /* a block was handed out at an interior pointer */
-#define MI_PAGE_LIVE_COUNT   ((uintptr_t)0x04)   /* MIMALLOC_LIVE: frees take the generic path, which counts them */
+#define MI_PAGE_FREE_HOOK    ((uintptr_t)0x04)   /* frees take the generic path: the live view
+                                                    (MIMALLOC_LIVE) counts them, the profiler
+                                                    looks for its sampled blocks (prof_samples) */
 #define MI_PAGE_FLAGS_MASK   ((uintptr_t)0x07)   /* thread ids are at least 8-byte aligned */
 
 /* A page holds blocks of a single size in [page_start, page_start + reserved*block_size).
@@ -396,6 +398,10 @@ typedef struct mi_page_s {
                                          list of its bin (abandoned page) */
 #endif
   struct mi_page_s*  prev;
+  _Atomic(uint32_t)  prof_samples;    /* blocks of the page sampled by the profiler and not
+                                         freed (prof-samples.c; changed under its lock): while
+                                         not 0 the page has MI_PAGE_FREE_HOOK, so their frees
+                                         reach the profiler (_mi_free_generic) */
 } mi_page_t;
 _Static_assert(sizeof(void*) != 8 || sizeof(mi_page_t) == MI_PAGE_DESC_ALIGN, "page descriptors are 128 bytes");
 
@@ -583,7 +589,7 @@ typedef struct mi_tld_s {
   int64_t             live_bin_peak[MI_BIN_HUGE_INTERNAL + 1];
   /* allocations and frees (live.c has the derivation): */
   int64_t             live_freed;     /* blocks of this thread's pages freed (counted where the
-                                         frees of pages with MI_PAGE_LIVE_COUNT go) */
+                                         frees of pages with MI_PAGE_FREE_HOOK go) */
   int64_t             live_used_in;   /* blocks in use of pages that came from other threads */
   bool                live_exact;     /* counting since the thread's start (else from its first
                                          publication: the base below) */
@@ -594,6 +600,9 @@ typedef struct mi_tld_s {
    Invariants:
      pages_free_direct[w] == pages[bin(w*8)].first, or &_mi_page_empty if that queue is empty
        (w <= MI_SMALL_WSIZE_MAX; the last entry is always &_mi_page_empty);
+     pages_medium_direct[b] == pages[b].first for medium bins b;
+     with the profiler on (prof != NULL) both tables point at the heap's proxy pages instead,
+       whose free lists are leased from pages[b].first (prof.c has the lease's invariants);
      every page in pages[b] has xheap == this heap, and MI_PAGE_IN_FULL set iff b == MI_BIN_FULL;
      the queues are doubly linked (first->prev == NULL, each page->next->prev == page, last);
      every page in pages[b] (b < MI_BIN_HUGE_INTERNAL) has block_size == _mi_bin_size(b);
@@ -624,11 +633,11 @@ struct mi_heap_s {
   size_t                guarded_size_max;
   bool                  guarded_used;          /* a guarded block came from here: no destroy */
 #endif
-  /* PROTOTYPE (prof.c, docs/profiler-plan.md section 1): the first page of each medium bin,
-     read by the medium fast path (alloc.c) instead of pages[bin].first; with the profiler on
-     it points at the bin's proxy page, like pages_free_direct for small bins */
+  /* The first page of each medium bin, read by the medium fast path (alloc.c) instead of
+     pages[bin].first; with the profiler on it points at the bin's proxy page (prof.c), as
+     pages_free_direct does for small bins. */
   mi_page_t*            pages_medium_direct[MI_BIN_HUGE_INTERNAL];
-  struct mi_prof_s*     prof;              /* NULL: profiler off for this heap */
+  struct mi_prof_s*     prof;              /* the sampling profiler's state (prof.c); NULL: off */
 };
 
 /* Per-thread memory: the backing heap and its tld are allocated together from the OS. */
