@@ -217,7 +217,7 @@ void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool 
 #if MI_GUARDED > 0
   _mi_heap_guarded_init(heap);
 #endif
-  if (mi_unlikely(_mi_prof_rate != 0)) _mi_prof_heap_init(heap);
+  if (mi_unlikely(mi_prof_rate() != 0)) _mi_prof_heap_init(heap);
   /* link into the thread's heaps */
   if (tld->heaps != heap) {
     heap->next = tld->heaps;

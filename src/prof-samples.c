@@ -61,7 +61,6 @@ typedef struct mi_prof_store_s {
   size_t           depth;          /* frames kept, 1 .. MI_PROF_DEPTH_MAX */
   uintptr_t        ours_lo, ours_hi;   /* our code: frames to skip at the top of a stack */
   char             path[MI_PROF_PATH_MAX];   /* MIMALLOC_PROFILE; "" if not set */
-  mi_msecs_t       next_dump;
   uint32_t         dump_seq;
 } mi_prof_store_t;
 
@@ -69,6 +68,7 @@ static mi_prof_store_t     mi_prof;
 static mi_lock_t           mi_prof_lock = MI_LOCK_INIT;
 static _Atomic(uintptr_t)  mi_prof_holder;   /* thread id holding mi_prof_lock, or 0 */
 static _Atomic(uintptr_t)  mi_prof_dumping;  /* a periodic dump is being written */
+static _Atomic(int64_t)    mi_prof_next_dump;   /* time of the next periodic dump */
 mi_msecs_t                 _mi_prof_interval = 0;
 
 static bool mi_prof_lock_enter(void) {
@@ -216,11 +216,11 @@ static uintptr_t mi_prof_block_start(const mi_page_t* page, const void* p) {
 }
 
 void _mi_prof_record(void* p, size_t size) {
-  if (p == NULL || _mi_prof_rate == 0) return;
+  if (p == NULL || mi_prof_rate() == 0) return;
   uintptr_t pcs[MI_PROF_DEPTH_MAX];
   const size_t n = mi_prof_capture(pcs, mi_prof.depth);
   if (n == 0) return;
-  const double prob = _mi_prof_probability((double)size / (double)_mi_prof_rate);
+  const double prob = _mi_prof_probability((double)size / (double)mi_prof_rate());
   const double objects = 1.0 / prob;
   const double bytes = (double)size / prob;
   mi_page_t* const page = _mi_ptr_page(p);
@@ -329,10 +329,10 @@ static bool mi_prof_store_init(size_t max_mib, size_t depth) {
 static bool mi_prof_start(size_t rate, size_t max_mib, size_t depth) {
   static _Atomic(uintptr_t) starting;
   uintptr_t expected = 0;
-  if (_mi_prof_rate != 0) return true;   /* already on (its rate stays) */
+  if (mi_prof_rate() != 0) return true;   /* already on (its rate stays) */
   if (!mi_atomic_cas_strong_acq_rel(&starting, &expected, (uintptr_t)1)) {
     while (mi_atomic_load_acquire(&starting) == 1) mi_atomic_yield();
-    return (_mi_prof_rate != 0);
+    return (mi_prof_rate() != 0);
   }
   bool ok = mi_prof_store_init(max_mib, depth);
   if (ok) {
@@ -365,9 +365,9 @@ void _mi_prof_init_env(void) {
   if (!mi_prof_start(rate, max_mib, depth)) return;
   if (interval > 0) {
     _mi_prof_interval = (mi_msecs_t)interval * 1000;
-    mi_prof.next_dump = _mi_prim_clock_now() + _mi_prof_interval;
+    mi_atomic_store_relaxed(&mi_prof_next_dump, (int64_t)(_mi_prim_clock_now() + _mi_prof_interval));
   }
-  _mi_verbose_message("profiler: on, one sample per %zu bytes on average, writing %s\n", _mi_prof_rate, mi_prof.path);
+  _mi_verbose_message("profiler: on, one sample per %zu bytes on average, writing %s\n", mi_prof_rate(), mi_prof.path);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -411,7 +411,7 @@ static bool mi_prof_write_file(const char* base, const char* suffix, const mi_pr
 
 /* A copy of the store (OS memory, freed by the caller) and the four files of `base`. */
 static bool mi_prof_dump(const char* base, bool at_exit) {
-  if (_mi_prof_rate == 0 || mi_prof.sites == NULL) return false;
+  if (mi_prof_rate() == 0 || mi_prof.sites == NULL) return false;
   if (!mi_prof_lock_enter()) return false;
   const size_t count = mi_prof.site_count;
   const size_t copy_size = (count == 0 ? sizeof(mi_prof_site_t) : count * sizeof(mi_prof_site_t));
@@ -419,7 +419,7 @@ static bool mi_prof_dump(const char* base, bool at_exit) {
   mi_prof_site_t* const copy = (mi_prof_site_t*)_mi_os_alloc(copy_size, &is_zero);
   if (copy != NULL) memcpy(copy, mi_prof.sites, count * sizeof(mi_prof_site_t));
   mi_prof_profile_t prof = {
-    copy, count, _mi_prof_rate, mi_prof_now_nanos(CLOCK_REALTIME),
+    copy, count, mi_prof_rate(), mi_prof_now_nanos(CLOCK_REALTIME),
     mi_prof_now_nanos(CLOCK_MONOTONIC) - mi_prof.start_nanos, mi_prof.samples, mi_prof.dropped, at_exit
   };
   mi_prof_lock_leave();
@@ -435,11 +435,11 @@ static bool mi_prof_dump(const char* base, bool at_exit) {
 /* From the allocation slow path's periodic work: one thread writes <path>.<seq>.* when due. */
 void _mi_prof_periodic(void) {
   const mi_msecs_t now = _mi_prim_clock_now();
-  if (now < mi_prof.next_dump) return;
+  if (now < mi_atomic_load_relaxed(&mi_prof_next_dump)) return;
   uintptr_t expected = 0;
   if (!mi_atomic_cas_strong_acq_rel(&mi_prof_dumping, &expected, (uintptr_t)1)) return;
-  if (now >= mi_prof.next_dump) {
-    mi_prof.next_dump = now + _mi_prof_interval;
+  if (now >= mi_atomic_load_relaxed(&mi_prof_next_dump)) {
+    mi_atomic_store_relaxed(&mi_prof_next_dump, (int64_t)(now + _mi_prof_interval));
     char base[MI_PROF_PATH_MAX + 16];
     _mi_snprintf(base, sizeof(base), "%s.%04u", mi_prof.path, (unsigned)++mi_prof.dump_seq);
     mi_prof_dump(base, false);
@@ -448,7 +448,7 @@ void _mi_prof_periodic(void) {
 }
 
 void _mi_prof_process_done(void) {
-  if (_mi_prof_rate == 0 || mi_prof.path[0] == 0) return;
+  if (mi_prof_rate() == 0 || mi_prof.path[0] == 0) return;
   if (mi_prof_dump(mi_prof.path, true)) {
     char path[MI_PROF_PATH_MAX + 16];
     if (mi_prof_path(path, sizeof(path), mi_prof.path, ".pb")) _mi_verbose_message("profiler: wrote %s (and .txt, .inuse.folded, .alloc.folded)\n", path);
@@ -456,9 +456,10 @@ void _mi_prof_process_done(void) {
 }
 
 /* fork: the child must not inherit the lock held by a thread it does not have */
-void _mi_prof_fork_prepare(void) { if (_mi_prof_rate != 0) mi_lock_acquire(&mi_prof_lock); }
-void _mi_prof_fork_parent(void)  { if (_mi_prof_rate != 0) mi_lock_release(&mi_prof_lock); }
-void _mi_prof_fork_child(void)   { if (_mi_prof_rate != 0) mi_lock_release(&mi_prof_lock); }
+static bool mi_prof_fork_locked;   /* (the forking thread's, between prepare and parent or child) */
+void _mi_prof_fork_prepare(void) { mi_prof_fork_locked = (mi_prof_rate() != 0); if (mi_prof_fork_locked) mi_lock_acquire(&mi_prof_lock); }
+void _mi_prof_fork_parent(void)  { if (mi_prof_fork_locked) mi_lock_release(&mi_prof_lock); }
+void _mi_prof_fork_child(void)   { if (mi_prof_fork_locked) mi_lock_release(&mi_prof_lock); }
 
 #else  /* !MI_PROF_AVAILABLE */
 mi_msecs_t _mi_prof_interval = 0;

@@ -68,7 +68,7 @@ static double mi_prof_neg_ln(double u) {
 
 static int64_t mi_prof_draw(mi_prof_t* pr) {
   const double u = (double)((mi_prof_rand(pr) >> 11) + 1) * (1.0 / 9007199254740992.0);   /* (0,1] */
-  const double c = mi_prof_neg_ln(u) * (double)_mi_prof_rate;
+  const double c = mi_prof_neg_ln(u) * (double)mi_prof_rate();
   return (c >= 4e18 ? (int64_t)4e18 : (int64_t)c + 1);
 }
 
@@ -99,7 +99,7 @@ static _Atomic(mi_prof_t*) mi_prof_cache[MI_PROF_CACHE];
 
 void _mi_prof_heap_init(mi_heap_t* heap) {
 #if MI_PROF_AVAILABLE
-  if (heap->prof != NULL || heap->tld == NULL || _mi_prof_rate == 0) return;
+  if (heap->prof != NULL || heap->tld == NULL || mi_prof_rate() == 0) return;
   bool is_zero = false;
   mi_prof_t* pr = NULL;
   for (int i = 0; i < MI_PROF_CACHE && pr == NULL; i++) {

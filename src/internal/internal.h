@@ -488,7 +488,9 @@ bool       _mi_thread_validate(const mi_heap_t* heap);         /* all of the abo
 #else
 #define MI_PROF_AVAILABLE 0
 #endif
-extern size_t _mi_prof_rate;   /* bytes between samples on average; 0: off */
+extern size_t _mi_prof_rate;   /* bytes between samples on average; 0: off (set once, with a release
+                                  store after the profiler's store is ready) */
+static inline size_t mi_prof_rate(void) { return __atomic_load_n(&_mi_prof_rate, __ATOMIC_ACQUIRE); }
 void       _mi_prof_heap_init(mi_heap_t* heap);     /* the heap's proxies, if the profiler is on */
 void       _mi_prof_heap_done(mi_heap_t* heap);     /* leases back, proxies gone */
 void       _mi_prof_thread_start(mi_tld_t* tld);    /* _mi_prof_heap_init for the thread's heaps */

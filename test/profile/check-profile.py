@@ -105,9 +105,8 @@ def pprof_top(pprof, binary, pb, index):
 
 
 def close(est, true, what):
-    if true == 0:
-        if est != 0:
-            fail(f"{what}: {est} bytes estimated, none allocated")
+    if true <= 0:
+        fail(f"{what}: the program reported {true} bytes allocated")
         return
     err = abs(est - true) / true
     ok = err <= TOLERANCE

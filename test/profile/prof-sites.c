@@ -5,7 +5,9 @@
      alloc_ten     10%, main thread, never freed (the leak)
      alloc_in_heap blocks of a first-class heap that mi_heap_destroy releases without frees
    It prints "site <name> <bytes>" with the bytes each site allocated (usable sizes), so the
-   script can compare the profile's estimates with the truth.
+   script can compare the profile's estimates with the truth. It calls mi_malloc and mi_free,
+   or with PROF_SITES_MALLOC malloc and free (the library's override; not in sanitizer builds,
+   which intercept malloc).
    Modes:
      (none)   the profiler is switched on by MIMALLOC_PROFILE (or not: then mi_profile_dump
               must fail and no file appear)
@@ -14,11 +16,20 @@
               and exits (no deadlock, files from every process) */
 #include <mimalloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#if defined(PROF_SITES_MALLOC)
+#define ALLOC(n)  malloc(n)
+#define FREE(p)   free(p)
+#else
+#define ALLOC(n)  mi_malloc(n)
+#define FREE(p)   mi_free(p)
+#endif
 
 #define BLOCK 100          /* requested; the usable size is counted */
 #define N_SIXTY 600000
@@ -28,24 +39,24 @@
 
 static void* volatile sink;
 
-__attribute__((noinline)) void* alloc_sixty(size_t n) { void* p = malloc(n); memset(p, 1, 8); return p; }
-__attribute__((noinline)) void* alloc_thirty(size_t n) { void* p = malloc(n); memset(p, 2, 8); return p; }
-__attribute__((noinline)) void* alloc_ten(size_t n) { void* p = malloc(n); memset(p, 3, 8); return p; }
+__attribute__((noinline)) void* alloc_sixty(size_t n) { void* p = ALLOC(n); memset(p, 1, 8); return p; }
+__attribute__((noinline)) void* alloc_thirty(size_t n) { void* p = ALLOC(n); memset(p, 2, 8); return p; }
+__attribute__((noinline)) void* alloc_ten(size_t n) { void* p = ALLOC(n); memset(p, 3, 8); return p; }
 __attribute__((noinline)) void* alloc_in_heap(mi_heap_t* heap, size_t n) { void* p = mi_heap_malloc(heap, n); memset(p, 4, 8); return p; }
 
-static size_t usable(size_t n) { void* p = malloc(n); size_t u = mi_usable_size(p); free(p); return u; }
+static size_t usable(size_t n) { void* p = ALLOC(n); size_t u = mi_usable_size(p); FREE(p); return u; }
 
-static volatile int go = 0;
+static atomic_int go;
 static void* thirty_main(void* arg) {
   (void)arg;
-  while (!go) { void* p = alloc_thirty(BLOCK); free(p); }   /* --api: allocating before the start */
-  for (int i = 0; i < N_THIRTY; i++) { void* p = alloc_thirty(BLOCK); free(p); }
+  while (!go) { void* p = alloc_thirty(BLOCK); FREE(p); }   /* --api: allocating before the start */
+  for (int i = 0; i < N_THIRTY; i++) { void* p = alloc_thirty(BLOCK); FREE(p); }
   return NULL;
 }
 
 static void* churn_main(void* arg) {   /* --fork: samples while the main thread forks */
   (void)arg;
-  while (!go) { void* p = alloc_sixty(BLOCK * 50); free(p); }
+  while (!go) { void* p = alloc_sixty(BLOCK * 50); FREE(p); }
   return NULL;
 }
 
@@ -53,7 +64,7 @@ static int run_sites(void) {
   pthread_t t;
   go = 1;
   if (pthread_create(&t, NULL, thirty_main, NULL) != 0) return 1;
-  for (int i = 0; i < N_SIXTY; i++) { void* p = alloc_sixty(BLOCK); free(p); }
+  for (int i = 0; i < N_SIXTY; i++) { void* p = alloc_sixty(BLOCK); FREE(p); }
   static void* keep[N_TEN];
   for (int i = 0; i < N_TEN; i++) keep[i] = alloc_ten(BLOCK);
   sink = keep;
@@ -84,7 +95,7 @@ int main(int argc, char** argv) {
     usleep(20000);   /* the thread allocates before the profiler starts */
     if (!mi_profile_start(16384)) { fprintf(stderr, "mi_profile_start failed\n"); return 1; }
     go = 1;
-    for (int i = 0; i < N_SIXTY; i++) { void* p = alloc_sixty(BLOCK); free(p); }
+    for (int i = 0; i < N_SIXTY; i++) { void* p = alloc_sixty(BLOCK); FREE(p); }
     pthread_join(t, NULL);
     if (!mi_profile_dump(argv[2])) { fprintf(stderr, "mi_profile_dump failed\n"); return 1; }
     const size_t u = usable(BLOCK);
@@ -97,7 +108,7 @@ int main(int argc, char** argv) {
     if (pthread_create(&t, NULL, churn_main, NULL) != 0) return 1;
     int children = 0;
     for (int k = 0; k < 8; k++) {
-      for (int i = 0; i < 20000; i++) { void* p = alloc_sixty(BLOCK); free(p); }
+      for (int i = 0; i < 20000; i++) { void* p = alloc_sixty(BLOCK); FREE(p); }
       const pid_t pid = fork();
       if (pid < 0) { perror("fork"); return 1; }
       if (pid == 0) {
