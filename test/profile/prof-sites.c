@@ -47,10 +47,17 @@ __attribute__((noinline)) void* alloc_in_heap(mi_heap_t* heap, size_t n) { void*
 static size_t usable(size_t n) { void* p = ALLOC(n); size_t u = mi_usable_size(p); FREE(p); return u; }
 
 static atomic_int go;
+/* in batches of 10000 live blocks: pages run out, so the thread takes its allocation slow path
+   (where a thread that was running before mi_profile_start joins the profiler) */
+#define BATCH 10000
 static void* thirty_main(void* arg) {
   (void)arg;
-  while (!go) { void* p = alloc_thirty(BLOCK); FREE(p); }   /* --api: allocating before the start */
-  for (int i = 0; i < N_THIRTY; i++) { void* p = alloc_thirty(BLOCK); FREE(p); }
+  static void* batch[BATCH];
+  while (!go) { void* p = ALLOC(BLOCK); FREE(p); }   /* --api: allocating before the start */
+  for (int i = 0; i < N_THIRTY; i += BATCH) {
+    for (int j = 0; j < BATCH; j++) batch[j] = alloc_thirty(BLOCK);
+    for (int j = 0; j < BATCH; j++) FREE(batch[j]);
+  }
   return NULL;
 }
 
