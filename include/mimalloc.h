@@ -500,6 +500,9 @@ mi_decl_nodiscard mi_decl_export bool mi_is_redirected(void) mi_attr_noexcept;
 /* Collect the calling thread's default heap. */
 mi_decl_export void mi_collect(bool force) mi_attr_noexcept;
 
+/* Experimental: forced collect, then abandon segments beyond the target. */
+mi_decl_export void mi_collect_reduce(size_t target_thread_owned) mi_attr_noexcept;
+
 /* ---- Sampling heap profiler (this implementation; docs/profiler.md) -------
    Release builds on Linux; elsewhere both return false. MIMALLOC_PROFILE=path
    switches it on at start-up without a call. */
@@ -512,8 +515,6 @@ mi_decl_export bool mi_profile_start(size_t rate) mi_attr_noexcept;
    path.inuse.folded and path.alloc.folded (flame graphs); "%p" in path is the
    process id. True if all four were written. */
 mi_decl_export bool mi_profile_dump(const char* path) mi_attr_noexcept;
-/* Experimental: forced collect, then abandon segments beyond the target. */
-mi_decl_export void mi_collect_reduce(size_t target_thread_owned) mi_attr_noexcept;
 
 
 /* ---- Version ------------------------------------------------------------ */

@@ -120,7 +120,7 @@ static void mi_page_adopt(mi_page_t* page, mi_heap_t* heap) {
   mi_os_stat_decrease(pages_abandoned, 1);
   _mi_stat_page_transfer(page, NULL, tld);   /* before collecting: the collect decreases */
   if (mi_unlikely(mi_live_enabled())) _mi_live_page_move(page, NULL, tld);
-  else if (mi_unlikely((mi_page_flags(page) & MI_PAGE_FREE_HOOK) != 0) && mi_atomic_load_relaxed(&page->prof_samples) == 0) {
+  else if (mi_unlikely((mi_page_flags(page) & MI_PAGE_FREE_HOOK) != 0) && mi_page_prof_samples(page) == 0) {
     mi_page_flag_set(page, MI_PAGE_FREE_HOOK, false);   /* counted by a view now off (a fork child's parent) */
   }
   const bool huge = (_mi_page_segment(page)->page_kind == MI_PAGE_HUGE);

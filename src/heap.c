@@ -90,7 +90,7 @@ static bool mi_heap_page_fork_repair(mi_heap_t* heap, mi_page_queue_t* pq, mi_pa
   if (mi_tf_delayed(tfree) == MI_DELAYED_FREEING) {
     mi_atomic_store_relaxed(&page->xthread_free, mi_tf_set_delayed(tfree, MI_NO_DELAYED_FREE));
   }
-  if ((mi_page_flags(page) & MI_PAGE_FREE_HOOK) != 0 && mi_atomic_load_relaxed(&page->prof_samples) == 0) {
+  if ((mi_page_flags(page) & MI_PAGE_FREE_HOOK) != 0 && mi_page_prof_samples(page) == 0) {
     mi_page_flag_set(page, MI_PAGE_FREE_HOOK, false);   /* (a page with profiler samples keeps it) */
   }
   return true;

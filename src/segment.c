@@ -714,7 +714,7 @@ static uint8_t mi_thread_hash8(void) {
    state. */
 static bool mi_segment_page_clear(mi_segment_t* segment, mi_page_t* page, size_t* slots) {
   mi_assert_internal(page->segment_in_use && page->slot_count >= 1 && !page->abandoned_listed);
-  if (mi_unlikely(mi_atomic_load_relaxed(&page->prof_samples) != 0)) _mi_prof_page_gone(page);   /* mi_heap_destroy: blocks never freed */
+  if (mi_unlikely(mi_page_prof_samples(page) != 0)) _mi_prof_page_gone(page);   /* mi_heap_destroy: blocks never freed */
   const size_t count = page->slot_count;
   mi_os_stat_decrease(pages, 1);
   mi_os_stat_decrease(page_committed, (size_t)page->capacity * page->block_size);

@@ -755,6 +755,13 @@ static inline void mi_page_flag_set(mi_page_t* page, uintptr_t flag, bool on) { 
 static inline void mi_page_flags_clear(mi_page_t* page) {   /* owner only */
   mi_atomic_store_relaxed(&page->xthread_id, mi_atomic_load_relaxed(&page->xthread_id) & ~MI_PAGE_FLAGS_MASK);
 }
+static inline uint32_t mi_page_prof_samples(const mi_page_t* page) {   /* profiler samples in the page */
+#if MI_SECURE == 0
+  return mi_atomic_load_relaxed(&((mi_page_t*)page)->prof_samples);
+#else
+  (void)page; return 0;
+#endif
+}
 static inline bool mi_page_is_in_full(const mi_page_t* page) { return (mi_page_flags(page) & MI_PAGE_IN_FULL) != 0; }
 static inline void mi_page_set_in_full(mi_page_t* page, bool in_full) { mi_page_flag_set(page, MI_PAGE_IN_FULL, in_full); }
 static inline bool mi_page_has_aligned(const mi_page_t* page) { return (mi_page_flags(page) & MI_PAGE_HAS_ALIGNED) != 0; }
