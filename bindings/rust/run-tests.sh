@@ -19,7 +19,7 @@ run cargo test --manifest-path "$manifest" --workspace --exclude mimalloc-compat
 # each build variant of the C library: the feature checks and the global-allocator tests
 for features in override secure debug; do
   run cargo test --manifest-path "$manifest" -p mimalloc-compat --features "$features" \
-    --test build_features --test global_alloc --lib
+    --test build_features --test global_alloc --test profile --lib
 done
 # lints, default and all features (the benchmark crate too, in its default build)
 run cargo clippy --manifest-path "$manifest" --workspace --all-targets -- -D warnings

@@ -262,6 +262,18 @@ bool mi_is_redirected();
 void mi_collect(bool force);
 void mi_collect_reduce(size_t target_thread_owned);
 
+// ---- Sampling heap profiler (this implementation's): release builds on Linux; elsewhere
+// (also the secure and debug configurations) both return false. MIMALLOC_PROFILE=path
+// switches it on at start-up without a call.
+/// Samples about one allocation per `rate` bytes allocated (0: 512 KiB) with its call stack,
+/// on every thread from its next allocation. True if the profiler is on (a second call keeps
+/// the first rate).
+bool mi_profile_start(size_t rate);
+/// Writes the profile now: path.pb (pprof), path.txt (top call sites), path.inuse.folded and
+/// path.alloc.folded (flame graphs); "%p" in `path` is the process id. True if all four were
+/// written.
+bool mi_profile_dump(const(char)* path);
+
 // ---- Version
 int mi_version();
 

@@ -8,9 +8,11 @@ $(UL
   $(LI `mimalloc.allocator`: `Mimallocator` and `MiHeapAllocator` for
        `std.experimental.allocator`, and `MiGCScannedAllocator` / `addGCRange` helpers for
        memory that holds pointers to GC objects.)
+  $(LI `mimalloc.profile`: the sampling heap profiler, `profileStart` and `profileDump`.)
 )
 */
 module mimalloc;
 
 public import mimalloc.capi;
 public import mimalloc.allocator;
+public import mimalloc.profile;

@@ -623,6 +623,49 @@ unittest // the C++ helpers (only their success paths: failure aborts without a 
     assert(c!"mi_new_nothrow"(size_t.max / 2) is null);
 }
 
+unittest // the sampling heap profiler, in a child process (once on it stays on)
+{
+    import std.conv : to;
+    import std.path : buildPath;
+    import std.string : toStringz;
+    import mimalloc_tests.profile : checkDump, freshDir, inChildProcess, profilerAvailable;
+
+    const dir = freshDir("everyfunction");
+    scope (exit)
+    {
+        import std.file : rmdirRecurse;
+        rmdirRecurse(dir);
+    }
+    const base = buildPath(dir, "prof");
+    const pattern = buildPath(dir, "pid-%p");
+    const child = inChildProcess({
+        assert(!c!"mi_profile_dump"(base.toStringz), "a dump before the profiler is on");
+        assert(c!"mi_profile_start"(4096) == profilerAvailable);
+        assert(c!"mi_profile_start"(0) == profilerAvailable); // stays on, with the first rate
+        // a few MB: small, medium and large blocks, one in four kept until after the dump
+        void*[1000] kept;
+        foreach (i; 0 .. 4000)
+        {
+            const size = [24, 200, 3000, 40_000][i % 4];
+            auto p = c!"mi_malloc"(size);
+            memset(p, i & 0xFF, size);
+            if (i % 4 == 0)
+                kept[i / 4] = p;
+            else
+                c!"mi_free"(p);
+        }
+        assert(c!"mi_profile_dump"(base.toStringz) == profilerAvailable);
+        assert(c!"mi_profile_dump"(pattern.toStringz) == profilerAvailable);
+        assert(!c!"mi_profile_dump"(null) && !c!"mi_profile_dump"(""));
+        foreach (p; kept)
+            c!"mi_free"(p);
+    });
+    checkDump(base);
+    checkDump(buildPath(dir, "pid-" ~ child.to!string));
+    called["mi_profile_start"] = true; // recorded in the child's memory only
+    called["mi_profile_dump"] = true;
+}
+
 unittest // keep last: every declared function was called by the tests above
 {
     string[] missing;

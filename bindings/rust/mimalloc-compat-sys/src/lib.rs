@@ -475,6 +475,16 @@ extern "C" {
     pub fn mi_collect(force: bool);
     pub fn mi_collect_reduce(target_thread_owned: usize);
 
+    // ---- Sampling heap profiler (this implementation's): release builds on Linux, elsewhere both return false
+    /// Samples about one allocation per `rate` bytes allocated (0: 512 KiB) with its call
+    /// stack, on every thread from its next allocation; true if the profiler is on (a second
+    /// call keeps the first rate). `MIMALLOC_PROFILE=path` switches it on at start-up.
+    pub fn mi_profile_start(rate: usize) -> bool;
+    /// Writes the profile now: `path.pb` (pprof), `path.txt` (top call sites),
+    /// `path.inuse.folded` and `path.alloc.folded` (flame graphs); `%p` in `path` is the
+    /// process id. True if all four files were written.
+    pub fn mi_profile_dump(path: *const c_char) -> bool;
+
     // ---- Version
     pub fn mi_version() -> c_int;
 

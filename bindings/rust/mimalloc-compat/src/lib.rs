@@ -22,7 +22,7 @@
 //! ```
 //!
 //! Beyond the global allocator: first-class [`Heap`]s, [`MiOption`]s, statistics
-//! ([`stats`]), and the raw bindings as [`ffi`].
+//! ([`stats`]), the sampling heap profiler ([`profile`]), and the raw bindings as [`ffi`].
 #![warn(missing_docs)]
 
 use core::alloc::{GlobalAlloc, Layout};
@@ -32,6 +32,7 @@ pub use mimalloc_compat_sys as ffi;
 
 mod heap;
 pub mod options;
+pub mod profile;
 pub mod stats;
 
 pub use heap::{Heap, HeapArea};
