@@ -25,7 +25,6 @@
 #include "prim/prim.h"
 
 #if MI_PROF_AVAILABLE
-#include <unwind.h>
 #include <link.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -84,32 +83,8 @@ static void mi_prof_lock_leave(void) {
 }
 
 /* ------------------------------------------------------------------------------------------
-   Stacks: libgcc's unwinder (works without frame pointers, from .eh_frame; with glibc 2.35 or
-   later it finds the unwind tables with _dl_find_object: no lock, no allocation)
+   Stacks (prof-stack.c)
 ------------------------------------------------------------------------------------------ */
-typedef struct mi_prof_unwind_s {
-  uintptr_t*  pcs;
-  size_t      n;
-  size_t      max;
-  uintptr_t   last_ours;
-} mi_prof_unwind_t;
-
-static _Unwind_Reason_Code mi_prof_unwind_step(struct _Unwind_Context* ctx, void* arg) {
-  mi_prof_unwind_t* const u = (mi_prof_unwind_t*)arg;
-  const uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
-  if (ip == 0) return _URC_END_OF_STACK;
-  if (u->n == 0 && ip >= mi_prof.ours_lo && ip < mi_prof.ours_hi) { u->last_ours = ip; return _URC_NO_REASON; }
-  u->pcs[u->n++] = ip;
-  return (u->n >= u->max ? _URC_END_OF_STACK : _URC_NO_REASON);
-}
-
-static size_t mi_prof_capture(uintptr_t* pcs, size_t max) {
-  mi_prof_unwind_t u = { pcs, 0, max, 0 };
-  _Unwind_Backtrace(&mi_prof_unwind_step, &u);
-  if (u.n == 0 && u.last_ours != 0) { pcs[0] = u.last_ours; u.n = 1; }   /* only our frames (a call of ours) */
-  return u.n;
-}
-
 /* Our code's range, whose frames are skipped at the top of a stack. As the shared library
    (libmimalloc*.so: a module of its own), its executable segments: every function of it, cold
    parts included. Linked into a program or another library, static.c's unit between
@@ -217,15 +192,15 @@ static uintptr_t mi_prof_block_start(const mi_page_t* page, const void* p) {
 
 void _mi_prof_record(void* p, size_t size) {
   if (p == NULL || mi_prof_rate() == 0) return;
-  uintptr_t pcs[MI_PROF_DEPTH_MAX];
-  const size_t n = mi_prof_capture(pcs, mi_prof.depth);
-  if (n == 0) return;
   const double prob = _mi_prof_probability((double)size / (double)mi_prof_rate());
   const double objects = 1.0 / prob;
   const double bytes = (double)size / prob;
   mi_page_t* const page = _mi_ptr_page(p);
   const uintptr_t block = mi_prof_block_start(page, p);
   if (!mi_prof_lock_enter()) return;
+  uintptr_t pcs[MI_PROF_DEPTH_MAX];
+  const size_t n = _mi_prof_backtrace(pcs, mi_prof.depth, mi_prof.ours_lo, mi_prof.ours_hi);   /* (its cache is under the lock) */
+  if (n == 0) { mi_prof_lock_leave(); return; }
   mi_prof.samples++;
   const size_t s = mi_prof_site_find_add(pcs, n);
   if (s == SIZE_MAX || mi_prof.live_count + 1 > (mi_prof.live_mask + 1) / 4 * 3) {
@@ -355,7 +330,12 @@ static size_t mi_prof_env_size(const char* name, size_t def) {
 
 void _mi_prof_init_env(void) {
   char path[MI_PROF_PATH_MAX];
-  const bool has_path = _mi_prim_getenv("MIMALLOC_PROFILE", path, sizeof(path)) && path[0] != 0;
+  bool has_path = _mi_prim_getenv("MIMALLOC_PROFILE", path, sizeof(path)) && path[0] != 0;
+#if defined(MI_PROF_BENCH_PATH)
+  /* benchmark builds only (docs/profiler.md, "Cost"): on without the variable, which bench.py
+     removes from the environment of the programs it compares */
+  if (!has_path) { memcpy(path, MI_PROF_BENCH_PATH, sizeof(MI_PROF_BENCH_PATH)); has_path = true; }
+#endif
   if (!has_path) return;
   memcpy(mi_prof.path, path, sizeof(mi_prof.path));   /* (NUL-terminated by getenv) */
   const size_t rate = mi_prof_env_size("MIMALLOC_PROFILE_RATE", MI_PROF_DEFAULT_RATE);

@@ -33,6 +33,7 @@ void _mi_text_begin(void) { }
 #include "posix.c"
 #include "prof.c"
 #include "prof-samples.c"
+#include "prof-stack.c"
 #include "prof-write.c"
 #include "purger.c"
 #include "random.c"
