@@ -32,6 +32,7 @@ void _mi_text_begin(void) { }
 #include "page.c"
 #include "posix.c"
 #include "prof.c"
+#include "prof-write.c"
 #include "purger.c"
 #include "random.c"
 #include "secure.c"
