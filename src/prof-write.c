@@ -728,6 +728,8 @@ static void mi_pw_human(char* buf, size_t size, int64_t bytes) {
   _mi_snprintf(buf, size, "%s%lld.%lld %s", (tenths < 0 ? "-" : ""), (long long)(mag / 10), (long long)(mag % 10), units[u]);
 }
 
+/* "#k name+0xoff (file)"; a frame no symbol holds shows its return address as captured (the
+   text and folded writers agree on that). */
 static void mi_pw_text_frame(mi_pw_buf_t* b, mi_pw_maps_t* ms, size_t k, uintptr_t pc) {
   const mi_pw_frame_t fr = mi_pw_symbolize(ms, pc);
   if (fr.name != NULL) mi_pw_printf(b, "    #%zu %s+0x%zx (%s)\n", k, fr.name, (size_t)fr.offset, mi_pw_basename(fr.path));
@@ -810,7 +812,7 @@ bool _mi_prof_write_folded(int fd, const mi_prof_profile_t* prof, bool inuse) {
   for (size_t s = 0; s < prof->count; s++) {
     const mi_prof_site_t* site = &prof->sites[s];
     const int64_t bytes = mi_pw_round_i64(inuse ? site->inuse_bytes : site->alloc_bytes);
-    if (bytes == 0) continue;
+    if (bytes <= 0) continue;
     const size_t depth = mi_pw_depth(site);
     for (size_t k = depth; k-- > 0; ) {   /* root first */
       const mi_pw_frame_t fr = mi_pw_symbolize(&ms, site->pcs[k]);
