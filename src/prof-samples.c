@@ -3,12 +3,14 @@
    which sampled blocks are still live, and the dumps (docs/profiler.md). prof.c decides which
    allocation is sampled; prof-write.c writes the copies this file makes.
 
-   Memory: one region from the OS, reserved when the profiler starts and never grown
-   (MIMALLOC_PROFILE_MAX MiB, default 64; pages are touched as they fill): the call sites
-   (mi_prof_site_t, with their stacks), an open-addressing index of the sites by stack hash, and
-   an open-addressing table of the live sampled blocks (address -> site, the values the sample
-   added). When either is full a sample is dropped (counted, reported in the profile, one
-   warning). Nothing here calls malloc.
+   Memory: at most MIMALLOC_PROFILE_MAX MiB (default 64) from the OS. 70% of it is reserved when
+   the profiler starts for the call sites (mi_prof_site_t, with their stacks), touched only as
+   they fill; the rest bounds two open-addressing tables, which start small and double when
+   3/4 full (hashed slots touch pages at random, so a table sized for the cap from the start
+   cost larson 35 MB of resident memory): the index of the sites by stack hash, and the live
+   sampled blocks (address -> site, the values the sample added). When the sites or the tables'
+   budget run out a sample is dropped (counted, reported in the profile, one warning). Nothing
+   here calls malloc.
 
    Locking: one lock over the store, taken by a sample (the allocating thread), by the free of a
    block of a page with samples (page->prof_samples != 0, any thread), when such a page is
@@ -51,8 +53,9 @@ typedef struct mi_prof_store_s {
   mi_prof_live_t*  live;
   size_t           live_mask;      /* live_mask + 1 slots, a power of 2 */
   size_t           live_count;     /* at most 3/4 of the slots */
-  uint8_t*         region;
+  uint8_t*         region;         /* the sites */
   size_t           region_size;
+  size_t           table_budget;   /* bytes the two tables may take together */
   uint64_t         samples;
   uint64_t         dropped;
   bool             warned_full;
@@ -129,13 +132,39 @@ static size_t mi_prof_live_slot(uintptr_t block) {
   return (size_t)(((uint64_t)block >> 4) * 0x9e3779b97f4a7c15ULL >> 20) & mi_prof.live_mask;
 }
 
-/* the site of this stack, added if new; SIZE_MAX when the table is full */
+/* A table of twice the slots (OS memory), its entries moved over; false if over the budget or
+   out of memory. */
+static bool mi_prof_site_index_grow(void) {
+  const size_t old_slots = mi_prof.site_index_mask + 1, slots = 2 * old_slots;
+  const size_t old_bytes = old_slots * sizeof(uint32_t), bytes = slots * sizeof(uint32_t);
+  const size_t live_bytes = (mi_prof.live_mask + 1) * sizeof(mi_prof_live_t);
+  if (bytes + live_bytes > mi_prof.table_budget) return false;
+  bool is_zero;
+  uint32_t* const index = (uint32_t*)_mi_os_alloc(bytes, &is_zero);
+  if (index == NULL) return false;
+  if (!is_zero) memset(index, 0, bytes);
+  for (size_t s = 0; s < mi_prof.site_count; s++) {
+    size_t i = (size_t)mi_prof.sites[s].hash & (slots - 1);
+    while (index[i] != 0) i = (i + 1) & (slots - 1);
+    index[i] = (uint32_t)(s + 1);
+  }
+  _mi_os_free(mi_prof.site_index, old_bytes);
+  mi_prof.site_index = index;
+  mi_prof.site_index_mask = slots - 1;
+  return true;
+}
+
+/* the site of this stack, added if new; SIZE_MAX when full */
 static size_t mi_prof_site_find_add(const uintptr_t* pcs, size_t n) {
   const uint64_t h = mi_prof_hash(pcs, n);
   for (size_t i = (size_t)h & mi_prof.site_index_mask; ; i = (i + 1) & mi_prof.site_index_mask) {
     const uint32_t x = mi_prof.site_index[i];
     if (x == 0) {
       if (mi_prof.site_count >= mi_prof.site_cap) return SIZE_MAX;
+      if ((mi_prof.site_count + 1) * 4 > (mi_prof.site_index_mask + 1) * 3) {
+        if (!mi_prof_site_index_grow()) return SIZE_MAX;
+        return mi_prof_site_find_add(pcs, n);   /* (once: the table has room now) */
+      }
       const size_t s = mi_prof.site_count++;
       mi_prof_site_t* const site = &mi_prof.sites[s];
       memset(site, 0, sizeof(*site) - sizeof(site->pcs));
@@ -148,6 +177,28 @@ static size_t mi_prof_site_find_add(const uintptr_t* pcs, size_t n) {
     const mi_prof_site_t* const site = &mi_prof.sites[x - 1];
     if (site->hash == h && site->depth == n && memcmp(site->pcs, pcs, n * sizeof(uintptr_t)) == 0) return x - 1;
   }
+}
+
+/* the live table with twice the slots; false if over the budget or out of memory */
+static bool mi_prof_live_grow(void) {
+  const size_t old_slots = mi_prof.live_mask + 1, slots = 2 * old_slots;
+  const size_t old_bytes = old_slots * sizeof(mi_prof_live_t), bytes = slots * sizeof(mi_prof_live_t);
+  if (bytes + (mi_prof.site_index_mask + 1) * sizeof(uint32_t) > mi_prof.table_budget) return false;
+  bool is_zero;
+  mi_prof_live_t* const live = (mi_prof_live_t*)_mi_os_alloc(bytes, &is_zero);
+  if (live == NULL) return false;
+  if (!is_zero) memset(live, 0, bytes);
+  mi_prof_live_t* const old = mi_prof.live;
+  mi_prof.live = live;
+  mi_prof.live_mask = slots - 1;
+  for (size_t j = 0; j < old_slots; j++) {
+    if (old[j].block == 0) continue;
+    size_t i = mi_prof_live_slot(old[j].block);
+    while (live[i].block != 0) i = (i + 1) & mi_prof.live_mask;
+    live[i] = old[j];
+  }
+  _mi_os_free(old, old_bytes);
+  return true;
 }
 
 /* remove slot i, shifting back the entries of its probe run (no tombstones) */
@@ -184,6 +235,15 @@ static void mi_prof_full_warning(void) {
 /* ------------------------------------------------------------------------------------------
    Samples and frees
 ------------------------------------------------------------------------------------------ */
+/* page->prof_samples: the count of the page's live samples in the low 16 bits (a page has
+   fewer blocks), a 16-bit filter of their addresses in the high ones (a bit per sampled block,
+   cleared when the count is back to 0): a free whose bit is clear is not of a sampled block
+   and does not take the lock. */
+#define MI_PROF_COUNT_MASK  0xFFFFu
+static uint32_t mi_prof_filter_bit(uintptr_t block) {
+  return (uint32_t)1 << (16 + (unsigned)((((uint64_t)block >> 4) * 0x9e3779b97f4a7c15ULL) >> 60));
+}
+
 static uintptr_t mi_prof_block_start(const mi_page_t* page, const void* p) {
   const uintptr_t start = (uintptr_t)mi_page_start(page);
   const size_t diff = (uintptr_t)p - start;
@@ -203,7 +263,7 @@ void _mi_prof_record(void* p, size_t size) {
   if (n == 0) { mi_prof_lock_leave(); return; }
   mi_prof.samples++;
   const size_t s = mi_prof_site_find_add(pcs, n);
-  if (s == SIZE_MAX || mi_prof.live_count + 1 > (mi_prof.live_mask + 1) / 4 * 3) {
+  if (s == SIZE_MAX || (mi_prof.live_count + 1 > (mi_prof.live_mask + 1) / 4 * 3 && !mi_prof_live_grow())) {
     mi_prof.dropped++;
     mi_prof_full_warning();
     mi_prof_lock_leave();
@@ -220,7 +280,7 @@ void _mi_prof_record(void* p, size_t size) {
   }
   else {
     mi_prof.live_count++;
-    mi_atomic_store_relaxed(&page->prof_samples, mi_atomic_load_relaxed(&page->prof_samples) + 1);
+    mi_atomic_store_relaxed(&page->prof_samples, (mi_atomic_load_relaxed(&page->prof_samples) + 1) | mi_prof_filter_bit(block));
   }
   mi_prof.live[i] = (mi_prof_live_t){ block, (uint32_t)s, 0, objects, bytes };
   site->inuse_objects += objects;
@@ -230,14 +290,16 @@ void _mi_prof_record(void* p, size_t size) {
 }
 
 void _mi_prof_freed(mi_page_t* page, mi_block_t* block) {
+  if ((mi_atomic_load_relaxed(&page->prof_samples) & mi_prof_filter_bit((uintptr_t)block)) == 0) return;   /* not sampled */
   if (!mi_prof_lock_enter()) return;
   if (mi_prof.live != NULL) {
     size_t i = mi_prof_live_slot((uintptr_t)block);
     while (mi_prof.live[i].block != 0 && mi_prof.live[i].block != (uintptr_t)block) i = (i + 1) & mi_prof.live_mask;
     if (mi_prof.live[i].block == (uintptr_t)block) {
       mi_prof_live_drop(i);
-      const uint32_t count = mi_atomic_load_relaxed(&page->prof_samples);
-      if (count > 0) mi_atomic_store_relaxed(&page->prof_samples, count - 1);
+      const uint32_t x = mi_atomic_load_relaxed(&page->prof_samples);
+      const uint32_t count = (x & MI_PROF_COUNT_MASK);
+      if (count > 0) mi_atomic_store_relaxed(&page->prof_samples, (count == 1 ? 0 : x - 1));
     }
   }
   mi_prof_lock_leave();
@@ -268,33 +330,36 @@ static int64_t mi_prof_now_nanos(int clock) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static size_t mi_prof_pow2_below(size_t x) {
-  size_t p = 1;
-  while (p * 2 <= x) p *= 2;
-  return p;
-}
+#define MI_PROF_SITE_INDEX_MIN  1024    /* slots of the tables at the start */
+#define MI_PROF_LIVE_MIN        4096
 
-/* The store, sized from max_mib: about 70% for sites (they hold stacks), the rest for their
-   index and the live table. */
+/* The store: 70% of max_mib for the sites (reserved, touched as they fill), the rest the
+   tables' budget. */
 static bool mi_prof_store_init(size_t max_mib, size_t depth) {
   if (max_mib < 1) max_mib = 1;
   const size_t size = max_mib * MI_MiB;
+  const size_t sites_size = size / 10 * 7;
   bool is_zero = false;
-  uint8_t* const region = (uint8_t*)_mi_os_alloc(size, &is_zero);
-  if (region == NULL) return false;
-  if (!is_zero) memset(region, 0, size);
-  const size_t site_cap = (size / 10 * 7) / sizeof(mi_prof_site_t);
-  const size_t index_slots = mi_prof_pow2_below(site_cap) * 2;
-  const size_t rest = size - site_cap * sizeof(mi_prof_site_t) - index_slots * sizeof(uint32_t);
-  const size_t live_slots = mi_prof_pow2_below(rest / sizeof(mi_prof_live_t));
+  uint8_t* const region = (uint8_t*)_mi_os_alloc(sites_size, &is_zero);
+  uint32_t* const index = (uint32_t*)_mi_os_alloc(MI_PROF_SITE_INDEX_MIN * sizeof(uint32_t), &is_zero);
+  mi_prof_live_t* const live = (mi_prof_live_t*)_mi_os_alloc(MI_PROF_LIVE_MIN * sizeof(mi_prof_live_t), &is_zero);
+  if (region == NULL || index == NULL || live == NULL) {
+    if (region != NULL) _mi_os_free(region, sites_size);
+    if (index != NULL) _mi_os_free(index, MI_PROF_SITE_INDEX_MIN * sizeof(uint32_t));
+    if (live != NULL) _mi_os_free(live, MI_PROF_LIVE_MIN * sizeof(mi_prof_live_t));
+    return false;
+  }
+  memset(index, 0, MI_PROF_SITE_INDEX_MIN * sizeof(uint32_t));   /* (small; OS memory is zero anyway) */
+  memset(live, 0, MI_PROF_LIVE_MIN * sizeof(mi_prof_live_t));
   mi_prof.region = region;
   mi_prof.region_size = size;
+  mi_prof.table_budget = size - sites_size;
   mi_prof.sites = (mi_prof_site_t*)region;
-  mi_prof.site_cap = site_cap;
-  mi_prof.site_index = (uint32_t*)(region + site_cap * sizeof(mi_prof_site_t));
-  mi_prof.site_index_mask = index_slots - 1;
-  mi_prof.live = (mi_prof_live_t*)((uint8_t*)mi_prof.site_index + index_slots * sizeof(uint32_t));
-  mi_prof.live_mask = live_slots - 1;
+  mi_prof.site_cap = sites_size / sizeof(mi_prof_site_t);
+  mi_prof.site_index = index;
+  mi_prof.site_index_mask = MI_PROF_SITE_INDEX_MIN - 1;
+  mi_prof.live = live;
+  mi_prof.live_mask = MI_PROF_LIVE_MIN - 1;
   mi_prof.depth = (depth < 1 ? 1 : (depth > MI_PROF_DEPTH_MAX ? MI_PROF_DEPTH_MAX : depth));
   mi_prof.start_nanos = mi_prof_now_nanos(CLOCK_MONOTONIC);
   mi_prof_init_ours();

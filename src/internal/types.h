@@ -400,8 +400,9 @@ typedef struct mi_page_s {
   struct mi_page_s*  prev;
 #if MI_SECURE == 0
   _Atomic(uint32_t)  prof_samples;    /* blocks of the page sampled by the profiler and not
-                                         freed (prof-samples.c; changed under its lock): while
-                                         not 0 the page has MI_PAGE_FREE_HOOK, so their frees
+                                         freed, with a filter of their addresses (prof-samples.c;
+                                         changed under its lock): while not 0 the page has
+                                         MI_PAGE_FREE_HOOK, so their frees
                                          reach the profiler (_mi_free_generic); read through
                                          mi_page_prof_samples (secure builds: no profiler, no
                                          room in the descriptor) */
