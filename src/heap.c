@@ -107,7 +107,11 @@ static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
   if (!mi_heap_is_initialized(heap)) return;
   mi_assert_expensive(_mi_heap_validate(heap));
   const bool force = (collect >= MI_FORCE);
-  if (mi_unlikely(heap->prof != NULL)) _mi_prof_return_all(heap);   /* leased blocks back on their pages */
+  if (mi_unlikely(heap->prof != NULL)) {
+    _mi_prof_return_all(heap);   /* leased blocks back on their pages */
+    mi_heap_t* const sampled = _mi_prof_sample_heap(heap);
+    if (sampled != NULL) mi_heap_collect_ex(sampled, collect);   /* its pages hold blocks of this heap */
+  }
   _mi_deferred_free(heap, force);
 #if MI_GUARDED > 0
   if (collect == MI_FORCE) _mi_guarded_quarantine_flush();   /* freed guarded objects, any thread's */
@@ -197,7 +201,8 @@ void mi_collect(bool force) mi_attr_noexcept {
 /* ---------------------------------------------------------------------------------------
    Creation
 --------------------------------------------------------------------------------------- */
-void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool allow_destroy, uint8_t tag) {
+/* The fields of a new heap; not linked into the thread's heaps, not profiled. */
+void _mi_heap_init_unlisted(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool allow_destroy, uint8_t tag) {
   memcpy(heap, &_mi_heap_empty, sizeof(*heap));
   heap->tld = tld;
   heap->thread_id = _mi_thread_id();
@@ -217,6 +222,10 @@ void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool 
 #if MI_GUARDED > 0
   _mi_heap_guarded_init(heap);
 #endif
+}
+
+void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool allow_destroy, uint8_t tag) {
+  _mi_heap_init_unlisted(heap, tld, arena_id, allow_destroy, tag);
   if (mi_unlikely(mi_prof_rate() != 0)) _mi_prof_heap_init(heap);
   /* link into the thread's heaps */
   if (tld->heaps != heap) {
@@ -314,9 +323,10 @@ void mi_heap_delete(mi_heap_t* heap) {
       if (target != heap && target->arena_id == heap->arena_id) break;
     }
   }
+  mi_heap_t* const sampled = _mi_prof_sample_heap(heap);
   if (heap->prof != NULL) _mi_prof_return_all(heap);
-  if (target != NULL) mi_heap_absorb(target, heap);
-  else _mi_heap_collect_abandon(heap);
+  if (target != NULL) { mi_heap_absorb(target, heap); mi_heap_absorb(target, sampled); }
+  else { _mi_heap_collect_abandon(heap); if (sampled != NULL) _mi_heap_collect_abandon(sampled); }
   mi_heap_free(heap);
 }
 
@@ -345,6 +355,18 @@ static bool mi_heap_page_destroy(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t
   return true;
 }
 
+/* Every page of the heap freed with its blocks. */
+static void mi_heap_destroy_pages(mi_heap_t* heap) {
+  if (heap == NULL) return;
+  mi_heap_visit_pages(heap, &mi_heap_page_never_delayed, NULL);
+#if MI_TRACK_ENABLED
+  _mi_heap_delayed_free_all(heap);   /* freed blocks back on their pages: not live for the tool */
+#endif
+  mi_atomic_store_release(&heap->thread_delayed_free, NULL);   /* those blocks die with the heap */
+  mi_heap_visit_pages(heap, &mi_heap_page_destroy, NULL);
+  mi_heap_reset_pages(heap);
+}
+
 void mi_heap_destroy(mi_heap_t* heap) {
   if (!mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_destroy")) return;
   if (!heap->allow_destroy) {
@@ -361,13 +383,8 @@ void mi_heap_destroy(mi_heap_t* heap) {
   }
 #endif
   if (heap->prof != NULL) _mi_prof_return_all(heap);
-  mi_heap_visit_pages(heap, &mi_heap_page_never_delayed, NULL);
-#if MI_TRACK_ENABLED
-  _mi_heap_delayed_free_all(heap);   /* freed blocks back on their pages: not live for the tool */
-#endif
-  mi_atomic_store_release(&heap->thread_delayed_free, NULL);   /* those blocks die with the heap */
-  mi_heap_visit_pages(heap, &mi_heap_page_destroy, NULL);
-  mi_heap_reset_pages(heap);
+  mi_heap_destroy_pages(heap);
+  mi_heap_destroy_pages(_mi_prof_sample_heap(heap));   /* the heap's sampled blocks */
   mi_heap_free(heap);
 }
 
@@ -399,7 +416,8 @@ bool mi_heap_contains_block(mi_heap_t* heap, const void* p) {
   if (!mi_heap_is_initialized(heap) || p == NULL) return false;
   mi_segment_t* segment = _mi_ptr_segment_checked(p);
   if (segment == NULL) return false;
-  return (mi_page_heap(_mi_segment_page_of(segment, p)) == heap);
+  const mi_heap_t* const owner = mi_page_heap(_mi_segment_page_of(segment, p));
+  return (owner == heap || (owner != NULL && owner == _mi_prof_sample_heap(heap)));
 }
 
 typedef struct mi_check_owned_s { const void* p; bool found; } mi_check_owned_t;
@@ -421,6 +439,8 @@ bool mi_heap_check_owned(mi_heap_t* heap, const void* p) {
   if (((uintptr_t)p & (sizeof(uintptr_t) - 1)) != 0) return false;
   mi_check_owned_t info = { p, false };
   mi_heap_visit_pages(heap, &mi_heap_page_check_owned, &info);
+  mi_heap_t* const sampled = _mi_prof_sample_heap(heap);
+  if (!info.found && sampled != NULL) mi_heap_visit_pages(sampled, &mi_heap_page_check_owned, &info);
   return info.found;
 }
 
@@ -476,20 +496,23 @@ typedef struct mi_visit_blocks_args_s {
   bool visit_blocks;
   mi_block_visit_fun* visitor;
   void* arg;
+  const mi_heap_t* heap;   /* the heap the visitor is told of (the profiler's sample heap is its heap's) */
 } mi_visit_blocks_args_t;
 
 static bool mi_heap_page_visit(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* vargs) {
-  (void)pq;
+  (void)heap; (void)pq;
   mi_visit_blocks_args_t* args = (mi_visit_blocks_args_t*)vargs;
   _mi_page_free_collect(page, true);
-  return _mi_heap_area_visit_blocks(heap, page, args->visit_blocks, args->visitor, args->arg);
+  return _mi_heap_area_visit_blocks(args->heap, page, args->visit_blocks, args->visitor, args->arg);
 }
 
 bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   if (visitor == NULL || !mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_visit_blocks")) return false;
-  mi_visit_blocks_args_t args = { visit_blocks, visitor, arg };
+  mi_visit_blocks_args_t args = { visit_blocks, visitor, arg, heap };
   if (heap->prof != NULL) _mi_prof_return_all((mi_heap_t*)heap);   /* leased blocks are not live */
-  return mi_heap_visit_pages((mi_heap_t*)heap, &mi_heap_page_visit, &args);
+  if (!mi_heap_visit_pages((mi_heap_t*)heap, &mi_heap_page_visit, &args)) return false;
+  mi_heap_t* const sampled = _mi_prof_sample_heap(heap);
+  return (sampled == NULL || mi_heap_visit_pages(sampled, &mi_heap_page_visit, &args));
 }
 
 bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {

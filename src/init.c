@@ -271,6 +271,9 @@ void mi_process_done(void) mi_attr_noexcept {
   if (mi_option_is_enabled(mi_option_destroy_on_exit)) {
     mi_collect(true);
   }
+  if (mi_unlikely(mi_prof_rate() != 0) && mi_heap_is_initialized(mi_prim_get_default_heap())) {
+    for (mi_heap_t* h = mi_prim_get_default_heap()->tld->heaps; h != NULL; h = h->next) _mi_prof_return_all(h);   /* leased blocks are not leaks */
+  }
   if (_mi_env_flag("MIMALLOC_SHOW_LEAKS")) _mi_leaks_report();
   _mi_stats_at_exit();
   _mi_prof_process_done();    /* MIMALLOC_PROFILE: the profile at exit */

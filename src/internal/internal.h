@@ -317,6 +317,7 @@ size_t     _mi_bin_size(size_t bin);
    heap.c
 ------------------------------------------------------------------------------------------ */
 void       _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool allow_destroy, uint8_t tag);
+void       _mi_heap_init_unlisted(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool allow_destroy, uint8_t tag);   /* no list, no profiler */
 void       _mi_heap_collect_abandon(mi_heap_t* heap);
 void       _mi_heap_fresh_page_taken(mi_heap_t* heap);   /* page.c, before a fresh page: every so often take other threads' frees into all pages */
 void       _mi_heap_collect_periodic(mi_heap_t* heap);   /* every ~100 ms of slow-path calls */
@@ -495,6 +496,7 @@ void       _mi_prof_heap_init(mi_heap_t* heap);     /* the heap's proxies, if th
 void       _mi_prof_heap_done(mi_heap_t* heap);     /* leases back, proxies gone */
 void       _mi_prof_thread_start(mi_tld_t* tld);    /* _mi_prof_heap_init for the thread's heaps */
 void       _mi_prof_return_all(mi_heap_t* heap);    /* every lease back to its page */
+mi_heap_t* _mi_prof_sample_heap(const mi_heap_t* heap); /* the heap's sampled blocks' heap, or NULL */
 void*      _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset);
 double     _mi_prof_probability(double x);          /* 1 - exp(-x) */
 /* prof-samples.c: the samples, their stacks, the dumps */
