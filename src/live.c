@@ -172,7 +172,17 @@ static void mi_live_publish_process(mi_msecs_t now, bool force) {
   mi_live_doc_t* doc = mi_live_process_doc();
   const size_t cap = MI_LIVE_PROCESS_SIZE - sizeof(mi_live_doc_t);
   mi_live_write_begin(doc);
-  const size_t len = _mi_stats_json_now(doc->text, cap);
+  size_t len = _mi_stats_json_now(doc->text, cap);
+  if (len < cap && mi_prof_rate() != 0) {
+    /* the heap profiler's top sites, as a last member of the same object */
+    while (len > 0 && doc->text[len - 1] != '}') len--;
+    if (len > 0) {
+      mi_json_t json = { doc->text, cap, len - 1 };
+      _mi_prof_json(&json, 20);
+      _mi_json_add(&json, "\n}\n");
+      len = json.len;
+    }
+  }
   doc->len = (len < cap ? len : 0);
   mi_live_write_end(doc);
   mi_lock_release(&mi_live_process_lock);

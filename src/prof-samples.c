@@ -500,6 +500,44 @@ void _mi_prof_process_done(void) {
   }
 }
 
+/* The live view's part (live.c appends it to the process document): the top `count` sites
+   by bytes in use, their figures and return addresses (the viewer names them), as the JSON
+   member "profile". Nothing when the profiler is off. */
+#define MI_PROF_JSON_FRAMES  16
+void _mi_prof_json(mi_json_t* json, size_t count) {
+  if (mi_prof_rate() == 0 || mi_prof.sites == NULL || count == 0) return;
+  if (count > 32) count = 32;
+  if (!mi_prof_lock_enter()) return;
+  size_t top[32];
+  size_t n = 0;
+  double inuse_total = 0, alloc_total = 0;
+  for (size_t i = 0; i < mi_prof.site_count; i++) {   /* insertion into the top list */
+    const double b = mi_prof.sites[i].inuse_bytes;
+    inuse_total += b;
+    alloc_total += mi_prof.sites[i].alloc_bytes;
+    if (b < 0.5 || (n == count && b <= mi_prof.sites[top[n - 1]].inuse_bytes)) continue;
+    size_t j = (n < count ? n++ : n - 1);
+    while (j > 0 && mi_prof.sites[top[j - 1]].inuse_bytes < b) { top[j] = top[j - 1]; j--; }
+    top[j] = i;
+  }
+  _mi_json_add(json, ",\n  \"profile\": { \"rate\": %zu, \"samples\": %llu, \"dropped\": %llu, \"sites_total\": %zu,",
+               mi_prof_rate(), (unsigned long long)mi_prof.samples, (unsigned long long)mi_prof.dropped, mi_prof.site_count);
+  _mi_json_add(json, " \"inuse_bytes\": %lld, \"alloc_bytes\": %lld, \"sites\": [",
+               (long long)(inuse_total + 0.5), (long long)(alloc_total + 0.5));
+  for (size_t k = 0; k < n; k++) {
+    const mi_prof_site_t* const site = &mi_prof.sites[top[k]];
+    _mi_json_add(json, "%s\n    { \"inuse_bytes\": %lld, \"inuse_objects\": %lld,", (k == 0 ? "" : ","),
+                 (long long)(site->inuse_bytes + 0.5), (long long)(site->inuse_objects + 0.5));
+    _mi_json_add(json, " \"alloc_bytes\": %lld, \"alloc_objects\": %lld, \"pcs\": [",
+                 (long long)(site->alloc_bytes + 0.5), (long long)(site->alloc_objects + 0.5));
+    const size_t frames = (site->depth < MI_PROF_JSON_FRAMES ? site->depth : MI_PROF_JSON_FRAMES);
+    for (size_t f = 0; f < frames; f++) _mi_json_add(json, "%s\"0x%zx\"", (f == 0 ? "" : ", "), (size_t)site->pcs[f]);
+    _mi_json_add(json, "] }");
+  }
+  _mi_json_add(json, "\n  ] }");
+  mi_prof_lock_leave();
+}
+
 /* fork: the child must not inherit the lock held by a thread it does not have */
 static bool mi_prof_fork_locked;   /* (the forking thread's, between prepare and parent or child) */
 void _mi_prof_fork_prepare(void) { mi_prof_fork_locked = (mi_prof_rate() != 0); if (mi_prof_fork_locked) mi_lock_acquire(&mi_prof_lock); }
@@ -508,6 +546,7 @@ void _mi_prof_fork_child(void)   { if (mi_prof_fork_locked) mi_lock_release(&mi_
 
 #else  /* !MI_PROF_AVAILABLE */
 mi_msecs_t _mi_prof_interval = 0;
+void _mi_prof_json(mi_json_t* json, size_t count) { (void)json; (void)count; }
 void _mi_prof_record(void* p, size_t size) { (void)p; (void)size; }
 void _mi_prof_freed(mi_page_t* page, mi_block_t* block) { (void)page; (void)block; }
 void _mi_prof_page_gone(mi_page_t* page) { (void)page; }
