@@ -100,6 +100,8 @@ void _mi_heap_after_fork_child(mi_heap_t* heap) {
   if (!mi_heap_is_initialized(heap)) return;
   for (mi_heap_t* h = heap->tld->heaps; h != NULL; h = h->next) {
     mi_heap_visit_pages(h, &mi_heap_page_fork_repair, NULL);
+    mi_heap_t* const sampled = _mi_prof_sample_heap(h);   /* (not in the list) */
+    if (sampled != NULL) mi_heap_visit_pages(sampled, &mi_heap_page_fork_repair, NULL);
   }
 }
 

@@ -257,9 +257,11 @@ void _mi_prof_record(void* p, size_t size) {
   const double bytes = (double)size / prob;
   mi_page_t* const page = _mi_ptr_page(p);
   const uintptr_t block = mi_prof_block_start(page, p);
+  unsigned long long loader[2];
+  _mi_prof_loader_generation(loader);   /* (not under the lock: prof-stack.c) */
   if (!mi_prof_lock_enter()) return;
   uintptr_t pcs[MI_PROF_DEPTH_MAX];
-  const size_t n = _mi_prof_backtrace(pcs, mi_prof.depth, mi_prof.ours_lo, mi_prof.ours_hi);   /* (its cache is under the lock) */
+  const size_t n = _mi_prof_backtrace(pcs, mi_prof.depth, mi_prof.ours_lo, mi_prof.ours_hi, loader);   /* (its cache is under the lock) */
   if (n == 0) { mi_prof_lock_leave(); return; }
   mi_prof.samples++;
   const size_t s = mi_prof_site_find_add(pcs, n);

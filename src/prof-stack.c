@@ -29,6 +29,7 @@
 
 #if MI_PROF_AVAILABLE
 #include <unwind.h>
+#include <link.h>
 
 /* ------------------------------------------------------------------------------------------
    libgcc's walk
@@ -82,6 +83,37 @@ typedef struct mi_prof_step_s {
 
 #define MI_PROF_STEPS  4096   /* direct mapped */
 static mi_prof_step_t mi_prof_steps[MI_PROF_STEPS];
+
+/* A rule is the code's at its address: after a library is unloaded, another may be mapped
+   there. glibc counts the objects loaded and unloaded (dl_iterate_phdr's dlpi_adds and
+   dlpi_subs); the cache is emptied when they change. The counts are read before the store lock
+   is taken (the loader's lock is held across dlopen, which may allocate and sample: taking it
+   under the store lock could deadlock). */
+#if defined(__GLIBC__)
+static unsigned long long mi_prof_steps_adds, mi_prof_steps_subs;   /* the counts the cache is of */
+static int mi_prof_loader_counts(struct dl_phdr_info* info, size_t size, void* arg) {
+  unsigned long long* const counts = (unsigned long long*)arg;
+  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+    counts[0] = info->dlpi_adds;
+    counts[1] = info->dlpi_subs;
+  }
+  return 1;   /* the first object is enough: the counts are the process's */
+}
+void _mi_prof_loader_generation(unsigned long long counts[2]) {
+  counts[0] = counts[1] = 0;
+  dl_iterate_phdr(&mi_prof_loader_counts, counts);
+}
+static void mi_prof_steps_check(const unsigned long long counts[2]) {
+  if (counts[0] != mi_prof_steps_adds || counts[1] != mi_prof_steps_subs) {
+    memset(mi_prof_steps, 0, sizeof(mi_prof_steps));
+    mi_prof_steps_adds = counts[0];
+    mi_prof_steps_subs = counts[1];
+  }
+}
+#else
+void _mi_prof_loader_generation(unsigned long long counts[2]) { counts[0] = counts[1] = 0; }
+static void mi_prof_steps_check(const unsigned long long counts[2]) { (void)counts; }
+#endif
 
 static uint64_t mi_read_uleb(const uint8_t** p, const uint8_t* end) {
   uint64_t x = 0; unsigned shift = 0;
@@ -287,7 +319,7 @@ static mi_decl_noinline bool mi_prof_backtrace_cached(uintptr_t* pcs, size_t max
     }
     if (kind == MI_STEP_END) break;
     const uintptr_t cfa = (step->cfa_rbp ? bp : sp) + (uintptr_t)(intptr_t)step->cfa_off;
-    if (cfa <= sp || cfa - sp > 64 * MI_MiB || (cfa & 7) != 0) break;   /* not a frame above this one: stop */
+    if (cfa <= sp || cfa - sp > MI_MiB || (cfa & 7) != 0) break;   /* not a frame just above this one: stop */
     const uintptr_t ra = *(const uintptr_t*)(cfa - 8);
     if (step->rbp_off != 0) bp = *(const uintptr_t*)(cfa + (intptr_t)step->rbp_off);
     sp = cfa;
@@ -303,11 +335,16 @@ static mi_decl_noinline bool mi_prof_backtrace_cached(uintptr_t* pcs, size_t max
 
 /* The return addresses of the calling thread's stack, innermost first, without the frames in
    [skip_lo, skip_hi) at its top (the allocator's); at most max. Under the store lock. */
-size_t _mi_prof_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uintptr_t skip_hi) {
+size_t _mi_prof_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uintptr_t skip_hi, const unsigned long long loader[2]) {
 #if MI_PROF_UNWIND_CACHE
+  mi_prof_steps_check(loader);
   size_t n = 0;
   if (mi_prof_backtrace_cached(pcs, max, &n, skip_lo, skip_hi)) return n;
 #endif
+  (void)loader;
   return mi_prof_backtrace_libgcc(pcs, max, skip_lo, skip_hi);
 }
+#if !MI_PROF_UNWIND_CACHE
+void _mi_prof_loader_generation(unsigned long long counts[2]) { counts[0] = counts[1] = 0; }
+#endif
 #endif

@@ -506,7 +506,8 @@ void       _mi_prof_freed(mi_page_t* page, mi_block_t* block);   /* a free into 
 void       _mi_prof_page_gone(mi_page_t* page);     /* the page is released with samples in it */
 void       _mi_prof_periodic(void);                 /* MIMALLOC_PROFILE_INTERVAL: a dump if due */
 void       _mi_prof_process_done(void);             /* the dump at exit */
-size_t     _mi_prof_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uintptr_t skip_hi);   /* prof-stack.c */
+size_t     _mi_prof_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uintptr_t skip_hi, const unsigned long long loader[2]);   /* prof-stack.c; under the store lock */
+void       _mi_prof_loader_generation(unsigned long long counts[2]);   /* before taking the store lock */
 struct mi_json_s;
 void       _mi_prof_json(struct mi_json_s* json, size_t count);   /* the top sites for the live view */
 void       _mi_prof_fork_prepare(void);
