@@ -504,7 +504,7 @@ mi_decl_export void mi_collect(bool force) mi_attr_noexcept;
 mi_decl_export void mi_collect_reduce(size_t target_thread_owned) mi_attr_noexcept;
 
 /* ---- Sampling heap profiler (this implementation; docs/profiler.md) -------
-   Release builds on Linux; elsewhere both return false. MIMALLOC_PROFILE=path
+   Release builds on Linux with glibc; elsewhere both return false. MIMALLOC_PROFILE=path
    switches it on at start-up without a call. */
 
 /* Sample about one allocation per `rate` bytes allocated (0: 512 KiB), with its

@@ -560,7 +560,7 @@ void _mi_prof_fork_child(void) { }
 void _mi_prof_init_env(void) {
   char path[8];
   if (_mi_prim_getenv("MIMALLOC_PROFILE", path, sizeof(path)) && path[0] != 0) {
-    _mi_warning_message("profiler: MIMALLOC_PROFILE is ignored: the profiler is in release builds for Linux only (not secure, debug or tracking builds)\n");
+    _mi_warning_message("profiler: MIMALLOC_PROFILE is ignored: the profiler is in release builds for Linux with glibc only (not secure, debug or tracking builds)\n");
   }
 }
 #endif

@@ -37,10 +37,11 @@
    it with the heap (heap.c, _mi_prof_sample_heap). Large and huge blocks are sampled where they
    are, in pages of their own.
 
-   Available in release builds on Linux: not in secure, debug, padding, tracking or guarded
-   builds (the proxy would need their checks and keys), and the stacks and the writers are
-   Linux's (libgcc's unwinder, /proc/self/maps, ELF); elsewhere MIMALLOC_PROFILE says so and
-   does nothing. */
+   Available in release builds on Linux with glibc: not in secure, debug, padding, tracking or
+   guarded builds (the proxy would need their checks and keys); the stacks and the writers are
+   Linux's (libgcc's unwinder, /proc/self/maps, ELF), and libgcc's unwinder as GCC builds it for
+   glibc 2.35 and later needs glibc's _dl_find_object (a musl link fails). Elsewhere
+   MIMALLOC_PROFILE says so and does nothing. */
 #include "internal/internal.h"
 
 size_t _mi_prof_rate = 0;

@@ -484,8 +484,8 @@ bool       _mi_thread_validate(const mi_heap_t* heap);         /* all of the abo
    random.c
 ------------------------------------------------------------------------------------------ */
 /* prof.c: the sampling profiler's hook (off unless MIMALLOC_PROFILE or mi_profile_start) */
-#if defined(__linux__) && MI_SECURE == 0 && MI_DEBUG == 0 && MI_PADDING == 0 && MI_TRACK_ENABLED == 0 && MI_GUARDED == 0
-#define MI_PROF_AVAILABLE 1   /* release builds on Linux (prof.c says why) */
+#if defined(__linux__) && defined(__GLIBC__) && MI_SECURE == 0 && MI_DEBUG == 0 && MI_PADDING == 0 && MI_TRACK_ENABLED == 0 && MI_GUARDED == 0
+#define MI_PROF_AVAILABLE 1   /* release builds on Linux with glibc (prof.c says why) */
 #else
 #define MI_PROF_AVAILABLE 0
 #endif
