@@ -159,9 +159,7 @@ void _mi_prof_heap_done(mi_heap_t* heap) {
   if (pr->sampled_ready && pr->sampled.page_count > 0) _mi_heap_collect_abandon(&pr->sampled);
   pr->sampled_ready = false;
   heap->prof = NULL;
-  for (size_t w = 0; w < MI_PAGES_DIRECT; w++) heap->pages_free_direct[w] = (mi_page_t*)&_mi_page_empty;
-  for (size_t b = 0; b < MI_BIN_HUGE_INTERNAL; b++) heap->pages_medium_direct[b] = NULL;
-  /* the tables as mi_heap_queue_first_update (page.c) keeps them */
+  /* the entries _mi_prof_heap_init changed, as mi_heap_queue_first_update (page.c) keeps them */
   const size_t medium_bins = _mi_bin(MI_MEDIUM_OBJ_SIZE_MAX) + 1;
   for (size_t b = 1; b < medium_bins; b++) heap->pages_medium_direct[b] = heap->pages[b].first;
   for (size_t w = 0; w <= MI_SMALL_WSIZE_MAX; w++) {
