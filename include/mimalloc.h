@@ -400,6 +400,14 @@ mi_decl_export bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int he
 mi_decl_nodiscard mi_decl_export bool mi_is_in_heap_region(const void* p) mi_attr_noexcept;
 /* Is the page holding `p` (in `heap`, or any heap for NULL) used <= perc_threshold %? */
 mi_decl_nodiscard mi_decl_export bool mi_unsafe_heap_page_is_under_utilized(mi_heap_t* heap, void* p, size_t perc_threshold) mi_attr_noexcept;
+/* (v3) The main heap: until heaps are shared by threads, the calling thread's backing heap. */
+mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_main(void);
+/* (v3) The heap whose page holds `p` (any pointer); NULL if not ours, not in use, or abandoned. */
+mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_of(const void* p);
+/* (v3) mi_heap_of(p) == heap, with NULL standing for mi_heap_main(). */
+mi_decl_nodiscard mi_decl_export bool mi_heap_contains(const mi_heap_t* heap, const void* p);
+/* (v3) Does `p` (any pointer) lie in a page of ours that is in use, of any heap or abandoned? */
+mi_decl_nodiscard mi_decl_export bool mi_any_heap_contains(const void* p);
 
 
 /* ---- Statistics and process information ----------------------------------
@@ -420,6 +428,10 @@ mi_decl_export void mi_thread_stats_print_out(mi_output_fun* out, void* arg) mi_
 mi_decl_export void mi_process_info(size_t* elapsed_msecs, size_t* user_msecs, size_t* system_msecs,
                                     size_t* current_rss, size_t* peak_rss,
                                     size_t* current_commit, size_t* peak_commit, size_t* page_faults) mi_attr_noexcept;
+/* (v3) Print elapsed and process times, page faults and peak RSS/commit through `out` (NULL: default). */
+mi_decl_export void mi_process_info_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept;
+/* (v3) mi_process_info_print_out to the default output. */
+mi_decl_export void mi_process_info_print(void) mi_attr_noexcept;
 
 
 /* ---- Output, error and deferred-free registration -------------------------
@@ -457,6 +469,12 @@ mi_decl_export bool mi_manage_os_memory(void* start, size_t size, bool is_commit
 mi_decl_export bool mi_manage_os_memory_ex(void* start, size_t size, bool is_committed, bool is_large, bool is_zero, int numa_node, bool exclusive, mi_arena_id_t* arena_id) mi_attr_noexcept;
 /* Start address (and usable size) of an arena; NULL for an unknown id. */
 mi_decl_export void* mi_arena_area(mi_arena_id_t arena_id, size_t* size);
+/* (v3) Does `p` lie in the area of arena `arena_id`? false for an unknown id. */
+mi_decl_export bool mi_arena_contains(mi_arena_id_t arena_id, const void* p);
+/* (v3) Alignment at which memory given as an arena is used from its start (smaller: rounded up). */
+mi_decl_export size_t mi_arena_min_alignment(void);
+/* (v3) Smallest aligned memory that makes an arena (mi_manage_os_memory). */
+mi_decl_export size_t mi_arena_min_size(void);
 /* Print every arena with its usage bitmaps (v2.4 signature: no arguments). */
 mi_decl_export void mi_debug_show_arenas(void) mi_attr_noexcept;
 /* Same output as mi_debug_show_arenas. */
@@ -471,6 +489,8 @@ mi_decl_export int mi_reserve_huge_os_pages(size_t pages, double max_secs, size_
 
 /* The main subprocess (always NULL). */
 mi_decl_export mi_subproc_id_t mi_subproc_main(void);
+/* (v3) The calling thread's subprocess (NULL: the main one). */
+mi_decl_export mi_subproc_id_t mi_subproc_current(void);
 /* A new, empty subprocess; NULL when out of memory. */
 mi_decl_export mi_subproc_id_t mi_subproc_new(void);
 /* Release a subprocess once all its threads have ended (main/NULL ignored). */
@@ -618,6 +638,7 @@ mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_heap_alloc_new_n(mi_h
 #define mi_theap_zalloc(hp,sz)                 mi_heap_zalloc(hp,sz)
 #define mi_theap_calloc(hp,cnt,sz)             mi_heap_calloc(hp,cnt,sz)
 #define mi_theap_malloc_small(hp,sz)           mi_heap_malloc_small(hp,sz)
+#define mi_theap_zalloc_small(hp,sz)           mi_heap_zalloc_small(hp,sz)
 #define mi_theap_malloc_aligned(hp,sz,a)       mi_heap_malloc_aligned(hp,sz,a)
 #define mi_theap_realloc(hp,p,newsz)           mi_heap_realloc(hp,p,newsz)
 
@@ -714,6 +735,8 @@ mi_decl_export void mi_option_set(mi_option_t option, long value);
 mi_decl_export void mi_option_set_default(mi_option_t option, long value);
 /* Print the version/build line and every option's current value. */
 mi_decl_export void mi_options_print(void) mi_attr_noexcept;
+/* (v3) mi_options_print through `out` (NULL: default output), each line prefixed "mimalloc: ". */
+mi_decl_export void mi_options_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept;
 
 #if defined(__cplusplus)
 }  /* extern "C" */

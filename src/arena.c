@@ -799,6 +799,24 @@ void* mi_arena_area(mi_arena_id_t arena_id, size_t* size) {
   return mi_arena_start(arena);
 }
 
+/* (mimalloc v3) p lies in the arena's area; an on-demand arena that is released holds nothing */
+bool mi_arena_contains(mi_arena_id_t arena_id, const void* p) {
+  mi_arena_t* arena = mi_arena_from_id(arena_id);
+  if (arena == NULL || p == NULL) return false;
+  const uint8_t* start = mi_arena_start(arena);
+  return (start != NULL && (const uint8_t*)p >= start && (const uint8_t*)p < start + arena->block_count * MI_ARENA_BLOCK_SIZE);
+}
+
+/* (mimalloc v3) memory given to mi_manage_os_memory(_ex) becomes an arena of the whole blocks
+   inside it: its start is rounded up to a block boundary, and at least one block must fit */
+size_t mi_arena_min_alignment(void) {
+  return MI_ARENA_BLOCK_SIZE;
+}
+
+size_t mi_arena_min_size(void) {
+  return MI_ARENA_BLOCK_SIZE;
+}
+
 static size_t mi_debug_show_bitmap(const char* header, mi_bitmap_field_t* bitmap, size_t block_count) {
   char line[MI_BITMAP_FIELD_BITS + 16];
   size_t set = 0;

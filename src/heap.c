@@ -454,6 +454,47 @@ bool mi_is_in_heap_region(const void* p) mi_attr_noexcept {
   return (p != NULL && _mi_segment_map_covers(p));
 }
 
+/* mimalloc v3's queries (docs/v3-api.md). Heaps are not yet shared by threads, so v3's "main
+   heap", the one every thread allocates from by default, is here the calling thread's backing
+   heap: it is that thread's part of the main heap, the only part it may allocate from, and the
+   heap mi_heap_delete hands live blocks to. */
+mi_heap_t* mi_heap_main(void) {
+  return mi_heap_get_backing();
+}
+
+/* The page of p if p lies in a page of ours that is in use (the page need not be the caller's) */
+static mi_page_t* mi_heap_page_in_use_of(const void* p) {
+  mi_segment_t* segment = _mi_segment_map_segment_of(p);
+  if (segment == NULL) return NULL;
+  mi_page_t* page = _mi_segment_page_of(segment, p);
+  return (page->segment_in_use && page->block_size != 0 ? page : NULL);
+}
+
+/* The heap that owns p's page now. A block the profiler sampled (prof.c) lies in its heap's
+   sample heap: that is mapped back for the calling thread's heaps, whose list only this thread
+   may walk. An abandoned page has no heap until a thread reclaims it: NULL. */
+mi_heap_t* mi_heap_of(const void* p) {
+  mi_page_t* page = mi_heap_page_in_use_of(p);
+  if (page == NULL) return NULL;
+  mi_heap_t* const owner = mi_page_heap(page);
+  if (owner == NULL || mi_prof_rate() == 0) return owner;
+  mi_heap_t* const dflt = mi_prim_get_default_heap();
+  if (!mi_heap_is_initialized(dflt)) return owner;
+  for (mi_heap_t* h = dflt->tld->heaps; h != NULL; h = h->next) {
+    if (h == owner || _mi_prof_sample_heap(h) == owner) return h;
+  }
+  return owner;
+}
+
+bool mi_heap_contains(const mi_heap_t* heap, const void* p) {
+  if (heap == NULL) heap = mi_heap_main();
+  return (mi_heap_is_initialized(heap) && mi_heap_of(p) == heap);
+}
+
+bool mi_any_heap_contains(const void* p) {
+  return (mi_heap_page_in_use_of(p) != NULL);
+}
+
 /* Visit a page as an area and, optionally, each of its live blocks. The page's free lists
    must be collected (no local_free) and stable: owned by the caller or abandoned under lock. */
 #define MI_MAX_BLOCKS_PER_PAGE  (MI_SMALL_PAGE_SIZE / sizeof(uintptr_t))

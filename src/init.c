@@ -369,6 +369,13 @@ mi_subproc_id_t mi_subproc_main(void) {
   return NULL;
 }
 
+/* The calling thread's subprocess; a thread not yet initialised is in the main one */
+mi_subproc_id_t mi_subproc_current(void) {
+  mi_heap_t* heap = mi_prim_get_default_heap();
+  if (!mi_heap_is_initialized(heap) || heap->tld->subproc == &_mi_subproc_main) return mi_subproc_main();
+  return (mi_subproc_id_t)heap->tld->subproc;
+}
+
 /* The list of subprocesses starts at _mi_subproc_main; the fork handlers walk it. Lock order:
    mi_subprocs_lock, then a subprocess' lock. */
 static mi_lock_t mi_subprocs_lock = MI_LOCK_INIT;

@@ -188,15 +188,31 @@ void mi_option_set_enabled_default(mi_option_t option, bool enable) { mi_option_
 void mi_option_enable(mi_option_t option)                     { mi_option_set_enabled(option, true); }
 void mi_option_disable(mi_option_t option)                    { mi_option_set_enabled(option, false); }
 
-void mi_options_print(void) mi_attr_noexcept {
-  _mi_message(MI_VERSION_TEXT_FMT "; " MI_BUILD_NAME " build)\n", MI_VERSION_TEXT_ARGS);
+/* One line of mi_options_print_out: to `out` with the "mimalloc: " prefix, or as a message
+   (the registered output, naming the thread) when `out` is NULL */
+static void mi_options_line(mi_output_fun* out, void* arg, const char* fmt, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, fmt);
+  _mi_vsnprintf(buf, sizeof(buf), fmt, args);
+  va_end(args);
+  if (out == NULL) _mi_message("%s", buf);
+  else _mi_fputs(out, arg, "mimalloc: ", buf);
+}
+
+void mi_options_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept {
+  mi_options_line(out, arg, MI_VERSION_TEXT_FMT "; " MI_BUILD_NAME " build)\n", MI_VERSION_TEXT_ARGS);
   for (int i = 0; i < MI_OPTION_COUNT; i++) {
     const mi_option_desc_t* desc = &mi_options[i];
-    _mi_message("option '%s': %ld%s\n", desc->name, mi_option_get(desc->option), (desc->is_kib ? " KiB" : ""));
+    mi_options_line(out, arg, "option '%s': %ld%s\n", desc->name, mi_option_get(desc->option), (desc->is_kib ? " KiB" : ""));
   }
-  _mi_message("debug level : %d\n", MI_DEBUG);
-  _mi_message("secure level: %d\n", MI_SECURE);
-  _mi_message("mem tracking: " MI_TRACK_NAME "\n");
+  mi_options_line(out, arg, "debug level : %d\n", MI_DEBUG);
+  mi_options_line(out, arg, "secure level: %d\n", MI_SECURE);
+  mi_options_line(out, arg, "mem tracking: " MI_TRACK_NAME "\n");
+}
+
+void mi_options_print(void) mi_attr_noexcept {
+  mi_options_print_out(NULL, NULL);
 }
 
 static char mi_upper(char c) { return (c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c); }

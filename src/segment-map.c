@@ -106,6 +106,22 @@ bool _mi_segment_map_covers(const void* p) {
   return ((mi_atomic_load_relaxed(word) >> (chunk % MI_INTPTR_BITS)) & 1) != 0;
 }
 
+/* The segment of ours that p lies in, or NULL; unlike _mi_ptr_segment_checked also for a
+   pointer inside a huge segment beyond its first chunk: the chunks it covers are walked back to
+   its start (a query, not a fast path: mi_heap_of). */
+mi_segment_t* _mi_segment_map_segment_of(const void* p) {
+  mi_segment_t* segment = _mi_ptr_segment_checked(p);
+  if (segment != NULL || p == NULL) return segment;
+  for (uintptr_t chunk = ((uintptr_t)p - 1) >> MI_SEGMENT_SHIFT; chunk > 0 && chunk < MI_SEGMENT_MAP_CHUNKS; chunk--) {
+    if (!_mi_segment_map_covers((void*)(chunk << MI_SEGMENT_SHIFT))) return NULL;
+    if (mi_atomic_load_relaxed(&_mi_segment_map_start[chunk]) != 0) {
+      segment = (mi_segment_t*)(chunk << MI_SEGMENT_SHIFT);
+      return ((uintptr_t)p - (uintptr_t)segment < segment->segment_size ? segment : NULL);
+    }
+  }
+  return NULL;
+}
+
 /* Call `visit` on every segment of ours (their start chunks); for the leak report. */
 void _mi_segment_map_visit(void (*visit)(mi_segment_t* segment, void* arg), void* arg) {
   for (size_t part = 0; part < MI_COVERED_PARTS; part++) {

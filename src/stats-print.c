@@ -105,6 +105,32 @@ static void mi_print_header(mi_line_t* line) {
   mi_line_end(line);
 }
 
+/* The two process lines that end mimalloc's layout; alone, mi_process_info_print_out */
+static void mi_print_process_info(mi_line_t* line, const mi_process_info_t* info) {
+  mi_line_add(line, "%10s: %5lld.%03lld s", "elapsed", (long long)(info->elapsed / 1000), (long long)(info->elapsed % 1000));
+  mi_line_end(line);
+  char peak_rss[32];
+  mi_format_amount(peak_rss, sizeof(peak_rss), (int64_t)info->peak_rss, 1);
+  mi_line_add(line, "%10s: user: %lld.%03lld s, system: %lld.%03lld s, faults: %zu, peak rss: %s", "process",
+              (long long)(info->utime / 1000), (long long)(info->utime % 1000),
+              (long long)(info->stime / 1000), (long long)(info->stime % 1000), info->page_faults, peak_rss);
+  if (info->peak_commit > 0) {
+    char peak_commit[32];
+    mi_format_amount(peak_commit, sizeof(peak_commit), (int64_t)info->peak_commit, 1);
+    mi_line_add(line, ", peak commit: %s", peak_commit);
+  }
+  mi_line_end(line);
+}
+
+void _mi_process_info_print_text(const mi_process_info_t* info, mi_output_fun* out, void* arg) {
+  mi_line_t line;
+  line.len = 0;
+  line.buf[0] = 0;
+  line.out = out;
+  line.arg = arg;
+  mi_print_process_info(&line, info);
+}
+
 static void mi_stats_print_mimalloc(const mi_stats_data_t* stats, const mi_process_info_t* info, mi_output_fun* out, void* arg) {
   mi_line_t line;
   line.len = 0;
@@ -168,19 +194,7 @@ static void mi_stats_print_mimalloc(const mi_stats_data_t* stats, const mi_proce
   mi_line_add(&line, "%10s: %5zu", "numa nodes", _mi_os_numa_node_count());
   mi_line_end(&line);
 
-  mi_line_add(&line, "%10s: %5lld.%03lld s", "elapsed", (long long)(info->elapsed / 1000), (long long)(info->elapsed % 1000));
-  mi_line_end(&line);
-  char peak_rss[32];
-  mi_format_amount(peak_rss, sizeof(peak_rss), (int64_t)info->peak_rss, 1);
-  mi_line_add(&line, "%10s: user: %lld.%03lld s, system: %lld.%03lld s, faults: %zu, peak rss: %s", "process",
-              (long long)(info->utime / 1000), (long long)(info->utime % 1000),
-              (long long)(info->stime / 1000), (long long)(info->stime % 1000), info->page_faults, peak_rss);
-  if (info->peak_commit > 0) {
-    char peak_commit[32];
-    mi_format_amount(peak_commit, sizeof(peak_commit), (int64_t)info->peak_commit, 1);
-    mi_line_add(&line, ", peak commit: %s", peak_commit);
-  }
-  mi_line_end(&line);
+  mi_print_process_info(&line, info);
 }
 
 /* ---------------------------------------------------------------------------------------

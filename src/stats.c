@@ -207,6 +207,16 @@ void mi_stats_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept {
   _mi_stats_print_text(&stats, &info, false, out, arg);
 }
 
+void mi_process_info_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept {
+  mi_process_info_t info;
+  mi_process_info_get(&info);
+  _mi_process_info_print_text(&info, out, arg);
+}
+
+void mi_process_info_print(void) mi_attr_noexcept {
+  mi_process_info_print_out(NULL, NULL);
+}
+
 void mi_stats_print(void* out) mi_attr_noexcept {
   if (out == (void*)stdout || out == (void*)stderr) out = NULL;   /* the default output */
   mi_stats_print_out((mi_output_fun*)out, NULL);

@@ -273,6 +273,7 @@ mi_segment_t* _mi_segment_os_alloc(size_t size, size_t alignment, size_t align_o
 bool       _mi_segment_huge_try_grow(mi_page_t* page, void* p, size_t size, bool* ext_zero);
 bool       _mi_segment_huge_align_ok(size_t alignment, size_t align_offset);
 bool       _mi_segment_map_covers(const void* p);          /* p is inside one of our segments */
+mi_segment_t* _mi_segment_map_segment_of(const void* p);   /* the segment p lies in (also inside a huge one), or NULL */
 void       _mi_segment_map_visit(void (*visit)(mi_segment_t* segment, void* arg), void* arg);   /* every segment */
 uint8_t*   _mi_segment_page_start(const mi_segment_t* segment, const mi_page_t* page, size_t* page_size);
 /* the page's whole area (without the segment header and a secure guard page): blocks and the room before them */
@@ -416,6 +417,7 @@ void       _mi_stats_at_exit(void);                    /* show_stats, verbose, s
    same moment; `thread`: the figures are the calling thread's own (mi_thread_stats_print_out). */
 void       _mi_stats_print_text(const mi_stats_data_t* stats, const mi_process_info_t* info, bool thread,
                                 mi_output_fun* out, void* arg);
+void       _mi_process_info_print_text(const mi_process_info_t* info, mi_output_fun* out, void* arg);   /* mimalloc's two process lines */
 
 #define mi_stat_counter_increase(tld, stat, n)  ((tld)->stats.stat.total += (int64_t)(n))
 #define mi_os_stat_increase(stat, n)            _mi_stat_atomic_increase(&_mi_stats_main.stat, (n))
