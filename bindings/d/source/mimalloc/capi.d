@@ -215,6 +215,10 @@ bool mi_heap_visit_blocks(const(mi_heap_t)* heap, bool visit_blocks, mi_block_vi
 bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool visit_blocks, mi_block_visit_fun visitor, void* arg);
 bool mi_is_in_heap_region(const(void)* p);
 bool mi_unsafe_heap_page_is_under_utilized(mi_heap_t* heap, void* p, size_t perc_threshold);
+mi_heap_t* mi_heap_main();
+mi_heap_t* mi_heap_of(const(void)* p);
+bool mi_heap_contains(const(mi_heap_t)* heap, const(void)* p);
+bool mi_any_heap_contains(const(void)* p);
 
 // ---- Statistics and process information
 void mi_stats_reset();
@@ -226,6 +230,8 @@ void mi_thread_stats_print_out(mi_output_fun out_, void* arg);
 void mi_process_info(size_t* elapsed_msecs, size_t* user_msecs, size_t* system_msecs,
                      size_t* current_rss, size_t* peak_rss,
                      size_t* current_commit, size_t* peak_commit, size_t* page_faults);
+void mi_process_info_print_out(mi_output_fun out_, void* arg);
+void mi_process_info_print();
 
 // ---- Output, error and deferred-free registration (one process-wide slot each)
 void mi_register_output(mi_output_fun out_, void* arg);
@@ -241,6 +247,9 @@ int mi_reserve_os_memory_ex(size_t size, bool commit, bool allow_large, bool exc
 bool mi_manage_os_memory(void* start, size_t size, bool is_committed, bool is_large, bool is_zero, int numa_node);
 bool mi_manage_os_memory_ex(void* start, size_t size, bool is_committed, bool is_large, bool is_zero, int numa_node, bool exclusive, mi_arena_id_t* arena_id);
 void* mi_arena_area(mi_arena_id_t arena_id, size_t* size);
+bool mi_arena_contains(mi_arena_id_t arena_id, const(void)* p);
+size_t mi_arena_min_alignment();
+size_t mi_arena_min_size();
 void mi_debug_show_arenas();
 void mi_arenas_print();
 /// Deprecated: use mi_reserve_huge_os_pages_interleave/_at.
@@ -248,6 +257,7 @@ int mi_reserve_huge_os_pages(size_t pages, double max_secs, size_t* pages_reserv
 
 // ---- Subprocesses
 mi_subproc_id_t mi_subproc_main();
+mi_subproc_id_t mi_subproc_current();
 mi_subproc_id_t mi_subproc_new();
 void mi_subproc_delete(mi_subproc_id_t subproc);
 void mi_subproc_add_current_thread(mi_subproc_id_t subproc);
@@ -389,6 +399,7 @@ size_t mi_option_get_size(mi_option_t option);
 void mi_option_set(mi_option_t option, c_long value);
 void mi_option_set_default(mi_option_t option, c_long value);
 void mi_options_print();
+void mi_options_print_out(mi_output_fun out_, void* arg);
 
 // ---------------------------------------------------------------------------
 // mimalloc-stats.h

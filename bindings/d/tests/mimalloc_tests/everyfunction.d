@@ -211,6 +211,14 @@ unittest // heaps
     int local;
     assert(!c!"mi_is_in_heap_region"(&local));
     cast(void) c!"mi_unsafe_heap_page_is_under_utilized"(h, p, 50);
+    // mimalloc v3's queries: the main heap is the thread's backing heap (docs/v3-api.md)
+    assert(c!"mi_heap_main"() is c!"mi_heap_get_backing"());
+    assert(c!"mi_heap_of"(p + 50) is h);
+    assert(c!"mi_heap_of"(&local) is null);
+    assert(c!"mi_heap_contains"(h, p));
+    assert(!c!"mi_heap_contains"(null, p)); // null: the main heap
+    assert(c!"mi_any_heap_contains"(p));
+    assert(!c!"mi_any_heap_contains"(&local));
 
     void*[] blocks;
     blocks ~= c!"mi_heap_zalloc"(h, 64);
@@ -325,6 +333,9 @@ unittest // arenas, OS memory, huge pages (none requested)
     c!"mi_free"(p);
     c!"mi_heap_delete"(h); // mi_heap_new_in_arena heaps cannot be destroyed (as in mimalloc)
     assert(c!"mi_arena_area"(12345, &size) is null);
+    assert(c!"mi_arena_contains"(id, start) && c!"mi_arena_contains"(id, start + size - 1));
+    assert(!c!"mi_arena_contains"(id, start + size) && !c!"mi_arena_contains"(12345, start));
+    assert(c!"mi_arena_min_size"() >= 64 << 10 && c!"mi_arena_min_alignment"() >= 64 << 10);
 
     assert(c!"mi_reserve_os_memory"(8 << 20, false, false) == 0);
 
@@ -374,6 +385,12 @@ unittest // statistics, process information, output, error and deferred-free reg
     assert(capturedText().length > 100);
     c!"mi_options_print"();
     assert(capturedText().canFind("purge_delay"));
+    c!"mi_options_print_out"(&capture, &calls);
+    assert(capturedText().canFind("purge_delay"));
+    c!"mi_process_info_print_out"(&capture, &calls);
+    assert(capturedText().canFind("peak rss"));
+    c!"mi_process_info_print"();
+    assert(capturedText().canFind("elapsed"));
 
     auto st = mi_stats_t_init();
     assert(c!"mi_stats_get"(&st));
@@ -500,6 +517,7 @@ unittest // process/thread life cycle, subprocesses, version, misc
     c!"mi_option_enable"(mi_option_visit_abandoned);
     auto sub = c!"mi_subproc_new"();
     assert(sub !is null && sub != c!"mi_subproc_main"());
+    assert(c!"mi_subproc_current"() == c!"mi_subproc_main"());
     __gshared void* left;
     auto t2 = new Thread({
         c!"mi_subproc_add_current_thread"(sub);

@@ -432,6 +432,10 @@ extern "C" {
     pub fn mi_abandoned_visit_blocks(subproc_id: mi_subproc_id_t, heap_tag: c_int, visit_blocks: bool, visitor: Option<mi_block_visit_fun>, arg: *mut c_void) -> bool;
     pub fn mi_is_in_heap_region(p: *const c_void) -> bool;
     pub fn mi_unsafe_heap_page_is_under_utilized(heap: *mut mi_heap_t, p: *mut c_void, perc_threshold: usize) -> bool;
+    pub fn mi_heap_main() -> *mut mi_heap_t;
+    pub fn mi_heap_of(p: *const c_void) -> *mut mi_heap_t;
+    pub fn mi_heap_contains(heap: *const mi_heap_t, p: *const c_void) -> bool;
+    pub fn mi_any_heap_contains(p: *const c_void) -> bool;
 
     // ---- Statistics and process information
     pub fn mi_stats_reset();
@@ -440,6 +444,8 @@ extern "C" {
     pub fn mi_stats_print_out(out: Option<mi_output_fun>, arg: *mut c_void);
     pub fn mi_thread_stats_print_out(out: Option<mi_output_fun>, arg: *mut c_void);
     pub fn mi_process_info(elapsed_msecs: *mut usize, user_msecs: *mut usize, system_msecs: *mut usize, current_rss: *mut usize, peak_rss: *mut usize, current_commit: *mut usize, peak_commit: *mut usize, page_faults: *mut usize);
+    pub fn mi_process_info_print_out(out: Option<mi_output_fun>, arg: *mut c_void);
+    pub fn mi_process_info_print();
 
     // ---- Output, error and deferred-free registration (one process-wide slot each; `None` restores the default)
     pub fn mi_register_output(out: Option<mi_output_fun>, arg: *mut c_void);
@@ -455,12 +461,16 @@ extern "C" {
     pub fn mi_manage_os_memory(start: *mut c_void, size: usize, is_committed: bool, is_large: bool, is_zero: bool, numa_node: c_int) -> bool;
     pub fn mi_manage_os_memory_ex(start: *mut c_void, size: usize, is_committed: bool, is_large: bool, is_zero: bool, numa_node: c_int, exclusive: bool, arena_id: *mut mi_arena_id_t) -> bool;
     pub fn mi_arena_area(arena_id: mi_arena_id_t, size: *mut usize) -> *mut c_void;
+    pub fn mi_arena_contains(arena_id: mi_arena_id_t, p: *const c_void) -> bool;
+    pub fn mi_arena_min_alignment() -> usize;
+    pub fn mi_arena_min_size() -> usize;
     pub fn mi_debug_show_arenas();
     pub fn mi_arenas_print();
     pub fn mi_reserve_huge_os_pages(pages: usize, max_secs: f64, pages_reserved: *mut usize) -> c_int;
 
     // ---- Subprocesses
     pub fn mi_subproc_main() -> mi_subproc_id_t;
+    pub fn mi_subproc_current() -> mi_subproc_id_t;
     pub fn mi_subproc_new() -> mi_subproc_id_t;
     pub fn mi_subproc_delete(subproc: mi_subproc_id_t);
     pub fn mi_subproc_add_current_thread(subproc: mi_subproc_id_t);
@@ -534,6 +544,7 @@ extern "C" {
     pub fn mi_option_set(option: mi_option_t, value: c_long);
     pub fn mi_option_set_default(option: mi_option_t, value: c_long);
     pub fn mi_options_print();
+    pub fn mi_options_print_out(out: Option<mi_output_fun>, arg: *mut c_void);
 
     // ---- mimalloc-stats.h
     pub fn mi_stats_get(stats: *mut mi_stats_t) -> bool;
