@@ -6,6 +6,7 @@
    pointers that are not ours, interior pointers, large, huge and over-aligned blocks, another
    thread's heap (alive and after it ended), arenas at their limits, and blocks the sampling
    profiler took (release builds on Linux with glibc, where mi_profile_start works). */
+#define _GNU_SOURCE   /* MAP_ANONYMOUS */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
