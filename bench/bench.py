@@ -23,6 +23,7 @@ SUBCOMMANDS = {
     "real": ("real", "the real-program workloads (redis, python, g++, sqlite) on their own"),
     "chart": ("chart", "draw the chart of a result file (.json.gz) again"),
     "peers": ("peers", "list the peer allocators (installing or building what is missing)"),
+    "profcmp": ("profcmp", "the heap profiler's sites against jemalloc's and the exact ones"),
 }
 
 
