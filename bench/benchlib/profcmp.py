@@ -75,7 +75,16 @@ def parse_args(argv):
 
 
 def pprof_path():
-    for cand in (shutil.which("pprof"), os.path.expanduser("~/go/bin/pprof"), "/root/go/bin/pprof"):
+    """The pprof tool: on PATH, or where `go install` put it (GOPATH/bin)."""
+    cands = [shutil.which("pprof")]
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.exists("/usr/local/go/bin/go") else None)
+    if go:
+        r = subprocess.run([go, "env", "GOPATH"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           universal_newlines=True)
+        if r.returncode == 0 and r.stdout.strip():
+            cands.append(os.path.join(r.stdout.strip().split(os.pathsep)[0], "bin", "pprof"))
+    cands.append(os.path.expanduser("~/go/bin/pprof"))
+    for cand in cands:
         if cand and os.access(cand, os.X_OK):
             return cand
     return None
