@@ -322,6 +322,7 @@ void _mi_thread_done(mi_heap_t* heap) {
   if (backing->thread_id != _mi_thread_id()) return;   /* not ours */
   _mi_live_thread_done(tld);
   _mi_heap_set_default_direct(backing);
+  _mi_sheap_sweep(tld);   /* parts of destroyed shared heaps are destroyed, the others deleted below */
   mi_heap_t* h = tld->heaps;
   while (h != NULL) {
     mi_heap_t* next = h->next;
