@@ -309,7 +309,8 @@ mi_decl_nodiscard mi_decl_export void* mi_realloc_aligned_at(void* p, size_t new
 /* ---- Heaps ---------------------------------------------------------------
    Only the owning thread may allocate from (or delete/destroy/collect) a heap;
    its blocks may be freed with mi_free from any thread. Each mi_heap_X
-   allocation function is mi_X allocating in `heap`. */
+   allocation function is mi_X allocating in `heap`. A shared heap
+   (mi_heap_new_shared) is the exception: any thread may allocate in it. */
 
 /* New destroyable heap for the calling thread (NULL when out of memory). */
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new(void);
