@@ -12,6 +12,11 @@
 
 _Atomic(size_t) _mi_sheaps_dying;
 
+/* All shared heaps, linked through next/prev under mi_sheaps_lock, for the fork handlers. Lock
+   order: mi_sheaps_lock, then a heap's lock; no other lock is taken while a heap's lock is held. */
+static mi_lock_t   mi_sheaps_lock = MI_LOCK_INIT;
+static mi_sheap_t* mi_sheaps;
+
 static mi_sheap_t* mi_sheap_of(mi_heap_t* heap) {
   return (mi_sheap_t*)heap;
 }
@@ -34,6 +39,11 @@ static mi_heap_t* mi_sheap_new(bool allow_destroy, mi_arena_id_t arena_id) {
   mi_atomic_store_relaxed(&sh->state, (int)MI_SHEAP_LIVE);
   sh->allow_destroy = allow_destroy;
   sh->arena_id = arena_id;
+  mi_lock_acquire(&mi_sheaps_lock);
+  sh->next = mi_sheaps;
+  if (mi_sheaps != NULL) mi_sheaps->prev = sh;
+  mi_sheaps = sh;
+  mi_lock_release(&mi_sheaps_lock);
   return (mi_heap_t*)sh;
 }
 
@@ -99,6 +109,11 @@ mi_heap_t* _mi_sheap_theap(mi_heap_t* sheap, bool create) {
    The end of a theap, of a shared heap
 --------------------------------------------------------------------------------------- */
 static void mi_sheap_free(mi_sheap_t* sh) {
+  mi_lock_acquire(&mi_sheaps_lock);
+  if (sh->prev != NULL) sh->prev->next = sh->next;
+  else mi_sheaps = sh->next;
+  if (sh->next != NULL) sh->next->prev = sh->prev;
+  mi_lock_release(&mi_sheaps_lock);
   mi_lock_done(&sh->lock);
   sh->mark = NULL;   /* a stale pointer is no shared heap any more */
   mi_atomic_sub_relaxed(&_mi_sheaps_dying, 1);
@@ -164,4 +179,19 @@ void _mi_sheap_delete(mi_heap_t* sheap, bool destroy) {
   }
   if (own != NULL) mi_sheap_theap_end(own, destroy ? (int)MI_SHEAP_DESTROYED : (int)MI_SHEAP_DELETED);   /* may free sh */
   else if (unused) mi_sheap_free(sh);
+}
+
+/* ---------------------------------------------------------------------------------------
+   fork() (init.c): every shared heap's lock is taken before and released after, in the
+   parent and in the child, so the child never inherits a lock held by a thread it does not
+   have (init.c, mi_fork_prepare).
+--------------------------------------------------------------------------------------- */
+void _mi_sheap_fork_prepare(void) {
+  mi_lock_acquire(&mi_sheaps_lock);
+  for (mi_sheap_t* sh = mi_sheaps; sh != NULL; sh = sh->next) mi_lock_acquire(&sh->lock);
+}
+
+void _mi_sheap_fork_release(void) {
+  for (mi_sheap_t* sh = mi_sheaps; sh != NULL; sh = sh->next) mi_lock_release(&sh->lock);
+  mi_lock_release(&mi_sheaps_lock);
 }

@@ -11,7 +11,9 @@
    2. delete and destroy of a shared heap that other (live) threads used: after each thread's
       sweep (mi_collect) its blocks moved to its backing heap, intact (delete), or are gone from
       every heap of the thread (destroy); the deleting thread's own part at once.
-   3. stress: `threads` threads share 4 heaps; each allocates with random functions and sizes in
+   3. fork while another thread makes, uses and deletes shared heaps (their locks): the child
+      allocates in a shared heap the parent used, and deletes it (not under ThreadSanitizer).
+   4. stress: `threads` threads share 4 heaps; each allocates with random functions and sizes in
       a random heap, checks the block is in that heap, fills it with a pattern derived from its
       address and trades it through a table of slots for a block of any thread (alive or ended),
       whose pattern it checks before it frees or reallocates it. Every round starts the threads
@@ -20,6 +22,10 @@
       rounds) and replaced: blocks of a destroyed heap that live threads allocated die with it. */
 #include <pthread.h>
 #include <stdatomic.h>
+#if !defined(_WIN32)
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -223,7 +229,62 @@ static void test_end_used_heap(bool destroy) {
   pthread_barrier_destroy(&barrier);
 }
 
-/* ---- 3. stress ----------------------------------------------------------------------------- */
+/* ---- 3. fork ----------------------------------------------------------------------------- */
+/* Not under ThreadSanitizer: a child of a process with threads (the purger's, at least) may
+   not start one, and the child's purger would be one. */
+#if defined(__SANITIZE_THREAD__)
+#define TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TEST_TSAN 1
+#endif
+#endif
+#if !defined(_WIN32) && !defined(TEST_TSAN)
+static atomic_bool fork_stop;
+
+static void* fork_churn(void* arg) {
+  (void)arg;
+  while (!atomic_load(&fork_stop)) {
+    mi_heap_t* h = mi_heap_new_shared();
+    mi_free(mi_heap_malloc(h, 64));
+    mi_heap_delete(h);
+  }
+  return NULL;
+}
+
+static void test_fork(void) {
+  mi_heap_t* h = mi_heap_new_shared();
+  void* p = mi_heap_malloc(h, 100);
+  CHECK(p != NULL);
+  pthread_t t;
+  atomic_store(&fork_stop, false);
+  CHECK_EQ(pthread_create(&t, NULL, &fork_churn, NULL), 0);
+  for (int i = 0; i < 20; i++) {
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+      mi_heap_t* g = mi_heap_new_shared();
+      void* q = mi_heap_malloc(h, 200);
+      void* r = mi_heap_malloc(g, 200);
+      const bool ok = (q != NULL && r != NULL && mi_heap_contains(h, q) && mi_heap_contains(g, r) && mi_heap_contains(h, p));
+      mi_heap_destroy(g);
+      mi_heap_delete(h);
+      _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  atomic_store(&fork_stop, true);
+  CHECK_EQ(pthread_join(t, NULL), 0);
+  mi_free(p);
+  mi_heap_destroy(h);
+}
+#else
+static void test_fork(void) { }
+#endif
+
+/* ---- 4. stress ----------------------------------------------------------------------------- */
 #define HEAPS  4
 #define SLOTS  4096
 
@@ -379,6 +440,7 @@ int main(int argc, char** argv) {
   test_basics();
   test_end_used_heap(false);
   test_end_used_heap(true);
+  test_fork();
   stress(rounds, seed);
   return test_summary("sheap", "%d threads, %d rounds of %zu iterations", nthreads, rounds, iterations);
 }

@@ -335,6 +335,8 @@ mi_heap_t* _mi_sheap_theap(mi_heap_t* sheap, bool create);   /* the calling thre
 void       _mi_sheap_theap_unlink(mi_heap_t* theap);         /* mi_heap_free of a theap: off its shared heap */
 void       _mi_sheap_sweep(mi_tld_t* tld);                   /* delete or destroy this thread's theaps of dead shared heaps */
 void       _mi_sheap_delete(mi_heap_t* sheap, bool destroy); /* mi_heap_delete / mi_heap_destroy */
+void       _mi_sheap_fork_prepare(void);                     /* every shared heap's lock taken ... */
+void       _mi_sheap_fork_release(void);                     /* ... and released (parent and child) */
 /* Heaps are thread-local (v2 API): is `heap` another thread's? Then it is reported (EINVAL) and
    the call does nothing (an allocation returns NULL with errno ENOMEM, like every failing
    allocation): using another thread's heap would change its page lists unsynchronised.
