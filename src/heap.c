@@ -574,12 +574,13 @@ static bool mi_heap_page_visit(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* 
 }
 
 bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+  const mi_heap_t* const shown = heap;   /* the heap the visitor is told of: the shared one, not its part */
   if (heap != NULL && mi_heap_is_shared(heap)) {   /* the calling thread's part */
     heap = _mi_sheap_theap((mi_heap_t*)heap, false);
     if (heap == NULL) return (visitor != NULL);
   }
   if (visitor == NULL || !mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_visit_blocks")) return false;
-  mi_visit_blocks_args_t args = { visit_blocks, visitor, arg, heap };
+  mi_visit_blocks_args_t args = { visit_blocks, visitor, arg, shown };
   if (heap->prof != NULL) _mi_prof_return_all((mi_heap_t*)heap);   /* leased blocks are not live */
   if (!mi_heap_visit_pages((mi_heap_t*)heap, &mi_heap_page_visit, &args)) return false;
   mi_heap_t* const sampled = _mi_prof_sample_heap(heap);

@@ -34,16 +34,20 @@
 #include "testing.h"
 
 /* ---- 1. basics --------------------------------------------------------------------------- */
+typedef struct count_args_s { const mi_heap_t* heap; size_t n; } count_args_t;
+
 static bool count_block(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
-  (void)heap; (void)area; (void)block_size;
-  if (block != NULL) (*(size_t*)arg)++;
+  (void)area; (void)block_size;
+  count_args_t* a = (count_args_t*)arg;
+  CHECK(heap == a->heap);   /* the visitor is told of the heap it was called for */
+  if (block != NULL) a->n++;
   return true;
 }
 
 static size_t heap_blocks(mi_heap_t* heap) {
-  size_t n = 0;
-  CHECK(mi_heap_visit_blocks(heap, true, &count_block, &n));
-  return n;
+  count_args_t a = { heap, 0 };
+  CHECK(mi_heap_visit_blocks(heap, true, &count_block, &a));
+  return a.n;
 }
 
 static bool all_zero(const void* p, size_t n) {
