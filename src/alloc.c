@@ -91,9 +91,12 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
     _mi_segments_purge_tick(heap->tld);   /* delayed purges that are due */
   }
   if (mi_unlikely((beat % (4 * MI_GENERIC_WORK_EVERY)) == 0)) {
-    if (mi_unlikely(mi_atomic_load_relaxed(&_mi_sheaps_dying) != 0) && heap == heap->tld->heap_backing && heap->prof == NULL) {
-      _mi_sheap_sweep(heap->tld);         /* this thread's parts of deleted shared heaps (sheap.c); not
-                                             inside the profiler's slow path (mi_collect and exit do) */
+    if (mi_unlikely(mi_atomic_load_relaxed(&_mi_sheaps_dying) != 0) && heap->prof == NULL &&
+        (heap == heap->tld->heap_backing || (heap->sheap != NULL && mi_atomic_load_relaxed(&heap->sheap->state) == (int)MI_SHEAP_LIVE))) {
+      /* this thread's parts of deleted shared heaps (sheap.c), from its backing heap or a part of
+         a live shared heap (never the heap being ended); not inside the profiler's slow path
+         (mi_collect and exit do) */
+      _mi_sheap_sweep(heap->tld);
     }
     _mi_heap_collect_periodic(heap);      /* looks at the clock */
     if (mi_unlikely(mi_live_enabled())) _mi_live_publish(heap->tld, false);   /* MIMALLOC_LIVE */

@@ -9,7 +9,7 @@
       collect, visit and set_default of a shared heap; another thread allocates in the same heap,
       its blocks are freed here, also after it ended; the one-entry cache with two heaps in turn.
    2. delete and destroy of a shared heap that other (live) threads used: after each thread's
-      sweep (mi_collect) its blocks moved to its backing heap, intact (delete), or are gone from
+      sweep (mi_collect, or the slow path of its part of another shared heap) its blocks moved to its backing heap, intact (delete), or are gone from
       every heap of the thread (destroy); the deleting thread's own part at once.
    3. fork while another thread makes, uses and deletes shared heaps (their locks): the child
       allocates in a shared heap the parent used, and deletes it (not under ThreadSanitizer).
@@ -193,7 +193,18 @@ static void* part_thread(void* arg) {
   CHECK_EQ(heap_blocks(a->heap), PART_BLOCKS);
   pthread_barrier_wait(a->barrier);   /* the main thread deletes or destroys the heap */
   pthread_barrier_wait(a->barrier);
-  mi_collect(false);                  /* this thread's sweep ends its part */
+  if (a->index % 2 == 0) {
+    mi_collect(false);                /* this thread's sweep ends its part */
+  }
+  else {
+    /* or the allocation slow path of a part of a live shared heap does (every 16th call) */
+    mi_heap_t* other = mi_heap_new_shared();
+    void** q = (void**)mi_malloc(2000 * sizeof(void*));
+    for (int i = 0; i < 2000; i++) q[i] = mi_heap_malloc(other, 2000);
+    for (int i = 0; i < 2000; i++) mi_free(q[i]);
+    mi_free(q);
+    mi_heap_delete(other);
+  }
   blocks[PART_BLOCKS] = (void*)0;
   mi_heap_visit_blocks(mi_heap_get_backing(), true, &in_own_heap, blocks);
   const uintptr_t found = (uintptr_t)blocks[PART_BLOCKS];

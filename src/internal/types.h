@@ -673,7 +673,8 @@ struct mi_heap_s {
        _DESTROYED, never back; set under `lock`). A theap of a heap that is no longer live is
        deleted (its live blocks move to its thread's backing heap) or destroyed (its blocks
        freed) by its own thread at that thread's next sweep: the periodic step of the
-       allocation slow path of its backing heap, mi_collect, or thread exit;
+       allocation slow path of its backing heap or of a part of a live shared heap, mi_collect,
+       or thread exit;
      _mi_sheaps_dying == number of shared heaps not live and not yet freed;
      the heap is freed by the thread that unlinks its last theap once it is not live (or by
        mi_heap_delete/destroy when no theap is left): freeing is decided under `lock`. */
