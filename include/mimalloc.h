@@ -309,7 +309,8 @@ mi_decl_nodiscard mi_decl_export void* mi_realloc_aligned_at(void* p, size_t new
 /* ---- Heaps ---------------------------------------------------------------
    Only the owning thread may allocate from (or delete/destroy/collect) a heap;
    its blocks may be freed with mi_free from any thread. Each mi_heap_X
-   allocation function is mi_X allocating in `heap`. */
+   allocation function is mi_X allocating in `heap`. A shared heap
+   (mi_heap_new_shared) is the exception: any thread may allocate in it. */
 
 /* New destroyable heap for the calling thread (NULL when out of memory). */
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new(void);
@@ -317,6 +318,13 @@ mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new(void);
 /* New heap that only allocates from the given (exclusive) arena. */
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_in_arena(mi_arena_id_t arena_id);
 #endif
+/* New destroyable heap that any thread may allocate in (mimalloc v3's heap; ours, not v2's).
+   The mi_heap_X allocation functions take it from any thread; mi_heap_delete/destroy by one
+   thread once no thread allocates in it any more; collect and visit cover the calling thread's
+   part. NULL when out of memory. */
+mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_shared(void);
+/* New shared heap that only allocates from the given (exclusive) arena; not destroyable. */
+mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_shared_in_arena(mi_arena_id_t arena_id);
 /* New heap with a tag, a destroy/reclaim policy and an arena (0 = any). */
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_ex(int heap_tag, bool allow_destroy, mi_arena_id_t arena_id);
 /* Delete the heap; its live blocks stay valid and migrate or get abandoned. */

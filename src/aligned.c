@@ -46,6 +46,7 @@ static void* mi_heap_malloc_zero_aligned_at_overalloc(mi_heap_t* heap, size_t si
 }
 
 void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero) {
+  if (mi_unlikely(mi_heap_is_shared(heap)) && (heap = _mi_sheap_theap(heap, true)) == NULL) { errno = ENOMEM; return NULL; }   /* (sheap.c) */
   if (mi_heap_is_foreign(heap, "aligned allocation")) { errno = ENOMEM; return NULL; }   /* debug builds */
   if (mi_unlikely(alignment == 0 || !mi_is_power_of_two(alignment))) {
     _mi_error_message(EINVAL, "aligned allocation requires a power-of-two alignment (size %zu, alignment %zu)\n", size, alignment);

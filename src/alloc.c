@@ -91,6 +91,13 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
     _mi_segments_purge_tick(heap->tld);   /* delayed purges that are due */
   }
   if (mi_unlikely((beat % (4 * MI_GENERIC_WORK_EVERY)) == 0)) {
+    if (mi_unlikely(mi_atomic_load_relaxed(&_mi_sheaps_dying) != 0) && heap->prof == NULL &&
+        (heap == heap->tld->heap_backing || (heap->sheap != NULL && mi_atomic_load_relaxed(&heap->sheap->state) == (int)MI_SHEAP_LIVE))) {
+      /* this thread's parts of deleted shared heaps (sheap.c), from its backing heap or a part of
+         a live shared heap (never the heap being ended); not inside the profiler's slow path
+         (mi_collect and exit do) */
+      _mi_sheap_sweep(heap->tld);
+    }
     _mi_heap_collect_periodic(heap);      /* looks at the clock */
     if (mi_unlikely(mi_live_enabled())) _mi_live_publish(heap->tld, false);   /* MIMALLOC_LIVE */
     if (mi_unlikely(_mi_prof_interval != 0)) _mi_prof_periodic();   /* MIMALLOC_PROFILE_INTERVAL */
@@ -133,14 +140,23 @@ static inline void* mi_heap_malloc_zero_unsampled(mi_heap_t* heap, size_t size, 
 }
 
 /* Guarded builds sample here: every allocation entry but the aligned ones (a guarded object
-   is only 16-byte aligned) and the `_small` ones comes through this function. */
-void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
+   is only 16-byte aligned) and the `_small` ones comes through this function. `heap` is a
+   thread's heap: the default one, or a theap found by _mi_heap_malloc_zero. */
+static inline void* mi_theap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
   if (mi_heap_is_foreign(heap, "allocation")) { errno = ENOMEM; return NULL; }   /* debug builds */
 #if MI_GUARDED > 0
   if (mi_unlikely(heap->guarded_sample_count == 0)) return _mi_guarded_malloc_sampled(heap, size, zero);
   heap->guarded_sample_count--;
 #endif
   return mi_heap_malloc_zero_unsampled(heap, size, zero);
+}
+
+/* The mi_heap_* entry points: `heap` may be a shared heap (sheap.c), whose calling thread's
+   part (theap) is looked up here, made on first use. The default heap's entry points (mi_malloc,
+   mi_zalloc, mi_calloc, mi_mallocn) call mi_theap_malloc_zero directly: no lookup on their path. */
+void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
+  if (mi_unlikely(mi_heap_is_shared(heap)) && (heap = _mi_sheap_theap(heap, true)) == NULL) { errno = ENOMEM; return NULL; }
+  return mi_theap_malloc_zero(heap, size, zero);
 }
 
 void* _mi_heap_malloc_zero_unsampled(mi_heap_t* heap, size_t size, bool zero) {
@@ -151,10 +167,12 @@ void* _mi_heap_malloc_zero_unsampled(mi_heap_t* heap, size_t size, bool zero) {
    Basic allocation
 --------------------------------------------------------------------------------------- */
 void* mi_heap_malloc_small(mi_heap_t* heap, size_t size) mi_attr_noexcept {
+  if (mi_unlikely(mi_heap_is_shared(heap)) && (heap = _mi_sheap_theap(heap, true)) == NULL) { errno = ENOMEM; return NULL; }
   if (mi_heap_is_foreign(heap, "mi_heap_malloc_small")) { errno = ENOMEM; return NULL; }
   return mi_heap_malloc_small_zero(heap, size, false);
 }
 void* mi_heap_zalloc_small(mi_heap_t* heap, size_t size) mi_attr_noexcept {
+  if (mi_unlikely(mi_heap_is_shared(heap)) && (heap = _mi_sheap_theap(heap, true)) == NULL) { errno = ENOMEM; return NULL; }
   if (mi_heap_is_foreign(heap, "mi_heap_zalloc_small")) { errno = ENOMEM; return NULL; }
   return mi_heap_malloc_small_zero(heap, size, true);
 }
@@ -179,13 +197,13 @@ void* mi_heap_malloc(mi_heap_t* heap, size_t size) mi_attr_noexcept {
   return _mi_heap_malloc_zero(heap, size, false);
 }
 mi_decl_cache_align void* mi_malloc(size_t size) mi_attr_noexcept {
-  return _mi_heap_malloc_zero(mi_prim_get_default_heap(), size, false);
+  return mi_theap_malloc_zero(mi_prim_get_default_heap(), size, false);
 }
 void* mi_heap_zalloc(mi_heap_t* heap, size_t size) mi_attr_noexcept {
   return _mi_heap_malloc_zero(heap, size, true);
 }
 void* mi_zalloc(size_t size) mi_attr_noexcept {
-  return _mi_heap_malloc_zero(mi_prim_get_default_heap(), size, true);
+  return mi_theap_malloc_zero(mi_prim_get_default_heap(), size, true);
 }
 void* mi_umalloc(size_t size, size_t* block_size) mi_attr_noexcept {
   void* p = mi_malloc(size);
@@ -199,7 +217,9 @@ void* mi_heap_calloc(mi_heap_t* heap, size_t count, size_t size) mi_attr_noexcep
   return _mi_heap_malloc_zero(heap, total, true);
 }
 void* mi_calloc(size_t count, size_t size) mi_attr_noexcept {
-  return mi_heap_calloc(mi_prim_get_default_heap(), count, size);
+  size_t total;
+  if (mi_count_size_overflow(count, size, &total)) return NULL;
+  return mi_theap_malloc_zero(mi_prim_get_default_heap(), total, true);
 }
 void* mi_ucalloc(size_t count, size_t size, size_t* block_size) mi_attr_noexcept {
   void* p = mi_calloc(count, size);
@@ -213,7 +233,9 @@ void* mi_heap_mallocn(mi_heap_t* heap, size_t count, size_t size) mi_attr_noexce
   return _mi_heap_malloc_zero(heap, total, false);
 }
 void* mi_mallocn(size_t count, size_t size) mi_attr_noexcept {
-  return mi_heap_mallocn(mi_prim_get_default_heap(), count, size);
+  size_t total;
+  if (mi_count_size_overflow(count, size, &total)) return NULL;
+  return mi_theap_malloc_zero(mi_prim_get_default_heap(), total, false);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -253,6 +275,7 @@ static bool mi_realloc_grow_huge(void* p, size_t size, size_t newsize, bool zero
 
 void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post) {
   /* (debug builds) p stays valid, as after any failed reallocation */
+  if (mi_unlikely(mi_heap_is_shared(heap)) && (heap = _mi_sheap_theap(heap, true)) == NULL) { errno = ENOMEM; return NULL; }   /* (sheap.c) */
   if (mi_heap_is_foreign(heap, "reallocation")) { errno = ENOMEM; return NULL; }
   const size_t size = _mi_usable_size(p);   /* 0 for NULL and for pointers that are not ours */
   if (mi_unlikely(size == 0 && p != NULL && !mi_is_in_heap_block(p))) {
@@ -284,7 +307,7 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero,
     if (usable_post != NULL) *usable_post = _mi_usable_size(p);
     return p;
   }
-  void* newp = _mi_heap_malloc_zero(heap, newsize, false);
+  void* newp = mi_theap_malloc_zero(heap, newsize, false);
   if (mi_unlikely(newp == NULL)) return NULL;   /* p stays valid; errno is ENOMEM */
   _mi_realloc_copy(newp, p, size, newsize, zero);
   if (newsize == 0 && !MI_PADDING) ((uint8_t*)newp)[0] = 0;

@@ -167,6 +167,7 @@ void _mi_heap_guarded_init(mi_heap_t* heap) {
 
 void mi_heap_guarded_set_sample_rate(mi_heap_t* heap, size_t sample_rate, size_t seed) {
   if (heap == NULL || heap->tld == NULL) return;
+  if (mi_heap_is_shared(heap) && (heap = _mi_sheap_theap(heap, true)) == NULL) return;   /* the calling thread's part */
   heap->guarded_sample_rate = sample_rate;
   if (sample_rate == 0) heap->guarded_sample_count = SIZE_MAX;
   else heap->guarded_sample_count = (seed != 0 ? seed : (size_t)_mi_random_next()) % sample_rate;
@@ -174,6 +175,7 @@ void mi_heap_guarded_set_sample_rate(mi_heap_t* heap, size_t sample_rate, size_t
 
 void mi_heap_guarded_set_size_bound(mi_heap_t* heap, size_t min, size_t max) {
   if (heap == NULL || heap->tld == NULL) return;
+  if (mi_heap_is_shared(heap) && (heap = _mi_sheap_theap(heap, true)) == NULL) return;   /* the calling thread's part */
   heap->guarded_size_min = min;
   heap->guarded_size_max = (max < min ? min : max);
 }

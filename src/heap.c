@@ -182,11 +182,19 @@ void _mi_heap_collect_abandon(mi_heap_t* heap) {
 }
 
 void mi_heap_collect(mi_heap_t* heap, bool force) mi_attr_noexcept {
+  if (heap != NULL && mi_heap_is_shared(heap)) {   /* the calling thread's part */
+    heap = _mi_sheap_theap(heap, false);
+    if (heap == NULL) return;
+  }
   if (mi_heap_check_owner(heap, "mi_heap_collect")) return;
   mi_heap_collect_ex(heap, force ? MI_FORCE : MI_NORMAL);
 }
 
 bool _mi_heap_is_foreign(const mi_heap_t* heap, const char* call) {
+  if (heap != NULL && mi_heap_is_shared(heap)) {   /* a path that does not take shared heaps */
+    _mi_error_message(EINVAL, "%s: %p is a shared heap, which this call does not take (ignored)\n", call, (const void*)heap);
+    return true;
+  }
   /* an uninitialised heap (the empty default heap of a new thread) is anybody's */
   if (!mi_heap_is_initialized(heap) || heap->thread_id == _mi_thread_id()) return false;
   _mi_error_message(EINVAL, "%s: heap %p belongs to another thread (heaps are thread-local; ignored)\n", call, (const void*)heap);
@@ -195,6 +203,9 @@ bool _mi_heap_is_foreign(const mi_heap_t* heap, const char* call) {
 
 void mi_collect(bool force) mi_attr_noexcept {
   mi_heap_t* heap = mi_prim_get_default_heap();
+  if (mi_unlikely(mi_atomic_load_relaxed(&_mi_sheaps_dying) != 0) && mi_heap_is_initialized(heap)) {
+    _mi_sheap_sweep(heap->tld);   /* this thread's parts of deleted shared heaps */
+  }
   mi_heap_collect(heap, force);
   if (mi_unlikely(mi_live_enabled()) && mi_heap_is_initialized(heap)) _mi_live_publish(heap->tld, true);   /* figures now */
   mi_assert_expensive(_mi_thread_validate(heap));
@@ -260,7 +271,7 @@ mi_heap_t* mi_heap_new_in_arena(mi_arena_id_t arena_id) {
 mi_heap_t* _mi_heap_by_tag(mi_heap_t* heap, uint8_t tag) {
   if (heap->tag == tag) return heap;
   for (mi_heap_t* h = heap->tld->heaps; h != NULL; h = h->next) {
-    if (h->tag == tag && !h->allow_destroy && h->arena_id == heap->arena_id) return h;
+    if (h->tag == tag && !h->allow_destroy && h->sheap == NULL && h->arena_id == heap->arena_id) return h;
   }
   return heap;
 }
@@ -296,6 +307,7 @@ static void mi_heap_free(mi_heap_t* heap) {
     if (prev != NULL) prev->next = heap->next;
     else heap->tld->heaps = heap->next;
   }
+  if (heap->sheap != NULL) _mi_sheap_theap_unlink(heap);
   mi_free(heap);
 }
 
@@ -312,6 +324,7 @@ static void mi_heap_absorb(mi_heap_t* heap, mi_heap_t* from) {
 }
 
 void mi_heap_delete(mi_heap_t* heap) {
+  if (heap != NULL && mi_heap_is_shared(heap)) { _mi_sheap_delete(heap, false); return; }
   if (!mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_delete")) return;
   if (mi_heap_is_backing(heap)) {
     mi_heap_collect(heap, false);   /* the backing heap lives until thread exit */
@@ -322,7 +335,8 @@ void mi_heap_delete(mi_heap_t* heap) {
   mi_heap_t* target = heap->tld->heap_backing;
   if (target->arena_id != heap->arena_id) {
     for (target = heap->tld->heaps; target != NULL; target = target->next) {
-      if (target != heap && target->arena_id == heap->arena_id) break;
+      /* (not a heap that may be destroyed, nor a shared heap's part: the blocks stay live) */
+      if (target != heap && target->arena_id == heap->arena_id && !target->allow_destroy && target->sheap == NULL) break;
     }
   }
   mi_heap_t* const sampled = _mi_prof_sample_heap(heap);
@@ -370,6 +384,7 @@ static void mi_heap_destroy_pages(mi_heap_t* heap) {
 }
 
 void mi_heap_destroy(mi_heap_t* heap) {
+  if (heap != NULL && mi_heap_is_shared(heap)) { _mi_sheap_delete(heap, true); return; }
   if (!mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_destroy")) return;
   if (!heap->allow_destroy) {
     _mi_warning_message("mi_heap_destroy: heap %p does not allow destruction (use mi_heap_new); deleting it instead\n", (void*)heap);
@@ -414,7 +429,13 @@ mi_heap_t* mi_heap_get_backing(void) {
 /* ---------------------------------------------------------------------------------------
    Introspection
 --------------------------------------------------------------------------------------- */
+/* A shared heap in the introspection calls: the calling thread's part of it (NULL: none) */
+static mi_heap_t* mi_heap_own_part(mi_heap_t* heap) {
+  return (heap != NULL && mi_heap_is_shared(heap) ? _mi_sheap_theap(heap, false) : heap);
+}
+
 bool mi_heap_contains_block(mi_heap_t* heap, const void* p) {
+  heap = mi_heap_own_part(heap);
   if (!mi_heap_is_initialized(heap) || p == NULL) return false;
   mi_segment_t* segment = _mi_ptr_segment_checked(p);
   if (segment == NULL) return false;
@@ -437,6 +458,7 @@ static bool mi_heap_page_check_owned(mi_heap_t* heap, mi_page_queue_t* pq, mi_pa
 }
 
 bool mi_heap_check_owned(mi_heap_t* heap, const void* p) {
+  heap = mi_heap_own_part(heap);
   if (!mi_heap_is_initialized(heap) || p == NULL) return false;
   if (((uintptr_t)p & (sizeof(uintptr_t) - 1)) != 0) return false;
   mi_check_owned_t info = { p, false };
@@ -472,16 +494,18 @@ static mi_page_t* mi_heap_page_in_use_of(const void* p) {
 
 /* The heap that owns p's page now. A block the profiler sampled (prof.c) lies in its heap's
    sample heap: that is mapped back for the calling thread's heaps, whose list only this thread
-   may walk. An abandoned page has no heap until a thread reclaims it: NULL. */
+   may walk. A block of the calling thread's part of a shared heap names the shared heap; a block
+   of another thread's part names that part (its theap), whose fields only its thread may read.
+   An abandoned page has no heap until a thread reclaims it: NULL. */
 mi_heap_t* mi_heap_of(const void* p) {
   mi_page_t* page = mi_heap_page_in_use_of(p);
   if (page == NULL) return NULL;
   mi_heap_t* const owner = mi_page_heap(page);
-  if (owner == NULL || mi_prof_rate() == 0) return owner;
+  if (owner == NULL || mi_page_owner(page) != _mi_thread_id()) return owner;
   mi_heap_t* const dflt = mi_prim_get_default_heap();
   if (!mi_heap_is_initialized(dflt)) return owner;
   for (mi_heap_t* h = dflt->tld->heaps; h != NULL; h = h->next) {
-    if (h == owner || _mi_prof_sample_heap(h) == owner) return h;
+    if (h == owner || _mi_prof_sample_heap(h) == owner) return (h->sheap != NULL ? (mi_heap_t*)h->sheap : h);
   }
   return owner;
 }
@@ -550,8 +574,13 @@ static bool mi_heap_page_visit(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* 
 }
 
 bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+  const mi_heap_t* const shown = heap;   /* the heap the visitor is told of: the shared one, not its part */
+  if (heap != NULL && mi_heap_is_shared(heap)) {   /* the calling thread's part */
+    heap = _mi_sheap_theap((mi_heap_t*)heap, false);
+    if (heap == NULL) return (visitor != NULL);
+  }
   if (visitor == NULL || !mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_visit_blocks")) return false;
-  mi_visit_blocks_args_t args = { visit_blocks, visitor, arg, heap };
+  mi_visit_blocks_args_t args = { visit_blocks, visitor, arg, shown };
   if (heap->prof != NULL) _mi_prof_return_all((mi_heap_t*)heap);   /* leased blocks are not live */
   if (!mi_heap_visit_pages((mi_heap_t*)heap, &mi_heap_page_visit, &args)) return false;
   mi_heap_t* const sampled = _mi_prof_sample_heap(heap);
@@ -574,6 +603,7 @@ bool mi_unsafe_heap_page_is_under_utilized(mi_heap_t* heap, void* p, size_t perc
   if (segment == NULL) return false;
   mi_page_t* page = _mi_segment_page_of(segment, p);
   mi_heap_t* pheap = mi_page_heap(page);
+  if (heap != NULL && mi_heap_is_shared(heap) && (heap = mi_heap_own_part(heap)) == NULL) return false;
   if (pheap == NULL || (heap != NULL && pheap != heap)) return false;
   if (perc_threshold >= 100) return true;
   if (segment->page_kind == MI_PAGE_HUGE) return false;

@@ -322,6 +322,7 @@ void _mi_thread_done(mi_heap_t* heap) {
   if (backing->thread_id != _mi_thread_id()) return;   /* not ours */
   _mi_live_thread_done(tld);
   _mi_heap_set_default_direct(backing);
+  _mi_sheap_sweep(tld);   /* parts of destroyed shared heaps are destroyed, the others deleted below */
   mi_heap_t* h = tld->heaps;
   while (h != NULL) {
     mi_heap_t* next = h->next;
@@ -421,6 +422,7 @@ void mi_subproc_delete(mi_subproc_id_t subproc_id) {
 static void mi_fork_prepare(void) {
   _mi_purger_fork_prepare();   /* first: a pass may take locks */
   _mi_prof_fork_prepare();
+  _mi_sheap_fork_prepare();
   mi_lock_acquire(&mi_subprocs_lock);
   for (mi_subproc_t* sp = &_mi_subproc_main; sp != NULL; sp = sp->next) {
     mi_lock_acquire(&sp->lock);
@@ -432,6 +434,7 @@ static void mi_fork_parent(void) {
     mi_lock_release(&sp->lock);
   }
   mi_lock_release(&mi_subprocs_lock);
+  _mi_sheap_fork_release();
   _mi_purger_fork_parent();
   _mi_prof_fork_parent();
 }
@@ -444,6 +447,7 @@ static void mi_fork_child(void) {
     mi_lock_release(&sp->lock);
   }
   mi_lock_release(&mi_subprocs_lock);
+  _mi_sheap_fork_release();
   _mi_prof_fork_child();
   mi_heap_t* heap = mi_prim_get_default_heap();
   _mi_live_fork_child(mi_heap_is_initialized(heap) ? heap->tld : NULL);

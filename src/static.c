@@ -41,6 +41,7 @@ void _mi_text_begin(void) { }
 #include "guarded.c"
 #include "segment.c"
 #include "segment-map.c"
+#include "sheap.c"
 #include "stats.c"
 #include "stats-print.c"
 #include "track.c"

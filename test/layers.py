@@ -22,7 +22,7 @@ LAYERS = {
     "os.c": 2, "bitmap.c": 2, "random.c": 2,
     "arena.c": 3, "segment-map.c": 3,
     "segment.c": 4, "abandon.c": 4, "page.c": 4, "purger.c": 4,
-    "heap.c": 5, "init.c": 5,
+    "heap.c": 5, "init.c": 5, "sheap.c": 5,
     "alloc.c": 6, "free.c": 6, "aligned.c": 6,
     "posix.c": 7, "new.c": 7, "override.c": 7,
     "options.c": None, "stats.c": None, "stats-print.c": None, "live.c": None, "leaks.c": None, "prof.c": None, "prof-samples.c": None, "prof-stack.c": None, "prof-write.c": None,
@@ -50,6 +50,8 @@ HOOKS = {
     # A heap's descriptor is a block of the thread's backing heap.
     ("heap.c", "mi_heap_malloc"): "mi_heap_new allocates the heap's descriptor",
     ("heap.c", "mi_free"): "mi_heap_delete frees the heap's descriptor",
+    ("sheap.c", "mi_heap_malloc"): "a shared heap and its theaps are blocks of the thread's backing heap",
+    ("sheap.c", "mi_free"): "and are freed as blocks",
     # Static allocation (while the allocator itself calls libc) falls back on the slow path of
     # its heap when its room is used up.
     ("init.c", "_mi_malloc_generic"): "static allocation falls back on its heap",

@@ -57,7 +57,7 @@ shot="$root/build-test-release/test/live/live-view.png"
 if [ "${1:-}" = "--quick" ]; then exit 0; fi
 run_suite debug -DCMAKE_BUILD_TYPE=Debug
 # MI_DEBUG=3: the validators (src/validate.c) at every slow-path boundary, on the multi-threaded and model tests
-run_suite debug-full -DCMAKE_BUILD_TYPE=Debug -DMI_DEBUG_FULL=ON -- -R '^(stress|stress-reclaim-on-free|stress-live|threads|model|model-mt|validate-.*)$'
+run_suite debug-full -DCMAKE_BUILD_TYPE=Debug -DMI_DEBUG_FULL=ON -- -R '^(stress|stress-reclaim-on-free|stress-live|threads|sheap|model|model-mt|validate-.*)$'
 run_suite secure -DCMAKE_BUILD_TYPE=Release -DMI_SECURE=ON
 run_suite asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=address
 run_suite track-valgrind -DCMAKE_BUILD_TYPE=Release -DMI_TRACK_VALGRIND=ON

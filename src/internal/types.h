@@ -21,7 +21,9 @@
      mi_subproc_t        owner of segments, their slot and purge queues, abandoned pages
      mi_segments_tld_t   per-thread segment bookkeeping
      mi_tld_t            thread-local data shared by all heaps of a thread
-     mi_heap_t           a heap (struct mi_heap_s), owned by one thread
+     mi_heap_t           a heap (struct mi_heap_s), owned by one thread; the theap (per-thread
+                         part) of a shared heap is one too
+     mi_sheap_t          a shared heap: a heap any thread may allocate in, one theap per thread
 
    Pointer to page, header-free, in O(1) (docs/design.md, "From a pointer to its page"): every
    segment starts at a multiple of MI_SEGMENT_SIZE and holds its descriptors at its start, so
@@ -599,6 +601,11 @@ typedef struct mi_tld_s {
   bool                live_exact;     /* counting since the thread's start (else from its first
                                          publication: the base below) */
   int64_t             live_allocs_base, live_frees_base;
+  /* the one-entry cache of the shared-heap lookup (sheap.c): the last shared heap this thread
+     allocated in and its theap of it, both NULL or sheap_last_theap->sheap == sheap_last and
+     in this thread's heaps (cleared when that theap goes) */
+  struct mi_sheap_s*  sheap_last;
+  mi_heap_t*          sheap_last_theap;
 } mi_tld_t;
 
 /* A heap. Owned by the thread that created it; only that thread allocates from it.
@@ -612,7 +619,12 @@ typedef struct mi_tld_s {
      the queues are doubly linked (first->prev == NULL, each page->next->prev == page, last);
      every page in pages[b] (b < MI_BIN_HUGE_INTERNAL) has block_size == _mi_bin_size(b);
      page_count == total number of pages in all queues;
-     tld == NULL  <=> the heap is the static empty heap of an uninitialised thread. */
+     tld == NULL  <=> the heap is the static empty heap of an uninitialised thread;
+     tld == MI_SHEAP_MARK <=> it is not a heap but a shared heap (mi_sheap_t, which starts with
+       that word): the public mi_heap_* functions tell the two apart by this word alone;
+     sheap != NULL <=> a theap of that shared heap: on its list of theaps (linked through
+       sheap_next) until the heap is freed, never a thread's default or backing heap, and
+       only its own thread allocates in it (as in any heap). */
 struct mi_heap_s {
   mi_tld_t*             tld;
   mi_page_t*            pages_free_direct[MI_PAGES_DIRECT];
@@ -643,7 +655,41 @@ struct mi_heap_s {
      pages_free_direct does for small bins. */
   mi_page_t*            pages_medium_direct[MI_BIN_HUGE_INTERNAL];
   struct mi_prof_s*     prof;              /* the sampling profiler's state (prof.c); NULL: off */
+  struct mi_sheap_s*    sheap;             /* the shared heap this is the thread's part of, or NULL */
+  mi_heap_t*            sheap_next;        /* its shared heap's theaps (under that heap's lock) */
 };
+
+/* A shared heap (sheap.c): a mi_heap_t* of the public API that any thread may allocate in. It
+   holds no pages: each thread that allocates in it gets its own theap (a mi_heap_t with
+   sheap == this), found through the thread's one-entry cache (mi_tld_t.sheap_last) or its list
+   of heaps, and made on first use. Blocks are freed from any thread as any block (a page
+   belongs to one theap). Invariants:
+     mark == MI_SHEAP_MARK (where a heap has its tld: mi_heap_is_shared);
+     theaps: every theap whose sheap is this heap, linked through sheap_next, under `lock`;
+       a theap is linked by its own thread when made and unlinked when freed (mi_heap_free),
+       by its own thread: at thread exit, at a sweep (below), or in mi_heap_delete/destroy of
+       the shared heap by that thread;
+     state: MI_SHEAP_LIVE until mi_heap_delete or mi_heap_destroy (then _DELETED or
+       _DESTROYED, never back; set under `lock`). A theap of a heap that is no longer live is
+       deleted (its live blocks move to its thread's backing heap) or destroyed (its blocks
+       freed) by its own thread at that thread's next sweep: the periodic step of the
+       allocation slow path of its backing heap or of a part of a live shared heap, mi_collect,
+       or thread exit;
+     _mi_sheaps_dying == number of shared heaps not live and not yet freed;
+     the heap is freed by the thread that unlinks its last theap once it is not live (or by
+       mi_heap_delete/destroy when no theap is left): freeing is decided under `lock`. */
+#define MI_SHEAP_MARK  ((mi_tld_t*)(uintptr_t)1)
+typedef enum mi_sheap_state_e { MI_SHEAP_LIVE, MI_SHEAP_DELETED, MI_SHEAP_DESTROYED } mi_sheap_state_t;
+typedef struct mi_sheap_s {
+  mi_tld_t*          mark;             /* MI_SHEAP_MARK: the first word, a heap's tld */
+  mi_lock_t          lock;
+  mi_heap_t*         theaps;           /* under lock */
+  _Atomic(int)       state;            /* mi_sheap_state_t; written under lock */
+  bool               allow_destroy;    /* its theaps' (mi_heap_new_shared: true; _in_arena: false) */
+  mi_arena_id_t      arena_id;         /* its theaps' */
+  struct mi_sheap_s* next;             /* all shared heaps, until freed (sheap.c, for fork) */
+  struct mi_sheap_s* prev;
+} mi_sheap_t;
 
 /* Per-thread memory: the backing heap and its tld are allocated together from the OS. */
 typedef struct mi_thread_data_s {

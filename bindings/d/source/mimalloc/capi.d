@@ -156,6 +156,9 @@ void* mi_realloc_aligned_at(void* p, size_t newsize, size_t alignment, size_t of
 mi_heap_t* mi_heap_new();
 mi_heap_t* mi_heap_new_in_arena(mi_arena_id_t arena_id);
 mi_heap_t* mi_heap_new_ex(int heap_tag, bool allow_destroy, mi_arena_id_t arena_id);
+// a heap any thread may allocate in (each thread in its own part); delete or destroy it once no thread allocates in it
+mi_heap_t* mi_heap_new_shared();
+mi_heap_t* mi_heap_new_shared_in_arena(mi_arena_id_t arena_id);
 void mi_heap_delete(mi_heap_t* heap);
 void mi_heap_destroy(mi_heap_t* heap);
 mi_heap_t* mi_heap_set_default(mi_heap_t* heap);

@@ -199,6 +199,21 @@ unittest // zero-initialised re-allocation
     c!"mi_free"(q);
 }
 
+unittest // a shared heap: another thread allocates in it too, this thread frees its block
+{
+    auto sh = c!"mi_heap_new_shared"();
+    assert(sh !is null);
+    auto p = c!"mi_heap_malloc"(sh, 100);
+    assert(c!"mi_heap_contains"(sh, p));
+    void* q;
+    auto t = new Thread({ q = mi_heap_malloc(sh, 200); assert(mi_heap_contains(sh, q)); });
+    t.start();
+    t.join();
+    assert(q !is null && !c!"mi_heap_contains"(sh, q)); // (the other thread's part)
+    c!"mi_free"(q);
+    c!"mi_heap_destroy"(sh); // frees p with this thread's part
+}
+
 unittest // heaps
 {
     auto h = c!"mi_heap_new"();
@@ -332,6 +347,12 @@ unittest // arenas, OS memory, huge pages (none requested)
     assert(p >= start && p < start + size, "block of an arena heap outside its arena");
     c!"mi_free"(p);
     c!"mi_heap_delete"(h); // mi_heap_new_in_arena heaps cannot be destroyed (as in mimalloc)
+    auto sh = c!"mi_heap_new_shared_in_arena"(id); // a shared heap in the arena
+    assert(sh !is null);
+    p = cast(ubyte*) c!"mi_heap_malloc"(sh, 1000);
+    assert(p >= start && p < start + size, "block of a shared arena heap outside its arena");
+    c!"mi_free"(p);
+    c!"mi_heap_delete"(sh);
     assert(c!"mi_arena_contains"(id, start) && c!"mi_arena_contains"(id, start + size - 1));
     assert(!c!"mi_arena_contains"(id, start + size) && !c!"mi_arena_contains"(12345, start));
     assert(c!"mi_arena_area"(12345, &size) is null);

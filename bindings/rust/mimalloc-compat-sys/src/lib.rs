@@ -381,6 +381,10 @@ extern "C" {
     pub fn mi_heap_new() -> *mut mi_heap_t;
     pub fn mi_heap_new_in_arena(arena_id: mi_arena_id_t) -> *mut mi_heap_t;
     pub fn mi_heap_new_ex(heap_tag: c_int, allow_destroy: bool, arena_id: mi_arena_id_t) -> *mut mi_heap_t;
+    /// A heap any thread may allocate in (mimalloc v3's heap; docs/v3-api.md): each thread
+    /// allocates in its own part of it; delete or destroy once no thread allocates in it.
+    pub fn mi_heap_new_shared() -> *mut mi_heap_t;
+    pub fn mi_heap_new_shared_in_arena(arena_id: mi_arena_id_t) -> *mut mi_heap_t;
     pub fn mi_heap_delete(heap: *mut mi_heap_t);
     pub fn mi_heap_destroy(heap: *mut mi_heap_t);
     pub fn mi_heap_set_default(heap: *mut mi_heap_t) -> *mut mi_heap_t;

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared heaps: heaps that any thread may allocate in (mimalloc v3's meaning of a heap,
+   docs/v3-api.md). A shared heap (mi_sheap_t, types.h) holds no pages; each thread that
+   allocates in it gets its own part, a theap: an ordinary heap of that thread with
+   theap->sheap set. The public mi_heap_* functions tell a shared heap by its first word
+   (mi_heap_is_shared) and turn it into the calling thread's theap here, so every fast path of
+   a thread's own heaps stays as it is; the lookup is one compare when the thread's one-entry
+   cache hits. Blocks are freed from any thread like any block: a page belongs to one theap.
+   Deletion and destruction by one thread reach the other threads' theaps through a sweep that
+   each thread runs itself (types.h, mi_sheap_t: state). */
+#include "internal/internal.h"
+
+_Atomic(size_t) _mi_sheaps_dying;
+
+/* All shared heaps, linked through next/prev under mi_sheaps_lock, for the fork handlers. Lock
+   order: mi_sheaps_lock, then a heap's lock; no other lock is taken while a heap's lock is held. */
+static mi_lock_t   mi_sheaps_lock = MI_LOCK_INIT;
+static mi_sheap_t* mi_sheaps;
+
+static mi_sheap_t* mi_sheap_of(mi_heap_t* heap) {
+  return (mi_sheap_t*)heap;
+}
+
+/* ---------------------------------------------------------------------------------------
+   Creation
+--------------------------------------------------------------------------------------- */
+static mi_heap_t* mi_sheap_new(bool allow_destroy, mi_arena_id_t arena_id) {
+  if (arena_id != 0 && !_mi_arena_id_is_valid(arena_id)) {
+    _mi_error_message(EINVAL, "unknown arena id %d\n", arena_id);
+    return NULL;
+  }
+  mi_heap_t* bheap = mi_heap_get_backing();   /* (initialises the thread) */
+  if (!mi_heap_is_initialized(bheap)) return NULL;
+  mi_sheap_t* sh = (mi_sheap_t*)mi_heap_malloc(bheap, sizeof(mi_sheap_t));
+  if (sh == NULL) return NULL;
+  memset(sh, 0, sizeof(*sh));
+  sh->mark = MI_SHEAP_MARK;
+  mi_lock_init(&sh->lock);
+  mi_atomic_store_relaxed(&sh->state, (int)MI_SHEAP_LIVE);
+  sh->allow_destroy = allow_destroy;
+  sh->arena_id = arena_id;
+  mi_lock_acquire(&mi_sheaps_lock);
+  sh->next = mi_sheaps;
+  if (mi_sheaps != NULL) mi_sheaps->prev = sh;
+  mi_sheaps = sh;
+  mi_lock_release(&mi_sheaps_lock);
+  return (mi_heap_t*)sh;
+}
+
+mi_heap_t* mi_heap_new_shared(void) {
+  return mi_sheap_new(true, 0);
+}
+
+mi_heap_t* mi_heap_new_shared_in_arena(mi_arena_id_t arena_id) {
+  return mi_sheap_new(false, arena_id);
+}
+
+/* ---------------------------------------------------------------------------------------
+   The calling thread's theap
+--------------------------------------------------------------------------------------- */
+/* Linked only while the heap is live (checked under its lock), so a heap that is no longer
+   live gains no theap, and the one that unlinks the last theap may free it. */
+static mi_heap_t* mi_sheap_theap_make(mi_sheap_t* sh, mi_tld_t* tld) {
+  mi_heap_t* theap = (mi_heap_t*)mi_heap_malloc(tld->heap_backing, sizeof(mi_heap_t));
+  if (theap == NULL) return NULL;
+  _mi_heap_init(theap, tld, sh->arena_id, sh->allow_destroy, 0);
+  mi_lock_acquire(&sh->lock);
+  const bool live = (mi_atomic_load_relaxed(&sh->state) == (int)MI_SHEAP_LIVE);
+  if (live) {
+    theap->sheap = sh;
+    theap->sheap_next = sh->theaps;
+    sh->theaps = theap;
+  }
+  mi_lock_release(&sh->lock);
+  if (!live) {
+    mi_heap_delete(theap);   /* (empty) */
+    _mi_error_message(EINVAL, "shared heap %p is used after mi_heap_delete or mi_heap_destroy\n", (void*)sh);
+    return NULL;
+  }
+  return theap;
+}
+
+mi_heap_t* _mi_sheap_theap(mi_heap_t* sheap, bool create) {
+  mi_sheap_t* const sh = mi_sheap_of(sheap);
+  mi_heap_t* dflt = mi_prim_get_default_heap();
+  if (mi_unlikely(!mi_heap_is_initialized(dflt))) {
+    if (!create) return NULL;
+    mi_thread_init();
+    dflt = mi_prim_get_default_heap();
+    if (!mi_heap_is_initialized(dflt)) return NULL;
+  }
+  mi_tld_t* const tld = dflt->tld;
+  if (mi_likely(tld->sheap_last == sh)) return tld->sheap_last_theap;
+  mi_heap_t* theap = NULL;
+  for (mi_heap_t* h = tld->heaps; h != NULL; h = h->next) {
+    if (h->sheap == sh) { theap = h; break; }
+  }
+  if (theap == NULL) {
+    if (!create) return NULL;
+    theap = mi_sheap_theap_make(sh, tld);
+    if (theap == NULL) return NULL;
+  }
+  tld->sheap_last = sh;
+  tld->sheap_last_theap = theap;
+  return theap;
+}
+
+/* ---------------------------------------------------------------------------------------
+   The end of a theap, of a shared heap
+--------------------------------------------------------------------------------------- */
+static void mi_sheap_free(mi_sheap_t* sh) {
+  mi_lock_acquire(&mi_sheaps_lock);
+  if (sh->prev != NULL) sh->prev->next = sh->next;
+  else mi_sheaps = sh->next;
+  if (sh->next != NULL) sh->next->prev = sh->prev;
+  mi_lock_release(&mi_sheaps_lock);
+  mi_lock_done(&sh->lock);
+  sh->mark = NULL;   /* a stale pointer is no shared heap any more */
+  mi_atomic_sub_relaxed(&_mi_sheaps_dying, 1);
+  mi_free(sh);
+}
+
+/* mi_heap_free of a theap (its own thread): off its shared heap's list, and the shared heap
+   freed if it is no longer live and this was its last theap. */
+void _mi_sheap_theap_unlink(mi_heap_t* theap) {
+  mi_sheap_t* const sh = theap->sheap;
+  mi_tld_t* const tld = theap->tld;
+  if (tld->sheap_last_theap == theap) { tld->sheap_last = NULL; tld->sheap_last_theap = NULL; }
+  mi_lock_acquire(&sh->lock);
+  mi_heap_t** link = &sh->theaps;
+  while (*link != NULL && *link != theap) link = &(*link)->sheap_next;
+  if (*link == theap) *link = theap->sheap_next;
+  const bool last = (sh->theaps == NULL && mi_atomic_load_relaxed(&sh->state) != (int)MI_SHEAP_LIVE);
+  mi_lock_release(&sh->lock);
+  theap->sheap = NULL;
+  theap->sheap_next = NULL;
+  if (last) mi_sheap_free(sh);
+}
+
+/* A theap of a heap that is no longer live: deleted or destroyed as its heap was. */
+static void mi_sheap_theap_end(mi_heap_t* theap, int state) {
+  if (state == (int)MI_SHEAP_DESTROYED && theap->allow_destroy) mi_heap_destroy(theap);
+  else mi_heap_delete(theap);
+}
+
+void _mi_sheap_sweep(mi_tld_t* tld) {
+  mi_heap_t* h = tld->heaps;
+  while (h != NULL) {
+    mi_heap_t* const next = h->next;   /* (ending h unlinks h only) */
+    if (h->sheap != NULL) {
+      const int state = mi_atomic_load_acquire(&h->sheap->state);
+      if (state != (int)MI_SHEAP_LIVE) mi_sheap_theap_end(h, state);
+    }
+    h = next;
+  }
+}
+
+/* mi_heap_delete (destroy == false) or mi_heap_destroy of a shared heap: the calling thread's
+   theap ends now, the other threads' theaps at their next sweep; the heap is freed with its
+   last theap. v3's contract: no thread allocates in the heap from this call on. */
+void _mi_sheap_delete(mi_heap_t* sheap, bool destroy) {
+  mi_sheap_t* const sh = mi_sheap_of(sheap);
+  if (destroy && !sh->allow_destroy) {
+    _mi_warning_message("mi_heap_destroy: shared heap %p does not allow destruction (use mi_heap_new_shared); deleting it instead\n", (void*)sh);
+    destroy = false;
+  }
+  mi_heap_t* const own = _mi_sheap_theap(sheap, false);
+  mi_lock_acquire(&sh->lock);
+  const int state = mi_atomic_load_relaxed(&sh->state);
+  if (state == (int)MI_SHEAP_LIVE) {
+    mi_atomic_add_relaxed(&_mi_sheaps_dying, 1);
+    mi_atomic_store_release(&sh->state, (int)(destroy ? MI_SHEAP_DESTROYED : MI_SHEAP_DELETED));
+  }
+  const bool unused = (sh->theaps == NULL);
+  mi_lock_release(&sh->lock);
+  if (state != (int)MI_SHEAP_LIVE) {
+    _mi_error_message(EINVAL, "shared heap %p deleted or destroyed twice\n", (void*)sh);
+    return;
+  }
+  if (own != NULL) mi_sheap_theap_end(own, destroy ? (int)MI_SHEAP_DESTROYED : (int)MI_SHEAP_DELETED);   /* may free sh */
+  else if (unused) mi_sheap_free(sh);
+}
+
+/* ---------------------------------------------------------------------------------------
+   fork() (init.c): every shared heap's lock is taken before and released after, in the
+   parent and in the child, so the child never inherits a lock held by a thread it does not
+   have (init.c, mi_fork_prepare).
+--------------------------------------------------------------------------------------- */
+void _mi_sheap_fork_prepare(void) {
+  mi_lock_acquire(&mi_sheaps_lock);
+  for (mi_sheap_t* sh = mi_sheaps; sh != NULL; sh = sh->next) mi_lock_acquire(&sh->lock);
+}
+
+void _mi_sheap_fork_release(void) {
+  for (mi_sheap_t* sh = mi_sheaps; sh != NULL; sh = sh->next) mi_lock_release(&sh->lock);
+  mi_lock_release(&mi_sheaps_lock);
+}

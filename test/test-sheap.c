@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: MIT */
+/* test-sheap.c -- heaps that any thread can use (mi_heap_new_shared, src/sheap.c,
+   docs/v3-api.md).
+
+   usage: test-sheap [threads rounds iterations seed]   (default 8 6 20000 1)
+
+   1. basics: every mi_heap_* allocation function takes a shared heap; each block is in the
+      shared heap (mi_heap_contains, from the allocating thread), zeroed and aligned as asked;
+      collect, visit and set_default of a shared heap; another thread allocates in the same heap,
+      its blocks are freed here, also after it ended; the one-entry cache with two heaps in turn.
+   2. delete and destroy of a shared heap that other (live) threads used: after each thread's
+      sweep (mi_collect, or the slow path of its part of another shared heap) its blocks moved to its backing heap, intact (delete), or are gone from
+      every heap of the thread (destroy); the deleting thread's own part at once.
+   3. fork while another thread makes, uses and deletes shared heaps (their locks): the child
+      allocates in a shared heap the parent used, and deletes it (not under ThreadSanitizer).
+   4. stress: `threads` threads share 4 heaps; each allocates with random functions and sizes in
+      a random heap, checks the block is in that heap, fills it with a pattern derived from its
+      address and trades it through a table of slots for a block of any thread (alive or ended),
+      whose pattern it checks before it frees or reallocates it. Every round starts the threads
+      anew (the blocks of the last round's threads stay in the table); in the middle of each
+      round, with all threads waiting, one heap is destroyed (odd rounds) or deleted (even
+      rounds) and replaced: blocks of a destroyed heap that live threads allocated die with it. */
+#include <pthread.h>
+#include <stdatomic.h>
+#if !defined(_WIN32)
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mimalloc.h"
+#include "testing.h"
+
+/* ---- 1. basics --------------------------------------------------------------------------- */
+typedef struct count_args_s { const mi_heap_t* heap; size_t n; } count_args_t;
+
+static bool count_block(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)area; (void)block_size;
+  count_args_t* a = (count_args_t*)arg;
+  CHECK(heap == a->heap);   /* the visitor is told of the heap it was called for */
+  if (block != NULL) a->n++;
+  return true;
+}
+
+static size_t heap_blocks(mi_heap_t* heap) {
+  count_args_t a = { heap, 0 };
+  CHECK(mi_heap_visit_blocks(heap, true, &count_block, &a));
+  return a.n;
+}
+
+static bool all_zero(const void* p, size_t n) {
+  for (size_t i = 0; i < n; i++) if (((const uint8_t*)p)[i] != 0) return false;
+  return true;
+}
+
+typedef struct other_args_s { mi_heap_t* heap; void* blocks[16]; } other_args_t;
+
+static void* other_thread_alloc(void* arg) {
+  other_args_t* a = (other_args_t*)arg;
+  for (int i = 0; i < 16; i++) {
+    a->blocks[i] = mi_heap_malloc(a->heap, 16 + 100 * (size_t)i);
+    CHECK(a->blocks[i] != NULL);
+    CHECK(mi_heap_contains(a->heap, a->blocks[i]));
+    CHECK(!mi_heap_contains(mi_heap_main(), a->blocks[i]));
+    memset(a->blocks[i], 0x5a, 16);
+  }
+  CHECK_EQ(heap_blocks(a->heap), 16);   /* this thread's part only */
+  return NULL;   /* the thread ends with its blocks alive */
+}
+
+static void test_basics(void) {
+  mi_heap_t* h = mi_heap_new_shared();
+  CHECK(h != NULL);
+  CHECK_EQ(heap_blocks(h), 0);         /* no part of this thread yet */
+  mi_heap_collect(h, true);            /* nothing to collect: no effect */
+  void* p[20];
+  int n = 0;
+  p[n++] = mi_heap_malloc(h, 24);
+  p[n++] = mi_heap_zalloc(h, 200);   CHECK(all_zero(p[n-1], 200));
+  p[n++] = mi_heap_calloc(h, 10, 30); CHECK(all_zero(p[n-1], 300));
+  p[n++] = mi_heap_mallocn(h, 7, 9);
+  p[n++] = mi_heap_malloc_small(h, 64);
+  p[n++] = mi_heap_zalloc_small(h, 64); CHECK(all_zero(p[n-1], 64));
+  p[n++] = mi_heap_malloc_aligned(h, 100, 256);        CHECK_ALIGNED(p[n-1], 256);
+  p[n++] = mi_heap_zalloc_aligned(h, 5000, 4096);      CHECK_ALIGNED(p[n-1], 4096); CHECK(all_zero(p[n-1], 5000));
+  p[n++] = mi_heap_calloc_aligned(h, 3, 100, 64);      CHECK_ALIGNED(p[n-1], 64); CHECK(all_zero(p[n-1], 300));
+  p[n++] = mi_heap_malloc_aligned_at(h, 100, 128, 16); CHECK_ALIGNED((uint8_t*)p[n-1] + 16, 128);
+  p[n++] = mi_heap_malloc(h, 300000);                  /* large */
+  p[n++] = mi_heap_malloc(h, 5 << 20);                 /* huge */
+  p[n++] = mi_heap_malloc_aligned(h, 1000, 1 << 23);   CHECK_ALIGNED(p[n-1], 1 << 23);
+  p[n++] = mi_heap_strdup(h, "shared");                CHECK(strcmp((char*)p[n-1], "shared") == 0);
+  p[n++] = mi_heap_strndup(h, "shared heap", 6);       CHECK(strcmp((char*)p[n-1], "shared") == 0);
+  for (int i = 0; i < n; i++) {
+    CHECK_MSG(p[i] != NULL, "block %d", i);
+    CHECK_MSG(mi_heap_contains(h, p[i]), "block %d", i);
+    CHECK_MSG(mi_heap_of(p[i]) == h, "block %d", i);
+    CHECK_MSG(!mi_heap_contains(mi_heap_main(), p[i]), "block %d", i);
+  }
+  CHECK_EQ(heap_blocks(h), (size_t)n);
+  /* reallocation into the shared heap: of one of its blocks, of a default block, of NULL */
+  memset(p[0], 7, 24);
+  p[0] = mi_heap_realloc(h, p[0], 5000);
+  CHECK(p[0] != NULL && mi_heap_contains(h, p[0]) && ((uint8_t*)p[0])[23] == 7);
+  void* d = mi_malloc(40);
+  memset(d, 9, 40);
+  d = mi_heap_reallocn(h, d, 2, 100);
+  CHECK(d != NULL && mi_heap_contains(h, d) && ((uint8_t*)d)[39] == 9);
+  void* z = mi_heap_rezalloc(h, NULL, 100);
+  CHECK(z != NULL && mi_heap_contains(h, z) && all_zero(z, 100));
+  z = mi_heap_recalloc(h, z, 50, 10);
+  CHECK(z != NULL && mi_heap_contains(h, z) && all_zero(z, 500));
+  void* a = mi_heap_realloc_aligned(h, NULL, 300, 512);
+  CHECK(a != NULL && mi_heap_contains(h, a)); CHECK_ALIGNED(a, 512);
+  a = mi_heap_realloc_aligned(h, a, 30000, 512);
+  CHECK(a != NULL && mi_heap_contains(h, a)); CHECK_ALIGNED(a, 512);
+  /* calls that do not take a shared heap refuse it (an error message, which is expected) */
+  mi_option_disable(mi_option_show_errors);
+  CHECK(mi_heap_set_default(h) == NULL);
+  mi_option_enable(mi_option_show_errors);
+  CHECK(mi_heap_get_default() != h);
+  /* another thread allocates in the same heap, and ends; its blocks are not this thread's part */
+  other_args_t args = { h, { NULL } };
+  pthread_t t;
+  CHECK_EQ(pthread_create(&t, NULL, &other_thread_alloc, &args), 0);
+  CHECK_EQ(pthread_join(t, NULL), 0);
+  for (int i = 0; i < 16; i++) {
+    CHECK(((uint8_t*)args.blocks[i])[15] == 0x5a);
+    CHECK(!mi_heap_contains(h, args.blocks[i]));   /* (the thread's part ended with it) */
+    mi_free(args.blocks[i]);
+  }
+  /* two shared heaps in turn: the one-entry cache follows */
+  mi_heap_t* h2 = mi_heap_new_shared();
+  CHECK(h2 != NULL);
+  for (int i = 0; i < 100; i++) {
+    void* x = mi_heap_malloc((i & 1) ? h2 : h, 32);
+    CHECK(mi_heap_contains((i & 1) ? h2 : h, x));
+    CHECK(!mi_heap_contains((i & 1) ? h : h2, x));
+    mi_free(x);
+  }
+  mi_heap_collect(h, true);
+  /* delete: this thread's blocks move to its backing heap and stay valid */
+  mi_heap_delete(h2);
+  mi_heap_delete(h);
+  for (int i = 0; i < n; i++) CHECK_MSG(mi_heap_contains(mi_heap_main(), p[i]), "block %d", i);
+  CHECK(((uint8_t*)p[0])[23] == 7);
+  for (int i = 0; i < n; i++) mi_free(p[i]);
+  mi_free(d); mi_free(z); mi_free(a);
+  /* the arena variant */
+  mi_arena_id_t arena;
+  if (mi_reserve_os_memory_ex(64 << 20, false, true, true, &arena) == 0) {
+    mi_heap_t* ha = mi_heap_new_shared_in_arena(arena);
+    CHECK(ha != NULL);
+    void* q = mi_heap_malloc(ha, 1000);
+    CHECK(q != NULL && mi_heap_contains(ha, q) && mi_arena_contains(arena, q));
+    mi_free(q);
+    mi_heap_delete(ha);
+  }
+  mi_option_disable(mi_option_show_errors);
+  CHECK(mi_heap_new_shared_in_arena(12345) == NULL);   /* no such arena */
+  mi_option_enable(mi_option_show_errors);
+}
+
+/* ---- 2. delete and destroy of a heap other threads used ----------------------------------- */
+#define PART_THREADS  8
+#define PART_BLOCKS   200
+
+typedef struct part_args_s {
+  mi_heap_t* heap;
+  bool destroy;
+  pthread_barrier_t* barrier;
+  int index;
+} part_args_t;
+
+static bool in_own_heap(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)heap; (void)area; (void)block_size;
+  void** blocks = (void**)arg;
+  if (block == NULL) return true;
+  for (int i = 0; i < PART_BLOCKS; i++) if (blocks[i] == block) blocks[PART_BLOCKS]++;   /* count of found */
+  return true;
+}
+
+static void* part_thread(void* arg) {
+  part_args_t* a = (part_args_t*)arg;
+  void* blocks[PART_BLOCKS + 1];
+  for (int i = 0; i < PART_BLOCKS; i++) {
+    const size_t size = 16 + (size_t)((i * 37 + a->index * 11) % 3000);
+    blocks[i] = mi_heap_malloc(a->heap, size);
+    CHECK(blocks[i] != NULL && mi_heap_contains(a->heap, blocks[i]));
+    memset(blocks[i], (uint8_t)(a->index + 1), 16);
+  }
+  CHECK_EQ(heap_blocks(a->heap), PART_BLOCKS);
+  pthread_barrier_wait(a->barrier);   /* the main thread deletes or destroys the heap */
+  pthread_barrier_wait(a->barrier);
+  if (a->index % 2 == 0) {
+    mi_collect(false);                /* this thread's sweep ends its part */
+  }
+  else {
+    /* or the allocation slow path of a part of a live shared heap does (every 16th call) */
+    mi_heap_t* other = mi_heap_new_shared();
+    void** q = (void**)mi_malloc(2000 * sizeof(void*));
+    for (int i = 0; i < 2000; i++) q[i] = mi_heap_malloc(other, 2000);
+    for (int i = 0; i < 2000; i++) mi_free(q[i]);
+    mi_free(q);
+    mi_heap_delete(other);
+  }
+  blocks[PART_BLOCKS] = (void*)0;
+  mi_heap_visit_blocks(mi_heap_get_backing(), true, &in_own_heap, blocks);
+  const uintptr_t found = (uintptr_t)blocks[PART_BLOCKS];
+  if (a->destroy) {
+    CHECK_EQ(found, 0);   /* freed with the heap, not moved */
+  }
+  else {
+    CHECK_EQ(found, PART_BLOCKS);   /* moved to this thread's backing heap, intact */
+    for (int i = 0; i < PART_BLOCKS; i++) {
+      CHECK(((uint8_t*)blocks[i])[15] == (uint8_t)(a->index + 1));
+      CHECK(mi_heap_contains(mi_heap_main(), blocks[i]));
+      mi_free(blocks[i]);
+    }
+  }
+  return NULL;
+}
+
+static void test_end_used_heap(bool destroy) {
+  mi_heap_t* h = mi_heap_new_shared();
+  CHECK(h != NULL);
+  void* own = mi_heap_malloc(h, 100);
+  pthread_barrier_t barrier;
+  pthread_barrier_init(&barrier, NULL, PART_THREADS + 1);
+  pthread_t t[PART_THREADS];
+  part_args_t args[PART_THREADS];
+  for (int i = 0; i < PART_THREADS; i++) {
+    args[i] = (part_args_t){ h, destroy, &barrier, i };
+    CHECK_EQ(pthread_create(&t[i], NULL, &part_thread, &args[i]), 0);
+  }
+  pthread_barrier_wait(&barrier);   /* every thread has its part */
+  if (destroy) mi_heap_destroy(h);
+  else mi_heap_delete(h);
+  if (!destroy) { CHECK(mi_heap_contains(mi_heap_main(), own)); mi_free(own); }
+  else CHECK(!mi_heap_contains(mi_heap_main(), own));
+  pthread_barrier_wait(&barrier);
+  for (int i = 0; i < PART_THREADS; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
+  pthread_barrier_destroy(&barrier);
+}
+
+/* ---- 3. fork ----------------------------------------------------------------------------- */
+/* Not under ThreadSanitizer: a child of a process with threads (the purger's, at least) may
+   not start one, and the child's purger would be one. */
+#if defined(__SANITIZE_THREAD__)
+#define TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TEST_TSAN 1
+#endif
+#endif
+#if !defined(_WIN32) && !defined(TEST_TSAN)
+static atomic_bool fork_stop;
+
+static void* fork_churn(void* arg) {
+  (void)arg;
+  while (!atomic_load(&fork_stop)) {
+    mi_heap_t* h = mi_heap_new_shared();
+    mi_free(mi_heap_malloc(h, 64));
+    mi_heap_delete(h);
+  }
+  return NULL;
+}
+
+static void test_fork(void) {
+  mi_heap_t* h = mi_heap_new_shared();
+  void* p = mi_heap_malloc(h, 100);
+  CHECK(p != NULL);
+  pthread_t t;
+  atomic_store(&fork_stop, false);
+  CHECK_EQ(pthread_create(&t, NULL, &fork_churn, NULL), 0);
+  for (int i = 0; i < 20; i++) {
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+      mi_heap_t* g = mi_heap_new_shared();
+      void* q = mi_heap_malloc(h, 200);
+      void* r = mi_heap_malloc(g, 200);
+      const bool ok = (q != NULL && r != NULL && mi_heap_contains(h, q) && mi_heap_contains(g, r) && mi_heap_contains(h, p));
+      mi_heap_destroy(g);
+      mi_heap_delete(h);
+      _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  atomic_store(&fork_stop, true);
+  CHECK_EQ(pthread_join(t, NULL), 0);
+  mi_free(p);
+  mi_heap_destroy(h);
+}
+#else
+static void test_fork(void) { }
+#endif
+
+/* ---- 4. stress ----------------------------------------------------------------------------- */
+#define HEAPS  4
+#define SLOTS  4096
+
+typedef struct block_hdr_s {
+  uint32_t heap_idx;
+  uint32_t round;
+  size_t   size;
+  uintptr_t check;
+} block_hdr_t;
+
+static mi_heap_t* _Atomic heaps[HEAPS];
+static _Atomic(void*) slots[SLOTS];
+static size_t iterations = 20000;
+static int nthreads = 8;
+static _Atomic(uint32_t) current_round;
+static pthread_barrier_t round_barrier;
+
+static uint64_t rnd(uint64_t* s) {   /* splitmix64 */
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static void fill(void* p, size_t size, uint32_t heap_idx, uint32_t round) {
+  block_hdr_t* h = (block_hdr_t*)p;
+  h->heap_idx = heap_idx; h->round = round; h->size = size; h->check = (uintptr_t)p ^ size ^ 0x5ca1ab1eU;
+  const uint8_t pat = (uint8_t)((uintptr_t)p >> 4);
+  const size_t n = (size - sizeof(*h) < 256 ? size - sizeof(*h) : 256);   /* the first and the last bytes */
+  memset((uint8_t*)p + sizeof(*h), pat, n);
+  memset((uint8_t*)p + size - n, pat, n);
+}
+
+static void check_block(const void* p) {
+  const block_hdr_t* h = (const block_hdr_t*)p;
+  CHECK_MSG(h->check == ((uintptr_t)p ^ h->size ^ 0x5ca1ab1eU), "block %p header", p);
+  const uint8_t pat = (uint8_t)((uintptr_t)p >> 4);
+  const size_t n = (h->size - sizeof(*h) < 256 ? h->size - sizeof(*h) : 256);
+  const uint8_t* b = (const uint8_t*)p;
+  CHECK_MSG(b[sizeof(*h)] == pat && b[sizeof(*h) + n - 1] == pat && b[h->size - 1] == pat && b[h->size - n] == pat, "block %p pattern", p);
+}
+
+static void* stress_alloc(mi_heap_t* heap, size_t size, uint64_t* s) {
+  switch (rnd(s) % 8) {
+    case 0: return mi_heap_zalloc(heap, size);
+    case 1: return mi_heap_calloc(heap, 1, size);
+    case 2: return mi_heap_malloc_aligned(heap, size, (size_t)64 << (rnd(s) % 7));
+    case 3: return (size <= 1024 ? mi_heap_malloc_small(heap, size) : mi_heap_malloc(heap, size));
+    default: return mi_heap_malloc(heap, size);
+  }
+}
+
+static size_t stress_size(uint64_t* s) {
+  const uint64_t r = rnd(s);
+  if (r % 1000 == 0) return 32 + (size_t)(rnd(s) % (3 << 20));   /* large and huge */
+  if (r % 50 == 0) return 32 + (size_t)(rnd(s) % 100000);        /* medium */
+  return 32 + (size_t)(rnd(s) % 1000);
+}
+
+static void* stress_thread(void* arg) {
+  uint64_t s = (uint64_t)(uintptr_t)arg;
+  const uint32_t round = atomic_load(&current_round);
+  for (size_t it = 0; it < iterations; it++) {
+    if (it == iterations / 2) {
+      pthread_barrier_wait(&round_barrier);   /* the main thread ends one heap and replaces it */
+      pthread_barrier_wait(&round_barrier);
+    }
+    const uint32_t hi = (uint32_t)(rnd(&s) % HEAPS);
+    mi_heap_t* const heap = atomic_load(&heaps[hi]);
+    const size_t size = stress_size(&s);
+    void* p = stress_alloc(heap, size, &s);
+    CHECK(p != NULL);
+    if (p == NULL) continue;
+    CHECK_MSG(mi_heap_contains(heap, p), "%p in shared heap %u", p, hi);
+    fill(p, size, hi, round);
+    void* old = atomic_exchange(&slots[rnd(&s) % SLOTS], p);
+    if (old == NULL) continue;
+    check_block(old);
+    if (rnd(&s) % 8 == 0) {   /* grow or shrink into a heap of ours (the block may be any thread's) */
+      const uint32_t hj = (uint32_t)(rnd(&s) % HEAPS);
+      mi_heap_t* const heap2 = atomic_load(&heaps[hj]);
+      const size_t size2 = stress_size(&s);
+      void* q = mi_heap_realloc(heap2, old, size2);
+      CHECK(q != NULL);
+      if (q == NULL) { mi_free(old); continue; }
+      if (mi_usable_size(q) < size2) CHECK(false);
+      if (q == old) {   /* resized in place: the block stays in its heap (and its thread's part) */
+        const block_hdr_t* b = (const block_hdr_t*)q;
+        fill(q, size2, b->heap_idx, b->round);
+      }
+      else fill(q, size2, hj, round);
+      old = atomic_exchange(&slots[rnd(&s) % SLOTS], q);
+      if (old == NULL) continue;
+      check_block(old);
+    }
+    mi_free(old);
+  }
+  return NULL;
+}
+
+static void stress(int rounds, uint64_t seed) {
+  for (int i = 0; i < HEAPS; i++) atomic_store(&heaps[i], mi_heap_new_shared());
+  pthread_t* t = (pthread_t*)mi_malloc(sizeof(pthread_t) * (size_t)nthreads);
+  for (int r = 0; r < rounds; r++) {
+    atomic_store(&current_round, (uint32_t)r);
+    pthread_barrier_init(&round_barrier, NULL, (unsigned)nthreads + 1);
+    for (int i = 0; i < nthreads; i++) {
+      CHECK_EQ(pthread_create(&t[i], NULL, &stress_thread, (void*)(uintptr_t)(seed * 1000 + (uint64_t)(r * nthreads + i))), 0);
+    }
+    pthread_barrier_wait(&round_barrier);
+    /* every thread waits: end heap k, which the live threads used */
+    const uint32_t k = (uint32_t)r % HEAPS;
+    mi_heap_t* const old = atomic_load(&heaps[k]);
+    if (r % 2 == 1) {
+      /* destroyed: the blocks live threads (this round's) allocated in it die with it; those of
+         ended threads (earlier rounds) moved to those threads' heaps at their exit: freed here */
+      size_t dropped = 0;
+      for (size_t i = 0; i < SLOTS; i++) {
+        block_hdr_t* b = (block_hdr_t*)atomic_load(&slots[i]);
+        if (b == NULL || b->heap_idx != k) continue;
+        check_block(b);
+        atomic_store(&slots[i], NULL);
+        if (b->round == (uint32_t)r) dropped++;
+        else mi_free(b);
+      }
+      (void)dropped;
+      mi_heap_destroy(old);
+    }
+    else {
+      mi_heap_delete(old);   /* its blocks stay valid */
+    }
+    atomic_store(&heaps[k], mi_heap_new_shared());
+    pthread_barrier_wait(&round_barrier);
+    for (int i = 0; i < nthreads; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
+    pthread_barrier_destroy(&round_barrier);
+  }
+  for (size_t i = 0; i < SLOTS; i++) {
+    void* p = atomic_exchange(&slots[i], NULL);
+    if (p != NULL) { check_block(p); mi_free(p); }
+  }
+  for (int i = 0; i < HEAPS; i++) mi_heap_destroy(atomic_load(&heaps[i]));
+  mi_free(t);
+}
+
+int main(int argc, char** argv) {
+  int rounds = 6;
+  uint64_t seed = 1;
+  if (argc > 1) nthreads = atoi(argv[1]);
+  if (argc > 2) rounds = atoi(argv[2]);
+  if (argc > 3) iterations = (size_t)atoll(argv[3]);
+  if (argc > 4) seed = (uint64_t)atoll(argv[4]);
+  if (nthreads < 1) nthreads = 1;
+  test_basics();
+  test_end_used_heap(false);
+  test_end_used_heap(true);
+  test_fork();
+  stress(rounds, seed);
+  return test_summary("sheap", "%d threads, %d rounds of %zu iterations", nthreads, rounds, iterations);
+}
