@@ -4,6 +4,7 @@
 #pragma once
 #include "types.h"
 #include "track.h"
+#include "sheap.h"
 #include <string.h>
 #include <stdarg.h>
 
@@ -327,16 +328,6 @@ bool       _mi_heap_delayed_free_partial(mi_heap_t* heap);
 void       _mi_heap_delayed_free_all(mi_heap_t* heap);
 mi_heap_t* _mi_heap_by_tag(mi_heap_t* heap, uint8_t tag);
 bool       _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
-/* ------------------------------------------------------------------------------------------
-   sheap.c: shared heaps (types.h, mi_sheap_t)
------------------------------------------------------------------------------------------- */
-extern _Atomic(size_t) _mi_sheaps_dying;   /* shared heaps deleted or destroyed, not yet freed */
-mi_heap_t* _mi_sheap_theap(mi_heap_t* sheap, bool create);   /* the calling thread's theap; NULL: none (or could not make one) */
-void       _mi_sheap_theap_unlink(mi_heap_t* theap);         /* mi_heap_free of a theap: off its shared heap */
-void       _mi_sheap_sweep(mi_tld_t* tld);                   /* delete or destroy this thread's theaps of dead shared heaps */
-void       _mi_sheap_delete(mi_heap_t* sheap, bool destroy); /* mi_heap_delete / mi_heap_destroy */
-void       _mi_sheap_fork_prepare(void);                     /* every shared heap's lock taken ... */
-void       _mi_sheap_fork_release(void);                     /* ... and released (parent and child) */
 /* Heaps are thread-local (v2 API): is `heap` another thread's? Then it is reported (EINVAL) and
    the call does nothing (an allocation returns NULL with errno ENOMEM, like every failing
    allocation): using another thread's heap would change its page lists unsynchronised.
@@ -664,10 +655,6 @@ static inline mi_heap_t* mi_prim_get_default_heap(void) {
 
 static inline bool mi_heap_is_initialized(const mi_heap_t* heap) {
   return (heap != NULL && heap->tld != NULL);
-}
-/* A shared heap (types.h: its first word is where a heap has its tld) */
-static inline bool mi_heap_is_shared(const mi_heap_t* heap) {
-  return (heap->tld == MI_SHEAP_MARK);
 }
 static inline bool mi_heap_is_backing(const mi_heap_t* heap) {
   return (heap->tld->heap_backing == heap);

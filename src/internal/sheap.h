@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared heaps (src/sheap.c; the object and its invariants: types.h, mi_sheap_t): what the
+   heap entry points, thread exit and fork need of them. */
+#pragma once
+
+#include "types.h"
+
+extern _Atomic(size_t) _mi_sheaps_dying;   /* shared heaps deleted or destroyed, not yet freed */
+mi_heap_t* _mi_sheap_theap(mi_heap_t* sheap, bool create);   /* the calling thread's theap; NULL: none (or could not make one) */
+void       _mi_sheap_theap_unlink(mi_heap_t* theap);         /* mi_heap_free of a theap: off its shared heap */
+void       _mi_sheap_sweep(mi_tld_t* tld);                   /* delete or destroy this thread's theaps of dead shared heaps */
+void       _mi_sheap_delete(mi_heap_t* sheap, bool destroy); /* mi_heap_delete / mi_heap_destroy */
+void       _mi_sheap_fork_prepare(void);                     /* every shared heap's lock taken ... */
+void       _mi_sheap_fork_release(void);                     /* ... and released (parent and child) */
+
+/* A shared heap (types.h: its first word is where a heap has its tld) */
+static inline bool mi_heap_is_shared(const mi_heap_t* heap) {
+  return (heap->tld == MI_SHEAP_MARK);
+}
+
