@@ -25,31 +25,23 @@ import sys
 import tempfile
 
 from benchlib import launcher
-from benchlib.common import clean_env
+from benchlib.common import clean_env, parse_with_command
 
 
 def parse_args(argv):
     if "--" not in argv and not ("-h" in argv or "--help" in argv):
         sys.exit("usage: bench/bench.py ab [--reps N] [--timeout S] LIB_A LIB_B [LIB ...] -- PROGRAM [ARGS ...]")
-    i = argv.index("--") if "--" in argv else len(argv)
     p = argparse.ArgumentParser(prog="bench.py ab", description=__doc__,
                                 formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--reps", type=int, default=7, help="runs per library (default 7)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per run (default 600)")
     p.add_argument("libs", nargs="+", help='shared objects to preload ("glibc": none)')
-    args = p.parse_args(argv[:i])
-    args.command = argv[i + 1:]
-    if not args.command:
-        p.error("no program after --")
+    args = parse_with_command(p, argv)
     if args.reps < 1:
         p.error("--reps must be at least 1")
     for lib in args.libs:
         if lib != "glibc" and not os.path.isfile(lib):
             p.error("no such library: %s" % lib)
-    exe = shutil.which(args.command[0])
-    if exe is None:
-        p.error("no such program: %s" % args.command[0])
-    args.command[0] = os.path.abspath(exe)
     return args
 
 

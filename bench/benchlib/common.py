@@ -113,3 +113,18 @@ def add_build_dir_option(parser):
     """--build-dir, the same in every subcommand that runs our library."""
     parser.add_argument("--build-dir", default=os.path.join(REPO_DIR, "build"),
                         help="build directory of our library (default: <repo>/build)")
+
+
+def parse_with_command(parser, argv):
+    """parser's options from the part of argv before "--", and the program after it as
+    args.command, its first word resolved on PATH (an error through the parser otherwise)."""
+    i = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:i])
+    args.command = argv[i + 1:]
+    if not args.command:
+        parser.error("no program after --")
+    exe = shutil.which(args.command[0])
+    if exe is None:
+        parser.error("no such program: %s" % args.command[0])
+    args.command[0] = os.path.abspath(exe)
+    return args

@@ -31,7 +31,7 @@ import sys
 import tempfile
 
 from benchlib import debian, ours
-from benchlib.common import add_build_dir_option, clean_env, note
+from benchlib.common import add_build_dir_option, clean_env, note, parse_with_command
 
 JEMALLOC = ("libjemalloc2", r"libjemalloc\.so\.2")
 JEPROF = "libjemalloc-dev"
@@ -44,7 +44,6 @@ HIDE = (r"^(malloc|calloc|realloc|free|posix_memalign|aligned_alloc|memalign|val
 def parse_args(argv):
     if "--" not in argv and not ("-h" in argv or "--help" in argv):
         argv = argv + ["-h"]
-    i = argv.index("--") if "--" in argv else len(argv)
     p = argparse.ArgumentParser(prog="bench.py profcmp", description=__doc__,
                                 formatter_class=argparse.RawTextHelpFormatter)
     add_build_dir_option(p)
@@ -61,14 +60,7 @@ def parse_args(argv):
     p.add_argument("--runs", type=int, default=1,
                    help="runs of each sampler, their shares averaged (default 1: what one run shows)")
     p.add_argument("--no-install", action="store_true", help="no apt-get: use what is there")
-    args = p.parse_args(argv[:i])
-    args.command = argv[i + 1:]
-    if not args.command:
-        p.error("no program after --")
-    exe = shutil.which(args.command[0])
-    if exe is None:
-        p.error("no such program: %s" % args.command[0])
-    args.command[0] = os.path.abspath(exe)
+    args = parse_with_command(p, argv)
     if args.rate < 1 or args.rate & (args.rate - 1):
         p.error("--rate must be a power of two (jemalloc's lg_prof_sample)")
     return args
