@@ -85,6 +85,20 @@ void* mi_new_nothrow(size_t size) mi_attr_noexcept {
   return p;
 }
 
+#if MI_PROF_ENTRIES
+/* operator new's counted versions (prof.c, "Counted entry points"; override.c picks them) */
+static void* mi_new_counted(size_t size) {
+  void* p = mi_malloc_counted(size);
+  if (mi_unlikely(p == NULL)) return mi_heap_try_new(mi_prim_get_default_heap(), size, false);
+  return p;
+}
+static void* mi_new_nothrow_counted(size_t size) mi_attr_noexcept {
+  void* p = mi_malloc_counted(size);
+  if (mi_unlikely(p == NULL)) return mi_heap_try_new(mi_prim_get_default_heap(), size, true);
+  return p;
+}
+#endif
+
 static void* mi_try_new_aligned(size_t size, size_t alignment, bool nothrow) {
   void* p;
   do {

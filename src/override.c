@@ -96,3 +96,33 @@ void mi_cxx_delete_array_aligned_nothrow(void* p, size_t al, const void* tag) __
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
+
+#if MI_PROF_ENTRIES
+/* The profiler's counted entry points (prof.c, "Counted entry points"): with the profiler on
+   from the start, the loaded objects' calls to malloc, calloc and operator new that bind to
+   this library are sent to the counted versions (_mi_prim_rebind_calls). Names that another
+   object defines first (the program's own malloc, a sanitizer's) are left alone. */
+static size_t mi_prof_entries_rebound;   /* slots rewritten */
+
+size_t _mi_prof_entries_rebind(void) {
+  const char* const names[] = { "malloc", "calloc", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t" };
+  void* const from[] = { (void*)&mi_malloc, (void*)&mi_calloc, (void*)&mi_new, (void*)&mi_new,
+                         (void*)&mi_new_nothrow, (void*)&mi_new_nothrow };
+  void* const to[] = { (void*)&mi_malloc_counted, (void*)&mi_calloc_counted, (void*)&mi_new_counted, (void*)&mi_new_counted,
+                       (void*)&mi_new_nothrow_counted, (void*)&mi_new_nothrow_counted };
+  const char* ours_names[6];
+  void* ours_from[6];
+  void* ours_to[6];
+  size_t n = 0;
+  for (size_t k = 0; k < 6; k++) {
+    void* addr;
+    char path[8];
+    if (_mi_prim_symbol_provider(names[k], (const void*)&mi_malloc, &addr, path, sizeof(path)) != 1) continue;
+    ours_names[n] = names[k]; ours_from[n] = from[k]; ours_to[n] = to[k]; n++;
+  }
+  mi_prof_entries_rebound += _mi_prim_rebind_calls(ours_names, ours_from, ours_to, n);
+  return mi_prof_entries_rebound;
+}
+
+bool _mi_prof_entries_counted(void) { return (mi_prof_entries_rebound > 0); }
+#endif

@@ -30,16 +30,17 @@ mi_page_queue_t* _mi_page_queue_of(const mi_page_t* page) {
   return &heap->pages[_mi_bin(page->block_size)];
 }
 
-/* Keep pages_free_direct in sync with the first page of a small bin queue. */
+/* Keep the direct tables in sync with the first page of a medium or small bin queue (the real
+   table: pages_free_direct itself, or the profiler's copy while pages_free_direct points at its
+   proxies, types.h). */
 static mi_decl_always_inline void mi_heap_queue_first_update(mi_heap_t* heap, const mi_page_queue_t* pq) {
   const size_t size = pq->block_size;
   if (size > MI_MEDIUM_OBJ_SIZE_MAX) return;
-  if (heap->prof != NULL) return;   /* the tables point at the proxies (prof.c) */
-  heap->pages_medium_direct[pq - heap->pages] = pq->first;
+  if (heap->prof == NULL) heap->pages_medium_direct[pq - heap->pages] = pq->first;   /* (else the proxies) */
   if (size > MI_SMALL_SIZE_MAX) return;
   mi_page_t* page = (pq->first == NULL ? (mi_page_t*)&_mi_page_empty : pq->first);
   size_t idx = _mi_wsize_from_size(size);
-  mi_page_t** direct = heap->pages_free_direct;
+  mi_page_t** direct = heap->pages_real_direct;
   if (direct[idx] == page) return;
   /* the word sizes served by this bin: from just above the previous bin's size up to idx */
   size_t start = 0;

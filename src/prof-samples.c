@@ -250,9 +250,9 @@ static uintptr_t mi_prof_block_start(const mi_page_t* page, const void* p) {
   return start + (diff - diff % page->block_size);
 }
 
-void _mi_prof_record(void* p, size_t size) {
+void _mi_prof_record(void* p, size_t size, size_t counted) {
   if (p == NULL || mi_prof_rate() == 0) return;
-  const double prob = _mi_prof_probability((double)size / (double)mi_prof_rate());
+  const double prob = _mi_prof_probability((double)counted / (double)mi_prof_rate());
   const double objects = 1.0 / prob;
   const double bytes = (double)size / prob;
   mi_page_t* const page = _mi_ptr_page(p);
@@ -410,11 +410,12 @@ void _mi_prof_init_env(void) {
   const size_t depth = mi_prof_env_size("MIMALLOC_PROFILE_DEPTH", MI_PROF_DEPTH_MAX);
   const size_t interval = mi_prof_env_size("MIMALLOC_PROFILE_INTERVAL", 0);
   if (!mi_prof_start(rate, max_mib, depth)) return;
+  const size_t rebound = _mi_prof_entries_rebind();   /* malloc, calloc, new: counted (prof.c) */
   if (interval > 0) {
     _mi_prof_interval = (mi_msecs_t)interval * 1000;
     mi_atomic_store_relaxed(&mi_prof_next_dump, (int64_t)(_mi_prim_clock_now() + _mi_prof_interval));
   }
-  _mi_verbose_message("profiler: on, one sample per %zu bytes on average, writing %s\n", mi_prof_rate(), mi_prof.path);
+  _mi_verbose_message("profiler: on, one sample per %zu bytes on average, writing %s; %zu call slots of malloc, calloc and new counted\n", mi_prof_rate(), mi_prof.path, rebound);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -549,7 +550,7 @@ void _mi_prof_fork_child(void)   { if (mi_prof_fork_locked) mi_lock_release(&mi_
 #else  /* !MI_PROF_AVAILABLE */
 mi_msecs_t _mi_prof_interval = 0;
 void _mi_prof_json(mi_json_t* json, size_t count) { (void)json; (void)count; }
-void _mi_prof_record(void* p, size_t size) { (void)p; (void)size; }
+void _mi_prof_record(void* p, size_t size, size_t counted) { (void)p; (void)size; (void)counted; }
 void _mi_prof_freed(mi_page_t* page, mi_block_t* block) { (void)page; (void)block; }
 void _mi_prof_page_gone(mi_page_t* page) { (void)page; }
 void _mi_prof_periodic(void) { }

@@ -51,6 +51,8 @@ typedef struct mi_prof_s {
                                 _mi_prof_malloc (first field: read by _mi_malloc_generic) */
   mi_page_t   proxy[MI_BIN_HUGE_INTERNAL];       /* bins 1 .. bin(MI_MEDIUM_OBJ_SIZE_MAX) used */
   mi_page_t*  lease_page[MI_BIN_HUGE_INTERNAL];  /* real page of the bin's lease; NULL: none */
+  mi_page_t*  direct[MI_PAGES_DIRECT];          /* the heap's real pages_free_direct, while that
+                                                   points at the proxies (heap->pages_real_direct) */
   int64_t     countdown[MI_BIN_HUGE_INTERNAL];   /* bytes until the next sample, per bin */
   int64_t     countdown_big;                     /* ... for large, huge and over-aligned */
   uint64_t    rng;
@@ -98,7 +100,7 @@ double _mi_prof_probability(double x) {
    allocation made meanwhile, which there should be none of, is served unsampled). */
 static void mi_prof_sample(mi_prof_t* pr, void* p, size_t size) {
   pr->busy = true;
-  _mi_prof_record(p, size);
+  _mi_prof_record(p, _mi_usable_size(p), size);
   pr->busy = false;
 }
 
@@ -128,6 +130,9 @@ void _mi_prof_heap_init(mi_heap_t* heap) {
     pr->countdown[b] = mi_prof_draw(pr);
   }
   pr->countdown_big = mi_prof_draw(pr);
+  memcpy(pr->direct, heap->pages_free_direct, sizeof(pr->direct));
+  heap->pages_real_direct = pr->direct;
+  heap->prof_left = (size_t)mi_prof_draw(pr);
   heap->prof = pr;
   /* the fast paths now pop the proxies (empty: the first malloc of each bin leases) */
   for (size_t w = 0; w <= MI_SMALL_WSIZE_MAX; w++) {
@@ -162,10 +167,9 @@ void _mi_prof_heap_done(mi_heap_t* heap) {
   /* the entries _mi_prof_heap_init changed, as mi_heap_queue_first_update (page.c) keeps them */
   const size_t medium_bins = _mi_bin(MI_MEDIUM_OBJ_SIZE_MAX) + 1;
   for (size_t b = 1; b < medium_bins; b++) heap->pages_medium_direct[b] = heap->pages[b].first;
-  for (size_t w = 0; w <= MI_SMALL_WSIZE_MAX; w++) {
-    mi_page_t* const first = heap->pages[_mi_bin(w * sizeof(uintptr_t))].first;
-    heap->pages_free_direct[w] = (first == NULL ? (mi_page_t*)&_mi_page_empty : first);
-  }
+  memcpy(heap->pages_free_direct, pr->direct, sizeof(pr->direct));
+  heap->pages_real_direct = heap->pages_free_direct;
+  heap->prof_left = SIZE_MAX;
   for (int i = 0; i < MI_PROF_CACHE; i++) {
     mi_prof_t* expected = NULL;
     if (mi_atomic_load_relaxed(&mi_prof_cache[i]) == NULL && mi_atomic_cas_strong_acq_rel(&mi_prof_cache[i], &expected, pr)) return;
@@ -241,14 +245,16 @@ static mi_decl_noinline void mi_prof_lease(mi_heap_t* heap, mi_prof_t* pr, size_
 }
 
 /* A sampled small or medium block: from the sample heap (set up at the first sample), recorded. */
-static mi_decl_noinline void* mi_prof_malloc_sampled(mi_heap_t* heap, mi_prof_t* pr, size_t size, bool zero, size_t bsize) {
+/* (counted: the bytes whose countdown chose it, the block size for the lease; the profile weighs
+   the usable size, so the lease's and the counted samples add up alike) */
+static mi_decl_noinline void* mi_prof_malloc_sampled(mi_heap_t* heap, mi_prof_t* pr, size_t size, bool zero, size_t counted) {
   if (!pr->sampled_ready) {
     _mi_heap_init_unlisted(&pr->sampled, heap->tld, heap->arena_id, true /* never reclaims */, heap->tag);
     pr->sampled_ready = true;
   }
   pr->busy = true;
   void* const p = _mi_heap_malloc_zero_unsampled(&pr->sampled, size, zero);
-  if (p != NULL) _mi_prof_record(p, bsize);
+  if (p != NULL) _mi_prof_record(p, _mi_usable_size(p), counted);
   pr->busy = false;
   return p;
 }
@@ -295,3 +301,62 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
   }
   return p;
 }
+
+/* ------------------------------------------------------------------------------------------
+   Counted entry points
+
+   The lease costs a slow-path trip each time a proxy runs dry, and under malloc/free churn the
+   owner's frees end leases early (docs/profiler.md, "What it costs"). So the entry points most
+   programs call (malloc, calloc, operator new: override.c) have a second version that counts
+   the bytes in its fast path instead: prof_left -= size, a sample when it would reach zero, and
+   then the ordinary pop from the real first page (pages_real_direct). The library without the
+   profiler keeps its fast paths: when MIMALLOC_PROFILE switches the profiler on at process
+   start, the PLT slots through which the program and its libraries call those functions are
+   pointed at the counted versions (override.c; an IFUNC cannot do it: glibc relocates libc,
+   which takes malloc's address, before a preloaded library, and warns). The mi_*
+   functions and every other entry keep the lease, which also serves mi_profile_start at run
+   time; the two never sample the same allocation, and each alone is unbiased (one countdown of
+   mean R per stream: the split of a Poisson process). A counted allocation is sampled with the
+   probability of its requested size, a leased one with that of its block size; both weigh the
+   usable size (so each estimates usable bytes without bias).
+------------------------------------------------------------------------------------------ */
+#if !MI_PROF_ENTRIES
+size_t _mi_prof_entries_rebind(void) { return 0; }
+bool _mi_prof_entries_counted(void) { return false; }
+#else
+/* the counted path without a sample: the real first page's free list was empty (or the size is
+   not small). The generic path runs as inside the profiler's own slow path (busy), so it does
+   not lease or count again. */
+void* _mi_prof_counted_slow(mi_heap_t* heap, size_t size, bool zero) {
+  mi_prof_t* const pr = heap->prof;
+  if (mi_likely(size <= MI_MEDIUM_OBJ_SIZE_MAX - MI_PADDING_SIZE)) {
+    mi_page_t* const page = heap->pages[_mi_bin(size + MI_PADDING_SIZE)].first;   /* the real one */
+    if (page != NULL && page->free != NULL) return _mi_page_malloc(heap, page, size, zero);
+  }
+  if (pr == NULL || pr->busy) return _mi_malloc_generic(size, heap, zero, 0, 0);
+  pr->busy = true;
+  void* const p = _mi_malloc_generic(size, heap, zero, 0, 0);
+  pr->busy = false;
+  return p;
+}
+
+/* prof_left <= size: this allocation is sampled, or the heap is not profiled (the empty heap of
+   an uninitialised thread, a heap whose profiler could not be set up, the profiler busy). */
+void* _mi_prof_counted_due(mi_heap_t* heap, size_t size, bool zero) {
+  mi_prof_t* const pr = heap->prof;
+  if (pr == NULL || pr->busy) {
+    /* unsampled; prof_left is SIZE_MAX (or 0 in the never-written empty heap) */
+    return _mi_prof_counted_slow(heap, size, zero);
+  }
+  void* p;
+  if (size <= MI_MEDIUM_OBJ_SIZE_MAX - MI_PADDING_SIZE) p = mi_prof_malloc_sampled(heap, pr, size, zero, size);
+  else {   /* large and huge blocks are sampled where they are (their own pages) */
+    pr->busy = true;
+    p = _mi_malloc_generic(size, heap, zero, 0, 0);
+    if (p != NULL) _mi_prof_record(p, _mi_usable_size(p), size);
+    pr->busy = false;
+  }
+  heap->prof_left = (size_t)mi_prof_draw(pr);   /* (memoryless: a fresh draw) */
+  return p;
+}
+#endif

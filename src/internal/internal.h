@@ -492,6 +492,19 @@ bool       _mi_thread_validate(const mi_heap_t* heap);         /* all of the abo
 #else
 #define MI_PROF_AVAILABLE 0
 #endif
+/* The counted entry points (prof.c): a second malloc, calloc and operator new that count bytes
+   in their fast path; with the profiler on from the start, the program's calls are sent to them
+   (override.c). Where the profiler is and the library overrides malloc, on the 64-bit ABIs
+   whose PLT relocations prim/unix.c knows. */
+#if MI_PROF_AVAILABLE && MI_MALLOC_OVERRIDE && (defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64))
+#define MI_PROF_ENTRIES 1
+#else
+#define MI_PROF_ENTRIES 0
+#endif
+void*  _mi_prof_counted_due(mi_heap_t* heap, size_t size, bool zero);    /* sample, or not profiled */
+void*  _mi_prof_counted_slow(mi_heap_t* heap, size_t size, bool zero);   /* not small, or no free block */
+size_t _mi_prof_entries_rebind(void);   /* the program's calls to the counted versions; how many */
+bool   _mi_prof_entries_counted(void);  /* some were (override.c) */
 extern size_t _mi_prof_rate;   /* bytes between samples on average; 0: off (set once, with a release
                                   store after the profiler's store is ready) */
 static inline size_t mi_prof_rate(void) { return __atomic_load_n(&_mi_prof_rate, __ATOMIC_ACQUIRE); }
@@ -504,7 +517,8 @@ void*      _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_
 double     _mi_prof_probability(double x);          /* 1 - exp(-x) */
 /* prof-samples.c: the samples, their stacks, the dumps */
 void       _mi_prof_init_env(void);                 /* MIMALLOC_PROFILE*, at process start */
-void       _mi_prof_record(void* p, size_t size);   /* p (size bytes) was sampled; owner thread */
+void       _mi_prof_record(void* p, size_t size, size_t counted);   /* p (usable size bytes) was
+                             sampled, with the probability of `counted` bytes; owner thread */
 void       _mi_prof_freed(mi_page_t* page, mi_block_t* block);   /* a free into a page with samples */
 void       _mi_prof_page_gone(mi_page_t* page);     /* the page is released with samples in it */
 void       _mi_prof_periodic(void);                 /* MIMALLOC_PROFILE_INTERVAL: a dump if due */

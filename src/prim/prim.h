@@ -145,6 +145,12 @@ bool  _mi_prim_getenv(const char* name, char* result, size_t result_size);
    once (dladdr of `self`). Called after process init, only with verbose or show_errors. */
 int   _mi_prim_symbol_provider(const char* name, const void* self, void** addr, char* path, size_t path_size);
 
+/* Point the PLT slots through which the loaded objects (not this library) call names[k] at
+   to[k], where they are bound to from[k] or not bound yet; returns how many were rewritten.
+   Only where the profiler's counted entry points are (MI_PROF_ENTRIES: Linux with glibc);
+   called once, at process init. */
+size_t _mi_prim_rebind_calls(const char* const* names, void* const* from, void* const* to, size_t n);
+
 /* Call `visit` on each "NAME=value" entry of the environment; false if the environment is
    not accessible yet. Never allocates from this allocator (Windows: a copy of the block on
    the process heap, GetEnvironmentStringsW). Called once, at process init. */

@@ -597,6 +597,98 @@ int _mi_prim_symbol_provider(const char* name, const void* self, void** addr, ch
 #endif
 }
 
+#if MI_PROF_ENTRIES
+/* Rebinding PLT slots (the profiler's counted entry points, override.c). A call from a loaded
+   object to an imported function jumps through the object's slot for it (a JUMP_SLOT
+   relocation): it holds the bound definition, or with lazy binding the object's own PLT code
+   until the first call binds it. Slots that are bound to from[k], or not bound yet (they point
+   into their own object), are set to to[k]; a slot bound to another definition is left alone.
+   Slots in a RELRO segment (read-only once relocated) are made writable for the store and
+   read-only again. The store is one aligned word: a concurrent call takes the old target or the
+   new one, both valid. Calls that take another way (-fno-plt code calls through a GLOB_DAT
+   slot, function pointers, objects loaded later, this library) keep from[k]. */
+#if defined(__x86_64__)
+#define MI_R_JUMP_SLOT  R_X86_64_JUMP_SLOT
+#elif defined(__aarch64__)
+#define MI_R_JUMP_SLOT  R_AARCH64_JUMP_SLOT
+#elif defined(__riscv)
+#define MI_R_JUMP_SLOT  R_RISCV_JUMP_SLOT
+#endif
+
+typedef struct mi_rebind_s {
+  const char* const* names;
+  void* const*       from;
+  void* const*       to;
+  size_t             n;
+  size_t             count;   /* slots rewritten */
+} mi_rebind_t;
+
+static bool mi_rebind_store(void** slot, void* target, uintptr_t relro_start, uintptr_t relro_end) {
+  const uintptr_t a = (uintptr_t)slot;
+  if (a < relro_start || a >= relro_end) { __atomic_store_n(slot, target, __ATOMIC_RELEASE); return true; }
+  const uintptr_t psize = (uintptr_t)sysconf(_SC_PAGESIZE);
+  void* const page = (void*)(a & ~(psize - 1));
+  if (mprotect(page, psize, PROT_READ | PROT_WRITE) != 0) return false;
+  __atomic_store_n(slot, target, __ATOMIC_RELEASE);
+  mprotect(page, psize, PROT_READ);
+  return true;
+}
+
+static int mi_rebind_object(struct dl_phdr_info* info, size_t info_size, void* arg) {
+  (void)info_size;
+  mi_rebind_t* const rb = (mi_rebind_t*)arg;
+  const uintptr_t base = (uintptr_t)info->dlpi_addr;
+  const ElfW(Dyn)* dyn = NULL;
+  uintptr_t relro_start = 0, relro_end = 0, lo = UINTPTR_MAX, hi = 0;
+  for (size_t i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr)* const ph = &info->dlpi_phdr[i];
+    const uintptr_t start = base + (uintptr_t)ph->p_vaddr;
+    if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn)*)start;
+    else if (ph->p_type == PT_GNU_RELRO) { relro_start = start; relro_end = start + (uintptr_t)ph->p_memsz; }
+    else if (ph->p_type == PT_LOAD) {
+      if (start < lo) lo = start;
+      if (start + (uintptr_t)ph->p_memsz > hi) hi = start + (uintptr_t)ph->p_memsz;
+    }
+  }
+  if (dyn == NULL || ((uintptr_t)&mi_rebind_object >= lo && (uintptr_t)&mi_rebind_object < hi)) return 0;   /* (not this library) */
+  const ElfW(Sym)* symtab = NULL;
+  const char* strtab = NULL;
+  const ElfW(Rela)* jmprel = NULL;
+  size_t jmprel_size = 0;
+  bool rela = false;
+  for (const ElfW(Dyn)* d = dyn; d->d_tag != DT_NULL; d++) {
+    const uintptr_t ptr = (d->d_un.d_ptr < base ? d->d_un.d_ptr + base : d->d_un.d_ptr);   /* relocated or not */
+    if (d->d_tag == DT_SYMTAB) symtab = (const ElfW(Sym)*)ptr;
+    else if (d->d_tag == DT_STRTAB) strtab = (const char*)ptr;
+    else if (d->d_tag == DT_JMPREL) jmprel = (const ElfW(Rela)*)ptr;
+    else if (d->d_tag == DT_PLTRELSZ) jmprel_size = (size_t)d->d_un.d_val;
+    else if (d->d_tag == DT_PLTREL) rela = (d->d_un.d_val == DT_RELA);
+  }
+  if (symtab == NULL || strtab == NULL || jmprel == NULL || !rela) return 0;
+  for (size_t i = 0; i < jmprel_size / sizeof(ElfW(Rela)); i++) {
+    const ElfW(Rela)* const r = &jmprel[i];
+    if (ELF64_R_TYPE(r->r_info) != MI_R_JUMP_SLOT) continue;
+    const char* const name = strtab + symtab[ELF64_R_SYM(r->r_info)].st_name;
+    for (size_t k = 0; k < rb->n; k++) {
+      if (strcmp(name, rb->names[k]) != 0) continue;
+      void** const slot = (void**)(base + (uintptr_t)r->r_offset);
+      const uintptr_t cur = (uintptr_t)__atomic_load_n(slot, __ATOMIC_RELAXED);
+      if ((cur == (uintptr_t)rb->from[k] || (cur >= lo && cur < hi)) && mi_rebind_store(slot, rb->to[k], relro_start, relro_end)) {
+        rb->count++;
+      }
+      break;
+    }
+  }
+  return 0;
+}
+
+size_t _mi_prim_rebind_calls(const char* const* names, void* const* from, void* const* to, size_t n) {
+  mi_rebind_t rb = { names, from, to, n, 0 };
+  dl_iterate_phdr(&mi_rebind_object, &rb);
+  return rb.count;
+}
+#endif
+
 bool _mi_prim_env_visit(void (*visit)(const char* entry, void* arg), void* arg) {
   char** env = unix_environ();
   if (env == NULL) return false;

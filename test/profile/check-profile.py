@@ -6,7 +6,9 @@ usage: check-profile.py MODE PROF_SITES_BINARY WORKDIR
   sites   three runs (three random seeds) with MIMALLOC_PROFILE: each site's estimated bytes
           (allocated, and in use at exit) within TOLERANCE of the truth the program prints;
           the leak profile names alloc_ten only (the heap destroyed is not a leak); the text
-          report lists the sites; pprof (if found) reads the .pb and ranks the same sites
+          report lists the sites; pprof (if found) reads the .pb and ranks the same sites.
+          The mi_ API samples through the lease; a binary named *-malloc calls malloc, which
+          must have been sent to the counted entry points (prof.c)
   off     no MIMALLOC_PROFILE: no file is written and mi_profile_dump refuses
   api     mi_profile_start at run time, with a thread already running: both threads' sites
   fork    forked children dump their own profiles while another thread samples
@@ -130,7 +132,14 @@ def check_sites(binary, work):
         for f in glob.glob(base + ".*"):
             os.remove(f)
         print(f"run {seed + 1} of 3")
-        r, truth = run(binary, [], {"MIMALLOC_PROFILE": base, "MIMALLOC_PROFILE_RATE": str(RATE)})
+        r, truth = run(binary, [], {"MIMALLOC_PROFILE": base, "MIMALLOC_PROFILE_RATE": str(RATE), "MIMALLOC_VERBOSE": "1"})
+        # the program's calls to malloc go to the counted entry points (prof.c): its PLT slot
+        # and libc's were rewritten (with the mi_ API, prof-sites samples through the lease)
+        m = re.search(r"(\d+) call slots of malloc, calloc and new counted", r.stderr)
+        slots = int(m.group(1)) if m else -1
+        print(f"  call slots counted: {slots}")
+        if os.path.basename(binary).endswith("-malloc") and slots <= 0:
+            fail(f"no call slot of malloc was sent to the counted entry points ({'none' if m is None else slots})")
         for suffix in (".pb", ".txt", ".inuse.folded", ".alloc.folded"):
             if not os.path.exists(base + suffix) or os.path.getsize(base + suffix) == 0:
                 fail(f"{base + suffix} missing or empty")
