@@ -644,7 +644,13 @@ static int mi_rebind_object(struct dl_phdr_info* info, size_t info_size, void* a
     const ElfW(Phdr)* const ph = &info->dlpi_phdr[i];
     const uintptr_t start = base + (uintptr_t)ph->p_vaddr;
     if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn)*)start;
-    else if (ph->p_type == PT_GNU_RELRO) { relro_start = start; relro_end = start + (uintptr_t)ph->p_memsz; }
+    else if (ph->p_type == PT_GNU_RELRO) {
+      /* the pages the loader made read-only: its bounds rounded down, as glibc rounds them (a
+         last partial page stays writable, and may hold other data: never mprotect it) */
+      const uintptr_t pmask = (uintptr_t)sysconf(_SC_PAGESIZE) - 1;
+      relro_start = start & ~pmask;
+      relro_end = (start + (uintptr_t)ph->p_memsz) & ~pmask;
+    }
     else if (ph->p_type == PT_LOAD) {
       if (start < lo) lo = start;
       if (start + (uintptr_t)ph->p_memsz > hi) hi = start + (uintptr_t)ph->p_memsz;
