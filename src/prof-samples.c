@@ -250,7 +250,7 @@ static uintptr_t mi_prof_block_start(const mi_page_t* page, const void* p) {
   return start + (diff - diff % page->block_size);
 }
 
-void _mi_prof_record(void* p, size_t size, size_t counted) {
+void _mi_prof_record(void* p, size_t size, size_t counted, const uintptr_t* start) {
   if (p == NULL || mi_prof_rate() == 0) return;
   const double prob = _mi_prof_probability((double)counted / (double)mi_prof_rate());
   const double objects = 1.0 / prob;
@@ -261,7 +261,7 @@ void _mi_prof_record(void* p, size_t size, size_t counted) {
   _mi_prof_loader_generation(loader);   /* (not under the lock: prof-stack.c) */
   if (!mi_prof_lock_enter()) return;
   uintptr_t pcs[MI_PROF_DEPTH_MAX];
-  const size_t n = _mi_prof_backtrace(pcs, mi_prof.depth, mi_prof.ours_lo, mi_prof.ours_hi, loader);   /* (its cache is under the lock) */
+  const size_t n = _mi_prof_backtrace(pcs, mi_prof.depth, mi_prof.ours_lo, mi_prof.ours_hi, loader, start);   /* (its cache is under the lock) */
   if (n == 0) { mi_prof_lock_leave(); return; }
   mi_prof.samples++;
   const size_t s = mi_prof_site_find_add(pcs, n);
@@ -550,7 +550,7 @@ void _mi_prof_fork_child(void)   { if (mi_prof_fork_locked) mi_lock_release(&mi_
 #else  /* !MI_PROF_AVAILABLE */
 mi_msecs_t _mi_prof_interval = 0;
 void _mi_prof_json(mi_json_t* json, size_t count) { (void)json; (void)count; }
-void _mi_prof_record(void* p, size_t size, size_t counted) { (void)p; (void)size; (void)counted; }
+void _mi_prof_record(void* p, size_t size, size_t counted, const uintptr_t* start) { (void)p; (void)size; (void)counted; (void)start; }
 void _mi_prof_freed(mi_page_t* page, mi_block_t* block) { (void)page; (void)block; }
 void _mi_prof_page_gone(mi_page_t* page) { (void)page; }
 void _mi_prof_periodic(void) { }

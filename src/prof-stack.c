@@ -18,14 +18,7 @@
    The cache is shared and changed under the profiler's store lock, which the caller holds. */
 #include "internal/internal.h"
 
-/* MI_PROF_UNWIND_CACHE=0: always libgcc's walk (for comparing the two) */
-#if !defined(MI_PROF_UNWIND_CACHE)
-#if defined(__x86_64__) && defined(__GNUC__)
-#define MI_PROF_UNWIND_CACHE 1
-#else
-#define MI_PROF_UNWIND_CACHE 0
-#endif
-#endif
+/* MI_PROF_UNWIND_CACHE (internal.h; 0: always libgcc's walk, for comparing the two) */
 
 #if MI_PROF_AVAILABLE
 #include <unwind.h>
@@ -303,12 +296,13 @@ static const mi_prof_step_t* mi_prof_step_of(uintptr_t ip, bool is_return_addres
 }
 
 /* false: a frame it does not follow (the caller then takes libgcc's walk) */
-static mi_decl_noinline bool mi_prof_backtrace_cached(uintptr_t* pcs, size_t max, size_t* count, uintptr_t skip_lo, uintptr_t skip_hi) {
+static mi_decl_noinline bool mi_prof_backtrace_cached(uintptr_t* pcs, size_t max, size_t* count, uintptr_t skip_lo, uintptr_t skip_hi, const uintptr_t* start) {
   uintptr_t ip, sp, bp;
-  __asm__ volatile("leaq 0(%%rip), %0\n\tmovq %%rsp, %1\n\tmovq %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
+  bool is_ra = false;
+  if (start != NULL) { ip = start[0]; sp = start[1]; bp = start[2]; is_ra = true; }
+  else __asm__ volatile("leaq 0(%%rip), %0\n\tmovq %%rsp, %1\n\tmovq %%rbp, %2" : "=r"(ip), "=r"(sp), "=r"(bp));
   size_t n = 0;
   uintptr_t last_skipped = 0;
-  bool is_ra = false;
   for (size_t frames = 0; frames < max + 64; frames++) {
     const mi_prof_step_t* const step = mi_prof_step_of(ip, is_ra);
     const uint8_t kind = (step->kind & ~MI_STEP_RA);
@@ -335,13 +329,14 @@ static mi_decl_noinline bool mi_prof_backtrace_cached(uintptr_t* pcs, size_t max
 
 /* The return addresses of the calling thread's stack, innermost first, without the frames in
    [skip_lo, skip_hi) at its top (the allocator's); at most max. Under the store lock. */
-size_t _mi_prof_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uintptr_t skip_hi, const unsigned long long loader[2]) {
+size_t _mi_prof_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uintptr_t skip_hi, const unsigned long long loader[2],
+                          const uintptr_t* start) {
 #if MI_PROF_UNWIND_CACHE
   mi_prof_steps_check(loader);
   size_t n = 0;
-  if (mi_prof_backtrace_cached(pcs, max, &n, skip_lo, skip_hi)) return n;
+  if (mi_prof_backtrace_cached(pcs, max, &n, skip_lo, skip_hi, start)) return n;
 #endif
-  (void)loader;
+  (void)loader; (void)start;   /* (libgcc's walk starts here and skips our frames by address) */
   return mi_prof_backtrace_libgcc(pcs, max, skip_lo, skip_hi);
 }
 #if !MI_PROF_UNWIND_CACHE

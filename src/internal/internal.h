@@ -517,13 +517,24 @@ void*      _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_
 double     _mi_prof_probability(double x);          /* 1 - exp(-x) */
 /* prof-samples.c: the samples, their stacks, the dumps */
 void       _mi_prof_init_env(void);                 /* MIMALLOC_PROFILE*, at process start */
-void       _mi_prof_record(void* p, size_t size, size_t counted);   /* p (usable size bytes) was
-                             sampled, with the probability of `counted` bytes; owner thread */
+void       _mi_prof_record(void* p, size_t size, size_t counted, const uintptr_t* start);   /* p (usable
+                             size bytes) was sampled, with the probability of `counted` bytes;
+                             owner thread; start: as for _mi_prof_backtrace */
 void       _mi_prof_freed(mi_page_t* page, mi_block_t* block);   /* a free into a page with samples */
 void       _mi_prof_page_gone(mi_page_t* page);     /* the page is released with samples in it */
 void       _mi_prof_periodic(void);                 /* MIMALLOC_PROFILE_INTERVAL: a dump if due */
 void       _mi_prof_process_done(void);             /* the dump at exit */
-size_t     _mi_prof_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uintptr_t skip_hi, const unsigned long long loader[2]);   /* prof-stack.c; under the store lock */
+size_t     _mi_prof_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uintptr_t skip_hi, const unsigned long long loader[2],
+                              const uintptr_t* start);   /* prof-stack.c; under the store lock */
+/* The stack walk may start at a frame the caller names: start[0..2] = the return address into
+   it, the stack pointer after that return, and rbp then (x86-64's cached walk; NULL: from the
+   walker's own frame). The counted entry points name their caller's frame, so the walk skips
+   the allocator's frames without unwinding them (prof.c). */
+#if MI_PROF_AVAILABLE && defined(__x86_64__) && defined(__GNUC__) && !defined(MI_PROF_UNWIND_CACHE)
+#define MI_PROF_UNWIND_CACHE 1
+#elif !defined(MI_PROF_UNWIND_CACHE)
+#define MI_PROF_UNWIND_CACHE 0
+#endif
 void       _mi_prof_loader_generation(unsigned long long counts[2]);   /* before taking the store lock */
 struct mi_json_s;
 void       _mi_prof_json(struct mi_json_s* json, size_t count);   /* the top sites for the live view */
