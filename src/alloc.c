@@ -152,12 +152,14 @@ static inline void* mi_theap_malloc_zero(mi_heap_t* heap, size_t size, bool zero
 }
 
 #if MI_PROF_ENTRIES
-/* The counted fast path (prof.c, "Counted entry points"): `heap` is the thread's default heap.
-   Four instructions more than mi_theap_malloc_zero, in the versions override.c picks only when
-   the profiler is on at start. */
-static mi_decl_always_inline void* mi_theap_malloc_zero_counted(mi_heap_t* heap, size_t size, bool zero) {
-  if (mi_unlikely(heap->prof_left <= size)) return _mi_prof_counted_due(heap, size, zero);
-  heap->prof_left -= size;
+/* The counted fast path (prof.c, "Counted entry points"), in the default heap: the thread's
+   countdown, then mi_theap_malloc_zero's pop from the real first page. */
+static mi_decl_always_inline void* mi_malloc_zero_counted(size_t size, bool zero) {
+  size_t left;
+  const bool due = __builtin_sub_overflow(_mi_prof_left, size, &left);
+  _mi_prof_left = left;   /* (wrapped when due: the slow path sets it again) */
+  if (mi_unlikely(due)) return _mi_prof_counted_due(size, zero);
+  mi_heap_t* const heap = mi_prim_get_default_heap();
   if (mi_likely(size <= MI_SMALL_SIZE_MAX - MI_PADDING_SIZE)) {
     mi_page_t* const page = heap->pages_real_direct[_mi_wsize_from_size(size + MI_PADDING_SIZE)];
     if (mi_likely(page->free != NULL)) return _mi_page_malloc(heap, page, size, zero);
@@ -165,12 +167,12 @@ static mi_decl_always_inline void* mi_theap_malloc_zero_counted(mi_heap_t* heap,
   return _mi_prof_counted_slow(heap, size, zero);
 }
 static void* mi_malloc_counted(size_t size) mi_attr_noexcept {
-  return mi_theap_malloc_zero_counted(mi_prim_get_default_heap(), size, false);
+  return mi_malloc_zero_counted(size, false);
 }
 static void* mi_calloc_counted(size_t count, size_t size) mi_attr_noexcept {
   size_t total;
   if (mi_count_size_overflow(count, size, &total)) return NULL;
-  return mi_theap_malloc_zero_counted(mi_prim_get_default_heap(), total, true);
+  return mi_malloc_zero_counted(total, true);
 }
 #endif
 

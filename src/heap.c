@@ -218,7 +218,6 @@ void mi_collect(bool force) mi_attr_noexcept {
 void _mi_heap_init_unlisted(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool allow_destroy, uint8_t tag) {
   memcpy(heap, &_mi_heap_empty, sizeof(*heap));
   heap->tld = tld;
-  heap->prof_left = SIZE_MAX;
   heap->pages_real_direct = heap->pages_free_direct;
   heap->thread_id = _mi_thread_id();
   if (mi_unlikely((heap->thread_id & MI_PAGE_FLAGS_MASK) != 0)) {   /* a port's _mi_thread_id is wrong */

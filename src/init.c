@@ -20,7 +20,6 @@ const mi_page_t _mi_page_empty;
 const mi_heap_t _mi_heap_empty = {
   .tld = NULL,
   .pages_free_direct = { [0 ... MI_PAGES_DIRECT-1] = MI_PAGE_EMPTY_PTR },
-  .prof_left = 0,
   .pages_real_direct = (mi_page_t**)&_mi_heap_empty.pages_free_direct[0],
   .page_retired_min = MI_BIN_FULL,
 };

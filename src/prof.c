@@ -132,7 +132,6 @@ void _mi_prof_heap_init(mi_heap_t* heap) {
   pr->countdown_big = mi_prof_draw(pr);
   memcpy(pr->direct, heap->pages_free_direct, sizeof(pr->direct));
   heap->pages_real_direct = pr->direct;
-  heap->prof_left = (size_t)mi_prof_draw(pr);
   heap->prof = pr;
   /* the fast paths now pop the proxies (empty: the first malloc of each bin leases) */
   for (size_t w = 0; w <= MI_SMALL_WSIZE_MAX; w++) {
@@ -169,7 +168,6 @@ void _mi_prof_heap_done(mi_heap_t* heap) {
   for (size_t b = 1; b < medium_bins; b++) heap->pages_medium_direct[b] = heap->pages[b].first;
   memcpy(heap->pages_free_direct, pr->direct, sizeof(pr->direct));
   heap->pages_real_direct = heap->pages_free_direct;
-  heap->prof_left = SIZE_MAX;
   for (int i = 0; i < MI_PROF_CACHE; i++) {
     mi_prof_t* expected = NULL;
     if (mi_atomic_load_relaxed(&mi_prof_cache[i]) == NULL && mi_atomic_cas_strong_acq_rel(&mi_prof_cache[i], &expected, pr)) return;
@@ -308,8 +306,9 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
    The lease costs a slow-path trip each time a proxy runs dry, and under malloc/free churn the
    owner's frees end leases early (docs/profiler.md, "What it costs"). So the entry points most
    programs call (malloc, calloc, operator new: override.c) have a second version that counts
-   the bytes in its fast path instead: prof_left -= size, a sample when it would reach zero, and
-   then the ordinary pop from the real first page (pages_real_direct). The library without the
+   the bytes in its fast path instead: a countdown per thread (_mi_prof_left, the bytes left
+   before the next sample; the allocation that would take it below zero is sampled), then the
+   ordinary pop from the default heap's real first page (pages_real_direct). The library without the
    profiler keeps its fast paths: when MIMALLOC_PROFILE switches the profiler on at process
    start, the PLT slots through which the program and its libraries call those functions are
    pointed at the counted versions (override.c; an IFUNC cannot do it: glibc relocates libc,
@@ -340,13 +339,25 @@ void* _mi_prof_counted_slow(mi_heap_t* heap, size_t size, bool zero) {
   return p;
 }
 
-/* prof_left <= size: this allocation is sampled, or the heap is not profiled (the empty heap of
-   an uninitialised thread, a heap whose profiler could not be set up, the profiler busy). */
-void* _mi_prof_counted_due(mi_heap_t* heap, size_t size, bool zero) {
-  mi_prof_t* const pr = heap->prof;
-  if (pr == NULL || pr->busy) {
-    /* unsampled; prof_left is SIZE_MAX (or 0 in the never-written empty heap) */
-    return _mi_prof_counted_slow(heap, size, zero);
+mi_decl_thread size_t _mi_prof_left;   /* 0 in a new thread: its first counted call comes here */
+static mi_decl_thread bool mi_prof_armed;   /* _mi_prof_left was drawn for this thread */
+
+/* The countdown ran out (or was never set): sample this allocation if it is due, in the default
+   heap. A countdown is drawn when the thread first comes here with a profiled heap (memoryless:
+   one may start at any time, and no allocation is sampled for arming it). While the default heap
+   has no profiler (a thread not set up yet, or one that was running when the profiler started
+   and has not joined it: _mi_malloc_generic), the countdown is set to R and the heap looked at
+   again after R bytes. */
+void* _mi_prof_counted_due(size_t size, bool zero) {
+  mi_heap_t* heap = mi_prim_get_default_heap();
+  mi_prof_t* pr = heap->prof;
+  if (pr == NULL || pr->busy || !mi_prof_armed) {
+    void* const p = _mi_prof_counted_slow(heap, size, zero);   /* (may set up the thread) */
+    heap = mi_prim_get_default_heap();
+    pr = heap->prof;
+    if (pr != NULL && !pr->busy) { _mi_prof_left = (size_t)mi_prof_draw(pr); mi_prof_armed = true; }
+    else _mi_prof_left = mi_prof_rate();
+    return p;
   }
   const uintptr_t* start = NULL;
 #if MI_PROF_UNWIND_CACHE
@@ -367,7 +378,7 @@ void* _mi_prof_counted_due(mi_heap_t* heap, size_t size, bool zero) {
     if (p != NULL) _mi_prof_record(p, _mi_usable_size(p), size, start);
     pr->busy = false;
   }
-  heap->prof_left = (size_t)mi_prof_draw(pr);   /* (memoryless: a fresh draw) */
+  _mi_prof_left = (size_t)mi_prof_draw(pr);   /* (memoryless: a fresh draw) */
   return p;
 }
 #endif

@@ -501,7 +501,10 @@ bool       _mi_thread_validate(const mi_heap_t* heap);         /* all of the abo
 #else
 #define MI_PROF_ENTRIES 0
 #endif
-void*  _mi_prof_counted_due(mi_heap_t* heap, size_t size, bool zero);    /* sample, or not profiled */
+#if MI_PROF_ENTRIES
+extern mi_decl_thread size_t _mi_prof_left;   /* the counted entry points' countdown (prof.c) */
+#endif
+void*  _mi_prof_counted_due(size_t size, bool zero);                     /* countdown at zero */
 void*  _mi_prof_counted_slow(mi_heap_t* heap, size_t size, bool zero);   /* not small, or no free block */
 size_t _mi_prof_entries_rebind(void);   /* the program's calls to the counted versions; how many */
 bool   _mi_prof_entries_counted(void);  /* some were (override.c) */

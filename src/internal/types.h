@@ -618,10 +618,6 @@ typedef struct mi_tld_s {
      pages_real_direct points at the table of real first pages: pages_free_direct itself, or
        with the profiler on the profiler's copy (kept by the same updates, page.c), which the
        counted entry points read (prof.c, "Counted entry points");
-     prof_left: bytes the counted entry points may still allocate before one is sampled; a
-       counted allocation of size s samples when prof_left <= s. SIZE_MAX in a heap without a
-       profiler (not reached), 0 in the static empty heap (its calls go to the slow path,
-       which initialises the thread; that heap is never written);
      every page in pages[b] has xheap == this heap, and MI_PAGE_IN_FULL set iff b == MI_BIN_FULL;
      the queues are doubly linked (first->prev == NULL, each page->next->prev == page, last);
      every page in pages[b] (b < MI_BIN_HUGE_INTERNAL) has block_size == _mi_bin_size(b);
@@ -635,8 +631,8 @@ typedef struct mi_tld_s {
 struct mi_heap_s {
   mi_tld_t*             tld;
   mi_page_t*            pages_free_direct[MI_PAGES_DIRECT];
-  size_t                prof_left;         /* (after the table: the plain fast path's offsets */
-  mi_page_t**           pages_real_direct; /*  and cache lines are the same as without them) */
+  mi_page_t**           pages_real_direct; /* (after the table: the plain fast path's offsets
+                                              and cache lines are the same as without it) */
   mi_page_queue_t       pages[MI_BIN_FULL + 1];
   _Atomic(mi_block_t*)  thread_delayed_free;
   uintptr_t             thread_id;
