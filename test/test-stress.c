@@ -43,6 +43,22 @@
 #define ST_USABLE(p)       _msize((void*)(p))
 #define ST_OURS(p)         mi_is_in_heap_region(p)
 #define ST_API             "the C runtime's functions"
+#elif defined(MI_STRESS_LIBC)
+/* the C library's names, which the library overrides (Linux): with the profiler on from the
+   start, malloc and calloc are its counted entry points */
+#include <malloc.h>
+#define ST_MALLOC(n)       malloc(n)
+#define ST_ZALLOC(n)       calloc(1, n)
+#define ST_CALLOC(n, s)    calloc(n, s)
+#define ST_REALLOC(p, n)   realloc(p, n)
+#define ST_FREE(p)         free(p)
+#define ST_USABLE(p)       malloc_usable_size((void*)(p))
+#define ST_OURS(p)         mi_is_in_heap_region(p)
+#define ST_API             "malloc, calloc, realloc and free"
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic ignored "-Wuse-after-free"   /* the old address in realloc's messages (and
+                                                       its free after a failed realloc) are meant */
+#endif
 #else
 #define ST_MALLOC(n)       mi_malloc(n)
 #define ST_ZALLOC(n)       mi_zalloc(n)

@@ -11,7 +11,8 @@ usage: check-profile.py MODE PROF_SITES_BINARY WORKDIR
           must have been sent to the counted entry points (prof.c)
   off     no MIMALLOC_PROFILE: no file is written and mi_profile_dump refuses
   api     mi_profile_start at run time, with a thread already running: both threads' sites
-  fork    forked children dump their own profiles while another thread samples
+  fork    forked children dump their own profiles while another thread samples (a *-malloc
+          binary: with the profiler on from the start, through the counted entry points)
 pprof: PATH, then $(go env GOPATH)/bin; missing, its checks are skipped with a message, or fail
 when MI_TEST_REQUIRE_ALL=1."""
 import glob
@@ -197,9 +198,16 @@ def check_fork(binary, work):
     base = os.path.join(work, "fork")
     for f in glob.glob(base + ".*"):
         os.remove(f)
-    r, _ = run(binary, ["--fork", base], {})
+    env = {}
+    if os.path.basename(binary).endswith("-malloc"):
+        # on from the start, so malloc goes to the counted entry points (the program's
+        # mi_profile_start then finds it on); the exit profile is the parent's
+        env = {"MIMALLOC_PROFILE": base + ".exit", "MIMALLOC_PROFILE_RATE": "4096", "MIMALLOC_VERBOSE": "1"}
+    r, _ = run(binary, ["--fork", base], env)
     if failures:
         return
+    if env and not re.search(r"[1-9]\d* call slots of malloc, calloc and new counted", r.stderr):
+        fail("no call slot of malloc was sent to the counted entry points")
     children = glob.glob(base + ".[0-9]*.alloc.folded")
     if len(children) != 8:
         fail(f"{len(children)} child profiles, expected 8")
