@@ -102,8 +102,6 @@ void mi_cxx_delete_array_aligned_nothrow(void* p, size_t al, const void* tag) __
    from the start, the loaded objects' calls to malloc, calloc and operator new that bind to
    this library are sent to the counted versions (_mi_prim_rebind_calls). Names that another
    object defines first (the program's own malloc, a sanitizer's) are left alone. */
-static size_t mi_prof_entries_rebound;   /* slots rewritten */
-
 size_t _mi_prof_entries_rebind(void) {
   const char* const names[] = { "malloc", "calloc", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t" };
   void* const from[] = { (void*)&mi_malloc, (void*)&mi_calloc, (void*)&mi_new, (void*)&mi_new,
@@ -120,9 +118,6 @@ size_t _mi_prof_entries_rebind(void) {
     if (_mi_prim_symbol_provider(names[k], (const void*)&mi_malloc, &addr, path, sizeof(path)) != 1) continue;
     ours_names[n] = names[k]; ours_from[n] = from[k]; ours_to[n] = to[k]; n++;
   }
-  mi_prof_entries_rebound += _mi_prim_rebind_calls(ours_names, ours_from, ours_to, n);
-  return mi_prof_entries_rebound;
+  return _mi_prim_rebind_calls(ours_names, ours_from, ours_to, n);
 }
-
-bool _mi_prof_entries_counted(void) { return (mi_prof_entries_rebound > 0); }
 #endif

@@ -321,7 +321,6 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
 ------------------------------------------------------------------------------------------ */
 #if !MI_PROF_ENTRIES
 size_t _mi_prof_entries_rebind(void) { return 0; }
-bool _mi_prof_entries_counted(void) { return false; }
 #else
 /* the counted path without a sample: the real first page's free list was empty (or the size is
    not small). The generic path runs as inside the profiler's own slow path (busy), so it does
@@ -356,7 +355,7 @@ void* _mi_prof_counted_due(size_t size, bool zero) {
     heap = mi_prim_get_default_heap();
     pr = heap->prof;
     if (pr != NULL && !pr->busy) { _mi_prof_left = (size_t)mi_prof_draw(pr); mi_prof_armed = true; }
-    else _mi_prof_left = mi_prof_rate();
+    else _mi_prof_left = (mi_prof_rate() != 0 ? mi_prof_rate() : SIZE_MAX);
     return p;
   }
   const uintptr_t* start = NULL;

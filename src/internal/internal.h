@@ -506,8 +506,8 @@ extern mi_decl_thread size_t _mi_prof_left;   /* the counted entry points' count
 #endif
 void*  _mi_prof_counted_due(size_t size, bool zero);                     /* countdown at zero */
 void*  _mi_prof_counted_slow(mi_heap_t* heap, size_t size, bool zero);   /* not small, or no free block */
-size_t _mi_prof_entries_rebind(void);   /* the program's calls to the counted versions; how many */
-bool   _mi_prof_entries_counted(void);  /* some were (override.c) */
+size_t _mi_prof_entries_rebind(void);   /* the program's calls to the counted versions (override.c);
+                                           how many call slots */
 extern size_t _mi_prof_rate;   /* bytes between samples on average; 0: off (set once, with a release
                                   store after the profiler's store is ready) */
 static inline size_t mi_prof_rate(void) { return __atomic_load_n(&_mi_prof_rate, __ATOMIC_ACQUIRE); }
