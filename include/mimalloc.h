@@ -366,7 +366,8 @@ mi_decl_nodiscard mi_decl_export void* mi_realloc_aligned_at(void* p, size_t new
    allocation function is mi_X allocating in `heap`. A shared heap
    (mi_heap_new_shared) is the exception: any thread may allocate in it. */
 
-/* New destroyable heap for the calling thread (NULL when out of memory). */
+/* New destroyable heap for the calling thread (NULL when out of memory). In v3 mode the
+   name is mi_heap_new_shared's, and mi_heap_new_in_arena's a shared heap's (section 4b). */
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new(void);
 #if MI_MALLOC_VERSION >= 182
 /* New heap that only allocates from the given (exclusive) arena. */
