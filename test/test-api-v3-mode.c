@@ -347,7 +347,12 @@ static void test_arenas(void) {
   mi_arena_id_t managed = NULL;
   CHECK(mi_manage_os_memory_ex(mem, msize, true, false, true, -1, true, &managed));
   CHECK(managed != NULL && managed != arena);
-  CHECK(mi_arena_contains(managed, (uint8_t*)mem + msize - 1));
+  size_t msz = 0;
+  uint8_t* mstart = (uint8_t*)mi_arena_area(managed, &msz);   /* the whole blocks inside mem */
+  CHECK(mstart >= (uint8_t*)mem && mstart + msz <= (uint8_t*)mem + msize);
+  CHECK_GE(msz, mi_arena_min_size());
+  CHECK(mi_arena_contains(managed, mstart) && mi_arena_contains(managed, mstart + msz - 1));
+  CHECK(!mi_arena_contains(managed, mstart + msz) && !mi_arena_contains(arena, mstart));
   mi_heap_t* hm = mi_heap_new_in_arena(managed);
   CHECK(hm != NULL);
   if (hm != NULL) {
