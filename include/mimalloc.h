@@ -373,6 +373,7 @@ mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new(void);
 /* New heap that only allocates from the given (exclusive) arena. */
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_in_arena(mi_arena_id_t arena_id);
 #endif
+#if !defined(MI_V3_API)   /* v3 mode: the shared heaps are mi_heap_new(_in_arena); mi_heap_new_ex takes v2's arena id */
 /* New destroyable heap that any thread may allocate in (mimalloc v3's heap; ours, not v2's).
    The mi_heap_X allocation functions take it from any thread; mi_heap_delete/destroy by one
    thread once no thread allocates in it any more; collect and visit cover the calling thread's
@@ -380,7 +381,6 @@ mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_in_arena(mi_arena_id_t a
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_shared(void);
 /* New shared heap that only allocates from the given (exclusive) arena; not destroyable. */
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_shared_in_arena(mi_arena_id_t arena_id);
-#if !defined(MI_V3_API)
 /* New heap with a tag, a destroy/reclaim policy and an arena (0 = any). */
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_ex(int heap_tag, bool allow_destroy, mi_arena_id_t arena_id);
 #endif
