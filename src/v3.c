@@ -198,25 +198,25 @@ static const int16_t mi_v3_options[MI_V3_OPTION_LAST] = {
   MI_V3_ONLY(8), MI_V3_ONLY(9), MI_V3_ONLY(10),                                          /* 44..46 */
 };
 
+/* value starts at v3's default; once is_set (mi_option_set), mi_option_set_default leaves it */
 typedef struct mi_v3_option_s {
   _Atomic(long) value;
-  _Atomic(int)  is_set;     /* set by mi_option_set: mi_option_set_default leaves it */
-  long          dflt;       /* v3's documented default */
+  _Atomic(int)  is_set;
   bool          is_kib;
 } mi_v3_option_t;
 
 static mi_v3_option_t mi_v3_only[11] = {
-  { 0, 0, 0, false },    /* 35 page_reclaim_on_free */
-  { 2, 0, 2, false },    /* 36 page_full_retain */
-  { 4, 0, 4, false },    /* 37 page_max_candidates */
-  { 0, 0, 0, false },    /* 38 max_vabits (0: as the system says) */
-  { 0, 0, 0, false },    /* 39 pagemap_commit */
-  { 0, 0, 0, false },    /* 40 page_commit_on_demand */
-  { -1, 0, -1, false },  /* 41 page_max_reclaim (-1: unlimited) */
-  { 16, 0, 16, false },  /* 42 page_cross_thread_max_reclaim */
-  { 0, 0, 0, true },     /* 44 minimal_purge_size */
-  { (MI_INTPTR_SIZE >= 8 ? 2L*1024*1024 : 128L*1024), 0, (MI_INTPTR_SIZE >= 8 ? 2L*1024*1024 : 128L*1024), true },  /* 45 arena_max_object_size */
-  { 0, 0, 0, false },    /* 46 arena_is_numa_local */
+  { 0, 0, false },       /* 35 page_reclaim_on_free */
+  { 2, 0, false },       /* 36 page_full_retain */
+  { 4, 0, false },       /* 37 page_max_candidates */
+  { 0, 0, false },       /* 38 max_vabits (0: as the system says) */
+  { 0, 0, false },       /* 39 pagemap_commit */
+  { 0, 0, false },       /* 40 page_commit_on_demand */
+  { -1, 0, false },      /* 41 page_max_reclaim (-1: unlimited) */
+  { 16, 0, false },      /* 42 page_cross_thread_max_reclaim */
+  { 0, 0, true },        /* 44 minimal_purge_size (KiB; 0: v3 chooses) */
+  { (MI_INTPTR_SIZE >= 8 ? 2L*1024*1024 : 128L*1024), 0, true },   /* 45 arena_max_object_size (KiB) */
+  { 0, 0, false },       /* 46 arena_is_numa_local */
 };
 
 /* true: v3's number `option` is our option *ours; false: it is v3's own *only, or no option
