@@ -246,6 +246,10 @@ typedef void (mi_cdecl mi_deferred_free_fun)(bool force, unsigned long long hear
   #define mi_heap_new                     mi_heap_new_shared
   #define mi_heap_new_in_arena            mi_v3_heap_new_in_arena
   #define mi_heap_new_shared_in_arena     mi_v3_heap_new_in_arena
+  #define mi_heap_main                    mi_v3_heap_main
+  #define mi_heap_of                      mi_v3_heap_of
+  #define mi_heap_contains                mi_v3_heap_contains
+  #define mi_check_owned                  mi_v3_check_owned
   #define mi_arena_area                   mi_v3_arena_area
   #define mi_arena_contains               mi_v3_arena_contains
   #define mi_reserve_huge_os_pages_at_ex  mi_v3_reserve_huge_os_pages_at_ex
@@ -458,7 +462,7 @@ mi_decl_nodiscard mi_decl_export void* mi_heap_recalloc_aligned_at(mi_heap_t* he
 mi_decl_export bool mi_heap_contains_block(mi_heap_t* heap, const void* p);
 /* Does any pointer `p` lie inside one of `heap`'s pages? (linear scan) */
 mi_decl_export bool mi_heap_check_owned(mi_heap_t* heap, const void* p);
-/* mi_heap_check_owned on the calling thread's default heap. */
+/* mi_heap_check_owned on the calling thread's default heap (v3 mode: mi_any_heap_contains). */
 mi_decl_export bool mi_check_owned(const void* p);
 /* Walk the areas (and optionally the live blocks) of `heap`; true if completed. */
 mi_decl_export bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
@@ -476,9 +480,11 @@ mi_decl_export bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int he
 mi_decl_nodiscard mi_decl_export bool mi_is_in_heap_region(const void* p) mi_attr_noexcept;
 /* Is the page holding `p` (in `heap`, or any heap for NULL) used <= perc_threshold %? */
 mi_decl_nodiscard mi_decl_export bool mi_unsafe_heap_page_is_under_utilized(mi_heap_t* heap, void* p, size_t perc_threshold) mi_attr_noexcept;
-/* (v3) The main heap: until heaps are shared by threads, the calling thread's backing heap. */
+/* (v3) The main heap: the calling thread's backing heap (v3 mode: one heap for all threads, whose
+   part for each thread is its backing heap; it cannot be deleted). */
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_main(void);
-/* (v3) The heap whose page holds `p` (any pointer); NULL if not ours, not in use, or abandoned. */
+/* (v3) The heap whose page holds `p` (any pointer); NULL if not ours, not in use, or abandoned
+   (v3 mode: the main heap for a block of the calling thread's backing heap). */
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_of(const void* p);
 /* (v3) mi_heap_of(p) == heap, with NULL standing for mi_heap_main(). */
 mi_decl_nodiscard mi_decl_export bool mi_heap_contains(const mi_heap_t* heap, const void* p);

@@ -100,7 +100,7 @@ mi_decl_export void mi_subproc_destroy(mi_v3_subproc_id_t subproc) {
    thread's heap names its own. Reading another thread's heap's tld and tag is safe: both are
    set when it is made and never change. */
 mi_decl_export bool mi_heap_visit_abandoned_blocks(mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
-  if (heap == NULL) heap = mi_heap_main();
+  if (heap == NULL) heap = _mi_sheap_main();
   mi_subproc_id_t subproc = mi_subproc_current();
   int tag = 0;
   if (!mi_heap_is_shared(heap)) {
@@ -111,9 +111,34 @@ mi_decl_export bool mi_heap_visit_abandoned_blocks(mi_heap_t* heap, bool visit_b
   return mi_abandoned_visit_blocks(subproc, tag, visit_blocks, visitor, arg);
 }
 
+/* v3's main heap is one heap for all threads: the shared heap _mi_sheap_main, whose part for a
+   thread is its backing heap. mi_heap_of names it for the calling thread's backing heap; a block
+   of another thread's backing heap still names that heap (only its thread may read its fields,
+   so it cannot be told from that thread's other heaps). */
+mi_decl_export mi_heap_t* mi_v3_heap_main(void) {
+  return _mi_sheap_main();
+}
+
+mi_decl_export mi_heap_t* mi_v3_heap_of(const void* p) {
+  mi_heap_t* const heap = mi_heap_of(p);
+  if (heap == NULL) return NULL;
+  const mi_heap_t* const dflt = mi_prim_get_default_heap();
+  return (mi_heap_is_initialized(dflt) && heap == dflt->tld->heap_backing ? _mi_sheap_main() : heap);
+}
+
+mi_decl_export bool mi_v3_heap_contains(const mi_heap_t* heap, const void* p) {
+  if (heap == NULL) heap = _mi_sheap_main();
+  return (mi_v3_heap_of(p) == heap);
+}
+
+/* v3's mi_check_owned: any heap's block (v2's: the calling thread's default heap's) */
+mi_decl_export bool mi_v3_check_owned(const void* p) {
+  return mi_any_heap_contains(p);
+}
+
 /* A theap is a heap of the calling thread: a shared heap's part for it, or a heap it owns. */
 mi_decl_export mi_heap_t* mi_heap_theap(mi_heap_t* heap) {
-  if (heap == NULL) heap = mi_heap_main();
+  if (heap == NULL) heap = mi_heap_get_backing();   /* the main heap's part */
   if (mi_heap_is_shared(heap)) return _mi_sheap_theap(heap, true);
   if (!mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_theap")) return NULL;
   return heap;

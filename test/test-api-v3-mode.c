@@ -471,6 +471,84 @@ static void test_theaps(void) {
   mi_heap_destroy(h);
 }
 
+/* ---- the main heap: one for all threads ------------------------------------------------ */
+typedef struct main_thread_s { mi_heap_t* main; void* block; void* heap_block; bool same; } main_thread_t;
+
+static void* main_heap_thread(void* varg) {
+  main_thread_t* t = (main_thread_t*)varg;
+  t->same = (mi_heap_main() == t->main);
+  t->block = mi_malloc(40);                                  /* the default: the main heap */
+  t->heap_block = mi_heap_malloc(t->main, 4000);             /* the main heap from here too */
+  CHECK(t->block != NULL && t->heap_block != NULL);
+  CHECK(mi_heap_of(t->block) == t->main && mi_heap_of(t->heap_block) == t->main);
+  CHECK(mi_heap_contains(NULL, t->heap_block));
+  return NULL;
+}
+
+typedef struct main_visit_s { const mi_heap_t* main; size_t blocks; bool heap_ok; } main_visit_t;
+
+static bool visit_main(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)area; (void)block_size;
+  main_visit_t* v = (main_visit_t*)arg;
+  if (heap != v->main) v->heap_ok = false;
+  if (block != NULL) v->blocks++;
+  return true;
+}
+
+static void test_main_heap(void) {
+  mi_heap_t* const main_heap = mi_heap_main();
+  CHECK(main_heap != NULL);
+  if (main_heap == NULL) return;
+  CHECK(mi_heap_main() == main_heap);
+  int local = 0;
+  CHECK(mi_heap_of(&local) == NULL && !mi_heap_contains(main_heap, &local) && !mi_heap_contains(NULL, NULL));
+
+  void* p = mi_malloc(100);
+  void* q = mi_heap_malloc(main_heap, 100);
+  void* big = mi_heap_zalloc(main_heap, 3 << 20);
+  CHECK(p != NULL && q != NULL && big != NULL);
+  CHECK(mi_heap_of(p) == main_heap && mi_heap_of(q) == main_heap && mi_heap_of(big) == main_heap);
+  CHECK(mi_heap_contains(NULL, p) && mi_heap_contains(main_heap, q) && mi_heap_contains(main_heap, (char*)big + 100));
+  CHECK(mi_check_owned(p) && !mi_check_owned(&local));
+
+  /* other threads: the same main heap */
+  main_thread_t t = { main_heap, NULL, NULL, false };
+  pthread_t thread;
+  CHECK_EQ(pthread_create(&thread, NULL, &main_heap_thread, &t), 0);
+  pthread_join(thread, NULL);
+  CHECK(t.same);
+  mi_free(t.block);
+  mi_free(t.heap_block);
+
+  /* collect and visit: the calling thread's part, told as the main heap */
+  mi_heap_collect(main_heap, true);
+  main_visit_t v = { main_heap, 0, true };
+  CHECK(mi_heap_visit_blocks(main_heap, true, &visit_main, &v));
+  CHECK_GE(v.blocks, 3);
+  CHECK(v.heap_ok);
+
+  /* a heap of our own is not the main heap; its blocks are checked as owned too */
+  mi_heap_t* h = mi_heap_new();
+  CHECK(h != NULL && h != main_heap);
+  void* hp = mi_heap_malloc(h, 10);
+  CHECK(!mi_heap_contains(main_heap, hp) && mi_check_owned(hp));
+  mi_free(hp);
+  mi_heap_delete(h);
+
+  /* the main heap is never deleted or destroyed: refused, and it keeps working */
+  long einval = errors(EINVAL);
+  mi_heap_delete(main_heap);
+  mi_heap_destroy(main_heap);
+  CHECK_GE(errors(EINVAL), einval + 2);
+  CHECK(mi_heap_of(p) == main_heap && mi_usable_size(q) >= 100);
+  void* r = mi_heap_malloc(main_heap, 10);
+  CHECK(r != NULL && mi_heap_of(r) == main_heap);
+  mi_free(r);
+  mi_free(p);
+  mi_free(q);
+  mi_free(big);
+}
+
 /* ---- subprocesses: v3's struct id ---------------------------------------------------- */
 static bool same_subproc(mi_subproc_id_t a, mi_subproc_id_t b) {
   return (memcmp(&a, &b, sizeof(a)) == 0);
@@ -584,6 +662,7 @@ int main(void) {
   test_shared_heaps();
   test_arenas();
   test_theaps();
+  test_main_heap();
   test_subprocs();
   test_abandoned();
   mi_collect(true);
