@@ -4,7 +4,9 @@
 
   Source-compatible with the public API of mimalloc v2.4.1: every name, type,
   enum value and declaration attribute matches that interface, so a program
-  written for mimalloc v2 compiles against this header unchanged. Each
+  written for mimalloc v2 compiles against this header unchanged. A program
+  that defines MI_V3_API before the include gets mimalloc 3.x's names and
+  meanings instead where the two disagree (section 4b). Each
   declaration below carries its contract in one line (or its group's does).
   The implementation behind it is our own.
 
@@ -13,10 +15,12 @@
     2. attribute / declaration macros
     3. standard includes
     4. types
+    4b. v3 mode: names that take mimalloc 3.x's meaning under MI_V3_API
     5. function declarations, in groups: basic, extended, usable-size variants,
        aligned, heaps, zero-initialised re-allocation, heap introspection,
        statistics, output/error registration, arenas, subprocesses, life
-       cycle, version, POSIX/Unix/Windows compatibility, C++ helpers
+       cycle, version, POSIX/Unix/Windows compatibility, C++ helpers, theaps
+       (v3 mode)
     6. typed allocation macros
     7. the option enumeration and option functions
     8. C++ STL allocators (C++ only)
@@ -171,6 +175,16 @@ extern "C" {
 struct mi_heap_s;
 typedef struct mi_heap_s mi_heap_t;
 
+#if defined(MI_V3_API)
+/* v3 mode (MI_V3_API defined before the include; v2 is the default): the types and names of
+   mimalloc 3.x where the two versions disagree, section 4b. A theap is one thread's part of a
+   heap; the arena id is the v2 id as a pointer value (NULL: none); the subprocess id wraps the
+   v2 one (NULL inside: the main subprocess). */
+struct mi_theap_s;
+typedef struct mi_theap_s mi_theap_t;
+typedef void* mi_arena_id_t;
+typedef struct mi_subproc_id_s { void* _mi_subproc_id; } mi_subproc_id_t;
+#else
 /* Name used by the v3 interface for the same thing. */
 typedef mi_heap_t mi_theap_t;
 
@@ -179,6 +193,7 @@ typedef int mi_arena_id_t;
 
 /* Subprocess identifier: NULL is the main subprocess. */
 typedef void* mi_subproc_id_t;
+#endif
 
 /* One area of equally sized blocks, as reported by the heap visitors. */
 typedef struct mi_heap_area_s {
@@ -188,7 +203,11 @@ typedef struct mi_heap_area_s {
   size_t used;              /* number of blocks in use (a count, not bytes) */
   size_t block_size;        /* usable bytes of each block */
   size_t full_block_size;   /* bytes of each block including padding/metadata */
+#if defined(MI_V3_API)
+  void*  reserved1;         /* internal (the heap's tag in v2 mode) */
+#else
   int    heap_tag;          /* tag of the heap the area belongs to */
+#endif
 } mi_heap_area_t;
 
 /* Block visitor: called once per area (block == NULL) and, when asked for,
@@ -211,6 +230,45 @@ typedef void (mi_cdecl mi_error_fun)(int err, void* arg);
 typedef void (mi_cdecl mi_deferred_free_fun)(bool force, unsigned long long heartbeat, void* arg);
 #if defined(__cplusplus) && (__cplusplus < 201103L) && defined(__GNUC__)
   #pragma GCC diagnostic pop
+#endif
+
+
+/* ============================================================================
+   4b. v3 mode: the names whose meaning is mimalloc 3.x's
+
+   With MI_V3_API each name below is the library's symbol for v3's meaning,
+   so the declarations of section 5 and 7 declare those symbols with v3's
+   types. mi_heap_new makes a heap any thread may allocate in (our shared
+   heap); the arena, subprocess and option functions take v3's types and
+   option numbers. Without MI_V3_API none of this exists.
+============================================================================ */
+#if defined(MI_V3_API)
+  #define mi_heap_new                     mi_heap_new_shared
+  #define mi_heap_new_in_arena            mi_v3_heap_new_in_arena
+  #define mi_heap_new_shared_in_arena     mi_v3_heap_new_in_arena
+  #define mi_heap_main                    mi_v3_heap_main
+  #define mi_heap_of                      mi_v3_heap_of
+  #define mi_heap_contains                mi_v3_heap_contains
+  #define mi_check_owned                  mi_v3_check_owned
+  #define mi_arena_area                   mi_v3_arena_area
+  #define mi_arena_contains               mi_v3_arena_contains
+  #define mi_reserve_huge_os_pages_at_ex  mi_v3_reserve_huge_os_pages_at_ex
+  #define mi_reserve_os_memory_ex         mi_v3_reserve_os_memory_ex
+  #define mi_manage_os_memory_ex          mi_v3_manage_os_memory_ex
+  #define mi_subproc_main                 mi_v3_subproc_main
+  #define mi_subproc_current              mi_v3_subproc_current
+  #define mi_subproc_new                  mi_v3_subproc_new
+  #define mi_subproc_add_current_thread   mi_v3_subproc_add_current_thread
+  #define mi_option_is_enabled            mi_v3_option_is_enabled
+  #define mi_option_enable                mi_v3_option_enable
+  #define mi_option_disable               mi_v3_option_disable
+  #define mi_option_set_enabled           mi_v3_option_set_enabled
+  #define mi_option_set_enabled_default   mi_v3_option_set_enabled_default
+  #define mi_option_get                   mi_v3_option_get
+  #define mi_option_get_clamp             mi_v3_option_get_clamp
+  #define mi_option_get_size              mi_v3_option_get_size
+  #define mi_option_set                   mi_v3_option_set
+  #define mi_option_set_default           mi_v3_option_set_default
 #endif
 
 
@@ -312,12 +370,14 @@ mi_decl_nodiscard mi_decl_export void* mi_realloc_aligned_at(void* p, size_t new
    allocation function is mi_X allocating in `heap`. A shared heap
    (mi_heap_new_shared) is the exception: any thread may allocate in it. */
 
-/* New destroyable heap for the calling thread (NULL when out of memory). */
+/* New destroyable heap for the calling thread (NULL when out of memory). In v3 mode the
+   name is mi_heap_new_shared's, and mi_heap_new_in_arena's a shared heap's (section 4b). */
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new(void);
 #if MI_MALLOC_VERSION >= 182
 /* New heap that only allocates from the given (exclusive) arena. */
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_in_arena(mi_arena_id_t arena_id);
 #endif
+#if !defined(MI_V3_API)   /* v3 mode: the shared heaps are mi_heap_new(_in_arena); mi_heap_new_ex takes v2's arena id */
 /* New destroyable heap that any thread may allocate in (mimalloc v3's heap; ours, not v2's).
    The mi_heap_X allocation functions take it from any thread; mi_heap_delete/destroy by one
    thread once no thread allocates in it any more; collect and visit cover the calling thread's
@@ -327,6 +387,7 @@ mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_shared(void);
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_shared_in_arena(mi_arena_id_t arena_id);
 /* New heap with a tag, a destroy/reclaim policy and an arena (0 = any). */
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_ex(int heap_tag, bool allow_destroy, mi_arena_id_t arena_id);
+#endif
 /* Delete the heap; its live blocks stay valid and migrate or get abandoned. */
 mi_decl_export void mi_heap_delete(mi_heap_t* heap);
 /* Free the heap together with every block still allocated in it. */
@@ -338,7 +399,11 @@ mi_decl_export mi_heap_t* mi_heap_get_default(void);
 /* The thread's backing heap (its initial default, lives until thread exit). */
 mi_decl_export mi_heap_t* mi_heap_get_backing(void);
 /* Process delayed frees and return empty pages; `force` also purges. */
+#if defined(MI_V3_API)
+mi_decl_export void mi_heap_collect(mi_heap_t* heap, bool force);   /* (v3 declares it without noexcept) */
+#else
 mi_decl_export void mi_heap_collect(mi_heap_t* heap, bool force) mi_attr_noexcept;
+#endif
 
 mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_heap_malloc(mi_heap_t* heap, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2);
 mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_heap_zalloc(mi_heap_t* heap, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2);
@@ -397,20 +462,29 @@ mi_decl_nodiscard mi_decl_export void* mi_heap_recalloc_aligned_at(mi_heap_t* he
 mi_decl_export bool mi_heap_contains_block(mi_heap_t* heap, const void* p);
 /* Does any pointer `p` lie inside one of `heap`'s pages? (linear scan) */
 mi_decl_export bool mi_heap_check_owned(mi_heap_t* heap, const void* p);
-/* mi_heap_check_owned on the calling thread's default heap. */
+/* mi_heap_check_owned on the calling thread's default heap (v3 mode: mi_any_heap_contains). */
 mi_decl_export bool mi_check_owned(const void* p);
 /* Walk the areas (and optionally the live blocks) of `heap`; true if completed. */
 mi_decl_export bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
+#if defined(MI_V3_API)
+/* (v3) Walk the abandoned memory (of ended threads) of `heap`'s subprocess and tag (NULL: the
+   main heap), as mi_abandoned_visit_blocks: needs the option visit_abandoned; a shared heap's
+   abandoned blocks are those of tag 0 in the calling thread's subprocess. */
+mi_decl_export bool mi_heap_visit_abandoned_blocks(mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
+#else
 /* Walk abandoned memory of a subprocess (heap_tag -1 = all tags); the visitor runs under the
    subprocess' abandoned lock and must not allocate or free. */
 mi_decl_export bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
+#endif
 /* Constant-time test whether `p` points into memory managed by the allocator. */
 mi_decl_nodiscard mi_decl_export bool mi_is_in_heap_region(const void* p) mi_attr_noexcept;
 /* Is the page holding `p` (in `heap`, or any heap for NULL) used <= perc_threshold %? */
 mi_decl_nodiscard mi_decl_export bool mi_unsafe_heap_page_is_under_utilized(mi_heap_t* heap, void* p, size_t perc_threshold) mi_attr_noexcept;
-/* (v3) The main heap: until heaps are shared by threads, the calling thread's backing heap. */
+/* (v3) The main heap: the calling thread's backing heap (v3 mode: one heap for all threads, whose
+   part for each thread is its backing heap; it cannot be deleted). */
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_main(void);
-/* (v3) The heap whose page holds `p` (any pointer); NULL if not ours, not in use, or abandoned. */
+/* (v3) The heap whose page holds `p` (any pointer); NULL if not ours, not in use, or abandoned
+   (v3 mode: the main heap for a block of the calling thread's backing heap). */
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_of(const void* p);
 /* (v3) mi_heap_of(p) == heap, with NULL standing for mi_heap_main(). */
 mi_decl_nodiscard mi_decl_export bool mi_heap_contains(const mi_heap_t* heap, const void* p);
@@ -501,8 +575,14 @@ mi_decl_export mi_subproc_id_t mi_subproc_main(void);
 mi_decl_export mi_subproc_id_t mi_subproc_current(void);
 /* A new, empty subprocess; NULL when out of memory. */
 mi_decl_export mi_subproc_id_t mi_subproc_new(void);
+#if defined(MI_V3_API)
+/* (v3) Release a subprocess once all its threads have ended and its memory is free (the main
+   one is ignored); v3 frees its memory at once, we keep a subprocess that still holds memory. */
+mi_decl_export void mi_subproc_destroy(mi_subproc_id_t subproc);
+#else
 /* Release a subprocess once all its threads have ended (main/NULL ignored). */
 mi_decl_export void mi_subproc_delete(mi_subproc_id_t subproc);
+#endif
 /* Move the calling thread (still in the main subprocess) into `subproc`. */
 mi_decl_export void mi_subproc_add_current_thread(mi_subproc_id_t subproc);
 
@@ -615,6 +695,36 @@ mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_heap_alloc_new(mi_hea
 mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_heap_alloc_new_n(mi_heap_t* heap, size_t count, size_t size) mi_attr_malloc mi_attr_alloc_size2(2,3);
 
 
+#if defined(MI_V3_API)
+/* ---- (v3) Theaps: a thread's own part of a heap ------------------------------
+   A theap is a heap of one thread: only that thread allocates in it. Each
+   mi_theap_X is mi_heap_X on the theap. (In v2 mode these names are macros
+   over the mi_heap_ functions, section 6.) */
+
+/* The calling thread's part of `heap`, made on first use (NULL: the main heap, i.e. this
+   thread's backing heap); NULL for another thread's heap, a deleted heap, or out of memory. */
+mi_decl_export mi_theap_t* mi_heap_theap(mi_heap_t* heap);
+/* Make `theap` the thread's default (mi_malloc allocates there); returns the previous one.
+   A part of a heap from mi_heap_new is refused (NULL, EINVAL): ours may never be a default. */
+mi_decl_export mi_theap_t* mi_theap_set_default(mi_theap_t* theap);
+/* The calling thread's default theap. */
+mi_decl_export mi_theap_t* mi_theap_get_default(void);
+mi_decl_export void mi_theap_collect(mi_theap_t* theap, bool force) mi_attr_noexcept;
+mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_theap_malloc(mi_theap_t* theap, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2);
+mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_theap_zalloc(mi_theap_t* theap, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2);
+mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_theap_calloc(mi_theap_t* theap, size_t count, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size2(2,3);
+mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_theap_malloc_small(mi_theap_t* theap, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2);
+mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_theap_zalloc_small(mi_theap_t* theap, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2);
+mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_theap_malloc_aligned(mi_theap_t* theap, size_t size, size_t alignment) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2) mi_attr_alloc_align(3);
+mi_decl_nodiscard mi_decl_export void* mi_theap_realloc(mi_theap_t* theap, void* p, size_t newsize) mi_attr_noexcept mi_attr_alloc_size(3);
+/* Guarded builds: mi_heap_guarded_set_sample_rate / _size_bound on the theap. */
+mi_decl_export void mi_theap_guarded_set_sample_rate(mi_theap_t* theap, size_t sample_rate, size_t seed);
+mi_decl_export void mi_theap_guarded_set_size_bound(mi_theap_t* theap, size_t min, size_t max);
+/* mi_heap_visit_blocks on the theap (the visitor is told of the theap). */
+mi_decl_export bool mi_theap_visit_blocks(const mi_theap_t* theap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
+#endif
+
+
 #if defined(__cplusplus)
 }  /* extern "C" */
 #endif
@@ -624,6 +734,22 @@ mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_heap_alloc_new_n(mi_h
    6. Typed allocation macros: allocate `n` objects of type `tp`
 ============================================================================ */
 
+#if defined(MI_V3_API)
+/* v3's order: the type always comes first */
+#define mi_malloc_tp(tp)                 ((tp*)mi_malloc(sizeof(tp)))
+#define mi_zalloc_tp(tp)                 ((tp*)mi_zalloc(sizeof(tp)))
+#define mi_calloc_tp(tp,n)               ((tp*)mi_calloc(n,sizeof(tp)))
+#define mi_mallocn_tp(tp,n)              ((tp*)mi_mallocn(n,sizeof(tp)))
+#define mi_reallocn_tp(tp,p,n)           ((tp*)mi_reallocn(p,n,sizeof(tp)))
+#define mi_recalloc_tp(tp,p,n)           ((tp*)mi_recalloc(p,n,sizeof(tp)))
+
+#define mi_heap_malloc_tp(tp,hp)         ((tp*)mi_heap_malloc(hp,sizeof(tp)))
+#define mi_heap_zalloc_tp(tp,hp)         ((tp*)mi_heap_zalloc(hp,sizeof(tp)))
+#define mi_heap_calloc_tp(tp,hp,n)       ((tp*)mi_heap_calloc(hp,n,sizeof(tp)))
+#define mi_heap_mallocn_tp(tp,hp,n)      ((tp*)mi_heap_mallocn(hp,n,sizeof(tp)))
+#define mi_heap_reallocn_tp(tp,hp,p,n)   ((tp*)mi_heap_reallocn(hp,p,n,sizeof(tp)))
+#define mi_heap_recalloc_tp(tp,hp,p,n)   ((tp*)mi_heap_recalloc(hp,p,n,sizeof(tp)))
+#else
 #define mi_malloc_tp(tp)                 ((tp*)mi_malloc(sizeof(tp)))
 #define mi_zalloc_tp(tp)                 ((tp*)mi_zalloc(sizeof(tp)))
 #define mi_calloc_tp(tp,n)               ((tp*)mi_calloc(n,sizeof(tp)))
@@ -649,6 +775,7 @@ mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_heap_alloc_new_n(mi_h
 #define mi_theap_zalloc_small(hp,sz)           mi_heap_zalloc_small(hp,sz)
 #define mi_theap_malloc_aligned(hp,sz,a)       mi_heap_malloc_aligned(hp,sz,a)
 #define mi_theap_realloc(hp,p,newsz)           mi_heap_realloc(hp,p,newsz)
+#endif
 
 
 /* ============================================================================
@@ -657,8 +784,70 @@ mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_heap_alloc_new_n(mi_h
    Each option `mi_option_<name>` is read from the environment variable
    MIMALLOC_<NAME> on first use; mi_option_set* overrides the environment.
    The numbering is part of the ABI: never reorder.
+   v3 mode numbers the options as mimalloc 3.x does; the library translates
+   them (mi_v3_option_*, section 4b). An option v3 has and v2 has not is
+   accepted and read back but changes nothing here; a v3 `deprecated_` name
+   is the v2 option of the same number.
 ============================================================================ */
 
+#if defined(MI_V3_API)
+typedef enum mi_option_e {
+  mi_option_show_errors,                      /*  0 */
+  mi_option_show_stats,                       /*  1 */
+  mi_option_verbose,                          /*  2 */
+  mi_option_deprecated_eager_commit,          /*  3: v2's eager_commit */
+  mi_option_arena_eager_commit,               /*  4 */
+  mi_option_purge_decommits,                  /*  5 */
+  mi_option_allow_large_os_pages,             /*  6 */
+  mi_option_reserve_huge_os_pages,            /*  7 */
+  mi_option_reserve_huge_os_pages_at,         /*  8 */
+  mi_option_reserve_os_memory,                /*  9: KiB */
+  mi_option_deprecated_segment_cache,         /* 10 */
+  mi_option_deprecated_page_reset,            /* 11 */
+  mi_option_deprecated_abandoned_page_purge,  /* 12: v2's abandoned_page_purge */
+  mi_option_deprecated_segment_reset,         /* 13 */
+  mi_option_deprecated_eager_commit_delay,    /* 14: v2's eager_commit_delay */
+  mi_option_purge_delay,                      /* 15 */
+  mi_option_use_numa_nodes,                   /* 16 */
+  mi_option_disallow_os_alloc,                /* 17 */
+  mi_option_os_tag,                           /* 18 */
+  mi_option_max_errors,                       /* 19 */
+  mi_option_max_warnings,                     /* 20 */
+  mi_option_deprecated_max_segment_reclaim,   /* 21: v2's max_segment_reclaim */
+  mi_option_destroy_on_exit,                  /* 22 */
+  mi_option_arena_reserve,                    /* 23: KiB */
+  mi_option_arena_purge_mult,                 /* 24 */
+  mi_option_deprecated_purge_extend_delay,    /* 25: v2's purge_extend_delay */
+  mi_option_disallow_arena_alloc,             /* 26 (v2: 27) */
+  mi_option_retry_on_oom,                     /* 27 (v2: 28) */
+  mi_option_visit_abandoned,                  /* 28 (v2: 29) */
+  mi_option_guarded_min,                      /* 29 (v2: 30) */
+  mi_option_guarded_max,                      /* 30 (v2: 31) */
+  mi_option_guarded_precise,                  /* 31 (v2: 32) */
+  mi_option_guarded_sample_rate,              /* 32 (v2: 33) */
+  mi_option_guarded_sample_seed,              /* 33 (v2: 34) */
+  mi_option_generic_collect,                  /* 34 (v2: 36) */
+  mi_option_page_reclaim_on_free,             /* 35: v3 only (no effect here) */
+  mi_option_page_full_retain,                 /* 36: v3 only */
+  mi_option_page_max_candidates,              /* 37: v3 only */
+  mi_option_max_vabits,                       /* 38: v3 only */
+  mi_option_pagemap_commit,                   /* 39: v3 only */
+  mi_option_page_commit_on_demand,            /* 40: v3 only */
+  mi_option_page_max_reclaim,                 /* 41: v3 only */
+  mi_option_page_cross_thread_max_reclaim,    /* 42: v3 only */
+  mi_option_allow_thp,                        /* 43 (v2: 37) */
+  mi_option_minimal_purge_size,               /* 44: v3 only, KiB */
+  mi_option_arena_max_object_size,            /* 45: v3 only, KiB */
+  mi_option_arena_is_numa_local,              /* 46: v3 only */
+  _mi_option_last,                            /* 47: number of options */
+  /* legacy names */
+  mi_option_large_os_pages         = mi_option_allow_large_os_pages,
+  mi_option_eager_region_commit    = mi_option_arena_eager_commit,
+  mi_option_reset_decommits        = mi_option_purge_decommits,
+  mi_option_reset_delay            = mi_option_purge_delay,
+  mi_option_limit_os_alloc         = mi_option_disallow_os_alloc
+} mi_option_t;
+#else
 typedef enum mi_option_e {
   /* stable options */
   mi_option_show_errors,                /*  0: print errors and warnings */
@@ -709,6 +898,7 @@ typedef enum mi_option_e {
   mi_option_abandoned_page_reset   = mi_option_abandoned_page_purge,
   mi_option_limit_os_alloc         = mi_option_disallow_os_alloc
 } mi_option_t;
+#endif
 
 /* Options of this implementation beyond mimalloc's numbering (which they leave unchanged). */
 #define MI_OPTION_EXT_FIRST      1000

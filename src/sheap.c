@@ -17,6 +17,16 @@ _Atomic(size_t) _mi_sheaps_dying;
 static mi_lock_t   mi_sheaps_lock = MI_LOCK_INIT;
 static mi_sheap_t* mi_sheaps;
 
+/* mimalloc v3's main heap (mi_heap_main in the header's v3 mode, src/v3.c): a shared heap whose
+   part for each thread is that thread's backing heap. It has no theaps of its own, is on no
+   list (nothing locks it) and is never deleted, so no code that walks or frees shared heaps
+   reaches it. */
+static mi_sheap_t mi_sheap_main = { .mark = MI_SHEAP_MARK, .lock = MI_LOCK_INIT, .state = (int)MI_SHEAP_LIVE };
+
+mi_heap_t* _mi_sheap_main(void) {
+  return (mi_heap_t*)&mi_sheap_main;
+}
+
 static mi_sheap_t* mi_sheap_of(mi_heap_t* heap) {
   return (mi_sheap_t*)heap;
 }
@@ -91,6 +101,7 @@ mi_heap_t* _mi_sheap_theap(mi_heap_t* sheap, bool create) {
   }
   mi_tld_t* const tld = dflt->tld;
   if (mi_likely(tld->sheap_last == sh)) return tld->sheap_last_theap;
+  if (sh == &mi_sheap_main) return tld->heap_backing;   /* (never cached: one compare anyway) */
   mi_heap_t* theap = NULL;
   for (mi_heap_t* h = tld->heaps; h != NULL; h = h->next) {
     if (h->sheap == sh) { theap = h; break; }
@@ -160,6 +171,10 @@ void _mi_sheap_sweep(mi_tld_t* tld) {
    last theap. v3's contract: no thread allocates in the heap from this call on. */
 void _mi_sheap_delete(mi_heap_t* sheap, bool destroy) {
   mi_sheap_t* const sh = mi_sheap_of(sheap);
+  if (sh == &mi_sheap_main) {
+    _mi_error_message(EINVAL, "%s: the main heap cannot be deleted or destroyed (ignored)\n", destroy ? "mi_heap_destroy" : "mi_heap_delete");
+    return;
+  }
   if (destroy && !sh->allow_destroy) {
     _mi_warning_message("mi_heap_destroy: shared heap %p does not allow destruction (use mi_heap_new_shared); deleting it instead\n", (void*)sh);
     destroy = false;

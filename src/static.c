@@ -46,6 +46,7 @@ void _mi_text_begin(void) { }
 #include "stats-print.c"
 #include "track.c"
 #include "validate.c"
+#include "v3.c"
 #if MI_FAIL_INJECT
 #include "prim/failinject.c"   /* test builds: the platform's file behind failure injection */
 #elif defined(_WIN32)

@@ -10,6 +10,7 @@ mi_heap_t* _mi_sheap_theap(mi_heap_t* sheap, bool create);   /* the calling thre
 void       _mi_sheap_theap_unlink(mi_heap_t* theap);         /* mi_heap_free of a theap: off its shared heap */
 void       _mi_sheap_sweep(mi_tld_t* tld);                   /* delete or destroy this thread's theaps of dead shared heaps */
 void       _mi_sheap_delete(mi_heap_t* sheap, bool destroy); /* mi_heap_delete / mi_heap_destroy */
+mi_heap_t* _mi_sheap_main(void);                             /* v3's main heap: each thread's part is its backing heap */
 void       _mi_sheap_fork_prepare(void);                     /* every shared heap's lock taken ... */
 void       _mi_sheap_fork_release(void);                     /* ... and released (parent and child) */
 

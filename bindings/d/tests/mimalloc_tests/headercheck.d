@@ -190,6 +190,54 @@ string paramType(string p)
 }
 
 /// The C text without comments, preprocessor lines and line continuations.
+/// The header as a program without `MI_V3_API` sees it, the mode this package binds: the lines
+/// of the branches only v3 mode compiles are dropped (`#if defined(MI_V3_API)` up to its
+/// `#else` or `#endif`, and the `#else` branch of `#if !defined(MI_V3_API)`); the conditional
+/// lines themselves stay (cleanHeader drops every preprocessor line).
+string v2Mode(string text)
+{
+    // one entry per open conditional: 1 while in a branch only v3 mode compiles, -1 in one
+    // only v2 mode compiles, 0 for a condition on anything else
+    int[] open;
+    string[] kept;
+    foreach (line; text.split("\n"))
+    {
+        const t = line.strip;
+        const d = (t.length > 0 && t[0] == '#') ? t[1 .. $].strip : "";
+        bool conditional = true;
+        if (d.length >= 2 && d[0 .. 2] == "if")
+        {
+            const negated = (d.length >= 6 && d[0 .. 6] == "ifndef") || d.canFind('!');
+            open ~= d.canFind("MI_V3_API") ? (negated ? -1 : 1) : 0;
+        }
+        else if (d.length >= 4 && d[0 .. 4] == "else")
+        {
+            if (open.length > 0)
+                open[$ - 1] = -open[$ - 1];
+        }
+        else if (d.length >= 5 && d[0 .. 5] == "endif")
+        {
+            if (open.length > 0)
+                open = open[0 .. $ - 1];
+        }
+        else
+            conditional = false;
+        if (conditional || !open.canFind(1))
+            kept ~= line;
+    }
+    return kept.join("\n");
+}
+
+unittest // v2Mode keeps the v2 branches and everything outside the v3 conditionals
+{
+    const text = "a\n#if defined(MI_V3_API)\nb\n#else\nc\n#endif\n#if !defined(MI_V3_API)\nd\n#else\ne\n#endif\n#ifndef X\nf\n#endif";
+    string[] kept;
+    foreach (line; v2Mode(text).split("\n"))
+        if (line.length > 0 && line[0] != '#')
+            kept ~= line;
+    assert(kept == ["a", "c", "d", "f"], format!"%s"(kept));
+}
+
 string cleanHeader(string text)
 {
     text = replaceAll(text, regex(`/\*.*?\*/`, "s"), " ");
@@ -350,8 +398,8 @@ string[] compareDecls(string what, CDecl[] cs, DDecl[string] ds)
 string headersText()
 {
     const dir = includeDir();
-    return cleanHeader(readText(buildNormalizedPath(dir, "mimalloc.h")))
-         ~ cleanHeader(readText(buildNormalizedPath(dir, "mimalloc-stats.h")));
+    return cleanHeader(v2Mode(readText(buildNormalizedPath(dir, "mimalloc.h"))))
+         ~ cleanHeader(v2Mode(readText(buildNormalizedPath(dir, "mimalloc-stats.h"))));
 }
 
 unittest // every function and callback: linkage, return and parameter types
@@ -408,7 +456,7 @@ ExtOptions parseExtOptions(string text)
 
 unittest // the extension options of the header: declared in D with the header's numbers
 {
-    const text = readText(buildNormalizedPath(includeDir(), "mimalloc.h"));
+    const text = v2Mode(readText(buildNormalizedPath(includeDir(), "mimalloc.h")));
     auto ext = parseExtOptions(text);
     assert(ext.first >= 0, "MI_OPTION_EXT_FIRST not found in mimalloc.h");
     assert(ext.names.length >= 2, format!"expected mi_option_live and mi_option_live_interval, found %s"(ext.names));

@@ -16,13 +16,58 @@ fn include_dir() -> PathBuf {
     root.join("include")
 }
 
-/// Header text without comments and preprocessor lines, whitespace collapsed.
+/// The header as a program without `MI_V3_API` sees it, the mode this crate binds: the lines
+/// of the branches only v3 mode compiles are dropped (`#if defined(MI_V3_API)` up to its
+/// `#else` or `#endif`, and the `#else` branch of `#if !defined(MI_V3_API)`); the
+/// conditional lines themselves stay (they are preprocessor lines, which the parsers skip).
+fn v2_mode(text: &str) -> String {
+    // one entry per open conditional: Some(true) while in a branch only v3 mode compiles,
+    // Some(false) in one only v2 mode compiles, None for a condition on anything else
+    let mut open: Vec<Option<bool>> = Vec::new();
+    let mut out = String::new();
+    for line in text.lines() {
+        let directive = line.trim_start().strip_prefix('#').map(str::trim_start);
+        let conditional = match directive {
+            Some(d) if d.starts_with("if") => {
+                let negated = d.starts_with("ifndef") || d.contains('!');
+                open.push(if d.contains("MI_V3_API") { Some(!negated) } else { None });
+                true
+            }
+            Some(d) if d.starts_with("else") => {
+                if let Some(Some(v3)) = open.last_mut() {
+                    *v3 = !*v3;
+                }
+                true
+            }
+            Some(d) if d.starts_with("endif") => {
+                open.pop();
+                true
+            }
+            _ => false,
+        };
+        if conditional || !open.contains(&Some(true)) {
+            out += line;
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn v2_mode_drops_the_v3_branches() {
+    let text = "a\n#if defined(MI_V3_API)\nb\n#else\nc\n#endif\n#if !defined(MI_V3_API)\nd\n#else\ne\n#endif\n#ifndef X\nf\n#endif\n";
+    let v2 = v2_mode(text);
+    let kept: Vec<&str> = v2.lines().filter(|l| !l.starts_with('#')).map(str::trim).collect();
+    assert_eq!(kept, ["a", "c", "d", "f"]);
+}
+
+/// Header text (v2 mode) without comments and preprocessor lines, whitespace collapsed.
 fn c_source() -> String {
     let mut text = String::new();
     for name in ["mimalloc.h", "mimalloc-stats.h"] {
         let path = include_dir().join(name);
-        text += &std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        text += &v2_mode(&std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display())));
         text.push('\n');
     }
     // block comments
@@ -301,7 +346,7 @@ fn every_option_is_declared_and_probed() {
 /// of `MI_OPTION_EXT_FIRST`.
 fn c_extension_options() -> (Vec<(String, i64)>, i64) {
     let path = include_dir().join("mimalloc.h");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let text = v2_mode(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display())));
     let mut options = Vec::new();
     let mut ext_first = None;
     for line in text.lines() {

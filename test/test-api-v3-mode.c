@@ -1,0 +1,670 @@
+/* SPDX-License-Identifier: MIT */
+/* test-api-v3-mode.c -- a program written against mimalloc 3.x's documented API, compiled with
+   -DMI_V3_API (test/CMakeLists.txt) so that our header gives v3's meaning of every name where
+   v2 and v3 differ (docs/v3-api.md). It uses no name of v2 alone, so it compiles unchanged
+   against mimalloc 3.x's own header as well. Each v3-mode name is called with its edge cases:
+   heaps any thread allocates in and frees from, heaps in exclusive arenas, theaps, the typed
+   macros in v3's argument order, v3's option numbers (checked against the option names the
+   library prints), subprocesses as structs, and the visitor of abandoned blocks.
+   The checks marked "ours" test where this library documents that it differs from v3. */
+#define _GNU_SOURCE   /* MAP_ANONYMOUS */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#if !defined(_WIN32)
+#include <sys/mman.h>
+#endif
+
+#include "mimalloc.h"
+#include "testing.h"
+
+/* v3's types: the program fails to compile if the header is in v2 mode */
+_Static_assert(sizeof(mi_arena_id_t) == sizeof(void*), "v3's arena id is a pointer");
+_Static_assert(_mi_option_last == 47, "v3 numbers 47 options");
+_Static_assert(mi_option_allow_thp == 43 && mi_option_generic_collect == 34 && mi_option_disallow_arena_alloc == 26,
+               "v3's option numbers");
+_Static_assert(mi_option_deprecated_eager_commit == 3 && mi_option_arena_is_numa_local == 46, "v3's option names");
+
+/* ---- errors: counted, so that EFAULT (option off) never aborts a checked build ---------- */
+static long error_counts[256];
+
+static void on_error(int err, void* arg) {
+  (void)arg;
+  if (err >= 0 && err < 256) __atomic_fetch_add(&error_counts[err], 1, __ATOMIC_RELAXED);
+}
+
+static long errors(int err) { return __atomic_load_n(&error_counts[err], __ATOMIC_RELAXED); }
+
+/* ---- output capture for mi_options_print_out ------------------------------------------ */
+static char printed[64 * 1024];
+static size_t printed_len;
+
+static void capture(const char* msg, void* arg) {
+  (void)arg;
+  const size_t n = strlen(msg);
+  if (printed_len + n < sizeof(printed)) { memcpy(printed + printed_len, msg, n + 1); printed_len += n; }
+}
+
+/* the value the library prints for the option called `name` (-12345: not printed) */
+static long printed_value(const char* name) {
+  printed_len = 0; printed[0] = 0;
+  mi_options_print_out(&capture, NULL);
+  char key[96];
+  snprintf(key, sizeof(key), "option '%s': ", name);
+  const char* at = strstr(printed, key);
+  return (at == NULL ? -12345 : strtol(at + strlen(key), NULL, 10));
+}
+
+/* ---- options: v3's numbers ------------------------------------------------------------- */
+static void test_options(void) {
+  /* an option both versions have, under a number v3 moved: the library sees the same option */
+  mi_option_set(mi_option_generic_collect, 4321);
+  CHECK_EQ(mi_option_get(mi_option_generic_collect), 4321);
+  CHECK_EQ(printed_value("generic_collect"), 4321);
+  mi_option_set(mi_option_arena_purge_mult, 7);          /* a number v3 kept */
+  CHECK_EQ(mi_option_get(mi_option_arena_purge_mult), 7);
+  CHECK_EQ(printed_value("arena_purge_mult"), 7);
+  mi_option_set(mi_option_retry_on_oom, 123);            /* 27 in v3, 28 in v2 */
+  CHECK_EQ(printed_value("retry_on_oom"), 123);
+  CHECK_EQ(mi_option_get_clamp(mi_option_retry_on_oom, 0, 100), 100);
+  CHECK_EQ(mi_option_get_clamp(mi_option_retry_on_oom, 200, 300), 200);
+  CHECK_EQ(mi_option_get(mi_option_allow_thp), printed_value("allow_thp"));   /* 43 in v3, 37 in v2 */
+  CHECK_EQ(mi_option_get(mi_option_guarded_sample_seed), printed_value("guarded_sample_seed"));
+
+  /* enable / disable / set_enabled / set_enabled_default / is_enabled */
+  mi_option_disable(mi_option_visit_abandoned);
+  CHECK(!mi_option_is_enabled(mi_option_visit_abandoned));
+  CHECK_EQ(printed_value("visit_abandoned"), 0);
+  mi_option_enable(mi_option_visit_abandoned);
+  CHECK(mi_option_is_enabled(mi_option_visit_abandoned));
+  CHECK_EQ(printed_value("visit_abandoned"), 1);
+  mi_option_set_enabled(mi_option_guarded_precise, true);
+  CHECK_EQ(printed_value("guarded_precise"), 1);
+  mi_option_set_enabled(mi_option_guarded_precise, false);
+  CHECK(!mi_option_is_enabled(mi_option_guarded_precise));
+  mi_option_set_enabled_default(mi_option_guarded_precise, true);   /* set explicitly above: stays */
+  CHECK(!mi_option_is_enabled(mi_option_guarded_precise));
+
+  /* a deprecated_ name of v3 is the option of that number */
+  CHECK_EQ(mi_option_get(mi_option_deprecated_eager_commit), printed_value("eager_commit"));
+  CHECK_EQ(mi_option_get(mi_option_deprecated_max_segment_reclaim), printed_value("max_segment_reclaim"));
+  /* legacy names */
+  CHECK_EQ(mi_option_reset_delay, mi_option_purge_delay);
+  CHECK_EQ(mi_option_get(mi_option_reset_delay), printed_value("purge_delay"));
+
+  /* KiB options in bytes */
+  CHECK_EQ(mi_option_get_size(mi_option_arena_reserve), (size_t)mi_option_get(mi_option_arena_reserve) * 1024);
+
+  /* options of v3 alone: v3's defaults, read back as set, set_default after set leaves them */
+  CHECK_EQ(mi_option_get(mi_option_page_full_retain), 2);
+  CHECK_EQ(mi_option_get(mi_option_page_max_candidates), 4);
+  CHECK_EQ(mi_option_get(mi_option_page_max_reclaim), -1);
+  CHECK_EQ(mi_option_get_size(mi_option_page_max_reclaim), 0);       /* negative: 0 */
+  CHECK_EQ(mi_option_get(mi_option_page_cross_thread_max_reclaim), 16);
+  CHECK(!mi_option_is_enabled(mi_option_page_reclaim_on_free));
+  mi_option_set_default(mi_option_page_full_retain, 5);              /* not set yet: taken */
+  CHECK_EQ(mi_option_get(mi_option_page_full_retain), 5);
+  mi_option_set(mi_option_page_full_retain, 9);
+  mi_option_set_default(mi_option_page_full_retain, 3);              /* set: left */
+  CHECK_EQ(mi_option_get(mi_option_page_full_retain), 9);
+  mi_option_enable(mi_option_arena_is_numa_local);
+  CHECK(mi_option_is_enabled(mi_option_arena_is_numa_local));
+  mi_option_disable(mi_option_arena_is_numa_local);
+  CHECK(!mi_option_is_enabled(mi_option_arena_is_numa_local));
+  mi_option_set(mi_option_minimal_purge_size, 64);                   /* KiB */
+  CHECK_EQ(mi_option_get_size(mi_option_minimal_purge_size), 64 * 1024);
+  CHECK_EQ(mi_option_get_size(mi_option_arena_max_object_size), (size_t)mi_option_get(mi_option_arena_max_object_size) * 1024);
+  CHECK_EQ(mi_option_get_clamp(mi_option_page_cross_thread_max_reclaim, 0, 10), 10);
+  CHECK_EQ(printed_value("page_full_retain"), -12345);               /* not an option of ours */
+
+  /* numbers that are no option: 0, and set is ignored */
+  mi_option_set((mi_option_t)_mi_option_last, 5);
+  CHECK_EQ(mi_option_get((mi_option_t)_mi_option_last), 0);
+  CHECK_EQ(mi_option_get((mi_option_t)500), 0);
+  CHECK_EQ(mi_option_get_size((mi_option_t)-1), 0);
+  CHECK(!mi_option_is_enabled((mi_option_t)999));
+}
+
+/* ---- typed macros: v3's argument order (the type first) -------------------------------- */
+typedef struct pair_s { long a; long b; } pair_t;
+
+/* counts too large for memory, hidden from the compiler (it warns of the constant sizes) */
+static volatile size_t huge_count = SIZE_MAX / 8;
+static volatile size_t odd_alignment = 3;
+
+static void test_typed(void) {
+  mi_heap_t* h = mi_heap_new();
+  CHECK(h != NULL);
+  if (h == NULL) return;
+  pair_t* p = mi_malloc_tp(pair_t);
+  pair_t* z = mi_zalloc_tp(pair_t);
+  pair_t* c = mi_calloc_tp(pair_t, 10);
+  pair_t* n = mi_mallocn_tp(pair_t, 10);
+  CHECK(p != NULL && z != NULL && c != NULL && n != NULL);
+  CHECK(z->a == 0 && z->b == 0);
+  CHECK(c[9].a == 0 && c[9].b == 0);
+  CHECK_GE(mi_usable_size(n), 10 * sizeof(pair_t));
+  c[0].a = 77;
+  c = mi_recalloc_tp(pair_t, c, 20);                                 /* grown bytes are zero */
+  CHECK(c != NULL && c[0].a == 77 && c[19].a == 0 && c[19].b == 0);
+  n[0].b = 5;
+  n = mi_reallocn_tp(pair_t, n, 30);
+  CHECK(n != NULL && n[0].b == 5);
+  CHECK(mi_reallocn_tp(pair_t, n, huge_count) == NULL);            /* overflow: n untouched */
+  CHECK(mi_mallocn_tp(pair_t, huge_count) == NULL);
+  mi_free(p); mi_free(z); mi_free(c); mi_free(n);
+
+  pair_t* hp = mi_heap_malloc_tp(pair_t, h);
+  pair_t* hz = mi_heap_zalloc_tp(pair_t, h);
+  pair_t* hc = mi_heap_calloc_tp(pair_t, h, 8);
+  pair_t* hn = mi_heap_mallocn_tp(pair_t, h, 8);
+  CHECK(hp != NULL && hz != NULL && hc != NULL && hn != NULL);
+  CHECK(hz->a == 0 && hc[7].b == 0);
+  CHECK(mi_heap_contains(h, hp) && mi_heap_contains(h, hz) && mi_heap_contains(h, hc) && mi_heap_contains(h, hn));
+  hc[0].a = 3;
+  hc = mi_heap_recalloc_tp(pair_t, h, hc, 16);
+  CHECK(hc != NULL && hc[0].a == 3 && hc[15].a == 0);
+  hn[1].a = 4;
+  hn = mi_heap_reallocn_tp(pair_t, h, hn, 64);
+  CHECK(hn != NULL && hn[1].a == 4);
+  CHECK(mi_heap_contains(h, hc) && mi_heap_contains(h, hn));
+  CHECK(mi_heap_mallocn_tp(pair_t, h, huge_count) == NULL);
+  mi_free(hp); mi_free(hz); mi_free(hc); mi_free(hn);
+  mi_heap_delete(h);
+}
+
+/* ---- heaps any thread allocates in --------------------------------------------------- */
+#define SHARE_THREADS 4
+#define SHARE_BLOCKS  500
+
+typedef struct share_arg_s {
+  mi_heap_t* heap;
+  void*      arena;           /* non-NULL: each block must lie in this arena */
+  void*      blocks[SHARE_BLOCKS];
+  int        index;
+} share_arg_t;
+
+/* Allocates in the one heap from its own thread, frees half itself and leaves the rest to the
+   main thread (frees from another thread). */
+static void* share_thread(void* varg) {
+  share_arg_t* arg = (share_arg_t*)varg;
+  mi_heap_t* h = arg->heap;
+  for (int i = 0; i < SHARE_BLOCKS; i++) {
+    const size_t size = 16 + (size_t)((i * 37 + arg->index * 101) % 2000);
+    uint8_t* p = (uint8_t*)(i % 3 == 0 ? mi_heap_zalloc(h, size) : mi_heap_malloc(h, size));
+    CHECK(p != NULL);
+    if (p == NULL) { arg->blocks[i] = NULL; continue; }
+    CHECK(mi_heap_of(p) == h);
+    CHECK(mi_heap_contains(h, p));
+    CHECK(!mi_heap_contains(NULL, p));                  /* not the main heap's */
+    if (arg->arena != NULL) CHECK(mi_arena_contains(arg->arena, p));
+    memset(p, arg->index + 1, size);
+    arg->blocks[i] = p;
+  }
+  char* s = mi_heap_strdup(h, "shared");
+  CHECK(s != NULL && strcmp(s, "shared") == 0 && mi_heap_contains(h, s));
+  mi_free(s);
+  void* a = mi_heap_malloc_aligned(h, 100, 4096);
+  CHECK(a != NULL);
+  CHECK_ALIGNED(a, 4096);
+  CHECK(mi_heap_contains(h, a));
+  mi_free(a);
+  for (int i = 0; i < SHARE_BLOCKS; i += 2) { mi_free(arg->blocks[i]); arg->blocks[i] = NULL; }
+  mi_heap_collect(h, true);
+  return NULL;
+}
+
+static void share_round(mi_heap_t* h, void* arena) {
+  pthread_t threads[SHARE_THREADS];
+  static share_arg_t args[SHARE_THREADS];
+  for (int t = 0; t < SHARE_THREADS; t++) {
+    args[t].heap = h; args[t].arena = arena; args[t].index = t;
+    CHECK_EQ(pthread_create(&threads[t], NULL, &share_thread, &args[t]), 0);
+  }
+  for (int t = 0; t < SHARE_THREADS; t++) pthread_join(threads[t], NULL);
+  for (int t = 0; t < SHARE_THREADS; t++) {
+    for (int i = 1; i < SHARE_BLOCKS; i += 2) {
+      const uint8_t* p = (const uint8_t*)args[t].blocks[i];
+      if (p == NULL) continue;
+      CHECK_EQ(p[0], t + 1);                               /* intact */
+      CHECK(mi_any_heap_contains(p));
+      mi_free(args[t].blocks[i]);
+    }
+  }
+}
+
+typedef struct visit_count_s { size_t blocks; size_t areas; size_t bytes; } visit_count_t;
+
+static bool count_blocks(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)heap; (void)area->reserved1;                      /* v3's field name */
+  visit_count_t* c = (visit_count_t*)arg;
+  if (block == NULL) { c->areas++; return true; }
+  c->blocks++;
+  c->bytes += block_size;
+  return true;
+}
+
+static void test_shared_heaps(void) {
+  mi_heap_t* h = mi_heap_new();
+  CHECK(h != NULL);
+  if (h == NULL) return;
+  CHECK(h != mi_heap_main());
+
+  /* the calling thread allocates too, before and after the other threads */
+  void* mine[10];
+  for (int i = 0; i < 10; i++) { mine[i] = mi_heap_malloc(h, 64); CHECK(mine[i] != NULL && mi_heap_of(mine[i]) == h); }
+  share_round(h, NULL);
+  share_round(h, NULL);                                    /* new threads, the same heap */
+
+  /* visit: the calling thread's blocks of the heap are among those visited */
+  visit_count_t count = { 0, 0, 0 };
+  CHECK(mi_heap_visit_blocks(h, true, &count_blocks, &count));
+  CHECK_GE(count.blocks, 10);
+  CHECK_GE(count.areas, 1);
+  mi_heap_collect(h, false);
+  for (int i = 0; i < 10; i++) mi_free(mine[i]);
+
+  /* destroy after other threads used it: the caller's live blocks go with it */
+  void* live = mi_heap_malloc(h, 100000);
+  CHECK(live != NULL);
+  mi_heap_destroy(h);
+
+  /* delete: live blocks stay valid and go back to the main heap; freed later from any thread */
+  mi_heap_t* h2 = mi_heap_new();
+  CHECK(h2 != NULL);
+  if (h2 == NULL) return;
+  char* keep = (char*)mi_heap_malloc(h2, 200);
+  CHECK(keep != NULL);
+  if (keep == NULL) return;
+  strcpy(keep, "still here");
+  share_round(h2, NULL);
+  mi_heap_delete(h2);
+  CHECK(strcmp(keep, "still here") == 0);
+  CHECK(mi_any_heap_contains(keep));
+  CHECK(mi_heap_of(keep) != h2);
+  mi_free(keep);
+
+  /* two heaps are separate */
+  mi_heap_t* a = mi_heap_new();
+  mi_heap_t* b = mi_heap_new();
+  CHECK(a != NULL && b != NULL && a != b);
+  if (a == NULL || b == NULL) return;
+  void* pa = mi_heap_malloc(a, 32);
+  void* pb = mi_heap_malloc(b, 32);
+  CHECK(mi_heap_contains(a, pa) && !mi_heap_contains(b, pa));
+  CHECK(mi_heap_contains(b, pb) && !mi_heap_contains(a, pb));
+  mi_free(pa); mi_free(pb);
+  mi_heap_destroy(a);
+  mi_heap_delete(b);
+}
+
+/* ---- arenas: ids are pointers --------------------------------------------------------- */
+static void test_arenas(void) {
+  mi_arena_id_t none = (mi_arena_id_t)(uintptr_t)0x5a5a0000;   /* never an id of ours */
+  size_t size = 1;
+  CHECK(mi_arena_area(none, &size) == NULL);
+  CHECK_EQ(size, 0);
+  CHECK(!mi_arena_contains(none, &size));
+  CHECK(mi_arena_area(NULL, NULL) == NULL);
+  CHECK(!mi_arena_contains((mi_arena_id_t)(intptr_t)-1, &size));
+  long einval = errors(EINVAL);
+  CHECK(mi_heap_new_in_arena(none) == NULL);                  /* unknown arena: refused */
+  CHECK_GE(errors(EINVAL), einval + 1);
+
+  /* an exclusive arena, then a heap in it that two threads use */
+  mi_arena_id_t arena = (mi_arena_id_t)(uintptr_t)1;          /* overwritten on every return */
+  const int err = mi_reserve_os_memory_ex(64u << 20, false, false, true, &arena);
+  CHECK_EQ(err, 0);
+  CHECK(arena != NULL);
+  if (err != 0 || arena == NULL) return;
+  void* start = mi_arena_area(arena, &size);
+  CHECK(start != NULL);
+  CHECK_GE(size, 32u << 20);
+  CHECK(mi_arena_contains(arena, start));
+  CHECK(mi_arena_contains(arena, (uint8_t*)start + size - 1));
+  CHECK(!mi_arena_contains(arena, (uint8_t*)start + size));
+  mi_heap_t* h = mi_heap_new_in_arena(arena);
+  CHECK(h != NULL);
+  if (h == NULL) return;
+  void* p = mi_heap_malloc(h, 1000);
+  CHECK(p != NULL && mi_arena_contains(arena, p) && mi_heap_of(p) == h);
+  void* q = mi_malloc(1000);                                  /* the main heap never uses it */
+  CHECK(!mi_arena_contains(arena, q));
+  mi_free(q);
+  share_round(h, arena);
+  mi_free(p);
+  mi_heap_delete(h);
+
+  /* an exclusive arena of memory we hand over */
+#if !defined(_WIN32)
+  const size_t msize = 2 * mi_arena_min_size() + mi_arena_min_alignment();
+  void* mem = mmap(NULL, msize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(mem != MAP_FAILED);
+  if (mem == MAP_FAILED) return;
+  mi_arena_id_t managed = NULL;
+  CHECK(mi_manage_os_memory_ex(mem, msize, true, false, true, -1, true, &managed));
+  CHECK(managed != NULL && managed != arena);
+  size_t msz = 0;
+  uint8_t* mstart = (uint8_t*)mi_arena_area(managed, &msz);   /* the whole blocks inside mem */
+  CHECK(mstart >= (uint8_t*)mem && mstart + msz <= (uint8_t*)mem + msize);
+  CHECK_GE(msz, mi_arena_min_size());
+  CHECK(mi_arena_contains(managed, mstart) && mi_arena_contains(managed, mstart + msz - 1));
+  CHECK(!mi_arena_contains(managed, mstart + msz) && !mi_arena_contains(arena, mstart));
+  mi_heap_t* hm = mi_heap_new_in_arena(managed);
+  CHECK(hm != NULL);
+  if (hm != NULL) {
+    void* m = mi_heap_malloc(hm, 5000);
+    CHECK(m != NULL && mi_arena_contains(managed, m) && !mi_arena_contains(arena, m));
+    mi_free(m);
+    mi_heap_delete(hm);
+  }
+  /* too small to make an arena: false, and the id is cleared */
+  mi_arena_id_t small = (mi_arena_id_t)(uintptr_t)1;
+  static uint8_t too_small[4096];
+  CHECK(!mi_manage_os_memory_ex(too_small, sizeof(too_small), true, false, false, -1, true, &small));
+  CHECK(small == NULL);
+#endif
+
+  /* no huge pages asked for: no arena */
+  mi_arena_id_t huge = (mi_arena_id_t)(uintptr_t)1;
+  (void)mi_reserve_huge_os_pages_at_ex(0, -1, 0, true, &huge);
+  CHECK(huge == NULL || mi_arena_area(huge, NULL) != NULL);
+}
+
+/* ---- theaps ---------------------------------------------------------------------------- */
+static bool theap_visit_count(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)heap; (void)area; (void)block_size;
+  if (block != NULL) (*(size_t*)arg)++;
+  return true;
+}
+
+typedef struct theap_thread_s { mi_heap_t* heap; mi_theap_t* main_part; mi_theap_t* part; void* block; } theap_thread_t;
+
+static void* theap_thread(void* varg) {
+  theap_thread_t* t = (theap_thread_t*)varg;
+  t->part = mi_heap_theap(t->heap);
+  CHECK(t->part != NULL && t->part != t->main_part);         /* each thread its own part */
+  CHECK(mi_heap_theap(t->heap) == t->part);
+  t->block = mi_theap_malloc(t->part, 50);
+  CHECK(t->block != NULL && mi_heap_of(t->block) == t->heap);
+  CHECK(mi_heap_theap(NULL) == mi_theap_get_default());
+  return NULL;
+}
+
+static void test_theaps(void) {
+  /* the main heap's part for this thread is the default theap */
+  mi_theap_t* dflt = mi_theap_get_default();
+  CHECK(dflt != NULL);
+  CHECK(mi_heap_theap(NULL) == dflt);
+  CHECK(mi_heap_theap(mi_heap_main()) == dflt);
+  CHECK(mi_theap_set_default(dflt) == dflt);                  /* returns the previous one */
+  void* d = mi_theap_malloc(dflt, 24);
+  CHECK(d != NULL && mi_heap_of(d) == mi_heap_main());
+  mi_free(d);
+
+  mi_heap_t* h = mi_heap_new();
+  CHECK(h != NULL);
+  if (h == NULL) return;
+  mi_theap_t* th = mi_heap_theap(h);
+  CHECK(th != NULL);
+  if (th == NULL) return;
+  CHECK(mi_heap_theap(h) == th);                              /* stable */
+  CHECK((void*)th != (void*)dflt);
+
+  uint8_t* m = (uint8_t*)mi_theap_malloc(th, 100);
+  uint8_t* z = (uint8_t*)mi_theap_zalloc(th, 300);
+  uint8_t* c = (uint8_t*)mi_theap_calloc(th, 10, 30);
+  uint8_t* s = (uint8_t*)mi_theap_malloc_small(th, MI_SMALL_SIZE_MAX);
+  uint8_t* zs = (uint8_t*)mi_theap_zalloc_small(th, MI_SMALL_SIZE_MAX);
+  uint8_t* al = (uint8_t*)mi_theap_malloc_aligned(th, 100, 1 << 16);
+  uint8_t* const blocks[] = { m, z, c, s, zs, al };
+  for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
+    CHECK(blocks[i] != NULL);
+    CHECK(mi_heap_of(blocks[i]) == h);                        /* a theap's blocks are its heap's */
+    CHECK(mi_heap_contains(h, blocks[i]));
+  }
+  CHECK(z[299] == 0 && c[299] == 0 && zs[MI_SMALL_SIZE_MAX - 1] == 0);
+  CHECK_GE(mi_usable_size(s), MI_SMALL_SIZE_MAX);
+  CHECK_ALIGNED(al, 1 << 16);
+  CHECK(mi_theap_calloc(th, huge_count, 16) == NULL);       /* overflow */
+  CHECK(mi_theap_malloc_aligned(th, 100, odd_alignment) == NULL);         /* not a power of two */
+  memset(m, 0xab, 100);
+  m = (uint8_t*)mi_theap_realloc(th, m, 100000);
+  CHECK(m != NULL && m[99] == 0xab && mi_heap_of(m) == h);
+  uint8_t* r = (uint8_t*)mi_theap_realloc(th, NULL, 10);     /* NULL acts as malloc */
+  CHECK(r != NULL && mi_heap_of(r) == h);
+
+  size_t n = 0;
+  CHECK(mi_theap_visit_blocks(th, true, &theap_visit_count, &n));
+  CHECK_EQ(n, 7);                                             /* exactly the live blocks */
+  CHECK(!mi_theap_visit_blocks(th, true, NULL, NULL));       /* no visitor */
+  mi_theap_collect(th, true);
+  mi_theap_guarded_set_sample_rate(th, 0, 0);                 /* guarded builds only: no guards */
+  mi_theap_guarded_set_size_bound(th, 0, 0);
+  void* g = mi_theap_malloc(th, 64);
+  CHECK(g != NULL);
+  mi_free(g);
+
+  /* another thread gets its own part of the same heap */
+  theap_thread_t t = { h, th, NULL, NULL };
+  pthread_t thread;
+  CHECK_EQ(pthread_create(&thread, NULL, &theap_thread, &t), 0);
+  pthread_join(thread, NULL);
+  CHECK(t.block != NULL);
+  mi_free(t.block);                                           /* from another thread */
+
+  /* ours: the part of a heap from mi_heap_new is never a default theap (v3 allows it) */
+  long einval = errors(EINVAL);
+  CHECK(mi_theap_set_default(th) == NULL);
+  CHECK_GE(errors(EINVAL), einval + 1);
+  CHECK(mi_theap_get_default() == dflt);
+
+  for (size_t i = 1; i < sizeof(blocks) / sizeof(blocks[0]); i++) mi_free(blocks[i]);   /* blocks[0]: realloc'ed */
+  mi_free(m);
+  mi_free(r);
+  n = 0;
+  CHECK(mi_theap_visit_blocks(th, true, &theap_visit_count, &n));
+  CHECK_EQ(n, 0);
+  mi_heap_destroy(h);
+}
+
+/* ---- the main heap: one for all threads ------------------------------------------------ */
+typedef struct main_thread_s { mi_heap_t* main; void* block; void* heap_block; bool same; } main_thread_t;
+
+static void* main_heap_thread(void* varg) {
+  main_thread_t* t = (main_thread_t*)varg;
+  t->same = (mi_heap_main() == t->main);
+  t->block = mi_malloc(40);                                  /* the default: the main heap */
+  t->heap_block = mi_heap_malloc(t->main, 4000);             /* the main heap from here too */
+  CHECK(t->block != NULL && t->heap_block != NULL);
+  CHECK(mi_heap_of(t->block) == t->main && mi_heap_of(t->heap_block) == t->main);
+  CHECK(mi_heap_contains(NULL, t->heap_block));
+  return NULL;
+}
+
+typedef struct main_visit_s { const mi_heap_t* main; size_t blocks; bool heap_ok; } main_visit_t;
+
+static bool visit_main(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)area; (void)block_size;
+  main_visit_t* v = (main_visit_t*)arg;
+  if (heap != v->main) v->heap_ok = false;
+  if (block != NULL) v->blocks++;
+  return true;
+}
+
+static void test_main_heap(void) {
+  mi_heap_t* const main_heap = mi_heap_main();
+  CHECK(main_heap != NULL);
+  if (main_heap == NULL) return;
+  CHECK(mi_heap_main() == main_heap);
+  int local = 0;
+  CHECK(mi_heap_of(&local) == NULL && !mi_heap_contains(main_heap, &local) && !mi_heap_contains(NULL, NULL));
+
+  void* p = mi_malloc(100);
+  void* q = mi_heap_malloc(main_heap, 100);
+  void* big = mi_heap_zalloc(main_heap, 3 << 20);
+  CHECK(p != NULL && q != NULL && big != NULL);
+  CHECK(mi_heap_of(p) == main_heap && mi_heap_of(q) == main_heap && mi_heap_of(big) == main_heap);
+  CHECK(mi_heap_contains(NULL, p) && mi_heap_contains(main_heap, q) && mi_heap_contains(main_heap, (char*)big + 100));
+  CHECK(mi_check_owned(p) && !mi_check_owned(&local));
+
+  /* other threads: the same main heap */
+  main_thread_t t = { main_heap, NULL, NULL, false };
+  pthread_t thread;
+  CHECK_EQ(pthread_create(&thread, NULL, &main_heap_thread, &t), 0);
+  pthread_join(thread, NULL);
+  CHECK(t.same);
+  mi_free(t.block);
+  mi_free(t.heap_block);
+
+  /* collect and visit: the calling thread's part, told as the main heap */
+  mi_heap_collect(main_heap, true);
+  main_visit_t v = { main_heap, 0, true };
+  CHECK(mi_heap_visit_blocks(main_heap, true, &visit_main, &v));
+  CHECK_GE(v.blocks, 3);
+  CHECK(v.heap_ok);
+
+  /* a heap of our own is not the main heap; its blocks are checked as owned too */
+  mi_heap_t* h = mi_heap_new();
+  CHECK(h != NULL && h != main_heap);
+  void* hp = mi_heap_malloc(h, 10);
+  CHECK(!mi_heap_contains(main_heap, hp) && mi_check_owned(hp));
+  mi_free(hp);
+  mi_heap_delete(h);
+
+  /* the main heap is never deleted or destroyed: refused, and it keeps working */
+  long einval = errors(EINVAL);
+  mi_heap_delete(main_heap);
+  mi_heap_destroy(main_heap);
+  CHECK_GE(errors(EINVAL), einval + 2);
+  CHECK(mi_heap_of(p) == main_heap && mi_usable_size(q) >= 100);
+  void* r = mi_heap_malloc(main_heap, 10);
+  CHECK(r != NULL && mi_heap_of(r) == main_heap);
+  mi_free(r);
+  mi_free(p);
+  mi_free(q);
+  mi_free(big);
+}
+
+/* ---- subprocesses: v3's struct id ---------------------------------------------------- */
+static bool same_subproc(mi_subproc_id_t a, mi_subproc_id_t b) {
+  return (memcmp(&a, &b, sizeof(a)) == 0);
+}
+
+typedef struct subproc_thread_s { mi_subproc_id_t subproc; bool joined; } subproc_thread_t;
+
+static void* subproc_thread(void* varg) {
+  subproc_thread_t* t = (subproc_thread_t*)varg;
+  mi_subproc_add_current_thread(t->subproc);                  /* first, before any allocation */
+  t->joined = same_subproc(mi_subproc_current(), t->subproc);
+  void* blocks[100];
+  for (int i = 0; i < 100; i++) blocks[i] = mi_malloc(16 + (size_t)i * 8);
+  for (int i = 0; i < 100; i++) mi_free(blocks[i]);
+  mi_heap_t* h = mi_heap_new();                               /* a heap in the subprocess */
+  void* p = mi_heap_malloc(h, 100);
+  CHECK(p != NULL);
+  mi_free(p);
+  mi_heap_delete(h);
+  return NULL;
+}
+
+static void test_subprocs(void) {
+  const mi_subproc_id_t main_sp = mi_subproc_main();
+  CHECK(same_subproc(main_sp, mi_subproc_main()));
+  CHECK(same_subproc(mi_subproc_current(), main_sp));
+  mi_subproc_id_t sp = mi_subproc_new();
+  CHECK(!same_subproc(sp, main_sp));
+  subproc_thread_t t = { sp, false };
+  pthread_t thread;
+  CHECK_EQ(pthread_create(&thread, NULL, &subproc_thread, &t), 0);
+  pthread_join(thread, NULL);
+  CHECK(t.joined);
+  CHECK(same_subproc(mi_subproc_current(), main_sp));        /* the main thread stays */
+  mi_subproc_destroy(sp);
+  mi_subproc_destroy(main_sp);                                /* ignored */
+  mi_subproc_add_current_thread(main_sp);                     /* already there: nothing */
+  void* p = mi_malloc(10);
+  CHECK(p != NULL);
+  mi_free(p);
+}
+
+/* ---- abandoned blocks -------------------------------------------------------------------- */
+#define LEFT_BLOCKS 40
+#define LEFT_SIZE   3000
+static void* left_behind[LEFT_BLOCKS];
+
+static void* leave_thread(void* arg) {
+  (void)arg;
+  for (int i = 0; i < LEFT_BLOCKS; i++) left_behind[i] = mi_malloc(LEFT_SIZE);   /* the main heap */
+  return NULL;                                                 /* ends with them allocated */
+}
+
+typedef struct left_count_s { size_t found; size_t blocks; } left_count_t;
+
+static bool find_left(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)heap; (void)area; (void)block_size;
+  left_count_t* c = (left_count_t*)arg;
+  if (block == NULL) return true;
+  c->blocks++;
+  for (int i = 0; i < LEFT_BLOCKS; i++) if (left_behind[i] == block) c->found++;
+  return true;
+}
+
+static bool stop_at_first(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)heap; (void)area; (void)block; (void)block_size;
+  (*(size_t*)arg)++;
+  return false;
+}
+
+static void test_abandoned(void) {
+  mi_option_enable(mi_option_visit_abandoned);
+  pthread_t thread;
+  CHECK_EQ(pthread_create(&thread, NULL, &leave_thread, NULL), 0);
+  pthread_join(thread, NULL);
+  left_count_t count = { 0, 0 };
+  CHECK(mi_heap_visit_abandoned_blocks(NULL, true, &find_left, &count));     /* the main heap */
+  CHECK_EQ(count.found, LEFT_BLOCKS);
+  left_count_t again = { 0, 0 };
+  CHECK(mi_heap_visit_abandoned_blocks(mi_heap_main(), true, &find_left, &again));
+  CHECK_EQ(again.found, LEFT_BLOCKS);
+  size_t calls = 0;
+  CHECK(!mi_heap_visit_abandoned_blocks(NULL, true, &stop_at_first, &calls));   /* stopped */
+  CHECK_EQ(calls, 1);
+  CHECK(!mi_heap_visit_abandoned_blocks(NULL, true, NULL, NULL));              /* no visitor */
+  mi_heap_t* h = mi_heap_new();
+  CHECK(h != NULL);
+  left_count_t shared = { 0, 0 };
+  CHECK(mi_heap_visit_abandoned_blocks(h, false, &find_left, &shared));        /* areas only */
+  CHECK_EQ(shared.blocks, 0);
+  mi_heap_delete(h);
+
+  /* ours: with the option off the visit is refused (an error, EFAULT) */
+  mi_option_disable(mi_option_visit_abandoned);
+  long efault = errors(EFAULT);
+  left_count_t off = { 0, 0 };
+  CHECK(!mi_heap_visit_abandoned_blocks(NULL, true, &find_left, &off));
+  CHECK_EQ(off.blocks, 0);
+  CHECK_GE(errors(EFAULT), efault + 1);
+  mi_option_enable(mi_option_visit_abandoned);
+  for (int i = 0; i < LEFT_BLOCKS; i++) mi_free(left_behind[i]);
+}
+
+int main(void) {
+  mi_register_error(&on_error, NULL);
+  mi_option_set(mi_option_max_errors, -1);   /* every refusal printed and counted */
+  mi_free(mi_malloc(1));
+  CHECK(mi_version() > 0);
+  test_options();
+  test_typed();
+  test_shared_heaps();
+  test_arenas();
+  test_theaps();
+  test_main_heap();
+  test_subprocs();
+  test_abandoned();
+  mi_collect(true);
+  return test_summary("api-v3-mode", "%s", "a program written for mimalloc 3.x, with MI_V3_API");
+}
