@@ -53,7 +53,10 @@ typedef struct mi_prof_s {
   mi_page_t*  lease_page[MI_BIN_HUGE_INTERNAL];  /* real page of the bin's lease; NULL: none */
   mi_page_t*  direct[MI_PAGES_DIRECT];          /* the heap's real pages_free_direct, while that
                                                    points at the proxies (heap->pages_real_direct) */
-  int64_t     countdown[MI_BIN_HUGE_INTERNAL];   /* bytes until the next sample, per bin */
+  int64_t     countdown[MI_BIN_HUGE_INTERNAL];   /* bytes until the next sample, per bin; 0: not
+                                                   drawn yet (drawn at the bin's first lease: a
+                                                   thread uses a few bins, a draw costs ~65
+                                                   instructions), else >= 1 */
   int64_t     countdown_big;                     /* ... for large, huge and over-aligned */
   uint64_t    rng;
   bool        sampled_ready;  /* `sampled` is initialised */
@@ -120,15 +123,20 @@ void _mi_prof_heap_init(mi_heap_t* heap) {
   for (int i = 0; i < MI_PROF_CACHE && pr == NULL; i++) {
     if (mi_atomic_load_relaxed(&mi_prof_cache[i]) != NULL) pr = mi_atomic_exchange_acq_rel(&mi_prof_cache[i], (mi_prof_t*)NULL);
   }
-  if (pr == NULL) pr = (mi_prof_t*)_mi_os_alloc(sizeof(mi_prof_t), &is_zero);
-  if (pr == NULL) return;   /* no memory: this heap is not profiled */
-  if (!is_zero) memset(pr, 0, sizeof(*pr));   /* (also a cached one: its sample heap is not ready) */
-  pr->rng = (uint64_t)_mi_random_next();
   const size_t medium_bins = _mi_bin(MI_MEDIUM_OBJ_SIZE_MAX) + 1;
-  for (size_t b = 1; b < medium_bins; b++) {
-    pr->proxy[b].block_size = _mi_bin_size(b);
-    pr->countdown[b] = mi_prof_draw(pr);
+  if (pr != NULL) {
+    /* a cached one, as _mi_prof_heap_done left it: no lease, proxies empty with their block
+       sizes, not busy, sample heap not ready; only the countdowns start again (for threads that
+       come and go: larson's threads zeroed 14 KiB each) */
+    memset(pr->countdown, 0, sizeof(pr->countdown));
   }
+  else {
+    pr = (mi_prof_t*)_mi_os_alloc(sizeof(mi_prof_t), &is_zero);
+    if (pr == NULL) return;   /* no memory: this heap is not profiled */
+    if (!is_zero) memset(pr, 0, sizeof(*pr));
+    for (size_t b = 1; b < medium_bins; b++) pr->proxy[b].block_size = _mi_bin_size(b);
+  }
+  pr->rng = (uint64_t)_mi_random_next();
   pr->countdown_big = mi_prof_draw(pr);
   memcpy(pr->direct, heap->pages_free_direct, sizeof(pr->direct));
   heap->pages_real_direct = pr->direct;
@@ -162,6 +170,7 @@ void _mi_prof_heap_done(mi_heap_t* heap) {
   _mi_prof_return_all(heap);
   if (pr->sampled_ready && pr->sampled.page_count > 0) _mi_heap_collect_abandon(&pr->sampled);
   pr->sampled_ready = false;
+  pr->busy = false;
   heap->prof = NULL;
   /* the entries _mi_prof_heap_init changed, as mi_heap_queue_first_update (page.c) keeps them */
   const size_t medium_bins = _mi_bin(MI_MEDIUM_OBJ_SIZE_MAX) + 1;
@@ -205,7 +214,9 @@ static mi_decl_noinline void mi_prof_settle(mi_prof_t* pr, size_t bin) {
 void _mi_prof_return_all(mi_heap_t* heap) {
   mi_prof_t* const pr = heap->prof;
   if (pr == NULL) return;
-  for (size_t b = 0; b < MI_BIN_HUGE_INTERNAL; b++) mi_prof_settle(pr, b);
+  for (size_t b = 0; b < MI_BIN_HUGE_INTERNAL; b++) {
+    if (pr->lease_page[b] != NULL) mi_prof_settle(pr, b);
+  }
 }
 
 /* Lease the free list of the bin's first page to its proxy, up to the block before the one
@@ -265,6 +276,7 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
   if (mi_likely(size <= MI_MEDIUM_OBJ_SIZE_MAX - MI_PADDING_SIZE && huge_alignment == 0)) {
     const size_t bin = _mi_bin(size + MI_PADDING_SIZE);
     if (pr->lease_page[bin] != NULL) mi_prof_settle(pr, bin);
+    if (mi_unlikely(pr->countdown[bin] == 0)) pr->countdown[bin] = mi_prof_draw(pr);   /* the bin's first lease */
     const int64_t bsize = (int64_t)pr->proxy[bin].block_size;
     int64_t cd = pr->countdown[bin] - bsize;
     void* p;
