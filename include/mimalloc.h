@@ -259,6 +259,7 @@ typedef void (mi_cdecl mi_deferred_free_fun)(bool force, unsigned long long hear
   #define mi_subproc_current              mi_v3_subproc_current
   #define mi_subproc_new                  mi_v3_subproc_new
   #define mi_subproc_add_current_thread   mi_v3_subproc_add_current_thread
+  #define mi_subproc_visit_heaps          mi_v3_subproc_visit_heaps
   #define mi_option_is_enabled            mi_v3_option_is_enabled
   #define mi_option_enable                mi_v3_option_enable
   #define mi_option_disable               mi_v3_option_disable
@@ -579,6 +580,11 @@ mi_decl_export mi_subproc_id_t mi_subproc_new(void);
 /* (v3) Release a subprocess once all its threads have ended and its memory is free (the main
    one is ignored); v3 frees its memory at once, we keep a subprocess that still holds memory. */
 mi_decl_export void mi_subproc_destroy(mi_subproc_id_t subproc);
+/* (v3) Call `visitor` on each heap of `subproc` (the main heap, then each heap of mi_heap_new
+   made by its threads and not deleted) until it returns false; false if it did. The visitor
+   runs under a lock: it must not make, delete or destroy a heap. */
+typedef bool (mi_cdecl mi_heap_visit_fun)(mi_heap_t* heap, void* arg);
+mi_decl_export bool mi_subproc_visit_heaps(mi_subproc_id_t subproc, mi_heap_visit_fun* visitor, void* arg);
 #else
 /* Release a subprocess once all its threads have ended (main/NULL ignored). */
 mi_decl_export void mi_subproc_delete(mi_subproc_id_t subproc);

@@ -31,6 +31,21 @@ static mi_sheap_t* mi_sheap_of(mi_heap_t* heap) {
   return (mi_sheap_t*)heap;
 }
 
+/* mi_subproc_visit_heaps (v3 mode, src/v3.c): the main heap (every thread's, in any
+   subprocess), then each live shared heap made in `subproc`, in no particular order, until the
+   visitor returns false. The list is walked under mi_sheaps_lock, so the visitor must not make,
+   delete or destroy a shared heap (each takes that lock: it would wait for itself). */
+bool _mi_sheap_visit(mi_subproc_t* subproc, bool (*visit)(mi_heap_t* heap, void* arg), void* arg) {
+  if (!visit((mi_heap_t*)&mi_sheap_main, arg)) return false;
+  bool go_on = true;
+  mi_lock_acquire(&mi_sheaps_lock);
+  for (mi_sheap_t* sh = mi_sheaps; sh != NULL && go_on; sh = sh->next) {
+    if (sh->subproc == subproc && mi_atomic_load_relaxed(&sh->state) == (int)MI_SHEAP_LIVE) go_on = visit((mi_heap_t*)sh, arg);
+  }
+  mi_lock_release(&mi_sheaps_lock);
+  return go_on;
+}
+
 /* ---------------------------------------------------------------------------------------
    Creation
 --------------------------------------------------------------------------------------- */
@@ -49,6 +64,7 @@ static mi_heap_t* mi_sheap_new(bool allow_destroy, mi_arena_id_t arena_id) {
   mi_atomic_store_relaxed(&sh->state, (int)MI_SHEAP_LIVE);
   sh->allow_destroy = allow_destroy;
   sh->arena_id = arena_id;
+  sh->subproc = bheap->tld->subproc;
   mi_lock_acquire(&mi_sheaps_lock);
   sh->next = mi_sheaps;
   if (mi_sheaps != NULL) mi_sheaps->prev = sh;

@@ -93,6 +93,14 @@ mi_decl_export void mi_subproc_destroy(mi_v3_subproc_id_t subproc) {
   mi_subproc_delete(subproc._mi_subproc_id);
 }
 
+/* v3's heaps are the main heap and those of mi_heap_new (shared heaps, sheap.c); a v2 heap of
+   one thread is not one of them. */
+mi_decl_export bool mi_v3_subproc_visit_heaps(mi_v3_subproc_id_t subproc, bool (*visitor)(mi_heap_t* heap, void* arg), void* arg) {
+  if (visitor == NULL) return false;
+  mi_subproc_t* const sp = (subproc._mi_subproc_id == NULL ? &_mi_subproc_main : (mi_subproc_t*)subproc._mi_subproc_id);
+  return _mi_sheap_visit(sp, visitor, arg);
+}
+
 /* ---------------------------------------------------------------------------------------
    Heaps and theaps
 --------------------------------------------------------------------------------------- */

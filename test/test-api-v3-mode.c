@@ -554,7 +554,18 @@ static bool same_subproc(mi_subproc_id_t a, mi_subproc_id_t b) {
   return (memcmp(&a, &b, sizeof(a)) == 0);
 }
 
-typedef struct subproc_thread_s { mi_subproc_id_t subproc; bool joined; } subproc_thread_t;
+/* mi_subproc_visit_heaps: which of `want` it shows, how often, and whether it shows the main
+   heap; stops after `stop_after` heaps (0: never) */
+typedef struct visit_s { mi_heap_t* want[3]; int seen[3]; int count; int main_seen; int stop_after; } visit_t;
+static bool visit_heap(mi_heap_t* heap, void* arg) {
+  visit_t* v = (visit_t*)arg;
+  v->count++;
+  if (heap == mi_heap_main()) v->main_seen++;
+  for (int i = 0; i < 3; i++) if (heap != NULL && heap == v->want[i]) v->seen[i]++;
+  return (v->stop_after == 0 || v->count < v->stop_after);
+}
+
+typedef struct subproc_thread_s { mi_subproc_id_t subproc; bool joined; mi_heap_t* other; } subproc_thread_t;
 
 static void* subproc_thread(void* varg) {
   subproc_thread_t* t = (subproc_thread_t*)varg;
@@ -567,6 +578,13 @@ static void* subproc_thread(void* varg) {
   void* p = mi_heap_malloc(h, 100);
   CHECK(p != NULL);
   mi_free(p);
+  /* its subprocess' heaps: the main heap and h, not the main subprocess' heap t->other */
+  visit_t v = { { h, t->other, NULL }, { 0, 0, 0 }, 0, 0, 0 };
+  CHECK(mi_subproc_visit_heaps(t->subproc, &visit_heap, &v));
+  CHECK_EQ(v.count, 2);
+  CHECK_EQ(v.main_seen, 1);
+  CHECK_EQ(v.seen[0], 1);
+  CHECK_EQ(v.seen[1], 0);
   mi_heap_delete(h);
   return NULL;
 }
@@ -575,13 +593,34 @@ static void test_subprocs(void) {
   const mi_subproc_id_t main_sp = mi_subproc_main();
   CHECK(same_subproc(main_sp, mi_subproc_main()));
   CHECK(same_subproc(mi_subproc_current(), main_sp));
+  /* the heaps of the main subprocess: the main heap and those of mi_heap_new not deleted */
+  mi_heap_t* hs[3] = { mi_heap_new(), mi_heap_new(), mi_heap_new() };
+  visit_t v = { { hs[0], hs[1], hs[2] }, { 0, 0, 0 }, 0, 0, 0 };
+  CHECK(mi_subproc_visit_heaps(main_sp, &visit_heap, &v));
+  CHECK_EQ(v.main_seen, 1);
+  CHECK(v.count >= 4);
+  for (int i = 0; i < 3; i++) CHECK_EQ(v.seen[i], 1);
+  mi_heap_delete(hs[1]);
+  visit_t v2 = { { hs[0], hs[1], hs[2] }, { 0, 0, 0 }, 0, 0, 0 };
+  CHECK(mi_subproc_visit_heaps(mi_subproc_current(), &visit_heap, &v2));
+  CHECK_EQ(v2.count, v.count - 1);
+  CHECK_EQ(v2.seen[0], 1);
+  CHECK_EQ(v2.seen[1], 0);                                    /* deleted: not a heap any more */
+  CHECK_EQ(v2.seen[2], 1);
+  visit_t v3 = { { NULL, NULL, NULL }, { 0, 0, 0 }, 0, 0, 2 };  /* the visitor stops after two */
+  CHECK(!mi_subproc_visit_heaps(main_sp, &visit_heap, &v3));
+  CHECK_EQ(v3.count, 2);
+  CHECK(!mi_subproc_visit_heaps(main_sp, NULL, NULL));
+
   mi_subproc_id_t sp = mi_subproc_new();
   CHECK(!same_subproc(sp, main_sp));
-  subproc_thread_t t = { sp, false };
+  subproc_thread_t t = { sp, false, hs[0] };
   pthread_t thread;
   CHECK_EQ(pthread_create(&thread, NULL, &subproc_thread, &t), 0);
   pthread_join(thread, NULL);
   CHECK(t.joined);
+  mi_heap_delete(hs[0]);
+  mi_heap_delete(hs[2]);
   CHECK(same_subproc(mi_subproc_current(), main_sp));        /* the main thread stays */
   mi_subproc_destroy(sp);
   mi_subproc_destroy(main_sp);                                /* ignored */

@@ -11,6 +11,7 @@ void       _mi_sheap_theap_unlink(mi_heap_t* theap);         /* mi_heap_free of 
 void       _mi_sheap_sweep(mi_tld_t* tld);                   /* delete or destroy this thread's theaps of dead shared heaps */
 void       _mi_sheap_delete(mi_heap_t* sheap, bool destroy); /* mi_heap_delete / mi_heap_destroy */
 mi_heap_t* _mi_sheap_main(void);                             /* v3's main heap: each thread's part is its backing heap */
+bool       _mi_sheap_visit(mi_subproc_t* subproc, bool (*visit)(mi_heap_t* heap, void* arg), void* arg);   /* the main heap, then the live shared heaps of subproc */
 void       _mi_sheap_fork_prepare(void);                     /* every shared heap's lock taken ... */
 void       _mi_sheap_fork_release(void);                     /* ... and released (parent and child) */
 

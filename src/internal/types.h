@@ -692,7 +692,10 @@ typedef struct mi_sheap_s {
   _Atomic(int)       state;            /* mi_sheap_state_t; written under lock */
   bool               allow_destroy;    /* its theaps' (mi_heap_new_shared: true; _in_arena: false) */
   mi_arena_id_t      arena_id;         /* its theaps' */
-  struct mi_sheap_s* next;             /* all shared heaps, until freed (sheap.c, for fork) */
+  struct mi_subproc_s* subproc;        /* the subprocess of the thread that made it (its heaps'
+                                          visitor, mi_subproc_visit_heaps) */
+  struct mi_sheap_s* next;             /* all shared heaps, until freed (sheap.c, for fork and
+                                          the visitor) */
   struct mi_sheap_s* prev;
 } mi_sheap_t;
 
