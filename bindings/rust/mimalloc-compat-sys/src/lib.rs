@@ -8,7 +8,8 @@
 //! translation unit) with the `cc` crate. Cargo features select the build: `override`,
 //! `secure`, `debug`, `debug_in_debug`, `local_dynamic_tls`; `v2`, `extended`, `no_thp` and
 //! `win_direct_tls` are accepted for compatibility with the `mimalloc` crate and change
-//! nothing.
+//! nothing. The `v3` feature adds the module `v3`: mimalloc v3's API, as the
+//! header declares it in its `MI_V3_API` mode (the crate root stays v2's).
 //!
 //! Everything here is `unsafe` to call; the `mimalloc-compat` crate has the safe wrappers and
 //! the global allocator.
@@ -28,6 +29,9 @@
 #![warn(missing_docs)]
 
 use core::ffi::{c_char, c_int, c_long, c_uchar, c_ulonglong, c_void};
+
+#[cfg(feature = "v3")]
+pub mod v3;
 
 // ---- 1. Constants --------------------------------------------------------------------------
 

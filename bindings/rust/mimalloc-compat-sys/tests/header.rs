@@ -16,11 +16,20 @@ fn include_dir() -> PathBuf {
     root.join("include")
 }
 
-/// The header as a program without `MI_V3_API` sees it, the mode this crate binds: the lines
-/// of the branches only v3 mode compiles are dropped (`#if defined(MI_V3_API)` up to its
-/// `#else` or `#endif`, and the `#else` branch of `#if !defined(MI_V3_API)`); the
+/// The header as a program without `MI_V3_API` sees it, the mode the crate root binds: the
+/// lines of the branches only v3 mode compiles are dropped (`#if defined(MI_V3_API)` up to
+/// its `#else` or `#endif`, and the `#else` branch of `#if !defined(MI_V3_API)`); the
 /// conditional lines themselves stay (they are preprocessor lines, which the parsers skip).
 fn v2_mode(text: &str) -> String {
+    header_mode(text, false)
+}
+
+/// The header as a program that defines `MI_V3_API` sees it, the mode of `src/v3.rs`.
+fn v3_mode(text: &str) -> String {
+    header_mode(text, true)
+}
+
+fn header_mode(text: &str, v3_mode: bool) -> String {
     // one entry per open conditional: Some(true) while in a branch only v3 mode compiles,
     // Some(false) in one only v2 mode compiles, None for a condition on anything else
     let mut open: Vec<Option<bool>> = Vec::new();
@@ -45,7 +54,7 @@ fn v2_mode(text: &str) -> String {
             }
             _ => false,
         };
-        if conditional || !open.contains(&Some(true)) {
+        if conditional || !open.contains(&Some(!v3_mode)) {
             out += line;
             out.push('\n');
         }
@@ -59,14 +68,26 @@ fn v2_mode_drops_the_v3_branches() {
     let v2 = v2_mode(text);
     let kept: Vec<&str> = v2.lines().filter(|l| !l.starts_with('#')).map(str::trim).collect();
     assert_eq!(kept, ["a", "c", "d", "f"]);
+    let v3 = v3_mode(text);
+    let kept: Vec<&str> = v3.lines().filter(|l| !l.starts_with('#')).map(str::trim).collect();
+    assert_eq!(kept, ["a", "b", "e", "f"]);
 }
 
 /// Header text (v2 mode) without comments and preprocessor lines, whitespace collapsed.
 fn c_source() -> String {
+    c_source_of(v2_mode)
+}
+
+/// Header text (v3 mode) without comments and preprocessor lines, whitespace collapsed.
+fn c_source_v3() -> String {
+    c_source_of(v3_mode)
+}
+
+fn c_source_of(mode: fn(&str) -> String) -> String {
     let mut text = String::new();
     for name in ["mimalloc.h", "mimalloc-stats.h"] {
         let path = include_dir().join(name);
-        text += &v2_mode(&std::fs::read_to_string(&path)
+        text += &mode(&std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display())));
         text.push('\n');
     }
@@ -99,9 +120,17 @@ fn c_source() -> String {
     lines.join(" ").split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Rust source of the crate, doc and line comments removed, whitespace collapsed.
+/// Rust source of the crate root, doc and line comments removed, whitespace collapsed.
 fn rust_source() -> String {
-    let src = include_str!("../src/lib.rs");
+    strip_rust(include_str!("../src/lib.rs"))
+}
+
+/// Rust source of the `v3` module (read as text, so checked also without the `v3` feature).
+fn rust_source_v3() -> String {
+    strip_rust(include_str!("../src/v3.rs"))
+}
+
+fn strip_rust(src: &str) -> String {
     src.lines()
         .map(|l| match l.find("//") {
             Some(i) => &l[..i],
@@ -401,4 +430,122 @@ fn probe_values() -> BTreeMap<String, i64> {
 
 fn probe_names() -> Vec<String> {
     probe_values().into_keys().collect()
+}
+
+// ---- v3 mode: src/v3.rs against the header with MI_V3_API -----------------------------------
+
+/// The names v3 mode maps onto other symbols (`#define mi_heap_new mi_heap_new_shared`, in
+/// the header's section 4b): name -> symbol.
+fn c_v3_renames() -> BTreeMap<String, String> {
+    let path = include_dir().join("mimalloc.h");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let v2: Vec<String> = v2_mode(&text).lines().map(str::to_string).collect();
+    let is_ident = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_');
+    let mut map = BTreeMap::new();
+    for line in v3_mode(&text).lines() {
+        let Some(def) = line.trim().strip_prefix("#define ") else { continue };
+        let def = def.split("/*").next().unwrap();
+        let mut words = def.split_whitespace();
+        let (Some(name), Some(target), None) = (words.next(), words.next(), words.next()) else { continue };
+        if name.starts_with("mi_") && target.starts_with("mi_") && is_ident(name) && is_ident(target)
+            && !v2.iter().any(|l| l == line)
+        {
+            map.insert(name.to_string(), target.to_string());
+        }
+    }
+    map
+}
+
+/// The symbol of each function of `src/v3.rs`: its `#[link_name]`, else its own name.
+fn rust_v3_symbols(src: &str) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    for stmt in src.split(';') {
+        let Some(at) = stmt.find("pub fn mi_") else { continue };
+        let decl = &stmt[at + "pub fn ".len()..];
+        let name = decl[..decl.find('(').unwrap()].trim().to_string();
+        let symbol = match stmt[..at].rfind("#[link_name = \"") {
+            Some(l) => {
+                let rest = &stmt[l + "#[link_name = \"".len()..];
+                rest[..rest.find('"').unwrap()].to_string()
+            }
+            None => name.clone(),
+        };
+        map.insert(name, symbol);
+    }
+    map
+}
+
+#[test]
+fn v3_renames_are_found() {
+    let renames = c_v3_renames();
+    assert_eq!(renames.get("mi_heap_new").map(String::as_str), Some("mi_heap_new_shared"), "{renames:?}");
+    assert_eq!(renames.get("mi_option_get").map(String::as_str), Some("mi_v3_option_get"), "{renames:?}");
+    assert!(renames.len() >= 20, "{renames:?}");
+}
+
+/// Every function whose v3-mode declaration differs from v2 mode's (another symbol, other
+/// types, or none in v2 mode) is declared in `src/v3.rs` with v3's types and the symbol the
+/// header maps it to; every function there is one of v3 mode's, with those types and symbol.
+#[test]
+fn v3_module_declares_what_v3_mode_changes() {
+    let c2 = c_functions(&c_source());
+    let c3 = c_functions(&c_source_v3());
+    let renames = c_v3_renames();
+    let src = rust_source_v3();
+    let rust = rust_functions(&src);
+    let symbols = rust_v3_symbols(&src);
+    assert!(c3.len() > 150, "header parse (v3 mode) found only {} functions", c3.len());
+    let mut problems = Vec::new();
+    let mut changed = 0;
+    for (name, sig) in &c3 {
+        let symbol = renames.get(name).unwrap_or(name);
+        let same_as_v2 = symbol == name && c2.get(name) == Some(sig);
+        if !same_as_v2 {
+            changed += 1;
+        }
+        match rust.get(name) {
+            None if same_as_v2 => {}
+            None => problems.push(format!("{name}: changed in v3 mode, not declared in src/v3.rs")),
+            Some(r) if r != sig => problems.push(format!("{name}: header (v3 mode) {sig:?}, src/v3.rs (as C) {r:?}")),
+            Some(_) if symbols.get(name) != Some(symbol) => problems.push(format!(
+                "{name}: the header maps it to {symbol}, src/v3.rs links {:?}",
+                symbols.get(name)
+            )),
+            Some(_) => {}
+        }
+    }
+    for name in rust.keys() {
+        if !c3.contains_key(name) {
+            problems.push(format!("{name}: declared in src/v3.rs, not in the header's v3 mode"));
+        }
+    }
+    assert!(problems.is_empty(), "{} mismatches:\n{}", problems.len(), problems.join("\n"));
+    assert!(changed >= 40, "only {changed} functions differ in v3 mode");
+    eprintln!("{changed} v3-mode functions checked");
+}
+
+/// v3 mode's option enumeration: every name with its number (its place in the enumeration,
+/// or the name it aliases), as `src/v3.rs` must declare it.
+#[test]
+fn v3_options_have_v3_numbers() {
+    let src = c_source_v3();
+    let start = src.find("typedef enum mi_option_e {").expect("mi_option_e not found");
+    let body = &src[start..];
+    let body = &body[body.find('{').unwrap() + 1..body.find('}').unwrap()];
+    let rust = rust_source_v3();
+    let mut checked = 0;
+    for (i, entry) in body.split(',').map(str::trim).filter(|e| !e.is_empty()).enumerate() {
+        let expected = match entry.split_once('=') {
+            Some((name, alias)) => format!("pub const {}: mi_option_t = {};", name.trim(), alias.trim()),
+            None => format!("pub const {entry}: mi_option_t = {i};"),
+        };
+        assert!(rust.contains(&expected), "src/v3.rs lacks `{expected}`");
+        checked += 1;
+    }
+    let last = body.split(',').map(str::trim).position(|e| e == "_mi_option_last").unwrap();
+    assert_eq!(last, 47, "v3's _mi_option_last");
+    assert!(checked > 50, "{checked}");
+    // nothing declared beyond the header's enumeration and the re-exported extension options
+    let declared = rust.matches(": mi_option_t =").count();
+    assert_eq!(declared, checked, "src/v3.rs declares {declared} options, the header {checked}");
 }

@@ -1,0 +1,334 @@
+//! The `v3` module against the library: each function called, with results that tell v3's
+//! meaning from v2's (a heap shared by threads, the main heap of all threads, v3's option
+//! numbers, the pointer arena id, the subprocess struct).
+#![cfg(feature = "v3")]
+
+use core::ffi::c_void;
+use mimalloc_compat_sys as ffi;
+use mimalloc_compat_sys::v3;
+use std::sync::Barrier;
+
+/// Every function of the module links (an unused `extern` declaration is never resolved, so a
+/// wrong `link_name` would go unnoticed until a program calls it).
+#[test]
+fn every_function_links() {
+    let fns: &[*const ()] = &[
+        v3::mi_heap_new as *const (), v3::mi_heap_new_in_arena as *const (), v3::mi_check_owned as *const (),
+        v3::mi_heap_visit_abandoned_blocks as *const (), v3::mi_heap_main as *const (), v3::mi_heap_of as *const (),
+        v3::mi_heap_contains as *const (), v3::mi_reserve_huge_os_pages_at_ex as *const (),
+        v3::mi_reserve_os_memory_ex as *const (), v3::mi_manage_os_memory_ex as *const (),
+        v3::mi_arena_area as *const (), v3::mi_arena_contains as *const (), v3::mi_subproc_main as *const (),
+        v3::mi_subproc_current as *const (), v3::mi_subproc_new as *const (), v3::mi_subproc_destroy as *const (),
+        v3::mi_subproc_add_current_thread as *const (), v3::mi_heap_theap as *const (),
+        v3::mi_theap_set_default as *const (), v3::mi_theap_get_default as *const (), v3::mi_theap_collect as *const (),
+        v3::mi_theap_malloc as *const (), v3::mi_theap_zalloc as *const (), v3::mi_theap_calloc as *const (),
+        v3::mi_theap_malloc_small as *const (), v3::mi_theap_zalloc_small as *const (),
+        v3::mi_theap_malloc_aligned as *const (), v3::mi_theap_realloc as *const (),
+        v3::mi_theap_guarded_set_sample_rate as *const (), v3::mi_theap_guarded_set_size_bound as *const (),
+        v3::mi_theap_visit_blocks as *const (), v3::mi_option_is_enabled as *const (), v3::mi_option_enable as *const (),
+        v3::mi_option_disable as *const (), v3::mi_option_set_enabled as *const (),
+        v3::mi_option_set_enabled_default as *const (), v3::mi_option_get as *const (), v3::mi_option_get_clamp as *const (),
+        v3::mi_option_get_size as *const (), v3::mi_option_set as *const (), v3::mi_option_set_default as *const (),
+    ];
+    assert!(fns.iter().all(|f| !f.is_null()));
+    assert_eq!(fns.len(), 41);
+}
+
+#[test]
+fn v3_types_have_the_headers_layout() {
+    use std::mem::{align_of, size_of};
+    // the header: same size as v2 mode's area (an int there, a pointer here, at the end)
+    assert_eq!(size_of::<v3::mi_heap_area_t>(), size_of::<ffi::mi_heap_area_t>());
+    assert_eq!(std::mem::offset_of!(v3::mi_heap_area_t, reserved1), std::mem::offset_of!(ffi::mi_heap_area_t, heap_tag));
+    assert_eq!(size_of::<v3::mi_subproc_id_t>(), size_of::<*mut c_void>());
+    assert_eq!(align_of::<v3::mi_subproc_id_t>(), align_of::<*mut c_void>());
+    assert_eq!(size_of::<v3::mi_arena_id_t>(), size_of::<*mut c_void>());
+}
+
+/// Four threads allocate in one heap from `mi_heap_new`, each frees the blocks of the next
+/// thread (a free across threads), then one thread deletes the heap; a second heap is
+/// destroyed with blocks of several threads still in it.
+#[test]
+fn a_heap_any_thread_allocates_in() {
+    const THREADS: usize = 4;
+    const BLOCKS: usize = 500;
+    for destroy in [false, true] {
+        let heap = unsafe { v3::mi_heap_new() } as usize;
+        assert_ne!(heap, 0);
+        let slots: Vec<std::sync::Mutex<Vec<usize>>> = (0..THREADS).map(|_| Default::default()).collect();
+        let barrier = Barrier::new(THREADS);
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let (slots, barrier) = (&slots, &barrier);
+                s.spawn(move || unsafe {
+                    let heap = heap as *mut ffi::mi_heap_t;
+                    let mut mine = Vec::new();
+                    for i in 0..BLOCKS {
+                        let p = ffi::mi_heap_malloc(heap, 16 + (i % 200)) as *mut u8;
+                        assert!(!p.is_null());
+                        p.write_bytes(t as u8, 16);
+                        // v3: the heap of a block this thread allocated in it is the heap
+                        assert!(v3::mi_heap_contains(heap, p.cast()));
+                        mine.push(p as usize);
+                    }
+                    *slots[t].lock().unwrap() = mine;
+                    barrier.wait();
+                    if !destroy {
+                        // free the next thread's blocks, checking they were not overwritten
+                        let theirs = std::mem::take(&mut *slots[(t + 1) % THREADS].lock().unwrap());
+                        for p in theirs {
+                            assert_eq!(*(p as *const u8), ((t + 1) % THREADS) as u8);
+                            ffi::mi_free(p as *mut c_void);
+                        }
+                    }
+                });
+            }
+        });
+        unsafe {
+            let heap = heap as *mut ffi::mi_heap_t;
+            let p = ffi::mi_heap_malloc(heap, 100); // the deleting thread used it too
+            assert!(!p.is_null());
+            if destroy {
+                ffi::mi_heap_destroy(heap); // frees every block still in it
+            } else {
+                ffi::mi_free(p);
+                ffi::mi_heap_delete(heap);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_main_heap_is_one_heap_for_all_threads() {
+    unsafe {
+        let main = v3::mi_heap_main();
+        assert!(!main.is_null());
+        let other = std::thread::spawn(|| v3::mi_heap_main() as usize).join().unwrap();
+        assert_eq!(other, main as usize, "v3's main heap is the same heap in every thread");
+        assert_ne!(main, ffi::mi_heap_get_backing(), "v2's per-thread backing heap");
+        let p = ffi::mi_malloc(40);
+        assert_eq!(v3::mi_heap_of(p), main, "a default block is the main heap's");
+        assert!(v3::mi_heap_contains(main, p) && v3::mi_heap_contains(core::ptr::null(), p));
+        let q = ffi::mi_heap_malloc(main, 40);
+        assert!(!q.is_null() && v3::mi_heap_of(q) == main);
+        // another thread allocates in the same heap
+        let m = main as usize;
+        let r = std::thread::spawn(move || ffi::mi_heap_malloc(m as *mut ffi::mi_heap_t, 24) as usize).join().unwrap();
+        assert_ne!(r, 0);
+        ffi::mi_free(r as *mut c_void);
+        // the main heap cannot be deleted: it still works afterwards
+        ffi::mi_heap_delete(main);
+        let s = ffi::mi_heap_malloc(main, 8);
+        assert!(!s.is_null());
+        for x in [p, q, s] {
+            ffi::mi_free(x);
+        }
+        let stack = 0u8;
+        assert!(v3::mi_heap_of(&stack as *const u8 as *const c_void).is_null());
+    }
+}
+
+#[test]
+fn check_owned_is_any_heaps() {
+    // a block of another thread's default heap: v3's mi_check_owned finds it (v2's looks in
+    // the calling thread's default heap only)
+    let p = std::thread::spawn(|| unsafe { ffi::mi_malloc(64) as usize }).join().unwrap() as *mut c_void;
+    unsafe {
+        assert!(v3::mi_check_owned(p));
+        assert!(!ffi::mi_check_owned(p));
+        let stack = 0u64;
+        assert!(!v3::mi_check_owned(&stack as *const u64 as *const c_void));
+        ffi::mi_free(p);
+    }
+}
+
+struct Count {
+    areas: usize,
+    blocks: usize,
+}
+
+unsafe extern "C" fn count_blocks(
+    _heap: *const ffi::mi_heap_t,
+    area: *const v3::mi_heap_area_t,
+    block: *mut c_void,
+    _size: usize,
+    arg: *mut c_void,
+) -> bool {
+    let count = &mut *(arg as *mut Count);
+    assert!(!area.is_null());
+    if block.is_null() {
+        count.areas += 1;
+    } else {
+        count.blocks += 1;
+    }
+    true
+}
+
+#[test]
+fn theaps() {
+    unsafe {
+        let heap = v3::mi_heap_new();
+        let theap = v3::mi_heap_theap(heap);
+        assert!(!theap.is_null());
+        assert_eq!(v3::mi_heap_theap(heap), theap, "the same part on the second call");
+        // another thread gets another part
+        let h = heap as usize;
+        let other = std::thread::spawn(move || v3::mi_heap_theap(h as *mut ffi::mi_heap_t) as usize).join().unwrap();
+        assert!(other != 0 && other != theap as usize);
+        // the main heap's part is the thread's default theap
+        assert_eq!(v3::mi_heap_theap(core::ptr::null_mut()), v3::mi_theap_get_default());
+        assert_eq!(v3::mi_heap_theap(v3::mi_heap_main()), v3::mi_theap_get_default());
+
+        let a = v3::mi_theap_malloc(theap, 100) as *mut u8;
+        let z = v3::mi_theap_zalloc(theap, 300) as *mut u8;
+        let c = v3::mi_theap_calloc(theap, 10, 30) as *mut u8;
+        let s = v3::mi_theap_malloc_small(theap, 64) as *mut u8;
+        let zs = v3::mi_theap_zalloc_small(theap, 128) as *mut u8;
+        let al = v3::mi_theap_malloc_aligned(theap, 100, 256) as *mut u8;
+        for p in [a, z, c, s, zs, al] {
+            assert!(!p.is_null());
+            assert!(v3::mi_heap_contains(heap, p.cast()), "a theap's block is its heap's");
+        }
+        assert!((0..300).all(|i| *z.add(i) == 0));
+        assert!((0..300).all(|i| *c.add(i) == 0));
+        assert!((0..128).all(|i| *zs.add(i) == 0));
+        assert_eq!(al as usize % 256, 0);
+        assert!(v3::mi_theap_calloc(theap, usize::MAX, 2).is_null(), "overflow");
+        a.write_bytes(9, 100);
+        let a2 = v3::mi_theap_realloc(theap, a.cast(), 5000) as *mut u8;
+        assert!(!a2.is_null() && *a2.add(99) == 9 && ffi::mi_usable_size(a2.cast()) >= 5000);
+
+        let mut count = Count { areas: 0, blocks: 0 };
+        assert!(v3::mi_theap_visit_blocks(theap, true, Some(count_blocks), &mut count as *mut Count as *mut c_void));
+        assert_eq!(count.blocks, 6, "the six live blocks of the theap");
+        assert!(count.areas >= 1);
+
+        // guarded builds only; elsewhere no effect: the theap keeps allocating
+        v3::mi_theap_guarded_set_sample_rate(theap, 1, 0);
+        v3::mi_theap_guarded_set_size_bound(theap, 0, 1 << 20);
+        let g = v3::mi_theap_malloc(theap, 64);
+        assert!(!g.is_null());
+
+        for p in [a2, z, c, s, zs, al, g as *mut u8] {
+            ffi::mi_free(p.cast());
+        }
+        v3::mi_theap_collect(theap, true);
+        let mut count = Count { areas: 0, blocks: 0 };
+        assert!(v3::mi_theap_visit_blocks(theap, true, Some(count_blocks), &mut count as *mut Count as *mut c_void));
+        assert_eq!(count.blocks, 0, "freed and collected");
+
+        // a shared heap's part is never a default theap (refused: null); the thread's own is
+        let dflt = v3::mi_theap_get_default();
+        assert!(v3::mi_theap_set_default(theap).is_null());
+        assert_eq!(v3::mi_theap_get_default(), dflt);
+        assert_eq!(v3::mi_theap_set_default(dflt), dflt);
+        ffi::mi_heap_delete(heap);
+    }
+}
+
+#[test]
+fn options_have_v3_numbers() {
+    unsafe {
+        // allow_thp is 43 in v3, 37 in v2: the same option
+        let thp = v3::mi_option_get(v3::mi_option_allow_thp);
+        assert_eq!(thp, ffi::mi_option_get(ffi::mi_option_allow_thp));
+        v3::mi_option_set(v3::mi_option_generic_collect, 12345); // v2's 36
+        assert_eq!(ffi::mi_option_get(ffi::mi_option_generic_collect), 12345);
+        assert_eq!(v3::mi_option_get(v3::mi_option_generic_collect), 12345);
+        assert_eq!(v3::mi_option_get_clamp(v3::mi_option_generic_collect, 0, 100), 100);
+        // a v3-only option keeps what the program sets
+        v3::mi_option_set(v3::mi_option_page_max_candidates, 7);
+        assert_eq!(v3::mi_option_get(v3::mi_option_page_max_candidates), 7);
+        v3::mi_option_set_default(v3::mi_option_page_max_candidates, 99); // already set: kept
+        assert_eq!(v3::mi_option_get(v3::mi_option_page_max_candidates), 7);
+        v3::mi_option_disable(v3::mi_option_page_full_retain);
+        assert!(!v3::mi_option_is_enabled(v3::mi_option_page_full_retain));
+        v3::mi_option_enable(v3::mi_option_page_full_retain);
+        assert!(v3::mi_option_is_enabled(v3::mi_option_page_full_retain));
+        v3::mi_option_set_enabled(v3::mi_option_page_full_retain, false);
+        assert_eq!(v3::mi_option_get(v3::mi_option_page_full_retain), 0);
+        v3::mi_option_set_enabled_default(v3::mi_option_page_full_retain, true); // already set
+        assert_eq!(v3::mi_option_get(v3::mi_option_page_full_retain), 0);
+        // KiB options read as bytes
+        v3::mi_option_set(v3::mi_option_arena_max_object_size, 3);
+        assert_eq!(v3::mi_option_get_size(v3::mi_option_arena_max_object_size), 3 * 1024);
+        // this implementation's options keep their numbers
+        assert_eq!(v3::mi_option_get(v3::mi_option_purge_thread), ffi::mi_option_get(ffi::mi_option_purge_thread));
+    }
+}
+
+#[test]
+fn arenas_take_the_pointer_id() {
+    unsafe {
+        let mut id: v3::mi_arena_id_t = core::ptr::null_mut();
+        assert_eq!(v3::mi_reserve_os_memory_ex(64 << 20, false, false, true, &mut id), 0);
+        assert!(!id.is_null());
+        let mut size = 0usize;
+        let start = v3::mi_arena_area(id, &mut size);
+        assert!(!start.is_null() && size >= 32 << 20, "{size}");
+        let heap = v3::mi_heap_new_in_arena(id);
+        assert!(!heap.is_null());
+        let p = ffi::mi_heap_malloc(heap, 1000);
+        assert!(!p.is_null());
+        assert!(v3::mi_arena_contains(id, p));
+        let q = ffi::mi_malloc(1000);
+        assert!(!v3::mi_arena_contains(id, q), "a default block is in no exclusive arena");
+        assert!(!v3::mi_arena_contains(usize::MAX as v3::mi_arena_id_t, p), "an unknown id");
+        ffi::mi_free(p);
+        ffi::mi_free(q);
+        ffi::mi_heap_delete(heap);
+
+        // memory the program gives: aligned as the library asks
+        let (min, align) = (ffi::mi_arena_min_size(), ffi::mi_arena_min_alignment());
+        let layout = std::alloc::Layout::from_size_align(2 * min, align).unwrap();
+        let mem = std::alloc::alloc(layout); // leaked: the arena keeps it
+        assert!(!mem.is_null());
+        let mut id2: v3::mi_arena_id_t = core::ptr::null_mut();
+        assert!(v3::mi_manage_os_memory_ex(mem.cast(), 2 * min, true, false, false, -1, true, &mut id2));
+        assert!(!id2.is_null() && id2 != id);
+        assert!(v3::mi_arena_contains(id2, mem.add(min).cast()));
+
+        // 1 GiB pages are rarely available: either an arena or a null id
+        let mut id3: v3::mi_arena_id_t = 1usize as v3::mi_arena_id_t;
+        let err = v3::mi_reserve_huge_os_pages_at_ex(1, -1, 10, true, &mut id3);
+        assert_eq!(err == 0, !id3.is_null(), "error {err}, id {id3:?}");
+    }
+}
+
+#[test]
+fn subprocesses_take_the_struct() {
+    unsafe {
+        let main = v3::mi_subproc_main();
+        assert!(main._mi_subproc_id.is_null());
+        assert_eq!(v3::mi_subproc_current(), main);
+        let sp = v3::mi_subproc_new();
+        assert!(!sp._mi_subproc_id.is_null());
+        let sp_bits = sp._mi_subproc_id as usize;
+        let seen = std::thread::spawn(move || {
+            let sp = v3::mi_subproc_id_t { _mi_subproc_id: sp_bits as *mut c_void };
+            v3::mi_subproc_add_current_thread(sp);
+            let p = ffi::mi_malloc(10);
+            ffi::mi_free(p);
+            v3::mi_subproc_current()._mi_subproc_id as usize
+        })
+        .join()
+        .unwrap();
+        assert_eq!(seen, sp_bits, "the thread moved into the new subprocess");
+        assert_eq!(v3::mi_subproc_current(), main, "this thread did not");
+        v3::mi_subproc_destroy(sp);
+        v3::mi_subproc_destroy(main); // ignored
+    }
+}
+
+#[test]
+fn visit_abandoned_blocks_needs_the_option() {
+    unsafe {
+        let mut count = Count { areas: 0, blocks: 0 };
+        let arg = &mut count as *mut Count as *mut c_void;
+        if !v3::mi_option_is_enabled(v3::mi_option_visit_abandoned) {
+            // without the option the walk is refused (EFAULT, reported; release build: no abort)
+            assert!(!v3::mi_heap_visit_abandoned_blocks(core::ptr::null_mut(), true, Some(count_blocks), arg));
+            assert_eq!(count.blocks + count.areas, 0);
+        }
+    }
+}
