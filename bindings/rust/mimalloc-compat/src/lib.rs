@@ -23,6 +23,8 @@
 //!
 //! Beyond the global allocator: first-class [`Heap`]s, [`MiOption`]s, statistics
 //! ([`stats`]), the sampling heap profiler ([`profile`]), and the raw bindings as [`ffi`].
+//! The `v3` feature adds the module `v3`: mimalloc v3's heaps that any thread allocates in,
+//! its main heap and theaps, and its option numbers.
 #![warn(missing_docs)]
 
 use core::alloc::{GlobalAlloc, Layout};
@@ -34,6 +36,8 @@ mod heap;
 pub mod options;
 pub mod profile;
 pub mod stats;
+#[cfg(feature = "v3")]
+pub mod v3;
 
 pub use heap::{Heap, HeapArea};
 pub use options::MiOption;
