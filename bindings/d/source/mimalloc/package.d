@@ -10,6 +10,8 @@ $(UL
        memory that holds pointers to GC objects.)
   $(LI `mimalloc.profile`: the sampling heap profiler, `profileStart` and `profileDump`.)
 )
+`mimalloc.v3` (not imported here: import it on its own) is mimalloc v3's API, as the C
+header declares it in its `MI_V3_API` mode.
 */
 module mimalloc;
 

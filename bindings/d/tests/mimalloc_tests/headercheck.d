@@ -196,6 +196,18 @@ string paramType(string p)
 /// lines themselves stay (cleanHeader drops every preprocessor line).
 string v2Mode(string text)
 {
+    return headerMode(text, false);
+}
+
+/// The header as a program that defines `MI_V3_API` sees it, the mode of `mimalloc.v3`.
+string v3Mode(string text)
+{
+    return headerMode(text, true);
+}
+
+string headerMode(string text, bool v3)
+{
+    const dropped = v3 ? -1 : 1;   // the branches the other mode compiles
     // one entry per open conditional: 1 while in a branch only v3 mode compiles, -1 in one
     // only v2 mode compiles, 0 for a condition on anything else
     int[] open;
@@ -222,7 +234,7 @@ string v2Mode(string text)
         }
         else
             conditional = false;
-        if (conditional || !open.canFind(1))
+        if (conditional || !open.canFind(dropped))
             kept ~= line;
     }
     return kept.join("\n");
@@ -236,6 +248,11 @@ unittest // v2Mode keeps the v2 branches and everything outside the v3 condition
         if (line.length > 0 && line[0] != '#')
             kept ~= line;
     assert(kept == ["a", "c", "d", "f"], format!"%s"(kept));
+    kept = null;
+    foreach (line; v3Mode(text).split("\n"))
+        if (line.length > 0 && line[0] != '#')
+            kept ~= line;
+    assert(kept == ["a", "b", "e", "f"], format!"%s"(kept));
 }
 
 string cleanHeader(string text)
@@ -497,4 +514,190 @@ unittest // the define parser: numbers, comments, and a define that is no option
 string[] allDFunctionNames()
 {
     return dFunctions().keys.sort.array;
+}
+
+// ---- v3 mode: mimalloc.v3 against the header with MI_V3_API --------------------------------
+
+static import mimalloc.v3;
+
+/// The names v3 mode maps onto other symbols (`#define mi_heap_new mi_heap_new_shared`, the
+/// header's section 4b): name -> symbol.
+string[string] v3Renames(string header)
+{
+    bool[string] v2Lines;
+    foreach (line; v2Mode(header).split("\n"))
+        v2Lines[line] = true;
+    string[string] r;
+    foreach (line; v3Mode(header).split("\n"))
+    {
+        if (line in v2Lines)
+            continue;
+        auto m = matchFirst(line, regex(`^[ \t]*#[ \t]*define[ \t]+(mi_\w+)[ \t]+(mi_\w+)[ \t]*$`));
+        if (!m.empty)
+            r[m[1]] = m[2];
+    }
+    return r;
+}
+
+/// The D type (`.stringof`) a C type of the header's v3 mode must have in mimalloc.v3.
+string dTypeOfV3(string c)
+{
+    switch (c)
+    {
+    case "mi_theap_t*": return "mi_theap_s*";
+    case "const mi_theap_t*": return "const(mi_theap_s)*";
+    case "mi_arena_id_t": return "void*";
+    case "mi_arena_id_t*": return "void**";
+    case "mi_subproc_id_t": return "mi_subproc_id_t";
+    case "mi_block_visit_fun*": return stripNames(mimalloc.v3.mi_block_visit_fun.stringof);
+    default: return dTypeOf(c);
+    }
+}
+
+struct DDeclV3
+{
+    string linkage;
+    string symbol;
+    string ret;
+    string[] params;
+}
+
+/// Every function of mimalloc.v3 with its symbol (`pragma(mangle)`, else its name).
+DDeclV3[string] dV3Functions()
+{
+    DDeclV3[string] r;
+    static foreach (m; __traits(allMembers, mimalloc.v3))
+    {
+        static if (is(typeof(__traits(getMember, mimalloc.v3, m)) == function))
+        {
+            {
+                alias f = __traits(getMember, mimalloc.v3, m);
+                r[m] = DDeclV3(functionLinkage!f, f.mangleof, ReturnType!f.stringof, paramStrings!(typeof(f)));
+            }
+        }
+    }
+    return r;
+}
+
+/// What is wrong with mimalloc.v3: every function whose v3-mode declaration differs from v2
+/// mode's (another symbol, other types, or none in v2 mode) must be declared there with v3's
+/// types and the header's symbol; every function there must be one of v3 mode's.
+string[] compareV3(CDecl[] v2, CDecl[] v3, string[string] renames, DDeclV3[string] ds, out size_t changed)
+{
+    string[] bad;
+    CDecl[string] byName;
+    foreach (c; v2)
+        byName[c.name] = c;
+    bool[string] seen;
+    foreach (c; v3)
+    {
+        seen[c.name] = true;
+        const symbol = renames.get(c.name, c.name);
+        auto old = c.name in byName;
+        const same = symbol == c.name && old !is null && old.ret == c.ret && old.params == c.params;
+        if (!same)
+            changed++;
+        auto d = c.name in ds;
+        if (d is null)
+        {
+            if (!same)
+                bad ~= "function " ~ c.name ~ " changes in v3 mode, not declared in mimalloc.v3";
+            continue;
+        }
+        if (d.linkage != "C")
+            bad ~= format!"function %s: linkage extern(%s), not extern(C)"(c.name, d.linkage);
+        if (d.symbol != symbol)
+            bad ~= format!"function %s: the header maps it to %s, mimalloc.v3 links %s"(c.name, symbol, d.symbol);
+        if (dTypeOfV3(c.ret) != d.ret)
+            bad ~= format!"function %s: returns %s in D, C has %s (D type %s)"(c.name, d.ret, c.ret, dTypeOfV3(c.ret));
+        if (c.params.length != d.params.length)
+            bad ~= format!"function %s: %s parameters in D, %s in C"(c.name, d.params.length, c.params.length);
+        else
+            foreach (i, p; c.params)
+                if (dTypeOfV3(p) != d.params[i])
+                    bad ~= format!"function %s: parameter %s is %s in D, C has %s (D type %s)"(c.name, i + 1, d.params[i], p, dTypeOfV3(p));
+    }
+    foreach (name, _; ds)
+        if (name !in seen)
+            bad ~= "function " ~ name ~ " is declared in mimalloc.v3, not in the header's v3 mode";
+    return bad.sort.array;
+}
+
+unittest // mimalloc.v3 against the header's v3 mode: functions, types, symbols
+{
+    const dir = includeDir();
+    const h = readText(buildNormalizedPath(dir, "mimalloc.h"));
+    const stats = readText(buildNormalizedPath(dir, "mimalloc-stats.h"));
+    auto v2 = parseFunctions(cleanHeader(v2Mode(h)) ~ cleanHeader(v2Mode(stats)));
+    auto v3 = parseFunctions(cleanHeader(v3Mode(h)) ~ cleanHeader(v3Mode(stats)));
+    auto renames = v3Renames(h);
+    assert(renames.get("mi_heap_new", "") == "mi_heap_new_shared", format!"%s"(renames));
+    assert(renames.get("mi_option_get", "") == "mi_v3_option_get", format!"%s"(renames));
+    size_t changed;
+    auto bad = compareV3(v2, v3, renames, dV3Functions(), changed);
+    assert(bad.length == 0, "mimalloc.v3 differs from the header's v3 mode:\n  " ~ bad.join("\n  "));
+    assert(changed >= 40, format!"only %s functions differ in v3 mode"(changed));
+}
+
+unittest // the v3 comparison catches a wrong symbol, a wrong type, a missing and an extra function
+{
+    auto v2 = parseFunctions(cleanHeader("mi_decl_export void mi_a(int x);\n"));
+    auto v3 = parseFunctions(cleanHeader("mi_decl_export void mi_a(int x);\nmi_decl_export void mi_b(mi_theap_t* t);\nmi_decl_export int mi_c(void);\n"));
+    auto ds = ["mi_a": DDeclV3("C", "mi_a", "void", ["int"]), "mi_b": DDeclV3("C", "mi_b", "void", ["mi_heap_s*"]),
+               "mi_d": DDeclV3("C", "mi_d", "void", [])];
+    size_t changed;
+    auto bad = compareV3(v2, v3, ["mi_a": "mi_v3_a"], ds, changed);
+    assert(changed == 3);
+    assert(bad == [
+        "function mi_a: the header maps it to mi_v3_a, mimalloc.v3 links mi_a",
+        "function mi_b: parameter 1 is mi_heap_s* in D, C has mi_theap_t* (D type mi_theap_s*)",
+        "function mi_c changes in v3 mode, not declared in mimalloc.v3",
+        "function mi_d is declared in mimalloc.v3, not in the header's v3 mode",
+    ], format!"%s"(bad));
+}
+
+unittest // v3 mode's option numbers: every name of the header's enumeration at its number
+{
+    const text = cleanHeader(v3Mode(readText(buildNormalizedPath(includeDir(), "mimalloc.h"))));
+    auto m = matchFirst(text, regex(`typedef enum mi_option_e \{([^}]*)\}`));
+    assert(!m.empty, "v3 mode's mi_option_e not found");
+    long[string] c;
+    long next = 0;
+    foreach (e; m[1].split(","))
+    {
+        e = e.strip;
+        if (e.length == 0)
+            continue;
+        auto parts = e.split("=");
+        const name = parts[0].strip;
+        c[name] = parts.length == 1 ? next++ : c[parts[1].strip];
+    }
+    assert(c["_mi_option_last"] == 47 && c["mi_option_allow_thp"] == 43, format!"%s"(c));
+    long[string] d;
+    static foreach (mem; __traits(allMembers, mimalloc.v3.mi_option_t))
+        d[mem] = __traits(getMember, mimalloc.v3.mi_option_t, mem);
+    string[] bad;
+    foreach (name, v; c)
+        if (name !in d)
+            bad ~= format!"%s = %s in the header (v3 mode), missing in mimalloc.v3"(name, v);
+        else if (d[name] != v)
+            bad ~= format!"%s = %s in the header (v3 mode), %s in mimalloc.v3"(name, v, d[name]);
+    foreach (name, v; d)
+        if (name !in c && v < 1000)
+            bad ~= format!"%s = %s in mimalloc.v3, not in the header's v3 enumeration"(name, v);
+    // this implementation's own options: the same numbers as in v2 mode
+    foreach (name, v; d)
+        if (v >= 1000)
+            static foreach (mem; __traits(allMembers, mimalloc.capi.mi_option_t))
+                if (mem == name && __traits(getMember, mimalloc.capi.mi_option_t, mem) != v)
+                    bad ~= name ~ ": another number than mimalloc.capi's";
+    assert(bad.length == 0, "mimalloc.v3's options differ:\n  " ~ bad.sort.array.join("\n  "));
+}
+
+unittest // v3's types have the header's layout (same sizes as v2 mode's, a pointer id)
+{
+    static assert(mimalloc.v3.mi_heap_area_t.sizeof == mimalloc.capi.mi_heap_area_t.sizeof);
+    static assert(mimalloc.v3.mi_heap_area_t.reserved1.offsetof == mimalloc.capi.mi_heap_area_t.heap_tag.offsetof);
+    static assert(mimalloc.v3.mi_subproc_id_t.sizeof == (void*).sizeof);
+    static assert(mimalloc.v3.mi_arena_id_t.sizeof == (void*).sizeof);
 }

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+/**
+mimalloc v3's API: the declarations that `include/mimalloc.h` makes when a C program defines
+`MI_V3_API` before the include (docs/v3-api.md), where they differ from the v2 declarations
+of `mimalloc.capi`. Opt in by importing this module; `mimalloc` and `mimalloc.capi` stay v2's.
+
+$(UL
+  $(LI `mi_heap_new` and `mi_heap_new_in_arena` make heaps that any thread may allocate in
+       (through the `mi_heap_*` functions of `mimalloc.capi`, which take both kinds);
+       `mi_heap_main` is one heap for all threads.)
+  $(LI `mi_theap_t` is one thread's part of a heap (`mi_heap_theap`), with its own
+       `mi_theap_*` functions.)
+  $(LI `mi_arena_id_t` is a pointer (null: none), `mi_subproc_id_t` v3's struct, and
+       `mi_option_t` has v3's numbers (`_mi_option_last` 47), which the library translates.)
+)
+
+Each function has v3's name and types and, where the header maps the name onto another
+symbol in v3 mode, that symbol (`pragma(mangle)`: `mi_heap_new` is `mi_heap_new_shared`,
+`mi_option_get` is `mi_v3_option_get`). Where a name is in both modules, say which one:
+`import mimalloc.v3 : mi_heap_new;` or `mimalloc.v3.mi_heap_new()`.
+`tests/mimalloc_tests/headercheck.d` checks every declaration here against the header's v3
+mode.
+*/
+module mimalloc.v3;
+
+import core.stdc.config : c_long;
+import mimalloc.capi : mi_heap_t, mi_heap_s;
+
+/// Block visitor of the v3 functions (`mi_theap_visit_blocks`,
+/// `mi_heap_visit_abandoned_blocks`): its area is v3's `mi_heap_area_t`.
+alias mi_block_visit_fun = extern (C) bool function(const(mi_heap_t)* heap, const(mi_heap_area_t)* area,
+                                         void* block, size_t block_size, void* arg) nothrow;
+
+extern (C):
+nothrow:
+@nogc:
+
+// ---- Types
+
+/// One thread's part of a heap (a theap): only that thread allocates in it.
+struct mi_theap_s;
+/// ditto
+alias mi_theap_t = mi_theap_s;
+
+/// Arena identifier: the v2 id as a pointer value; null is "no particular arena".
+alias mi_arena_id_t = void*;
+
+/// Subprocess identifier: v3's struct around the v2 id (null inside: the main subprocess).
+struct mi_subproc_id_t
+{
+    void* _mi_subproc_id; /// the v2 id (`mimalloc.capi.mi_subproc_id_t`)
+}
+
+/// One area of equally sized blocks, as reported by the visitors (v3: the last field is
+/// reserved; `heap_tag` in v2 mode).
+struct mi_heap_area_s
+{
+    void* blocks;           /// start of the area
+    size_t reserved;        /// bytes reserved for the area
+    size_t committed;       /// bytes currently committed (usable)
+    size_t used;            /// number of blocks in use (a count, not bytes)
+    size_t block_size;      /// usable bytes of each block
+    size_t full_block_size; /// bytes of each block including padding/metadata
+    void* reserved1;        /// internal
+}
+/// ditto
+alias mi_heap_area_t = mi_heap_area_s;
+
+// ---- Heaps: any thread may allocate in a heap from mi_heap_new (and in the main heap)
+
+/// A heap any thread may allocate in; delete or destroy it once no thread allocates in it.
+pragma(mangle, "mi_heap_new_shared") mi_heap_t* mi_heap_new();
+/// A shared heap that allocates only in the given (exclusive) arena; not destroyable.
+pragma(mangle, "mi_v3_heap_new_in_arena") mi_heap_t* mi_heap_new_in_arena(mi_arena_id_t arena_id);
+
+// ---- Heap introspection
+/// Does `p` lie in a page of ours in use, of any heap of any thread?
+pragma(mangle, "mi_v3_check_owned") bool mi_check_owned(const(void)* p);
+/// Walk the abandoned blocks of the heap's subprocess and tag (needs mi_option_visit_abandoned).
+bool mi_heap_visit_abandoned_blocks(mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun visitor, void* arg);
+/// One heap for all threads: each thread allocates in its backing heap through it.
+pragma(mangle, "mi_v3_heap_main") mi_heap_t* mi_heap_main();
+/// The heap of a block (the main heap for a block of the calling thread's default heap).
+pragma(mangle, "mi_v3_heap_of") mi_heap_t* mi_heap_of(const(void)* p);
+/// mi_heap_of(p) == heap, null standing for the main heap.
+pragma(mangle, "mi_v3_heap_contains") bool mi_heap_contains(const(mi_heap_t)* heap, const(void)* p);
+
+// ---- Arenas and OS memory: the pointer id
+pragma(mangle, "mi_v3_reserve_huge_os_pages_at_ex") int mi_reserve_huge_os_pages_at_ex(size_t pages, int numa_node, size_t timeout_msecs, bool exclusive, mi_arena_id_t* arena_id); ///
+pragma(mangle, "mi_v3_reserve_os_memory_ex") int mi_reserve_os_memory_ex(size_t size, bool commit, bool allow_large, bool exclusive, mi_arena_id_t* arena_id); ///
+pragma(mangle, "mi_v3_manage_os_memory_ex") bool mi_manage_os_memory_ex(void* start, size_t size, bool is_committed, bool is_large, bool is_zero, int numa_node, bool exclusive, mi_arena_id_t* arena_id); ///
+pragma(mangle, "mi_v3_arena_area") void* mi_arena_area(mi_arena_id_t arena_id, size_t* size); ///
+pragma(mangle, "mi_v3_arena_contains") bool mi_arena_contains(mi_arena_id_t arena_id, const(void)* p); ///
+
+// ---- Subprocesses: v3's struct
+pragma(mangle, "mi_v3_subproc_main") mi_subproc_id_t mi_subproc_main(); ///
+pragma(mangle, "mi_v3_subproc_current") mi_subproc_id_t mi_subproc_current(); ///
+pragma(mangle, "mi_v3_subproc_new") mi_subproc_id_t mi_subproc_new(); ///
+/// Release a subprocess once its threads have ended and its memory is free (main: ignored).
+void mi_subproc_destroy(mi_subproc_id_t subproc);
+pragma(mangle, "mi_v3_subproc_add_current_thread") void mi_subproc_add_current_thread(mi_subproc_id_t subproc); ///
+
+// ---- Theaps: a thread's own part of a heap
+/// The calling thread's part of `heap`, made on first use (null: the main heap's part).
+mi_theap_t* mi_heap_theap(mi_heap_t* heap);
+/// Make `theap` the thread's default; a shared heap's part is refused (null).
+mi_theap_t* mi_theap_set_default(mi_theap_t* theap);
+mi_theap_t* mi_theap_get_default(); ///
+void mi_theap_collect(mi_theap_t* theap, bool force); ///
+void* mi_theap_malloc(mi_theap_t* theap, size_t size); ///
+void* mi_theap_zalloc(mi_theap_t* theap, size_t size); ///
+void* mi_theap_calloc(mi_theap_t* theap, size_t count, size_t size); ///
+void* mi_theap_malloc_small(mi_theap_t* theap, size_t size); ///
+void* mi_theap_zalloc_small(mi_theap_t* theap, size_t size); ///
+void* mi_theap_malloc_aligned(mi_theap_t* theap, size_t size, size_t alignment); ///
+void* mi_theap_realloc(mi_theap_t* theap, void* p, size_t newsize); ///
+void mi_theap_guarded_set_sample_rate(mi_theap_t* theap, size_t sample_rate, size_t seed); ///
+void mi_theap_guarded_set_size_bound(mi_theap_t* theap, size_t min, size_t max); ///
+bool mi_theap_visit_blocks(const(mi_theap_t)* theap, bool visit_blocks, mi_block_visit_fun visitor, void* arg); ///
+
+// ---- Options: v3's numbering
+
+/// Option identifier in v3's numbering (the `mi_option_e` of v3 mode).
+enum mi_option_t : int
+{
+    mi_option_show_errors,                   /// 0: print errors and warnings
+    mi_option_show_stats,                    /// 1: print statistics at exit
+    mi_option_verbose,                       /// 2: print informational messages
+    mi_option_deprecated_eager_commit,       /// 3: commit segments eagerly (v2's `eager_commit`, same number)
+    mi_option_arena_eager_commit,            /// 4: commit arenas up front (2 = only on overcommit systems)
+    mi_option_purge_decommits,               /// 5: purge by decommitting (0 = reset only)
+    mi_option_allow_large_os_pages,          /// 6: allow 2/4 MiB large OS pages
+    mi_option_reserve_huge_os_pages,         /// 7: 1 GiB pages to reserve at start-up
+    mi_option_reserve_huge_os_pages_at,      /// 8: NUMA node for those pages (-1 = all)
+    mi_option_reserve_os_memory,             /// 9: KiB of OS memory to reserve at start-up
+    mi_option_deprecated_segment_cache,      /// 10: unused
+    mi_option_deprecated_page_reset,         /// 11: unused
+    mi_option_deprecated_abandoned_page_purge, /// 12: purge abandoned segments right away at thread exit (v2's `abandoned_page_purge`, same number)
+    mi_option_deprecated_segment_reset,      /// 13: unused
+    mi_option_deprecated_eager_commit_delay, /// 14: first N segments per thread are committed lazily (v2's `eager_commit_delay`, same number)
+    mi_option_purge_delay,                   /// 15: ms before unused memory is purged (-1 = never)
+    mi_option_use_numa_nodes,                /// 16: assume at most N NUMA nodes (0 = detect)
+    mi_option_disallow_os_alloc,             /// 17: only use pre-reserved arenas
+    mi_option_os_tag,                        /// 18: macOS VM tag
+    mi_option_max_errors,                    /// 19: maximum error messages printed
+    mi_option_max_warnings,                  /// 20: maximum warnings printed
+    mi_option_deprecated_max_segment_reclaim, /// 21: % of abandoned segments examined per reclaim (v2's `max_segment_reclaim`, same number)
+    mi_option_destroy_on_exit,               /// 22: release all memory at process exit
+    mi_option_arena_reserve,                 /// 23: KiB per arena reserved on demand
+    mi_option_arena_purge_mult,              /// 24: arena purge delay multiplier
+    mi_option_deprecated_purge_extend_delay, /// 25: extra purge delay on later frees (v2's `purge_extend_delay`, same number)
+    mi_option_disallow_arena_alloc,          /// 26: do not use arenas (except explicit arena heaps) (v2: 27)
+    mi_option_retry_on_oom,                  /// 27: Windows: ms to retry failed OS allocations (v2: 28)
+    mi_option_visit_abandoned,               /// 28: allow `mi_heap_visit_abandoned_blocks` (v2: 29)
+    mi_option_guarded_min,                   /// 29: guarded builds: minimum guarded size (v2: 30)
+    mi_option_guarded_max,                   /// 30: guarded builds: maximum guarded size (v2: 31)
+    mi_option_guarded_precise,               /// 31: place guarded objects right against the guard page (v2: 32)
+    mi_option_guarded_sample_rate,           /// 32: guard 1 in N eligible allocations (v2: 33)
+    mi_option_guarded_sample_seed,           /// 33: start of the sampling counter (0 = random) (v2: 34)
+    mi_option_generic_collect,               /// 34: collect every N slow-path allocations (v2: 36)
+    mi_option_page_reclaim_on_free,          /// 35: v3 only: kept and read back, no effect here
+    mi_option_page_full_retain,              /// 36: v3 only: kept and read back, no effect here
+    mi_option_page_max_candidates,           /// 37: v3 only: kept and read back, no effect here
+    mi_option_max_vabits,                    /// 38: v3 only: kept and read back, no effect here
+    mi_option_pagemap_commit,                /// 39: v3 only: kept and read back, no effect here
+    mi_option_page_commit_on_demand,         /// 40: v3 only: kept and read back, no effect here
+    mi_option_page_max_reclaim,              /// 41: v3 only: kept and read back, no effect here
+    mi_option_page_cross_thread_max_reclaim, /// 42: v3 only: kept and read back, no effect here
+    mi_option_allow_thp,                     /// 43: 0 = disable transparent huge pages (v2: 37)
+    mi_option_minimal_purge_size,            /// 44: v3 only (KiB): kept and read back, no effect here
+    mi_option_arena_max_object_size,         /// 45: v3 only (KiB): kept and read back, no effect here
+    mi_option_arena_is_numa_local,           /// 46: v3 only: kept and read back, no effect here
+    _mi_option_last,                         /// 47: number of options (v2: 38)
+    mi_option_large_os_pages = mi_option_allow_large_os_pages, ///
+    mi_option_eager_region_commit = mi_option_arena_eager_commit, ///
+    mi_option_reset_decommits = mi_option_purge_decommits, ///
+    mi_option_reset_delay = mi_option_purge_delay, ///
+    mi_option_limit_os_alloc = mi_option_disallow_os_alloc, ///
+    // this implementation's own (MI_OPTION_EXT_FIRST ..), the same in both modes
+    mi_option_live = 1000,                   /// 1000: live statistics for tools/mimalloc-live
+    mi_option_live_interval = 1001,          /// 1001: ms between publications of the live statistics
+    mi_option_purge_thread = 1002,           /// 1002: 0 = no background purger thread
+}
+/// The C tag name.
+alias mi_option_e = mi_option_t;
+
+// The C names of the values without the `mi_option_t.` prefix, as in C.
+static foreach (_mi_member; __traits(allMembers, mi_option_t))
+    mixin("enum mi_option_t " ~ _mi_member ~ " = mi_option_t." ~ _mi_member ~ ";");
+
+pragma(mangle, "mi_v3_option_is_enabled") bool mi_option_is_enabled(mi_option_t option); ///
+pragma(mangle, "mi_v3_option_enable") void mi_option_enable(mi_option_t option); ///
+pragma(mangle, "mi_v3_option_disable") void mi_option_disable(mi_option_t option); ///
+pragma(mangle, "mi_v3_option_set_enabled") void mi_option_set_enabled(mi_option_t option, bool enable); ///
+pragma(mangle, "mi_v3_option_set_enabled_default") void mi_option_set_enabled_default(mi_option_t option, bool enable); ///
+pragma(mangle, "mi_v3_option_get") c_long mi_option_get(mi_option_t option); ///
+pragma(mangle, "mi_v3_option_get_clamp") c_long mi_option_get_clamp(mi_option_t option, c_long min, c_long max); ///
+pragma(mangle, "mi_v3_option_get_size") size_t mi_option_get_size(mi_option_t option); ///
+pragma(mangle, "mi_v3_option_set") void mi_option_set(mi_option_t option, c_long value); ///
+pragma(mangle, "mi_v3_option_set_default") void mi_option_set_default(mi_option_t option, c_long value); ///

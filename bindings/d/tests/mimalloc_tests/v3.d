@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+/**
+Calls every function of mimalloc.v3 (mimalloc v3's API) at least once, with results that
+tell v3's meaning from v2's: a heap that several threads allocate in and free across, then
+deleted or destroyed; the main heap, the same in every thread; theaps; options by v3's
+numbers; arenas by pointer id; subprocesses by struct. Each call goes through `v!"name"(...)`;
+the last test fails if a function of the module was never called.
+*/
+module mimalloc_tests.v3;
+
+import core.atomic : atomicOp;
+import core.sync.barrier : Barrier;
+import core.thread : Thread;
+import std.algorithm : sort;
+import std.array : array, join;
+import std.traits : Parameters;
+
+static import mimalloc.capi;
+static import mimalloc.v3;
+import mimalloc.capi : mi_heap_t, mi_free, mi_malloc, mi_heap_malloc, mi_heap_delete, mi_heap_destroy,
+    mi_usable_size, mi_heap_get_backing;
+import mimalloc.v3 : mi_theap_t, mi_arena_id_t, mi_subproc_id_t, mi_option_t, mi_heap_area_t;
+
+__gshared bool[string] calledV3;
+
+/// Calls the function `name` of mimalloc.v3 and records the call.
+template v(string name)
+{
+    alias fn = __traits(getMember, mimalloc.v3, name);
+
+    auto v(Parameters!fn args)
+    {
+        synchronized calledV3[name] = true;
+        return fn(args);
+    }
+}
+
+unittest // a heap any thread allocates in: 4 threads, frees across threads, delete and destroy
+{
+    enum threads = 4, blocks = 400;
+    foreach (destroy; [false, true])
+    {
+        mi_heap_t* heap = v!"mi_heap_new"();
+        assert(heap !is null);
+        __gshared void*[blocks][threads] slots;
+        auto barrier = new Barrier(threads);
+        // each thread's delegate gets its own frame (a loop variable is shared by closures)
+        Thread worker(size_t t)
+        {
+            return new Thread({
+                foreach (i; 0 .. blocks)
+                {
+                    auto p = cast(ubyte*) mi_heap_malloc(heap, 16 + i % 100);
+                    assert(p !is null);
+                    *p = cast(ubyte) t;
+                    assert(v!"mi_heap_contains"(heap, p), "v3: the block is the heap's");
+                    slots[t][i] = p;
+                }
+                barrier.wait();
+                if (!destroy)
+                    foreach (p; slots[(t + 1) % threads])   // the next thread's blocks
+                    {
+                        assert(*cast(ubyte*) p == (t + 1) % threads);
+                        mi_free(p);
+                    }
+            });
+        }
+        Thread[] ts;
+        foreach (t; 0 .. threads)
+            ts ~= worker(t);
+        foreach (th; ts)
+            th.start();
+        foreach (th; ts)
+            th.join();
+        auto p = mi_heap_malloc(heap, 100);   // this thread uses it too
+        assert(p !is null);
+        if (destroy)
+            mi_heap_destroy(heap);
+        else
+        {
+            mi_free(p);
+            mi_heap_delete(heap);
+        }
+    }
+}
+
+unittest // the main heap: one heap for all threads, never deleted
+{
+    auto main = v!"mi_heap_main"();
+    assert(main !is null && main != mi_heap_get_backing());
+    __gshared mi_heap_t* other;
+    __gshared void* fromOther;
+    auto th = new Thread({ other = v!"mi_heap_main"(); fromOther = mi_heap_malloc(other, 24); });
+    th.start();
+    th.join();
+    assert(other == main && fromOther !is null);
+    mi_free(fromOther);
+    auto p = mi_malloc(40);
+    assert(v!"mi_heap_of"(p) == main, "a default block is the main heap's");
+    assert(v!"mi_heap_contains"(main, p) && v!"mi_heap_contains"(null, p));
+    mi_heap_delete(main);                       // refused: it still works
+    auto q = mi_heap_malloc(main, 8);
+    assert(q !is null && v!"mi_heap_of"(q) == main);
+    mi_free(p);
+    mi_free(q);
+    int stack;
+    assert(v!"mi_heap_of"(&stack) is null);
+}
+
+unittest // mi_check_owned: any heap of any thread (v2's looks in the thread's default heap)
+{
+    __gshared void* p;
+    auto th = new Thread({ p = mi_malloc(64); });
+    th.start();
+    th.join();
+    assert(v!"mi_check_owned"(p));
+    assert(!mimalloc.capi.mi_check_owned(p));
+    int stack;
+    assert(!v!"mi_check_owned"(&stack));
+    mi_free(p);
+}
+
+struct Count
+{
+    size_t areas, blocks;
+}
+
+extern (C) bool countBlocks(const(mi_heap_t)* heap, const(mi_heap_area_t)* area, void* block,
+                            size_t size, void* arg) nothrow
+{
+    auto c = cast(Count*) arg;
+    if (block is null)
+        c.areas++;
+    else
+        c.blocks++;
+    return true;
+}
+
+unittest // theaps
+{
+    auto heap = v!"mi_heap_new"();
+    mi_theap_t* theap = v!"mi_heap_theap"(heap);
+    assert(theap !is null && v!"mi_heap_theap"(heap) == theap);
+    __gshared mi_theap_t* other;
+    __gshared mi_heap_t* sharedHeap;
+    sharedHeap = heap;
+    auto th = new Thread({ other = v!"mi_heap_theap"(sharedHeap); });
+    th.start();
+    th.join();
+    assert(other !is null && other != theap, "another thread gets another part");
+    assert(v!"mi_heap_theap"(null) == v!"mi_theap_get_default"());
+    assert(v!"mi_heap_theap"(v!"mi_heap_main"()) == v!"mi_theap_get_default"());
+
+    auto a = cast(ubyte*) v!"mi_theap_malloc"(theap, 100);
+    auto z = cast(ubyte*) v!"mi_theap_zalloc"(theap, 300);
+    auto c = cast(ubyte*) v!"mi_theap_calloc"(theap, 10, 30);
+    auto s = cast(ubyte*) v!"mi_theap_malloc_small"(theap, 64);
+    auto zs = cast(ubyte*) v!"mi_theap_zalloc_small"(theap, 128);
+    auto al = cast(ubyte*) v!"mi_theap_malloc_aligned"(theap, 100, 256);
+    foreach (p; [a, z, c, s, zs, al])
+        assert(p !is null && v!"mi_heap_contains"(heap, p), "a theap's block is its heap's");
+    foreach (i; 0 .. 300)
+        assert(z[i] == 0 && c[i] == 0);
+    foreach (i; 0 .. 128)
+        assert(zs[i] == 0);
+    assert((cast(size_t) al & 255) == 0);
+    assert(v!"mi_theap_calloc"(theap, size_t.max, 2) is null, "overflow");
+    a[0 .. 100] = 9;
+    auto a2 = cast(ubyte*) v!"mi_theap_realloc"(theap, a, 5000);
+    assert(a2 !is null && a2[99] == 9 && mi_usable_size(a2) >= 5000);
+
+    Count n;
+    assert(v!"mi_theap_visit_blocks"(theap, true, &countBlocks, &n));
+    assert(n.blocks == 6 && n.areas >= 1);
+
+    // guarded builds only; elsewhere no effect: the theap keeps allocating
+    v!"mi_theap_guarded_set_sample_rate"(theap, 1, 0);
+    v!"mi_theap_guarded_set_size_bound"(theap, 0, 1 << 20);
+    auto g = v!"mi_theap_malloc"(theap, 64);
+    assert(g !is null);
+    foreach (p; [cast(void*) a2, cast(void*) z, cast(void*) c, cast(void*) s, cast(void*) zs, cast(void*) al, g])
+        mi_free(p);
+    v!"mi_theap_collect"(theap, true);
+    n = Count.init;
+    assert(v!"mi_theap_visit_blocks"(theap, true, &countBlocks, &n));
+    assert(n.blocks == 0, "freed and collected");
+
+    // a shared heap's part is never a default theap (null); the thread's own is
+    auto dflt = v!"mi_theap_get_default"();
+    assert(v!"mi_theap_set_default"(theap) is null);
+    assert(v!"mi_theap_get_default"() == dflt);
+    assert(v!"mi_theap_set_default"(dflt) == dflt);
+    mi_heap_delete(heap);
+}
+
+unittest // options by v3's numbers
+{
+    import mimalloc.v3 : o = mi_option_t;
+    // generic_collect is v3's 34, v2's 36; allow_thp v3's 43, v2's 37
+    assert(v!"mi_option_get"(o.mi_option_allow_thp) == mimalloc.capi.mi_option_get(mimalloc.capi.mi_option_t.mi_option_allow_thp));
+    v!"mi_option_set"(o.mi_option_generic_collect, 12345);
+    assert(mimalloc.capi.mi_option_get(mimalloc.capi.mi_option_t.mi_option_generic_collect) == 12345);
+    assert(v!"mi_option_get_clamp"(o.mi_option_generic_collect, 0, 100) == 100);
+    // a v3-only option keeps what the program sets
+    v!"mi_option_set"(o.mi_option_page_max_candidates, 7);
+    v!"mi_option_set_default"(o.mi_option_page_max_candidates, 99);   // already set: kept
+    assert(v!"mi_option_get"(o.mi_option_page_max_candidates) == 7);
+    v!"mi_option_disable"(o.mi_option_page_full_retain);
+    assert(!v!"mi_option_is_enabled"(o.mi_option_page_full_retain));
+    v!"mi_option_enable"(o.mi_option_page_full_retain);
+    assert(v!"mi_option_is_enabled"(o.mi_option_page_full_retain));
+    v!"mi_option_set_enabled"(o.mi_option_page_full_retain, false);
+    v!"mi_option_set_enabled_default"(o.mi_option_page_full_retain, true);   // already set
+    assert(v!"mi_option_get"(o.mi_option_page_full_retain) == 0);
+    v!"mi_option_set"(o.mi_option_arena_max_object_size, 3);            // KiB
+    assert(v!"mi_option_get_size"(o.mi_option_arena_max_object_size) == 3 * 1024);
+}
+
+unittest // arenas by pointer id
+{
+    mi_arena_id_t id;
+    assert(v!"mi_reserve_os_memory_ex"(64 << 20, false, false, true, &id) == 0 && id !is null);
+    size_t size;
+    auto start = v!"mi_arena_area"(id, &size);
+    assert(start !is null && size >= 32 << 20);
+    auto heap = v!"mi_heap_new_in_arena"(id);
+    assert(heap !is null);
+    auto p = mi_heap_malloc(heap, 1000);
+    assert(p !is null && v!"mi_arena_contains"(id, p));
+    auto q = mi_malloc(1000);
+    assert(!v!"mi_arena_contains"(id, q), "a default block is in no exclusive arena");
+    mi_free(p);
+    mi_free(q);
+    mi_heap_delete(heap);
+
+    import core.sys.posix.sys.mman : mmap, PROT_READ, PROT_WRITE, MAP_PRIVATE, MAP_ANON, MAP_FAILED;
+    const min = mimalloc.capi.mi_arena_min_size(), align_ = mimalloc.capi.mi_arena_min_alignment();
+    auto raw = cast(ubyte*) mmap(null, 3 * min + align_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+    assert(raw != MAP_FAILED);
+    auto mem = cast(ubyte*) ((cast(size_t) raw + align_ - 1) & ~(align_ - 1));   // kept by the arena
+    mi_arena_id_t id2;
+    assert(v!"mi_manage_os_memory_ex"(mem, 2 * min, true, false, true, -1, true, &id2));
+    assert(id2 !is null && id2 != id && v!"mi_arena_contains"(id2, mem + min));
+
+    // 1 GiB pages are rarely there: either an arena or a null id
+    mi_arena_id_t id3 = cast(void*) 1;
+    const err = v!"mi_reserve_huge_os_pages_at_ex"(1, -1, 10, true, &id3);
+    assert((err == 0) == (id3 !is null));
+}
+
+unittest // subprocesses by struct
+{
+    auto main = v!"mi_subproc_main"();
+    assert(main._mi_subproc_id is null && v!"mi_subproc_current"() == main);
+    __gshared mi_subproc_id_t sp, seen;
+    sp = v!"mi_subproc_new"();
+    assert(sp._mi_subproc_id !is null);
+    auto th = new Thread({
+        v!"mi_subproc_add_current_thread"(sp);
+        mi_free(mi_malloc(10));
+        seen = v!"mi_subproc_current"();
+    });
+    th.start();
+    th.join();
+    assert(seen == sp, "the thread moved into the new subprocess");
+    assert(v!"mi_subproc_current"() == main);
+    v!"mi_subproc_destroy"(sp);
+    v!"mi_subproc_destroy"(main);   // ignored
+}
+
+unittest // abandoned blocks: a block of an ended thread, found through the main heap
+{
+    // v3's number of the option (28; v2's 29), which the walk needs
+    v!"mi_option_enable"(mi_option_t.mi_option_visit_abandoned);
+    assert(mimalloc.capi.mi_option_is_enabled(mimalloc.capi.mi_option_t.mi_option_visit_abandoned));
+    __gshared void* left;
+    auto th = new Thread({ left = mi_malloc(200); });   // abandoned with its thread
+    th.start();
+    th.join();
+    __gshared void* wanted;
+    wanted = left;
+    static extern (C) bool find(const(mi_heap_t)*, const(mi_heap_area_t)* area, void* block, size_t, void* arg) nothrow
+    {
+        if (block !is null && block is wanted)
+            *cast(bool*) arg = true;
+        return true;
+    }
+    bool found;
+    assert(v!"mi_heap_visit_abandoned_blocks"(null, true, &find, &found));
+    assert(found, "the ended thread's block is visited");
+    mi_free(left);
+}
+
+unittest // keep last: every function of mimalloc.v3 was called by the tests above
+{
+    string[] missing;
+    static foreach (m; __traits(allMembers, mimalloc.v3))
+        static if (is(typeof(__traits(getMember, mimalloc.v3, m)) == function))
+            if (m !in calledV3)
+                missing ~= m;
+    assert(missing.length == 0, "functions of mimalloc.v3 never called: " ~ missing.sort.array.join(", "));
+}
