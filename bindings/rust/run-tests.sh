@@ -22,6 +22,9 @@ run cargo test --manifest-path "$manifest" -p mimalloc-compat-sys -p mimalloc-co
 for features in override secure debug; do
   run cargo test --manifest-path "$manifest" -p mimalloc-compat --features "$features" \
     --test build_features --test global_alloc --test profile --lib
+  # the v3 API on the same build (a heap shared by threads in the debug and secure builds too)
+  run cargo test --manifest-path "$manifest" -p mimalloc-compat-sys -p mimalloc-compat \
+    --features "mimalloc-compat/$features mimalloc-compat/v3" --test v3
 done
 # lints, default and all features (the benchmark crate too, in its default build)
 run cargo clippy --manifest-path "$manifest" --workspace --all-targets -- -D warnings
