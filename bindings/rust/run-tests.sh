@@ -17,7 +17,7 @@ run() {
 # and all doc tests)
 run cargo test --manifest-path "$manifest" --workspace --exclude mimalloc-compat-bench --features mimalloc-compat/allocator-api2
 # the v3 API (the `v3` feature): its modules' tests and doc tests
-run cargo test --manifest-path "$manifest" -p mimalloc-compat-sys -p mimalloc-compat --features mimalloc-compat/v3
+run cargo test --manifest-path "$manifest" -p mimalloc-compat-sys -p mimalloc-compat --features mimalloc-compat/v3,mimalloc-compat/allocator-api2
 # each build variant of the C library: the feature checks and the global-allocator tests
 for features in override secure debug; do
   run cargo test --manifest-path "$manifest" -p mimalloc-compat --features "$features" \

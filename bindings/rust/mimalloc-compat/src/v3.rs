@@ -129,6 +129,14 @@ impl SharedHeap {
         ffi::mi_heap_realloc(self.as_ptr(), p.cast(), newsize).cast()
     }
 
+    /// [`SharedHeap::realloc`] keeping an alignment.
+    ///
+    /// # Safety
+    /// As for [`SharedHeap::realloc`].
+    pub unsafe fn realloc_aligned(&self, p: *mut u8, newsize: usize, alignment: usize) -> *mut u8 {
+        ffi::mi_heap_realloc_aligned(self.as_ptr(), p.cast(), newsize, alignment).cast()
+    }
+
     /// Whether `p` is a block of this heap that the calling thread allocated (v3's
     /// `mi_heap_contains`; for the main heap: a block of the thread's default heap). Any
     /// pointer may be passed.
@@ -168,6 +176,60 @@ impl Drop for SharedHeap {
     fn drop(&mut self) {
         if self.owned {
             unsafe { ffi::mi_heap_delete(self.as_ptr()) }
+        }
+    }
+}
+
+#[cfg(feature = "allocator-api2")]
+mod api2 {
+    use super::SharedHeap;
+    use allocator_api2::alloc::{AllocError, Allocator};
+    use core::alloc::Layout;
+    use core::ptr::NonNull;
+
+    /// Allocation in a shared heap through the `allocator_api2` interface: `&heap` is the
+    /// allocator of collections that any thread may grow (`&SharedHeap` is `Send` and an
+    /// `Allocator` through `allocator_api2`'s impl for references).
+    unsafe impl Allocator for SharedHeap {
+        fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+            self.alloc(layout)
+                .map(|p| NonNull::slice_from_raw_parts(p, layout.size()))
+                .ok_or(AllocError)
+        }
+
+        fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+            self.alloc_zeroed(layout)
+                .map(|p| NonNull::slice_from_raw_parts(p, layout.size()))
+                .ok_or(AllocError)
+        }
+
+        unsafe fn deallocate(&self, ptr: NonNull<u8>, _layout: Layout) {
+            crate::ffi::mi_free(ptr.as_ptr().cast())
+        }
+
+        unsafe fn grow(&self, ptr: NonNull<u8>, old_layout: Layout, new_layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+            self.resize(ptr, old_layout, new_layout)
+        }
+
+        unsafe fn shrink(&self, ptr: NonNull<u8>, old_layout: Layout, new_layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+            self.resize(ptr, old_layout, new_layout)
+        }
+    }
+
+    impl SharedHeap {
+        unsafe fn resize(&self, ptr: NonNull<u8>, old_layout: Layout, new_layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+            if new_layout.align() != old_layout.align() {
+                // a changed alignment: allocate, copy, free
+                let new = self.alloc(new_layout).ok_or(AllocError)?;
+                let n = old_layout.size().min(new_layout.size());
+                core::ptr::copy_nonoverlapping(ptr.as_ptr(), new.as_ptr(), n);
+                crate::ffi::mi_free(ptr.as_ptr().cast());
+                return Ok(NonNull::slice_from_raw_parts(new, new_layout.size()));
+            }
+            let p = self.realloc_aligned(ptr.as_ptr(), new_layout.size(), new_layout.align());
+            NonNull::new(p)
+                .map(|p| NonNull::slice_from_raw_parts(p, new_layout.size()))
+                .ok_or(AllocError)
         }
     }
 }

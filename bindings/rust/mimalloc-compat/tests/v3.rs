@@ -71,7 +71,9 @@ fn shared_heap_allocation_functions() {
     assert!(unsafe { std::slice::from_raw_parts(lz.as_ptr(), 48) }.iter().all(|&b| b == 0));
     unsafe {
         a.write_bytes(5, 100);
-        let a2 = heap.realloc(a, 100_000);
+        let a1 = heap.realloc_aligned(a, 200, 4096);
+        assert!(!a1.is_null() && a1 as usize % 4096 == 0 && *a1.add(99) == 5);
+        let a2 = heap.realloc(a1, 100_000);
         assert!(!a2.is_null() && *a2.add(99) == 5 && heap.contains(a2));
         for p in [a2, z, l.as_ptr(), lz.as_ptr()] {
             ffi::mi_free(p.cast());
@@ -187,5 +189,43 @@ fn shared_heap_in_an_arena() {
             ffi::mi_free(x.cast());
         }
     }
+    heap.delete();
+}
+
+/// `&SharedHeap` as an `allocator_api2` allocator: vectors in one heap, grown on several
+/// threads, dropped on another one.
+#[cfg(feature = "allocator-api2")]
+#[test]
+fn shared_heap_as_allocator_api2() {
+    use allocator_api2::vec::Vec as AVec;
+    let heap = SharedHeap::new();
+    let vecs: Vec<AVec<u64, &SharedHeap>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..4u64)
+            .map(|t| {
+                let heap = &heap;
+                s.spawn(move || {
+                    let mut v = AVec::new_in(heap);
+                    for i in 0..10_000 {
+                        v.push(t * 100_000 + i);
+                    }
+                    assert!(heap.contains(v.as_ptr().cast()), "grown in this thread's part");
+                    v
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    for (t, v) in vecs.iter().enumerate() {
+        assert_eq!(v.len(), 10_000);
+        assert!(v.iter().enumerate().all(|(i, &x)| x == t as u64 * 100_000 + i as u64));
+    }
+    std::thread::scope(|s| {
+        s.spawn(move || drop(vecs)); // freed on yet another thread
+    });
+    let mut z = AVec::<u8, _>::with_capacity_in(10, &heap);
+    z.extend_from_slice(&[1, 2, 3]);
+    z.shrink_to_fit();
+    assert_eq!(&z[..], &[1, 2, 3]);
+    drop(z);
     heap.delete();
 }
