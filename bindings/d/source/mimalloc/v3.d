@@ -198,3 +198,153 @@ pragma(mangle, "mi_v3_option_get_clamp") c_long mi_option_get_clamp(mi_option_t 
 pragma(mangle, "mi_v3_option_get_size") size_t mi_option_get_size(mi_option_t option); ///
 pragma(mangle, "mi_v3_option_set") void mi_option_set(mi_option_t option, c_long value); ///
 pragma(mangle, "mi_v3_option_set_default") void mi_option_set_default(mi_option_t option, c_long value); ///
+
+// ---- An allocator for std.experimental.allocator
+
+extern (D):
+
+/**
+A heap that any thread may allocate in (`mi_heap_new` of v3 mode) as an allocator for
+`std.experimental.allocator` (`make`, `makeArray`, `dispose`, ...). Share it between threads
+by reference (`&heap` in the threads' delegates); every thread allocates in its own part of
+the heap, and any thread may free a block. Not copyable.
+
+When it is destroyed the heap is deleted: blocks still allocated stay valid. `deallocateAll`
+frees every block of every thread at once; call it (and let the allocator go) only when no
+other thread allocates in it any more.
+*/
+struct MiSharedHeapAllocator
+{
+    import std.experimental.allocator.common : platformAlignment;
+    import std.typecons : Ternary;
+    static import mimalloc.capi;
+
+    /// Every block is aligned at least to this (16 on x86-64).
+    enum uint alignment = platformAlignment;
+
+    private mi_heap_t* heap_;
+    private mi_arena_id_t arena_;
+
+    @disable this(this);
+
+    /// A new heap in the given exclusive arena (null: any); check `heap !is null` for out
+    /// of memory. A heap in an arena cannot be destroyed: `deallocateAll` fails for it.
+    this(mi_arena_id_t arena) @trusted @nogc nothrow
+    {
+        arena_ = arena;
+        heap_ = arena is null ? mi_heap_new() : mi_heap_new_in_arena(arena);
+    }
+
+    /// A new heap in no particular arena.
+    static MiSharedHeapAllocator create() @trusted @nogc nothrow
+    {
+        return MiSharedHeapAllocator(null);
+    }
+
+    ~this() @trusted @nogc nothrow
+    {
+        if (heap_ !is null)
+            mimalloc.capi.mi_heap_delete(heap_);
+        heap_ = null;
+    }
+
+    /// The C heap (for the `mi_heap_*` functions).
+    inout(mi_heap_t)* heap() inout @safe @nogc nothrow pure
+    {
+        return heap_;
+    }
+
+@trusted @nogc nothrow:
+
+    // blocks of at least `alignment` bytes are aligned to it; smaller ones only to 8
+    private static size_t atLeastMin(size_t n) pure @safe
+    {
+        return n < alignment ? alignment : n;
+    }
+
+    private static size_t alignArg(uint a) pure @safe
+    {
+        if (a == 0 || (a & (a - 1)) != 0)
+            return 0;
+        return a < alignment ? alignment : a;
+    }
+
+    ///
+    void[] allocate(size_t bytes)
+    {
+        if (bytes == 0 || heap_ is null)
+            return null;
+        auto p = mimalloc.capi.mi_heap_malloc(heap_, atLeastMin(bytes));
+        return p is null ? null : p[0 .. bytes];
+    }
+
+    ///
+    void[] alignedAllocate(size_t bytes, uint a)
+    {
+        if (bytes == 0 || heap_ is null || alignArg(a) == 0)
+            return null;
+        auto p = mimalloc.capi.mi_heap_malloc_aligned(heap_, atLeastMin(bytes), alignArg(a));
+        return p is null ? null : p[0 .. bytes];
+    }
+
+    ///
+    void[] allocateZeroed(size_t bytes)
+    {
+        if (bytes == 0 || heap_ is null)
+            return null;
+        auto p = mimalloc.capi.mi_heap_zalloc(heap_, atLeastMin(bytes));
+        return p is null ? null : p[0 .. bytes];
+    }
+
+    /// Frees `b` (from any thread).
+    bool deallocate(void[] b)
+    {
+        mimalloc.capi.mi_free(b.ptr);
+        return true;
+    }
+
+    /// Resizes `b`; a moved block is allocated in the calling thread's part of this heap.
+    bool reallocate(ref void[] b, size_t s)
+    {
+        if (s == 0)
+        {
+            mimalloc.capi.mi_free(b.ptr);
+            b = null;
+            return true;
+        }
+        if (heap_ is null)
+            return false;
+        auto p = mimalloc.capi.mi_heap_realloc(heap_, b.ptr, atLeastMin(s));
+        if (p is null)
+            return false;
+        b = p[0 .. s];
+        return true;
+    }
+
+    ///
+    size_t goodAllocSize(size_t n)
+    {
+        return n == 0 ? 0 : mimalloc.capi.mi_good_size(atLeastMin(n));
+    }
+
+    /// `Ternary.yes` for a block the calling thread allocated in this heap (v3's
+    /// `mi_heap_contains`); `Ternary.unknown` otherwise (another thread's block is not told
+    /// from a block of another heap).
+    Ternary owns(const void[] b)
+    {
+        if (heap_ !is null && b.ptr !is null && mi_heap_contains(heap_, b.ptr))
+            return Ternary.yes;
+        return Ternary.unknown;
+    }
+
+    /// Frees every block of the heap, of every thread, at once (`mi_heap_destroy`) and
+    /// starts a new heap. False for a heap in an arena (not destroyable), or out of memory.
+    bool deallocateAll()
+    {
+        if (heap_ is null || arena_ !is null)
+            return false;
+        mimalloc.capi.mi_heap_destroy(heap_);
+        heap_ = mi_heap_new();
+        return heap_ !is null;
+    }
+}

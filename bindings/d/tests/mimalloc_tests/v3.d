@@ -300,3 +300,67 @@ unittest // keep last: every function of mimalloc.v3 was called by the tests abo
                 missing ~= m;
     assert(missing.length == 0, "functions of mimalloc.v3 never called: " ~ missing.sort.array.join(", "));
 }
+
+unittest // MiSharedHeapAllocator: make, makeArray, dispose from 4 threads, deallocateAll
+{
+    import std.experimental.allocator : make, makeArray, dispose;
+    import std.typecons : Ternary;
+    import mimalloc.v3 : MiSharedHeapAllocator;
+
+    auto heap = MiSharedHeapAllocator.create();
+    assert(heap.heap !is null);
+    static struct Node { long value; Node* next; }
+    __gshared long[][4] arrays;
+    auto barrier = new Barrier(4);
+    Thread worker(size_t t)
+    {
+        return new Thread({
+            Node* list;
+            foreach (i; 0 .. 1000)
+                list = heap.make!Node(t * 1000 + i, list);
+            arrays[t] = heap.makeArray!long(500, cast(long) t);
+            assert(heap.owns(arrays[t]) == Ternary.yes);
+            for (auto n = list; n !is null; )
+            {
+                auto next = n.next;
+                heap.dispose(n);
+                n = next;
+            }
+            barrier.wait();
+            heap.dispose(arrays[(t + 1) % 4]);   // another thread's array
+        });
+    }
+    Thread[] ts;
+    foreach (t; 0 .. 4)
+        ts ~= worker(t);
+    foreach (th; ts)
+        th.start();
+    foreach (th; ts)
+        th.join();
+
+    auto z = cast(ubyte[]) heap.allocateZeroed(100);
+    assert(z.length == 100 && heap.owns(z) == Ternary.yes);
+    foreach (b; z)
+        assert(b == 0);
+    void[] a = heap.alignedAllocate(100, 4096);
+    assert(a.length == 100 && (cast(size_t) a.ptr & 4095) == 0);
+    assert(heap.alignedAllocate(100, 3) is null);
+    assert(heap.reallocate(a, 50_000) && a.length == 50_000);
+    assert(heap.goodAllocSize(1) >= MiSharedHeapAllocator.alignment);
+    int stack;
+    assert(heap.owns((&stack)[0 .. 1]) == Ternary.unknown);
+    assert(heap.deallocateAll());   // frees z and a, and starts a new heap
+    assert(heap.heap !is null);
+    auto b = heap.allocate(10);
+    assert(b.length == 10 && heap.owns(b) == Ternary.yes && heap.deallocate(b));
+
+    // a heap in an exclusive arena: its blocks are there; it cannot be destroyed
+    mi_arena_id_t id;
+    assert(mimalloc.v3.mi_reserve_os_memory_ex(32 << 20, false, false, true, &id) == 0);
+    auto inArena = MiSharedHeapAllocator(id);
+    auto c = inArena.allocate(1000);
+    assert(c.length == 1000 && mimalloc.v3.mi_arena_contains(id, c.ptr));
+    assert(!mimalloc.v3.mi_arena_contains(id, heap.allocate(1000).ptr));
+    assert(!inArena.deallocateAll());
+    inArena.deallocate(c);
+}
