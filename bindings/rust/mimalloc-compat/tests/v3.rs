@@ -55,6 +55,10 @@ fn shared_heap_across_threads() {
 
 #[test]
 fn shared_heap_allocation_functions() {
+    let other = SharedHeap::try_new().expect("a heap");
+    let default = SharedHeap::default();
+    assert!(!other.is_main() && !default.is_main() && other.as_ptr() != default.as_ptr());
+    drop((other, default));
     let heap = SharedHeap::new();
     assert!(!heap.is_main());
     let a = heap.malloc_aligned(100, 4096);
