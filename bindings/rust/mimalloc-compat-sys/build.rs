@@ -1,7 +1,7 @@
 //! Builds the allocator from the repository's C sources: the whole library is the one
 //! translation unit `src/static.c`, compiled with the `cc` crate (no CMake), plus the small
-//! layout probe `c/probe.c` that the tests read (the linker drops it from programs that do
-//! not call it).
+//! layout probes `c/probe.c` and `c/probe_v3.c` (the header in its `MI_V3_API` mode) that the
+//! tests read (the linker drops them from programs that do not call them).
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -53,6 +53,7 @@ fn main() {
     build
         .file(root.join("src/static.c"))
         .file(manifest_dir.join("c/probe.c"))
+        .file(manifest_dir.join("c/probe_v3.c"))
         .include(&include)
         .warnings(false)
         .flag("-std=gnu11")
@@ -98,5 +99,6 @@ fn main() {
     println!("cargo:rerun-if-changed={}", root.join("src").display());
     println!("cargo:rerun-if-changed={}", include.display());
     println!("cargo:rerun-if-changed=c/probe.c");
+    println!("cargo:rerun-if-changed=c/probe_v3.c");
     println!("cargo:rerun-if-changed=build.rs");
 }

@@ -577,5 +577,7 @@ pub mod probe {
     extern "C" {
         /// The table and its length.
         pub fn mi_compat_probe_table(count: *mut usize) -> *const mi_compat_probe_entry_t;
+        /// The table of the header's v3 mode (`c/probe_v3.c`) and its length.
+        pub fn mi_compat_probe_v3_table(count: *mut usize) -> *const mi_compat_probe_entry_t;
     }
 }

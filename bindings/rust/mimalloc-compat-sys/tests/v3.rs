@@ -363,3 +363,113 @@ fn visit_abandoned_blocks() {
         ffi::mi_free(left as *mut c_void);
     }
 }
+
+/// The C compiler's view of the header's v3 mode (`c/probe_v3.c`) against this module: the
+/// sizes, alignments and field offsets of the v3 types and every option value, both ways.
+#[test]
+fn v3_definitions_match_the_c_compiler() {
+    use std::collections::BTreeMap;
+    use std::mem::{align_of, offset_of, size_of};
+    use v3::*;
+    let mut count = 0usize;
+    let table = unsafe { ffi::probe::mi_compat_probe_v3_table(&mut count) };
+    let rows = unsafe { std::slice::from_raw_parts(table, count) };
+    let c: BTreeMap<String, i64> = rows
+        .iter()
+        .map(|r| (unsafe { std::ffi::CStr::from_ptr(r.name) }.to_str().unwrap().to_string(), r.value))
+        .collect();
+    assert_eq!(c.len(), count, "a probe row twice");
+    let mut rust: Vec<(&str, i64)> = vec![
+        ("sizeof(mi_arena_id_t)", size_of::<mi_arena_id_t>() as i64),
+        ("alignof(mi_arena_id_t)", align_of::<mi_arena_id_t>() as i64),
+        ("sizeof(mi_subproc_id_t)", size_of::<mi_subproc_id_t>() as i64),
+        ("alignof(mi_subproc_id_t)", align_of::<mi_subproc_id_t>() as i64),
+        ("offsetof(mi_subproc_id_t,_mi_subproc_id)", offset_of!(mi_subproc_id_t, _mi_subproc_id) as i64),
+        ("sizeof(mi_subproc_id_t._mi_subproc_id)", size_of::<*mut c_void>() as i64),
+        ("sizeof(mi_option_t)", size_of::<mi_option_t>() as i64),
+        ("alignof(mi_option_t)", align_of::<mi_option_t>() as i64),
+        ("sizeof(mi_heap_area_t)", size_of::<mi_heap_area_t>() as i64),
+        ("alignof(mi_heap_area_t)", align_of::<mi_heap_area_t>() as i64),
+    ];
+    macro_rules! field {
+        ($($f:ident: $t:ty),*) => {$(
+            rust.push((concat!("offsetof(mi_heap_area_t,", stringify!($f), ")"), offset_of!(mi_heap_area_t, $f) as i64));
+            rust.push((concat!("sizeof(mi_heap_area_t.", stringify!($f), ")"), size_of::<$t>() as i64));
+        )*};
+    }
+    field!(blocks: *mut c_void, reserved: usize, committed: usize, used: usize, block_size: usize,
+           full_block_size: usize, reserved1: *mut c_void);
+    rust.extend_from_slice(&[
+        ("mi_option_show_errors", mi_option_show_errors as i64),
+        ("mi_option_show_stats", mi_option_show_stats as i64),
+        ("mi_option_verbose", mi_option_verbose as i64),
+        ("mi_option_deprecated_eager_commit", mi_option_deprecated_eager_commit as i64),
+        ("mi_option_arena_eager_commit", mi_option_arena_eager_commit as i64),
+        ("mi_option_purge_decommits", mi_option_purge_decommits as i64),
+        ("mi_option_allow_large_os_pages", mi_option_allow_large_os_pages as i64),
+        ("mi_option_reserve_huge_os_pages", mi_option_reserve_huge_os_pages as i64),
+        ("mi_option_reserve_huge_os_pages_at", mi_option_reserve_huge_os_pages_at as i64),
+        ("mi_option_reserve_os_memory", mi_option_reserve_os_memory as i64),
+        ("mi_option_deprecated_segment_cache", mi_option_deprecated_segment_cache as i64),
+        ("mi_option_deprecated_page_reset", mi_option_deprecated_page_reset as i64),
+        ("mi_option_deprecated_abandoned_page_purge", mi_option_deprecated_abandoned_page_purge as i64),
+        ("mi_option_deprecated_segment_reset", mi_option_deprecated_segment_reset as i64),
+        ("mi_option_deprecated_eager_commit_delay", mi_option_deprecated_eager_commit_delay as i64),
+        ("mi_option_purge_delay", mi_option_purge_delay as i64),
+        ("mi_option_use_numa_nodes", mi_option_use_numa_nodes as i64),
+        ("mi_option_disallow_os_alloc", mi_option_disallow_os_alloc as i64),
+        ("mi_option_os_tag", mi_option_os_tag as i64),
+        ("mi_option_max_errors", mi_option_max_errors as i64),
+        ("mi_option_max_warnings", mi_option_max_warnings as i64),
+        ("mi_option_deprecated_max_segment_reclaim", mi_option_deprecated_max_segment_reclaim as i64),
+        ("mi_option_destroy_on_exit", mi_option_destroy_on_exit as i64),
+        ("mi_option_arena_reserve", mi_option_arena_reserve as i64),
+        ("mi_option_arena_purge_mult", mi_option_arena_purge_mult as i64),
+        ("mi_option_deprecated_purge_extend_delay", mi_option_deprecated_purge_extend_delay as i64),
+        ("mi_option_disallow_arena_alloc", mi_option_disallow_arena_alloc as i64),
+        ("mi_option_retry_on_oom", mi_option_retry_on_oom as i64),
+        ("mi_option_visit_abandoned", mi_option_visit_abandoned as i64),
+        ("mi_option_guarded_min", mi_option_guarded_min as i64),
+        ("mi_option_guarded_max", mi_option_guarded_max as i64),
+        ("mi_option_guarded_precise", mi_option_guarded_precise as i64),
+        ("mi_option_guarded_sample_rate", mi_option_guarded_sample_rate as i64),
+        ("mi_option_guarded_sample_seed", mi_option_guarded_sample_seed as i64),
+        ("mi_option_generic_collect", mi_option_generic_collect as i64),
+        ("mi_option_page_reclaim_on_free", mi_option_page_reclaim_on_free as i64),
+        ("mi_option_page_full_retain", mi_option_page_full_retain as i64),
+        ("mi_option_page_max_candidates", mi_option_page_max_candidates as i64),
+        ("mi_option_max_vabits", mi_option_max_vabits as i64),
+        ("mi_option_pagemap_commit", mi_option_pagemap_commit as i64),
+        ("mi_option_page_commit_on_demand", mi_option_page_commit_on_demand as i64),
+        ("mi_option_page_max_reclaim", mi_option_page_max_reclaim as i64),
+        ("mi_option_page_cross_thread_max_reclaim", mi_option_page_cross_thread_max_reclaim as i64),
+        ("mi_option_allow_thp", mi_option_allow_thp as i64),
+        ("mi_option_minimal_purge_size", mi_option_minimal_purge_size as i64),
+        ("mi_option_arena_max_object_size", mi_option_arena_max_object_size as i64),
+        ("mi_option_arena_is_numa_local", mi_option_arena_is_numa_local as i64),
+        ("_mi_option_last", _mi_option_last as i64),
+        ("mi_option_large_os_pages", mi_option_large_os_pages as i64),
+        ("mi_option_eager_region_commit", mi_option_eager_region_commit as i64),
+        ("mi_option_reset_decommits", mi_option_reset_decommits as i64),
+        ("mi_option_reset_delay", mi_option_reset_delay as i64),
+        ("mi_option_limit_os_alloc", mi_option_limit_os_alloc as i64),
+        ("mi_option_live", mi_option_live as i64),
+        ("mi_option_live_interval", mi_option_live_interval as i64),
+        ("mi_option_purge_thread", mi_option_purge_thread as i64),
+    ]);
+    let mut problems = Vec::new();
+    for (name, value) in &rust {
+        match c.get(*name) {
+            None => problems.push(format!("{name} = {value} in Rust, not in c/probe_v3.c")),
+            Some(v) if v != value => problems.push(format!("{name} = {v} in C (v3 mode), {value} in Rust")),
+            Some(_) => {}
+        }
+    }
+    for name in c.keys() {
+        if !rust.iter().any(|(n, _)| n == name) {
+            problems.push(format!("{name}: in c/probe_v3.c, not compared"));
+        }
+    }
+    assert!(problems.is_empty(), "{} mismatches:\n{}", problems.len(), problems.join("\n"));
+    assert!(rust.len() > 70);
+}
