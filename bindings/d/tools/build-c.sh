@@ -2,7 +2,8 @@
 # Builds the C library of this repository for one variant of the D package:
 #   build/c/<variant>/mimalloc.o              src/static.c (the whole library, one object)
 #   build/c/<variant>/mimalloc-probe.o        c/probe.c (layout/enum values for the tests)
-#   build/c/<variant>/libmimalloc-compat.a    both objects
+#   build/c/<variant>/mimalloc-probe-v3.o     c/probe_v3.c (the same for the header's v3 mode)
+#   build/c/<variant>/libmimalloc-compat.a    the three objects
 # Run by dub (preGenerateCommands in dub.sdl) before every build; it does nothing when the
 # archive is newer than every C source and header and was built with the same flags.
 # Variants: release, override, secure, debug. CC and AR may be set (default cc, ar).
@@ -42,9 +43,11 @@ mkdir -p "$out"
 echo "mimalloc-compat: building the C library ($variant): $cmd -c src/static.c" >&2
 $cmd -c "$root/src/static.c" -o "$out/mimalloc.o.tmp"
 $cmd -c "$pkg/c/probe.c" -o "$out/mimalloc-probe.o.tmp"
+$cmd -c "$pkg/c/probe_v3.c" -o "$out/mimalloc-probe-v3.o.tmp"
 mv "$out/mimalloc.o.tmp" "$out/mimalloc.o"
 mv "$out/mimalloc-probe.o.tmp" "$out/mimalloc-probe.o"
+mv "$out/mimalloc-probe-v3.o.tmp" "$out/mimalloc-probe-v3.o"
 rm -f "$lib.tmp"
-$ar rcs "$lib.tmp" "$out/mimalloc.o" "$out/mimalloc-probe.o"
+$ar rcs "$lib.tmp" "$out/mimalloc.o" "$out/mimalloc-probe.o" "$out/mimalloc-probe-v3.o"
 mv "$lib.tmp" "$lib"
 printf '%s\n' "$cmd" > "$stamp"

@@ -701,3 +701,40 @@ unittest // v3's types have the header's layout (same sizes as v2 mode's, a poin
     static assert(mimalloc.v3.mi_subproc_id_t.sizeof == (void*).sizeof);
     static assert(mimalloc.v3.mi_arena_id_t.sizeof == (void*).sizeof);
 }
+
+extern (C) const(ProbeEntry)* mimalloc_d_probe_v3_table(size_t* count) nothrow @nogc;
+
+unittest // mimalloc.v3's types and option values against the C compiler's view of v3 mode (c/probe_v3.c)
+{
+    size_t n;
+    auto t = mimalloc_d_probe_v3_table(&n);
+    long[string] c;
+    foreach (e; t[0 .. n])
+        c[e.name.fromStringz.idup] = e.value;
+    assert(c.length == n, "probe_v3 lists a name twice");
+
+    long[string] d;
+    void type(T)(string name)
+    {
+        d[name ~ ".sizeof"] = T.sizeof;
+        d[name ~ ".alignof"] = T.alignof;
+    }
+    void fields(T)(string name)
+    {
+        type!T(name);
+        static foreach (i; 0 .. T.tupleof.length)
+        {
+            d[name ~ "." ~ __traits(identifier, T.tupleof[i]) ~ ".offsetof"] = T.tupleof[i].offsetof;
+            d[name ~ "." ~ __traits(identifier, T.tupleof[i]) ~ ".sizeof"] = typeof(T.tupleof[i]).sizeof;
+        }
+    }
+    type!(mimalloc.v3.mi_arena_id_t)("mi_arena_id_t");
+    type!(mimalloc.v3.mi_option_t)("mi_option_t");
+    fields!(mimalloc.v3.mi_subproc_id_t)("mi_subproc_id_t");
+    fields!(mimalloc.v3.mi_heap_area_t)("mi_heap_area_t");
+    static foreach (m; __traits(allMembers, mimalloc.v3.mi_option_t))
+        d["mi_option_t." ~ m] = __traits(getMember, mimalloc.v3.mi_option_t, m);
+    auto bad = compareTables(c, d);
+    assert(bad.length == 0, "mimalloc.v3 differs from the C headers' v3 mode:\n  " ~ bad.join("\n  "));
+    assert(c.length > 70, "probe_v3 table too small");
+}
