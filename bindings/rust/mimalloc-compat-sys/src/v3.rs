@@ -83,6 +83,9 @@ pub type mi_block_visit_fun = unsafe extern "C" fn(
     arg: *mut c_void,
 ) -> bool;
 
+/// Heap visitor of [`mi_subproc_visit_heaps`]: return false to stop the walk.
+pub type mi_heap_visit_fun = unsafe extern "C" fn(heap: *mut mi_heap_t, arg: *mut c_void) -> bool;
+
 // ---- Options: v3's numbering ---------------------------------------------------------------
 
 /// Option identifier in v3's numbering (`mi_option_e` of v3 mode).
@@ -242,6 +245,11 @@ extern "C" {
     #[link_name = "mi_v3_subproc_new"]
     pub fn mi_subproc_new() -> mi_subproc_id_t;
     pub fn mi_subproc_destroy(subproc: mi_subproc_id_t);
+    /// Calls `visitor` on the main heap, then on each heap of [`mi_heap_new`] that the
+    /// subprocess' threads made and did not delete, until it returns false (then false). It
+    /// runs under a lock: it must not make, delete or destroy a heap.
+    #[link_name = "mi_v3_subproc_visit_heaps"]
+    pub fn mi_subproc_visit_heaps(subproc: mi_subproc_id_t, visitor: Option<mi_heap_visit_fun>, arg: *mut c_void) -> bool;
     #[link_name = "mi_v3_subproc_add_current_thread"]
     pub fn mi_subproc_add_current_thread(subproc: mi_subproc_id_t);
 

@@ -304,10 +304,8 @@ fn every_exported_function_is_declared_with_the_same_signature() {
     eprintln!("{} functions checked", c.len());
 }
 
-#[test]
-fn callback_typedefs_match() {
-    let c_src = c_source();
-    let rust_src = rust_source();
+/// Every callback typedef of `c_src` declared in `rust_src` with the same types; the count.
+fn check_callbacks(c_src: &str, rust_src: &str) -> usize {
     let mut checked = 0;
     for stmt in c_src.split(';') {
         let stmt = stmt.trim();
@@ -341,7 +339,22 @@ fn callback_typedefs_match() {
         assert_eq!((&ret, &params), (&rret, &rparams), "callback type {name}");
         checked += 1;
     }
+    checked
+}
+
+#[test]
+fn callback_typedefs_match() {
+    let checked = check_callbacks(&c_source(), &rust_source());
     assert_eq!(checked, 4, "expected the four callback typedefs of mimalloc.h");
+}
+
+/// v3 mode's callback typedefs: those `src/v3.rs` declares (v3's block visitor, the heap
+/// visitor) with v3's types, the others as at the crate root.
+#[test]
+fn v3_callback_typedefs_match() {
+    let rust = rust_source_v3() + " " + &rust_source(); // src/v3.rs's first
+    let checked = check_callbacks(&c_source_v3(), &rust);
+    assert_eq!(checked, 5, "expected the five callback typedefs of v3 mode");
 }
 
 /// Names of the `mi_option_e` enumeration, in order, as in the header.

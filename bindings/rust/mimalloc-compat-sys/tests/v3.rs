@@ -29,9 +29,10 @@ fn every_function_links() {
         v3::mi_option_disable as *const (), v3::mi_option_set_enabled as *const (),
         v3::mi_option_set_enabled_default as *const (), v3::mi_option_get as *const (), v3::mi_option_get_clamp as *const (),
         v3::mi_option_get_size as *const (), v3::mi_option_set as *const (), v3::mi_option_set_default as *const (),
+        v3::mi_subproc_visit_heaps as *const (),
     ];
     assert!(fns.iter().all(|f| !f.is_null()));
-    assert_eq!(fns.len(), 41);
+    assert_eq!(fns.len(), 42);
 }
 
 #[test]
@@ -472,4 +473,52 @@ fn v3_definitions_match_the_c_compiler() {
     }
     assert!(problems.is_empty(), "{} mismatches:\n{}", problems.len(), problems.join("\n"));
     assert!(rust.len() > 70);
+}
+
+struct Seen {
+    heaps: Vec<usize>,
+    stop_after: usize,
+}
+
+unsafe extern "C" fn record_heap(heap: *mut ffi::mi_heap_t, arg: *mut c_void) -> bool {
+    let seen = &mut *(arg as *mut Seen);
+    seen.heaps.push(heap as usize);
+    seen.heaps.len() < seen.stop_after
+}
+
+/// The main heap first, then the live heaps of `mi_heap_new` of the subprocess; a deleted
+/// heap is no longer visited; a visitor that returns false stops the walk; no visitor: false.
+#[test]
+fn subproc_visit_heaps() {
+    unsafe {
+        let (a, b) = (v3::mi_heap_new(), v3::mi_heap_new());
+        let mut seen = Seen { heaps: Vec::new(), stop_after: usize::MAX };
+        let arg = &mut seen as *mut Seen as *mut c_void;
+        assert!(v3::mi_subproc_visit_heaps(v3::mi_subproc_current(), Some(record_heap), arg));
+        assert_eq!(seen.heaps.first(), Some(&(v3::mi_heap_main() as usize)), "the main heap first");
+        assert!(seen.heaps.contains(&(a as usize)) && seen.heaps.contains(&(b as usize)));
+        // stop after the first
+        let mut once = Seen { heaps: Vec::new(), stop_after: 1 };
+        assert!(!v3::mi_subproc_visit_heaps(v3::mi_subproc_main(), Some(record_heap), &mut once as *mut Seen as *mut c_void));
+        assert_eq!(once.heaps.len(), 1);
+        // a subprocess of its own (no other test makes heaps in it): the main heap, then its
+        // heaps; one deleted there is no longer visited
+        let sp = v3::mi_subproc_new()._mi_subproc_id as usize;
+        let c = std::thread::spawn(move || {
+            v3::mi_subproc_add_current_thread(v3::mi_subproc_id_t { _mi_subproc_id: sp as *mut c_void });
+            let (c, gone) = (v3::mi_heap_new(), v3::mi_heap_new());
+            ffi::mi_heap_delete(gone);
+            c as usize
+        })
+        .join()
+        .unwrap();
+        let mut in_sp = Seen { heaps: Vec::new(), stop_after: usize::MAX };
+        let sp_id = v3::mi_subproc_id_t { _mi_subproc_id: sp as *mut c_void };
+        assert!(v3::mi_subproc_visit_heaps(sp_id, Some(record_heap), &mut in_sp as *mut Seen as *mut c_void));
+        assert_eq!(in_sp.heaps, [v3::mi_heap_main() as usize, c], "the main heap, then the subprocess' heap");
+        assert!(!v3::mi_subproc_visit_heaps(sp_id, None, core::ptr::null_mut()), "no visitor");
+        ffi::mi_heap_delete(c as *mut ffi::mi_heap_t);
+        ffi::mi_heap_delete(a);
+        ffi::mi_heap_delete(b);
+    }
 }

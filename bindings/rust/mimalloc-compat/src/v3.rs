@@ -234,6 +234,27 @@ mod api2 {
     }
 }
 
+/// Calls `visitor` with the main heap, then with each heap from [`SharedHeap::new`] (or
+/// [`SharedHeap::in_arena`]) that the calling thread's subprocess made and did not delete,
+/// until it returns false; returns false if it did (`mi_subproc_visit_heaps`). The visitor
+/// gets the raw heap (compare it with [`SharedHeap::as_ptr`]); it runs under a lock, so it
+/// must not make, drop, delete or destroy a heap, and must not panic (a panic cannot unwind
+/// through the C library and aborts).
+pub fn visit_heaps<F>(mut visitor: F) -> bool
+where
+    F: FnMut(*mut ffi::mi_heap_t) -> bool,
+{
+    unsafe extern "C" fn trampoline<F>(heap: *mut ffi::mi_heap_t, arg: *mut c_void) -> bool
+    where
+        F: FnMut(*mut ffi::mi_heap_t) -> bool,
+    {
+        (*(arg as *mut F))(heap)
+    }
+    unsafe {
+        ffi3::mi_subproc_visit_heaps(ffi3::mi_subproc_current(), Some(trampoline::<F>), &mut visitor as *mut F as *mut c_void)
+    }
+}
+
 /// Whether `p` lies in a page of this allocator that is in use, of any heap of any thread
 /// or abandoned (v3's `mi_check_owned`, `mi_any_heap_contains`). Any pointer may be passed.
 pub fn check_owned(p: *const u8) -> bool {

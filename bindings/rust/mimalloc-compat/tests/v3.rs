@@ -233,3 +233,23 @@ fn shared_heap_as_allocator_api2() {
     drop(z);
     heap.delete();
 }
+
+#[test]
+fn visit_heaps() {
+    let (a, b) = (SharedHeap::new(), SharedHeap::new());
+    let mut seen = Vec::new();
+    assert!(v3::visit_heaps(|h| {
+        seen.push(h);
+        true
+    }));
+    assert_eq!(seen.first(), Some(&SharedHeap::main().as_ptr()), "the main heap first");
+    assert!(seen.contains(&a.as_ptr()) && seen.contains(&b.as_ptr()));
+    let mut n = 0;
+    assert!(!v3::visit_heaps(|_| {
+        n += 1;
+        n < 2
+    }), "stopped by the visitor");
+    assert_eq!(n, 2);
+    a.delete();
+    b.delete();
+}
