@@ -31,6 +31,9 @@ import mimalloc.capi : mi_heap_t, mi_heap_s;
 alias mi_block_visit_fun = extern (C) bool function(const(mi_heap_t)* heap, const(mi_heap_area_t)* area,
                                          void* block, size_t block_size, void* arg) nothrow;
 
+/// Heap visitor of `mi_subproc_visit_heaps`: return false to stop the walk.
+alias mi_heap_visit_fun = extern (C) bool function(mi_heap_t* heap, void* arg) nothrow;
+
 extern (C):
 nothrow:
 @nogc:
@@ -98,6 +101,10 @@ pragma(mangle, "mi_v3_subproc_current") mi_subproc_id_t mi_subproc_current(); //
 pragma(mangle, "mi_v3_subproc_new") mi_subproc_id_t mi_subproc_new(); ///
 /// Release a subprocess once its threads have ended and its memory is free (main: ignored).
 void mi_subproc_destroy(mi_subproc_id_t subproc);
+/// Call `visitor` on the main heap, then on each heap of `mi_heap_new` the subprocess' threads
+/// made and did not delete, until it returns false (then false). It runs under a lock: it
+/// must not make, delete or destroy a heap.
+pragma(mangle, "mi_v3_subproc_visit_heaps") bool mi_subproc_visit_heaps(mi_subproc_id_t subproc, mi_heap_visit_fun visitor, void* arg);
 pragma(mangle, "mi_v3_subproc_add_current_thread") void mi_subproc_add_current_thread(mi_subproc_id_t subproc); ///
 
 // ---- Theaps: a thread's own part of a heap

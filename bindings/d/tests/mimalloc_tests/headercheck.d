@@ -550,6 +550,7 @@ string dTypeOfV3(string c)
     case "mi_arena_id_t*": return "void**";
     case "mi_subproc_id_t": return "mi_subproc_id_t";
     case "mi_block_visit_fun*": return stripNames(mimalloc.v3.mi_block_visit_fun.stringof);
+    case "mi_heap_visit_fun*": return stripNames(mimalloc.v3.mi_heap_visit_fun.stringof);
     default: return dTypeOf(c);
     }
 }
@@ -737,4 +738,35 @@ unittest // mimalloc.v3's types and option values against the C compiler's view 
     auto bad = compareTables(c, d);
     assert(bad.length == 0, "mimalloc.v3 differs from the C headers' v3 mode:\n  " ~ bad.join("\n  "));
     assert(c.length > 70, "probe_v3 table too small");
+}
+
+unittest // v3 mode's callback typedefs: the two of mimalloc.v3 with v3's types, the others as in mimalloc.capi
+{
+    auto cbs = parseCallbacks(cleanHeader(v3Mode(readText(buildNormalizedPath(includeDir(), "mimalloc.h")))));
+    assert(cbs.length == 5, format!"parsed %s callback typedefs of v3 mode, expected 5"(cbs.length));
+    DDecl[string] ds = dCallbacks();
+    static foreach (name; ["mi_block_visit_fun", "mi_heap_visit_fun"])
+    {
+        {
+            alias F = __traits(getMember, mimalloc.v3, name);
+            ds[name] = DDecl(functionLinkage!F, ReturnType!F.stringof, paramStrings!F);
+        }
+    }
+    string[] bad;
+    foreach (c; cbs)
+    {
+        auto d = c.name in ds;
+        if (d is null)
+        {
+            bad ~= c.name ~ " is not declared";
+            continue;
+        }
+        if (d.linkage != "C" || dTypeOfV3(c.ret) != d.ret || c.params.length != d.params.length)
+            bad ~= format!"%s: %s in C, %s in D"(c.name, c, *d);
+        else
+            foreach (i, p; c.params)
+                if (dTypeOfV3(p) != d.params[i])
+                    bad ~= format!"%s: parameter %s is %s in D, C has %s"(c.name, i + 1, d.params[i], p);
+    }
+    assert(bad.length == 0, "v3 mode's callbacks differ:\n  " ~ bad.join("\n  "));
 }

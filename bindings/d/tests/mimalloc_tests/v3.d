@@ -291,6 +291,44 @@ unittest // abandoned blocks: a block of an ended thread, found through the main
     mi_free(left);
 }
 
+unittest // mi_subproc_visit_heaps: the main heap first, then the live heaps of the subprocess
+{
+    static struct Seen { mi_heap_t*[] heaps; size_t stopAfter = size_t.max; }
+    static extern (C) bool record(mi_heap_t* heap, void* arg) nothrow
+    {
+        auto seen = cast(Seen*) arg;
+        seen.heaps ~= heap;
+        return seen.heaps.length < seen.stopAfter;
+    }
+    auto a = v!"mi_heap_new"(), b = v!"mi_heap_new"();
+    Seen seen;
+    assert(v!"mi_subproc_visit_heaps"(v!"mi_subproc_current"(), &record, &seen));
+    assert(seen.heaps.length >= 3 && seen.heaps[0] == v!"mi_heap_main"(), "the main heap first");
+    import std.algorithm : canFind;
+    assert(seen.heaps.canFind(a) && seen.heaps.canFind(b));
+    mi_heap_delete(a);
+    seen = Seen.init;
+    assert(v!"mi_subproc_visit_heaps"(v!"mi_subproc_main"(), &record, &seen));
+    assert(!seen.heaps.canFind(a) && seen.heaps.canFind(b), "a deleted heap is no longer visited");
+    seen = Seen.init;
+    seen.stopAfter = 1;
+    assert(!v!"mi_subproc_visit_heaps"(v!"mi_subproc_main"(), &record, &seen), "stopped by the visitor");
+    assert(seen.heaps.length == 1);
+    assert(!v!"mi_subproc_visit_heaps"(v!"mi_subproc_main"(), null, null), "no visitor");
+    // a subprocess of its own: the main heap, then its heap
+    __gshared mi_subproc_id_t sp;
+    __gshared mi_heap_t* c;
+    sp = v!"mi_subproc_new"();
+    auto th = new Thread({ v!"mi_subproc_add_current_thread"(sp); c = v!"mi_heap_new"(); });
+    th.start();
+    th.join();
+    seen = Seen.init;
+    assert(v!"mi_subproc_visit_heaps"(sp, &record, &seen));
+    assert(seen.heaps == [v!"mi_heap_main"(), c], "the main heap, then the subprocess' heap");
+    mi_heap_delete(c);
+    mi_heap_delete(b);
+}
+
 unittest // keep last: every function of mimalloc.v3 was called by the tests above
 {
     string[] missing;
