@@ -201,7 +201,7 @@ bool _mi_heap_validate(const mi_heap_t* heap) {
     const mi_page_t* expected = (first != NULL ? first : &_mi_page_empty);
     if (heap->pages_real_direct[w] != expected) {
       char field[64];
-      _mi_snprintf(field, sizeof(field), "pages_real_direct[%zu]", w);
+      _mi_snprintf(field, sizeof(field), "%s[%zu]", (heap->pages_real_direct == heap->pages_free_direct ? "pages_free_direct" : "pages_real_direct"), w);
       mi_validate_fail(S, heap, field, "", (uintptr_t)expected, (uintptr_t)heap->pages_real_direct[w]);
     }
   }
