@@ -5,6 +5,7 @@
    v3's struct, option numbers from v3's numbering, theaps as the thread's own heaps. This unit
    sees the header in its v2 mode, so the v3 types are restated here with the same layout. */
 #include "internal/internal.h"
+#include <limits.h>   /* INT_MAX (not reached through internal.h on every platform: macOS) */
 
 /* In v2 mode the header spells the theap functions as macros over mi_heap_*; here they are
    the exported functions that v3 mode declares. */
