@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* The sampling heap profiler's interface to the rest of the library (prof.c, prof-samples.c,
+   prof-stack.c; docs/profiler.md): whether it is built, its hooks on the allocation slow path
+   and in heaps, the counted entry points, and the samples. Included by internal.h, where the
+   types it names are declared; not on its own. */
+#pragma once
+
+/* prof.c: the sampling profiler's hook (off unless MIMALLOC_PROFILE or mi_profile_start) */
+#if defined(__linux__) && defined(__GLIBC__) && MI_SECURE == 0 && MI_DEBUG == 0 && MI_PADDING == 0 && MI_TRACK_ENABLED == 0 && MI_GUARDED == 0
+#define MI_PROF_AVAILABLE 1   /* release builds on Linux with glibc (prof.c says why) */
+#else
+#define MI_PROF_AVAILABLE 0
+#endif
+/* The counted entry points (prof.c): a second malloc, calloc and operator new that count bytes
+   in their fast path; with the profiler on from the start, the program's calls are sent to them
+   (override.c). Where the profiler is and the library overrides malloc, on the 64-bit ABIs
+   whose PLT relocations prim/unix.c knows. */
+#if MI_PROF_AVAILABLE && MI_MALLOC_OVERRIDE && (defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64))
+#define MI_PROF_ENTRIES 1
+#else
+#define MI_PROF_ENTRIES 0
+#endif
+#if MI_PROF_ENTRIES
+extern mi_decl_thread size_t _mi_prof_left;   /* the counted entry points' countdown (prof.c) */
+#endif
+void*  _mi_prof_counted_due(size_t size, bool zero);                     /* countdown at zero */
+void*  _mi_prof_counted_slow(mi_heap_t* heap, size_t size, bool zero);   /* not small, or no free block */
+size_t _mi_prof_entries_rebind(void);   /* the program's calls to the counted versions (override.c);
+                                           how many call slots */
+extern size_t _mi_prof_rate;   /* bytes between samples on average; 0: off (set once, with a release
+                                  store after the profiler's store is ready) */
+static inline size_t mi_prof_rate(void) { return __atomic_load_n(&_mi_prof_rate, __ATOMIC_ACQUIRE); }
+void       _mi_prof_heap_init(mi_heap_t* heap);     /* the heap's proxies, if the profiler is on */
+void       _mi_prof_heap_done(mi_heap_t* heap);     /* leases back, proxies gone */
+void       _mi_prof_thread_start(mi_tld_t* tld);    /* _mi_prof_heap_init for the thread's heaps */
+void       _mi_prof_return_all(mi_heap_t* heap);    /* every lease back to its page */
+mi_heap_t* _mi_prof_sample_heap(const mi_heap_t* heap); /* the heap's sampled blocks' heap, or NULL */
+void*      _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset);
+double     _mi_prof_probability(double x);          /* 1 - exp(-x) */
+/* prof-samples.c: the samples, their stacks, the dumps */
+void       _mi_prof_init_env(void);                 /* MIMALLOC_PROFILE*, at process start */
+void       _mi_prof_record(void* p, size_t size, size_t counted, const uintptr_t* start);   /* p (usable
+                             size bytes) was sampled, with the probability of `counted` bytes;
+                             owner thread; start: as for _mi_prof_backtrace */
+void       _mi_prof_freed(mi_page_t* page, mi_block_t* block);   /* a free into a page with samples */
+void       _mi_prof_page_gone(mi_page_t* page);     /* the page is released with samples in it */
+void       _mi_prof_periodic(void);                 /* MIMALLOC_PROFILE_INTERVAL: a dump if due */
+void       _mi_prof_process_done(void);             /* the dump at exit */
+size_t     _mi_prof_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uintptr_t skip_hi, const unsigned long long loader[2],
+                              const uintptr_t* start);   /* prof-stack.c; under the store lock */
+/* The stack walk may start at a frame the caller names: start[0..2] = the return address into
+   it, the stack pointer after that return, and rbp then (x86-64's cached walk; NULL: from the
+   walker's own frame). The counted entry points name their caller's frame, so the walk skips
+   the allocator's frames without unwinding them (prof.c). */
+#if MI_PROF_AVAILABLE && defined(__x86_64__) && defined(__GNUC__) && !defined(MI_PROF_UNWIND_CACHE)
+#define MI_PROF_UNWIND_CACHE 1
+#elif !defined(MI_PROF_UNWIND_CACHE)
+#define MI_PROF_UNWIND_CACHE 0
+#endif
+void       _mi_prof_loader_generation(unsigned long long counts[2]);   /* before taking the store lock */
+struct mi_json_s;
+void       _mi_prof_json(struct mi_json_s* json, size_t count);   /* the top sites for the live view */
+void       _mi_prof_fork_prepare(void);
+void       _mi_prof_fork_parent(void);
+void       _mi_prof_fork_child(void);
+extern mi_msecs_t _mi_prof_interval;                /* ms between periodic dumps; 0: none */
