@@ -27,7 +27,7 @@ const mi_heap_t _mi_heap_empty = {
 #if MI_TLS_PE
 __attribute__((section(".tls$MI"))) mi_heap_t* _mi_heap_default = (mi_heap_t*)&_mi_heap_empty;   /* (internal.h) */
 #else
-mi_decl_thread mi_heap_t* _mi_heap_default = (mi_heap_t*)&_mi_heap_empty;
+mi_decl_thread mi_thread_tls_t _mi_tls = { (mi_heap_t*)&_mi_heap_empty, 0 };
 #endif
 
 mi_subproc_t     _mi_subproc_main = { .lock = MI_LOCK_INIT };
@@ -45,7 +45,7 @@ void _mi_heap_set_default_direct(mi_heap_t* heap) {
 #if MI_TLS_PE
   *_mi_heap_default_ptr() = heap;
 #else
-  _mi_heap_default = heap;
+  _mi_tls.heap = heap;
 #endif
 }
 

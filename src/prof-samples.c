@@ -341,18 +341,18 @@ static bool mi_prof_store_init(size_t max_mib, size_t depth) {
   if (max_mib < 1) max_mib = 1;
   const size_t size = max_mib * MI_MiB;
   const size_t sites_size = size / 10 * 7;
-  bool is_zero = false;
-  uint8_t* const region = (uint8_t*)_mi_os_alloc(sites_size, &is_zero);
-  uint32_t* const index = (uint32_t*)_mi_os_alloc(MI_PROF_SITE_INDEX_MIN * sizeof(uint32_t), &is_zero);
-  mi_prof_live_t* const live = (mi_prof_live_t*)_mi_os_alloc(MI_PROF_LIVE_MIN * sizeof(mi_prof_live_t), &is_zero);
+  bool region_zero = false, index_zero = false, live_zero = false;
+  uint8_t* const region = (uint8_t*)_mi_os_alloc(sites_size, &region_zero);   /* (a site is cleared as it is added) */
+  uint32_t* const index = (uint32_t*)_mi_os_alloc(MI_PROF_SITE_INDEX_MIN * sizeof(uint32_t), &index_zero);
+  mi_prof_live_t* const live = (mi_prof_live_t*)_mi_os_alloc(MI_PROF_LIVE_MIN * sizeof(mi_prof_live_t), &live_zero);
   if (region == NULL || index == NULL || live == NULL) {
     if (region != NULL) _mi_os_free(region, sites_size);
     if (index != NULL) _mi_os_free(index, MI_PROF_SITE_INDEX_MIN * sizeof(uint32_t));
     if (live != NULL) _mi_os_free(live, MI_PROF_LIVE_MIN * sizeof(mi_prof_live_t));
     return false;
   }
-  memset(index, 0, MI_PROF_SITE_INDEX_MIN * sizeof(uint32_t));   /* (small; OS memory is zero anyway) */
-  memset(live, 0, MI_PROF_LIVE_MIN * sizeof(mi_prof_live_t));
+  if (!index_zero) memset(index, 0, MI_PROF_SITE_INDEX_MIN * sizeof(uint32_t));
+  if (!live_zero) memset(live, 0, MI_PROF_LIVE_MIN * sizeof(mi_prof_live_t));   /* (128 KiB: fresh OS memory is zero) */
   mi_prof.region = region;
   mi_prof.region_size = size;
   mi_prof.table_budget = size - sites_size;

@@ -84,6 +84,7 @@ static mi_prof_step_t mi_prof_steps[MI_PROF_STEPS];
    under the store lock could deadlock). */
 #if defined(__GLIBC__)
 static unsigned long long mi_prof_steps_adds, mi_prof_steps_subs;   /* the counts the cache is of */
+static bool mi_prof_steps_used;   /* a rule was computed since the cache was last emptied */
 static int mi_prof_loader_counts(struct dl_phdr_info* info, size_t size, void* arg) {
   unsigned long long* const counts = (unsigned long long*)arg;
   if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
@@ -98,7 +99,8 @@ void _mi_prof_loader_generation(unsigned long long counts[2]) {
 }
 static void mi_prof_steps_check(const unsigned long long counts[2]) {
   if (counts[0] != mi_prof_steps_adds || counts[1] != mi_prof_steps_subs) {
-    memset(mi_prof_steps, 0, sizeof(mi_prof_steps));
+    if (mi_prof_steps_used) memset(mi_prof_steps, 0, sizeof(mi_prof_steps));   /* (64 KiB: not at the first sample) */
+    mi_prof_steps_used = false;
     mi_prof_steps_adds = counts[0];
     mi_prof_steps_subs = counts[1];
   }
@@ -290,6 +292,9 @@ static const mi_prof_step_t* mi_prof_step_of(uintptr_t ip, bool is_return_addres
   mi_prof_step_t* const step = &mi_prof_steps[((ip >> 1) ^ (ip >> 13)) % MI_PROF_STEPS];
   if (step->kind != MI_STEP_NONE && step->ip == ip && (step->kind & MI_STEP_RA) == ra) return step;
   step->ip = ip;
+#if defined(__GLIBC__)
+  mi_prof_steps_used = true;
+#endif
   mi_prof_step_compute(is_return_address ? ip - 1 : ip, step);   /* (a call's return address may start the next function's rows) */
   step->kind |= ra;
   return step;

@@ -90,8 +90,11 @@ static int64_t mi_prof_draw(mi_prof_t* pr) {
   return (c >= 4e18 ? (int64_t)4e18 : (int64_t)c + 1);
 }
 
-/* 1 - exp(-x), x >= 0 (no libm): exp(-x/2^16) by its series, squared 16 times */
+/* 1 - exp(-x), x >= 0 (no libm). Most samples are of blocks far below the rate: for x < 1/64 its
+   series to x^5 (relative error below x^5/720, 1e-12); else exp(-x/2^16) by its series, squared
+   16 times. */
 double _mi_prof_probability(double x) {
+  if (x < 1.0/64) return x * (1.0 - x/2 * (1.0 - x/3 * (1.0 - x/4 * (1.0 - x/5))));
   if (x > 40) return 1.0;
   const double y = x / 65536.0;
   double e = 1.0 - y + y*y/2 - y*y*y/6;
@@ -318,7 +321,7 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
    The lease costs a slow-path trip each time a proxy runs dry, and under malloc/free churn the
    owner's frees end leases early (docs/profiler.md, "What it costs"). So the entry points most
    programs call (malloc, calloc, operator new: override.c) have a second version that counts
-   the bytes in its fast path instead: a countdown per thread (_mi_prof_left, the bytes left
+   the bytes in its fast path instead: a countdown per thread (_mi_tls.prof_left, the bytes left
    before the next sample; the allocation that would take it below zero is sampled), then the
    ordinary pop from the default heap's real first page (pages_real_direct). The library without the
    profiler keeps its fast paths: when MIMALLOC_PROFILE switches the profiler on at process
@@ -334,15 +337,11 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
 #if !MI_PROF_ENTRIES
 size_t _mi_prof_entries_rebind(void) { return 0; }
 #else
-/* the counted path without a sample: the real first page's free list was empty (or the size is
-   not small). The generic path runs as inside the profiler's own slow path (busy), so it does
+/* the counted path without a sample: the bin's real first page had no free block (or the size
+   is large). The generic path runs as inside the profiler's own slow path (busy), so it does
    not lease or count again. */
 void* _mi_prof_counted_slow(mi_heap_t* heap, size_t size, bool zero) {
   mi_prof_t* const pr = heap->prof;
-  if (mi_likely(size <= MI_MEDIUM_OBJ_SIZE_MAX - MI_PADDING_SIZE)) {
-    mi_page_t* const page = heap->pages[_mi_bin(size + MI_PADDING_SIZE)].first;   /* the real one */
-    if (page != NULL && page->free != NULL) return _mi_page_malloc(heap, page, size, zero);
-  }
   if (pr == NULL || pr->busy) return _mi_malloc_generic(size, heap, zero, 0, 0);
   pr->busy = true;
   void* const p = _mi_malloc_generic(size, heap, zero, 0, 0);
@@ -350,8 +349,8 @@ void* _mi_prof_counted_slow(mi_heap_t* heap, size_t size, bool zero) {
   return p;
 }
 
-mi_decl_thread size_t _mi_prof_left;   /* 0 in a new thread: its first counted call comes here */
-static mi_decl_thread bool mi_prof_armed;   /* _mi_prof_left was drawn for this thread */
+static mi_decl_thread bool mi_prof_armed;   /* _mi_tls.prof_left was drawn for this thread (it is
+                                                0 in a new thread: its first counted call comes here) */
 
 /* The countdown ran out (or was never set): sample this allocation if it is due, in the default
    heap. A countdown is drawn when the thread first comes here with a profiled heap (memoryless:
@@ -366,8 +365,8 @@ void* _mi_prof_counted_due(size_t size, bool zero) {
     void* const p = _mi_prof_counted_slow(heap, size, zero);   /* (may set up the thread) */
     heap = mi_prim_get_default_heap();
     pr = heap->prof;
-    if (pr != NULL && !pr->busy) { _mi_prof_left = (size_t)mi_prof_draw(pr); mi_prof_armed = true; }
-    else _mi_prof_left = (mi_prof_rate() != 0 ? mi_prof_rate() : SIZE_MAX);
+    if (pr != NULL && !pr->busy) { _mi_tls.prof_left = (size_t)mi_prof_draw(pr); mi_prof_armed = true; }
+    else _mi_tls.prof_left = (mi_prof_rate() != 0 ? mi_prof_rate() : SIZE_MAX);
     return p;
   }
   const uintptr_t* start = NULL;
@@ -389,7 +388,7 @@ void* _mi_prof_counted_due(size_t size, bool zero) {
     if (p != NULL) _mi_prof_record(p, _mi_usable_size(p), size, start);
     pr->busy = false;
   }
-  _mi_prof_left = (size_t)mi_prof_draw(pr);   /* (memoryless: a fresh draw) */
+  _mi_tls.prof_left = (size_t)mi_prof_draw(pr);   /* (memoryless: a fresh draw) */
   return p;
 }
 #endif

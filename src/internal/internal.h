@@ -94,7 +94,13 @@ static inline mi_heap_t** _mi_heap_default_ptr(void) {
   return p;
 }
 #else
-extern mi_decl_thread mi_heap_t* _mi_heap_default;  /* the one TLS pointer of the fast path */
+/* The fast paths' thread-local data, at one TLS address: the default heap, and beside it the
+   countdown of the profiler's counted entry points (prof.c; one GOT load serves both). */
+typedef struct mi_thread_tls_s {
+  mi_heap_t* heap;         /* the default heap: &_mi_heap_empty until the thread is set up */
+  size_t     prof_left;    /* bytes the counted entry points may allocate before the next sample */
+} mi_thread_tls_t;
+extern mi_decl_thread mi_thread_tls_t _mi_tls;
 #endif
 extern bool             _mi_process_is_initialized;
 
@@ -593,7 +599,11 @@ static inline uintptr_t _mi_thread_id(void) {
 #elif defined(MI_HAS_BUILTIN_THREAD_POINTER) || (defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__))
   return (uintptr_t)__builtin_thread_pointer();
 #else
-  return (uintptr_t)&_mi_heap_default;
+#if MI_TLS_PE
+  return (uintptr_t)_mi_heap_default_ptr();
+#else
+  return (uintptr_t)&_mi_tls;
+#endif
 #endif
 }
 
@@ -619,7 +629,7 @@ static inline mi_heap_t* mi_prim_get_default_heap(void) {
 #if MI_TLS_PE
   return *_mi_heap_default_ptr();
 #else
-  return _mi_heap_default;
+  return _mi_tls.heap;
 #endif
 }
 

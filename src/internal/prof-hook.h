@@ -20,9 +20,6 @@
 #else
 #define MI_PROF_ENTRIES 0
 #endif
-#if MI_PROF_ENTRIES
-extern mi_decl_thread size_t _mi_prof_left;   /* the counted entry points' countdown (prof.c) */
-#endif
 void*  _mi_prof_counted_due(size_t size, bool zero);                     /* countdown at zero */
 void*  _mi_prof_counted_slow(mi_heap_t* heap, size_t size, bool zero);   /* not small, or no free block */
 size_t _mi_prof_entries_rebind(void);   /* the program's calls to the counted versions (override.c);
