@@ -67,7 +67,7 @@ typedef struct mi_prof_store_s {
 } mi_prof_store_t;
 
 static mi_prof_store_t     mi_prof;
-static mi_lock_t           mi_prof_lock = MI_LOCK_INIT;
+static mi_spin_t           mi_prof_lock;   /* (held for a sample's work: a spin lock, atomic.h) */
 static _Atomic(uintptr_t)  mi_prof_holder;   /* thread id holding mi_prof_lock, or 0 */
 static _Atomic(uintptr_t)  mi_prof_dumping;  /* a periodic dump is being written */
 static _Atomic(int64_t)    mi_prof_next_dump;   /* time of the next periodic dump */
@@ -76,13 +76,13 @@ mi_msecs_t                 _mi_prof_interval = 0;
 static bool mi_prof_lock_enter(void) {
   const uintptr_t self = _mi_thread_id();
   if (mi_atomic_load_relaxed(&mi_prof_holder) == self) return false;   /* re-entered */
-  mi_lock_acquire(&mi_prof_lock);
+  mi_spin_acquire(&mi_prof_lock);
   mi_atomic_store_relaxed(&mi_prof_holder, self);
   return true;
 }
 static void mi_prof_lock_leave(void) {
   mi_atomic_store_relaxed(&mi_prof_holder, (uintptr_t)0);
-  mi_lock_release(&mi_prof_lock);
+  mi_spin_release(&mi_prof_lock);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -543,9 +543,9 @@ void _mi_prof_json(mi_json_t* json, size_t count) {
 
 /* fork: the child must not inherit the lock held by a thread it does not have */
 static bool mi_prof_fork_locked;   /* (the forking thread's, between prepare and parent or child) */
-void _mi_prof_fork_prepare(void) { mi_prof_fork_locked = (mi_prof_rate() != 0); if (mi_prof_fork_locked) mi_lock_acquire(&mi_prof_lock); }
-void _mi_prof_fork_parent(void)  { if (mi_prof_fork_locked) mi_lock_release(&mi_prof_lock); }
-void _mi_prof_fork_child(void)   { if (mi_prof_fork_locked) mi_lock_release(&mi_prof_lock); }
+void _mi_prof_fork_prepare(void) { mi_prof_fork_locked = (mi_prof_rate() != 0); if (mi_prof_fork_locked) mi_spin_acquire(&mi_prof_lock); }
+void _mi_prof_fork_parent(void)  { if (mi_prof_fork_locked) mi_spin_release(&mi_prof_lock); }
+void _mi_prof_fork_child(void)   { if (mi_prof_fork_locked) mi_spin_release(&mi_prof_lock); }
 
 #else  /* !MI_PROF_AVAILABLE */
 mi_msecs_t _mi_prof_interval = 0;

@@ -507,7 +507,7 @@ bool _mi_prim_getenv(const char* name, char* result, size_t result_size) {
   return false;
 }
 
-#if defined(__GLIBC__)   /* glibc: dladdr1, _r_debug (not in musl) */
+#if defined(__GLIBC__)   /* glibc: _r_debug with link_map (not in musl) */
 /* Does the loaded object `map` define the function `name`? Its dynamic symbol table is
    searched through its hash table (GNU or SysV), read in place: no dlsym, which may allocate
    or take locks, and which answers a PLT stub of a non-PIE program (python3 takes malloc's
@@ -567,26 +567,40 @@ static void* mi_elf_defines(const struct link_map* map, const char* name) {
   return (void*)((uintptr_t)map->l_addr + (uintptr_t)found->st_value);
 }
 
+/* the load address of the object whose segments hold `self` (dl_iterate_phdr: dladdr1 would
+   also look for the nearest symbol, about 10,000 instructions in a large library) */
+typedef struct mi_addr_owner_s { uintptr_t addr; uintptr_t base; bool found; } mi_addr_owner_t;
+static int mi_addr_owner_find(struct dl_phdr_info* info, size_t size, void* arg) {
+  (void)size;
+  mi_addr_owner_t* const q = (mi_addr_owner_t*)arg;
+  for (size_t i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr)* const ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    const uintptr_t lo = (uintptr_t)info->dlpi_addr + ph->p_vaddr;
+    if (q->addr >= lo && q->addr - lo < ph->p_memsz) { q->base = (uintptr_t)info->dlpi_addr; q->found = true; return 1; }
+  }
+  return 0;
+}
 #endif
 
 int _mi_prim_symbol_provider(const char* name, const void* self, void** addr, char* path, size_t path_size) {
   if (path_size > 0) path[0] = 0;
   *addr = NULL;
 #if !defined(__GLIBC__)
-  /* glibc's dladdr1 and _r_debug (musl has neither): the provider cannot be named */
+  /* glibc's _r_debug (musl has none): the provider cannot be named */
   (void)name; (void)self;
   return -1;
 #else
-  Dl_info info;
-  struct link_map* self_map = NULL;
-  if (dladdr1(self, &info, (void**)&self_map, RTLD_DL_LINKMAP) == 0 || self_map == NULL) return -1;
+  mi_addr_owner_t owner = { (uintptr_t)self, 0, false };
+  dl_iterate_phdr(&mi_addr_owner_find, &owner);
+  if (!owner.found) return -1;
   /* the objects loaded at start-up, in load order: the program, LD_PRELOAD, then the needed
      libraries; calls bind to the first definition in this order (the vDSO defines nothing) */
   for (struct link_map* map = _r_debug.r_map; map != NULL; map = map->l_next) {
     if (map->l_name != NULL && strstr(map->l_name, "linux-vdso") != NULL) continue;
     *addr = mi_elf_defines(map, name);
     if (*addr == NULL) continue;
-    if (map == self_map) return 1;
+    if ((uintptr_t)map->l_addr == owner.base) return 1;   /* (load addresses differ between objects) */
     const char* fname = (map->l_name != NULL && map->l_name[0] != 0 ? map->l_name : "the program itself");
     size_t k = 0;
     while (fname[k] != 0 && k + 1 < path_size) { path[k] = fname[k]; k++; }
