@@ -57,16 +57,31 @@ static inline void mi_atomic_yield(void) {
   sched_yield();
 }
 
-/* A test-and-set word that yields while it waits, for locks held for short work only: where the
-   calls of a pthread mutex cost more than the work (the profiler's store: about 60 instructions
-   a lock, against 5) or cannot be made (the ASan tracking build, below). Zero is unlocked. */
+/* A test-and-set word for locks held for short work only: where the calls of a pthread mutex
+   cost more than the work (the profiler's store: about 60 instructions a lock, against 5) or
+   cannot be made (the ASan tracking build, below). Zero is unlocked. A waiter spins a while
+   (the holder is usually running: a profiler sample holds it about a microsecond), then yields
+   (the holder may have been preempted); yielding at once made larson's threads switch 4 to 10
+   times as often as with the mutex. */
 typedef _Atomic(uintptr_t) mi_spin_t;
 static inline bool mi_spin_try_acquire(mi_spin_t* l) {
   uintptr_t expected = 0;
   return (atomic_load_explicit(l, memory_order_relaxed) == 0 &&
           atomic_compare_exchange_strong_explicit(l, &expected, 1, memory_order_acquire, memory_order_relaxed));
 }
-static inline void mi_spin_acquire(mi_spin_t* l) { while (!mi_spin_try_acquire(l)) mi_atomic_yield(); }
+static inline void mi_spin_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+static inline void mi_spin_acquire(mi_spin_t* l) {
+  for (unsigned spins = 0; !mi_spin_try_acquire(l); spins++) {
+    if (spins < 200) mi_spin_pause();
+    else mi_atomic_yield();
+  }
+}
 static inline void mi_spin_release(mi_spin_t* l) { atomic_store_explicit(l, 0, memory_order_release); }
 
 #if defined(MI_TRACK_ASAN) && MI_TRACK_ASAN
