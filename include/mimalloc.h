@@ -402,6 +402,9 @@ mi_decl_export mi_heap_t* mi_heap_get_backing(void);
 /* Process delayed frees and return empty pages; `force` also purges. */
 #if defined(MI_V3_API)
 mi_decl_export void mi_heap_collect(mi_heap_t* heap, bool force);   /* (v3 declares it without noexcept) */
+/* (v3) The NUMA node whose memory the heap's new pages prefer, -1 for none (taken modulo the
+   nodes in use); NULL: the main heap, that is every thread's backing heap. */
+mi_decl_export void mi_heap_set_numa_affinity(mi_heap_t* heap, int numa_node);
 #else
 mi_decl_export void mi_heap_collect(mi_heap_t* heap, bool force) mi_attr_noexcept;
 #endif

@@ -101,6 +101,12 @@ bool _mi_arena_memid_is_suitable(const mi_memid_t* memid, mi_arena_id_t req_aren
   return (memid->arena_idx >= 0 && memid->arena_idx + 1 == req_arena_id);
 }
 
+bool _mi_arena_memid_on_node(const mi_memid_t* memid, int numa_node) {
+  if (numa_node < 0 || memid->arena_idx < 0) return true;
+  const mi_arena_t* const arena = mi_arena_at((size_t)memid->arena_idx);
+  return (arena == NULL || arena->numa_node < 0 || arena->numa_node == numa_node);
+}
+
 static mi_msecs_t mi_arena_purge_delay(void) {
   const long delay = mi_option_get(mi_option_purge_delay);
   if (delay < 0) return -1;
@@ -246,12 +252,14 @@ int mi_reserve_os_memory(size_t size, bool commit, bool allow_large) mi_attr_noe
 }
 
 /* Map a released arena (see the top of this file) of at least `size` bytes again, with the
-   same properties; false if there is none or the OS refuses. */
-static bool mi_arena_try_revive(size_t size, bool commit, bool allow_large, mi_arena_id_t* arena_id) {
+   same properties (its NUMA node: numa_node's or none, if numa_node >= 0); false if there is
+   none or the OS refuses. */
+static bool mi_arena_try_revive(size_t size, bool commit, bool allow_large, int numa_node, mi_arena_id_t* arena_id) {
   const size_t n = mi_arenas_count();
   for (size_t i = 0; i < n; i++) {
     mi_arena_t* arena = mi_arena_at(i);
     if (arena == NULL || !arena->on_demand || arena->block_count * MI_ARENA_BLOCK_SIZE < size) continue;
+    if (numa_node >= 0 && arena->numa_node >= 0 && arena->numa_node != numa_node) continue;
     int expected = MI_ARENA_RELEASED;
     if (!mi_atomic_cas_strong_acq_rel(&arena->state, &expected, MI_ARENA_BUSY)) continue;
     const size_t asize = arena->block_count * MI_ARENA_BLOCK_SIZE;
@@ -274,8 +282,9 @@ static bool mi_arena_try_revive(size_t size, bool commit, bool allow_large, mi_a
 }
 
 /* An arena reserved on demand: arena_reserve bytes, doubling every 8 arenas (fewer, larger
-   reservations for big heaps). False if reservations are off or too small for `size`. */
-static bool mi_arena_reserve_on_demand(size_t size, bool allow_large, mi_arena_id_t* arena_id) {
+   reservations for big heaps), of NUMA node numa_node (-1: the calling thread's; none on a
+   machine of one node). False if reservations are off or too small for `size`. */
+static bool mi_arena_reserve_on_demand(size_t size, bool allow_large, int numa_node, mi_arena_id_t* arena_id) {
   size_t reserve = mi_option_get_size(mi_option_arena_reserve);
   if (reserve == 0) return false;
   reserve = _mi_align_up(reserve, MI_ARENA_BLOCK_SIZE);
@@ -287,8 +296,9 @@ static bool mi_arena_reserve_on_demand(size_t size, bool allow_large, mi_arena_i
   if (reserve < size) return false;
   const long eager = mi_option_get(mi_option_arena_eager_commit);
   const bool commit = (eager == 1 || (eager == 2 && _mi_os_has_overcommit()));
-  const int numa_node = (_mi_os_numa_node_count() > 1 ? _mi_os_numa_node() : -1);
-  if (mi_arena_try_revive(size, commit, allow_large, arena_id)) return true;
+  if (_mi_os_numa_node_count() <= 1) numa_node = -1;
+  else if (numa_node < 0) numa_node = _mi_os_numa_node();
+  if (mi_arena_try_revive(size, commit, allow_large, numa_node, arena_id)) return true;
   return (mi_arena_reserve_os(reserve, commit, allow_large, false, true, numa_node, arena_id) == 0);
 }
 
@@ -517,17 +527,17 @@ bool _mi_arena_try_expand(mi_memid_t* memid, size_t newsize, bool* ext_zero) {
   return true;
 }
 
-/* Try the arenas: only req_arena_id if given, else the shared ones, those of the thread's
-   NUMA node (or of none) first. */
-static void* mi_arenas_try_alloc(size_t count, bool commit, mi_arena_id_t req_arena_id, mi_memid_t* memid) {
+/* Try the arenas: only req_arena_id if given, else the shared ones, those of the NUMA node (or
+   of none) first: numa_node's only if it is >= 0, else the calling thread's, then the others. */
+static void* mi_arenas_try_alloc(size_t count, bool commit, mi_arena_id_t req_arena_id, int req_numa_node, mi_memid_t* memid) {
   if (req_arena_id != 0) {
     mi_arena_t* arena = mi_arena_from_id(req_arena_id);
     return (arena == NULL ? NULL : mi_arena_try_alloc_in(arena, (size_t)req_arena_id - 1, count, commit, memid));
   }
   const size_t n = mi_arenas_count();
   if (n == 0) return NULL;
-  const int numa_node = (_mi_os_numa_node_count() > 1 ? _mi_os_numa_node() : -1);
-  for (int pass = 0; pass < 2; pass++) {
+  const int numa_node = (req_numa_node >= 0 ? req_numa_node : (_mi_os_numa_node_count() > 1 ? _mi_os_numa_node() : -1));
+  for (int pass = 0; pass < (req_numa_node >= 0 ? 1 : 2); pass++) {
     for (size_t i = 0; i < n; i++) {
       mi_arena_t* arena = mi_arena_at(i);
       if (arena == NULL || arena->exclusive) continue;
@@ -540,7 +550,8 @@ static void* mi_arenas_try_alloc(size_t count, bool commit, mi_arena_id_t req_ar
   return NULL;
 }
 
-void* _mi_arena_alloc_aligned(size_t size, size_t alignment, size_t align_offset, bool commit, mi_arena_id_t req_arena_id, mi_memid_t* memid) {
+void* _mi_arena_alloc_aligned(size_t size, size_t alignment, size_t align_offset, bool commit, mi_arena_id_t req_arena_id,
+                              int numa_node, mi_memid_t* memid) {
   memset(memid, 0, sizeof(*memid));
   memid->arena_idx = -1;
   const bool allow_large = mi_option_is_enabled(mi_option_allow_large_os_pages);
@@ -548,14 +559,14 @@ void* _mi_arena_alloc_aligned(size_t size, size_t alignment, size_t align_offset
   if (size <= MI_ARENA_MAX_OBJ_SIZE && alignment <= MI_ARENA_BLOCK_SIZE && align_offset == 0 &&
       (req_arena_id != 0 || !mi_option_is_enabled(mi_option_disallow_arena_alloc))) {
     const size_t count = _mi_divide_up(size, MI_ARENA_BLOCK_SIZE);
-    void* p = mi_arenas_try_alloc(count, commit, req_arena_id, memid);
+    void* p = mi_arenas_try_alloc(count, commit, req_arena_id, numa_node, memid);
     if (p != NULL) {
       mi_assert_expensive(_mi_arena_memid_validate(p, memid));
       return p;
     }
     if (req_arena_id == 0 && !mi_option_is_enabled(mi_option_disallow_os_alloc)) {
       mi_arena_id_t id = 0;
-      if (mi_arena_reserve_on_demand(size, allow_large, &id)) {
+      if (mi_arena_reserve_on_demand(size, allow_large, numa_node, &id)) {
         p = mi_arena_try_alloc_in(mi_arena_from_id(id), (size_t)id - 1, count, commit, memid);
         if (p != NULL) {
           mi_assert_expensive(_mi_arena_memid_validate(p, memid));
@@ -564,8 +575,8 @@ void* _mi_arena_alloc_aligned(size_t size, size_t alignment, size_t align_offset
       }
     }
   }
-  if (req_arena_id != 0 || mi_option_is_enabled(mi_option_disallow_os_alloc)) {
-    return NULL;   /* the caller reports ENOMEM if its retries fail too */
+  if (req_arena_id != 0 || numa_node >= 0 || mi_option_is_enabled(mi_option_disallow_os_alloc)) {
+    return NULL;   /* the caller reports ENOMEM if its retries fail too (or asks again without the node) */
   }
   bool is_large = false;
   bool is_zero = false;

@@ -224,6 +224,7 @@ void _mi_heap_init_unlisted(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_
     _mi_error_message(EFAULT, "thread id %p has low bits set: page flags would be taken for it (internal.h, _mi_thread_id)\n", (void*)heap->thread_id);
   }
   heap->arena_id = arena_id;
+  mi_atomic_store_relaxed(&heap->numa_node, -1);
   heap->allow_destroy = allow_destroy;
   heap->tag = tag;
   for (size_t i = 0; i < MI_BIN_HUGE_INTERNAL; i++) {

@@ -22,6 +22,7 @@ const mi_heap_t _mi_heap_empty = {
   .pages_free_direct = { [0 ... MI_PAGES_DIRECT-1] = MI_PAGE_EMPTY_PTR },
   .pages_real_direct = (mi_page_t**)&_mi_heap_empty.pages_free_direct[0],
   .page_retired_min = MI_BIN_FULL,
+  .numa_node = -1,
 };
 
 #if MI_TLS_PE

@@ -526,12 +526,12 @@ static bool mi_segment_guards_done(mi_segment_t* segment) {
    free queue (no lock held: arena allocation is lock-free). The first eager_commit_delay
    segments a thread creates commit page by page (a thread that allocates little commits
    little); all others are committed whole. */
-static mi_segment_t* mi_segment_alloc_standard(mi_page_kind_t kind, mi_arena_id_t req_arena_id, mi_tld_t* tld) {
+static mi_segment_t* mi_segment_alloc_standard(mi_page_kind_t kind, mi_arena_id_t req_arena_id, int numa_node, mi_tld_t* tld) {
   mi_assert_internal(kind <= MI_PAGE_LARGE);
   const bool eager = (mi_option_is_enabled(mi_option_eager_commit) &&
                       tld->segments.created >= (size_t)mi_option_get_clamp(mi_option_eager_commit_delay, 0, 1024));
   mi_memid_t memid;
-  mi_segment_t* segment = _mi_segment_os_alloc(MI_SEGMENT_SIZE, MI_SEGMENT_SIZE, 0, eager, req_arena_id, &memid);
+  mi_segment_t* segment = _mi_segment_os_alloc(MI_SEGMENT_SIZE, MI_SEGMENT_SIZE, 0, eager, req_arena_id, numa_node, &memid);
   if (segment == NULL) return NULL;
   const size_t page_shift = mi_segment_page_shift(kind);
   const size_t capacity = MI_SEGMENT_SIZE >> page_shift;
@@ -790,12 +790,34 @@ void _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld) {
   _mi_segments_purge_tick(tld);
 }
 
+/* ------------------------------------------------------------------------------------------
+   NUMA affinity (mi_heap_set_numa_affinity, sheap.c): a heap's pages are taken from memory of
+   its node first. The main heap's parts are the threads' backing heaps, which follow the node
+   set for it here.
+------------------------------------------------------------------------------------------ */
+static _Atomic(int) mi_segments_main_numa = -1;
+
+void _mi_segments_set_main_numa(int numa_node) {
+  mi_atomic_store_relaxed(&mi_segments_main_numa, numa_node);
+}
+
+static int mi_heap_numa_node(const mi_heap_t* heap) {
+  if (heap == heap->tld->heap_backing) return mi_atomic_load_relaxed(&mi_segments_main_numa);
+  return mi_atomic_load_relaxed(&((mi_heap_t*)heap)->numa_node);
+}
+
+/* May `segment`'s memory serve `heap`: its arena (_mi_arena_memid_is_suitable), and of
+   numa_node or of none if numa_node >= 0? */
+static bool mi_segment_suits(const mi_segment_t* segment, const mi_heap_t* heap, int numa_node) {
+  return (_mi_arena_memid_is_suitable(&segment->memid, heap->arena_id) && _mi_arena_memid_on_node(&segment->memid, numa_node));
+}
+
 /* Free slots for a page of `block_size` (see mi_segment_find_free_slots) in the first segment
-   of the queue that has them and whose memory may serve `heap` (its arena, see
-   _mi_arena_memid_is_suitable); usually the first. */
-static mi_page_t* mi_segment_queue_find_slots(mi_segment_queue_t* queue, mi_heap_t* heap, size_t block_size, size_t* count) {
+   of the queue that has them and whose memory may serve `heap` (mi_segment_suits); usually the
+   first. */
+static mi_page_t* mi_segment_queue_find_slots(mi_segment_queue_t* queue, mi_heap_t* heap, int numa_node, size_t block_size, size_t* count) {
   for (mi_segment_t* segment = queue->first; segment != NULL; segment = segment->next) {
-    if (!_mi_arena_memid_is_suitable(&segment->memid, heap->arena_id)) continue;
+    if (!mi_segment_suits(segment, heap, numa_node)) continue;
     mi_page_t* page = mi_segment_find_free_slots(segment, block_size, count);
     if (page != NULL) return page;
   }
@@ -808,14 +830,14 @@ static mi_page_t* mi_segment_queue_find_slots(mi_segment_queue_t* queue, mi_heap
    the newest of any thread cost alloc-test with 4 threads 3-8% of its time); NULL if none
    suits. With one queue for all kinds, where only the newest 4 slots of any kind were looked
    at, rptest held 25 MiB more (200 -> 175 MiB). */
-static mi_page_t* mi_segment_find_resident_page(mi_heap_t* heap, mi_page_kind_t kind) {
+static mi_page_t* mi_segment_find_resident_page(mi_heap_t* heap, mi_page_kind_t kind, int numa_node) {
   const uint8_t self = mi_thread_hash8();
   mi_page_t* found = NULL;
   int budget = 8;
   for (mi_page_t* page = heap->tld->subproc->purge[kind].last; page != NULL && budget-- > 0; page = page->prev) {
     const mi_segment_t* segment = _mi_page_segment(page);
     if (!mi_segment_guards_ready(segment, page->segment_idx, 1)) continue;   /* (secure builds) */
-    if (!_mi_arena_memid_is_suitable(&segment->memid, heap->arena_id)) continue;
+    if (!mi_segment_suits(segment, heap, numa_node)) continue;
     if (page->freed_by == self) return page;
     if (found == NULL && budget >= 4) found = page;   /* the newest 4: any thread's */
   }
@@ -824,22 +846,34 @@ static mi_page_t* mi_segment_find_resident_page(mi_heap_t* heap, mi_page_kind_t 
 
 /* A small, medium or large page (of `kind`'s segments, for blocks of `block_size`): a resident
    unused slot (one-slot pages), else free slots of any segment of the subprocess, else of a
-   fresh segment. */
+   fresh segment. A heap with a NUMA node looks for memory of that node first (a fresh segment
+   of it too), then for any: the affinity is a preference, and a heap never takes a fresh
+   segment while a suitable one has room. */
 static mi_page_t* mi_segment_page_alloc_in(mi_heap_t* heap, mi_page_kind_t kind, size_t block_size) {
   mi_subproc_t* subproc = heap->tld->subproc;
   mi_segment_queue_t* queue = mi_segment_free_queue(kind, subproc);
+  const int numa_node = mi_heap_numa_node(heap);
   size_t count = 1;
+  mi_page_t* page = NULL;
   mi_segments_lock(subproc);
-  mi_page_t* page = (block_size <= MI_MEDIUM_OBJ_SIZE_MAX ? mi_segment_find_resident_page(heap, kind) : NULL);
-  if (page == NULL) page = mi_segment_queue_find_slots(queue, heap, block_size, &count);
+  for (int pass = (numa_node >= 0 ? 0 : 1); pass < 2 && page == NULL; pass++) {
+    const int node = (pass == 0 ? numa_node : -1);
+    if (block_size <= MI_MEDIUM_OBJ_SIZE_MAX) page = mi_segment_find_resident_page(heap, kind, node);
+    if (page == NULL) page = mi_segment_queue_find_slots(queue, heap, node, block_size, &count);
+    if (page == NULL) {
+      mi_segments_unlock(subproc);
+      mi_segment_t* segment = mi_segment_alloc_standard(kind, heap->arena_id, node, heap->tld);
+      mi_segments_lock(subproc);
+      if (segment != NULL) {
+        mi_segment_publish(segment);
+        page = mi_segment_find_free_slots(segment, block_size, &count);
+        mi_assert_internal(page != NULL);
+      }
+    }
+  }
   if (page == NULL) {
     mi_segments_unlock(subproc);
-    mi_segment_t* segment = mi_segment_alloc_standard(kind, heap->arena_id, heap->tld);
-    if (segment == NULL) return NULL;
-    mi_segments_lock(subproc);
-    mi_segment_publish(segment);
-    page = mi_segment_find_free_slots(segment, block_size, &count);
-    mi_assert_internal(page != NULL);
+    return NULL;
   }
   page = mi_segment_page_claim(_mi_page_segment(page), page, count);
   mi_segments_unlock(subproc);
@@ -873,7 +907,10 @@ static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_
   size_t segment_size = _mi_os_good_alloc_size(d + size + MI_SECURE_GUARD_SIZE);
   if (segment_size <= MI_SEGMENT_SIZE) segment_size = MI_SEGMENT_SIZE + _mi_os_page_size();
   mi_memid_t memid;
-  mi_segment_t* segment = _mi_segment_os_alloc(segment_size, os_alignment, os_offset, true, heap->arena_id, &memid);
+  const int numa_node = mi_heap_numa_node(heap);
+  mi_segment_t* segment = NULL;
+  if (numa_node >= 0) segment = _mi_segment_os_alloc(segment_size, os_alignment, os_offset, true, heap->arena_id, numa_node, &memid);
+  if (segment == NULL) segment = _mi_segment_os_alloc(segment_size, os_alignment, os_offset, true, heap->arena_id, -1, &memid);
   if (segment == NULL) return NULL;
   mi_segment_init_header(segment, segment_size, info_size, MI_PAGE_HUGE, 1, MI_HUGE_PAGE_SHIFT, &memid, true, heap->tld->subproc);
 #if MI_SECURE > 0

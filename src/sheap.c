@@ -21,7 +21,7 @@ static mi_sheap_t* mi_sheaps;
    part for each thread is that thread's backing heap. It has no theaps of its own, is on no
    list (nothing locks it) and is never deleted, so no code that walks or frees shared heaps
    reaches it. */
-static mi_sheap_t mi_sheap_main = { .mark = MI_SHEAP_MARK, .lock = MI_LOCK_INIT, .state = (int)MI_SHEAP_LIVE };
+static mi_sheap_t mi_sheap_main = { .mark = MI_SHEAP_MARK, .lock = MI_LOCK_INIT, .state = (int)MI_SHEAP_LIVE, .numa_node = -1 };
 
 mi_heap_t* _mi_sheap_main(void) {
   return (mi_heap_t*)&mi_sheap_main;
@@ -64,6 +64,7 @@ static mi_heap_t* mi_sheap_new(bool allow_destroy, mi_arena_id_t arena_id) {
   mi_atomic_store_relaxed(&sh->state, (int)MI_SHEAP_LIVE);
   sh->allow_destroy = allow_destroy;
   sh->arena_id = arena_id;
+  mi_atomic_store_relaxed(&sh->numa_node, -1);
   sh->subproc = bheap->tld->subproc;
   mi_lock_acquire(&mi_sheaps_lock);
   sh->next = mi_sheaps;
@@ -71,6 +72,28 @@ static mi_heap_t* mi_sheap_new(bool allow_destroy, mi_arena_id_t arena_id) {
   mi_sheaps = sh;
   mi_lock_release(&mi_sheaps_lock);
   return (mi_heap_t*)sh;
+}
+
+/* mi_heap_set_numa_affinity (v3 mode's header): the node's memory first for the heap's new pages
+   (segment.c). A shared heap's theaps take it under the heap's lock, as a theap made later takes
+   the heap's. The main heap's parts are the threads' backing heaps (a backing heap given here
+   stands for it). */
+mi_decl_export void mi_heap_set_numa_affinity(mi_heap_t* heap, int numa_node) {
+  const int node = (numa_node < 0 ? -1 : (int)((size_t)numa_node % _mi_os_numa_node_count()));
+  if (heap != NULL && heap != _mi_sheap_main() && mi_heap_is_shared(heap)) {
+    mi_sheap_t* const sh = mi_sheap_of(heap);
+    mi_lock_acquire(&sh->lock);
+    mi_atomic_store_relaxed(&sh->numa_node, node);
+    for (mi_heap_t* t = sh->theaps; t != NULL; t = t->sheap_next) mi_atomic_store_relaxed(&t->numa_node, node);
+    mi_lock_release(&sh->lock);
+  }
+  else if (heap == NULL || heap == _mi_sheap_main() || (mi_heap_is_initialized(heap) && heap == heap->tld->heap_backing)) {
+    mi_atomic_store_relaxed(&mi_sheap_main.numa_node, node);
+    _mi_segments_set_main_numa(node);
+  }
+  else if (mi_heap_is_initialized(heap)) {
+    mi_atomic_store_relaxed(&heap->numa_node, node);   /* a heap of the v2 API */
+  }
 }
 
 mi_heap_t* mi_heap_new_shared(void) {
@@ -93,6 +116,7 @@ static mi_heap_t* mi_sheap_theap_make(mi_sheap_t* sh, mi_tld_t* tld) {
   mi_lock_acquire(&sh->lock);
   const bool live = (mi_atomic_load_relaxed(&sh->state) == (int)MI_SHEAP_LIVE);
   if (live) {
+    mi_atomic_store_relaxed(&theap->numa_node, mi_atomic_load_relaxed(&sh->numa_node));   /* (under the lock: see below) */
     theap->sheap = sh;
     theap->sheap_next = sh->theaps;
     sh->theaps = theap;

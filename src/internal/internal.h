@@ -189,8 +189,13 @@ size_t     _mi_os_good_alloc_size(size_t size);
 ------------------------------------------------------------------------------------------ */
 extern _Atomic(size_t) _mi_arenas_purge_pending;
 /* Memory for a segment: from the arenas (only req_arena_id's if not 0) when the size and
-   alignment fit, else straight from the OS; NULL with errno ENOMEM when that is not allowed. */
-void*      _mi_arena_alloc_aligned(size_t size, size_t alignment, size_t align_offset, bool commit, mi_arena_id_t req_arena_id, mi_memid_t* memid);
+   alignment fit, else straight from the OS; NULL with errno ENOMEM when that is not allowed.
+   numa_node >= 0: only memory of that node or of none (arenas, one reserved on demand for it),
+   else NULL (the caller then asks without it); -1: the calling thread's node first, then any. */
+void*      _mi_arena_alloc_aligned(size_t size, size_t alignment, size_t align_offset, bool commit, mi_arena_id_t req_arena_id,
+                                   int numa_node, mi_memid_t* memid);
+bool       _mi_arena_memid_on_node(const mi_memid_t* memid, int numa_node);   /* memory of that node, or of
+                                                                                 none known (OS memory) */
 /* Give memory back with committed_size bytes of it committed (counted): all of it, or none.
    Committed arena blocks are purged after a delay. */
 void       _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_memid_t* memid);
@@ -244,6 +249,7 @@ void       _mi_purger_done(void);           /* mi_process_done: no pass after th
    block); `busy`: the heap has pages of this class, all full (a medium page is then 512 KiB,
    else one 128 KiB slot, see mi_page_kind_t). */
 mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t page_alignment, size_t align_offset, bool busy);
+void       _mi_segments_set_main_numa(int numa_node);   /* the backing heaps' NUMA node, -1: none (mi_heap_set_numa_affinity) */
 void       _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld);
 void       _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld);
 void       _mi_segment_reclaim_all_abandoned(mi_heap_t* heap);   /* mi_collect(true) */
@@ -273,7 +279,7 @@ bool       _mi_segment_map_can_hold(const void* start, size_t size);
 bool       _mi_segment_map_prepare(const void* start, size_t size);
 void       _mi_segment_map_set(const mi_segment_t* segment, bool on);
 mi_segment_t* _mi_segment_os_alloc(size_t size, size_t alignment, size_t align_offset, bool commit,
-                                   mi_arena_id_t req_arena_id, mi_memid_t* memid);
+                                   mi_arena_id_t req_arena_id, int numa_node, mi_memid_t* memid);
 /* realloc: grow the huge block p (its page's start, segment owned by the calling thread) in
    place so that [p, p + size) fits, taking the free arena blocks after it; *ext_zero tells
    whether the added bytes are zero. False, and nothing changed, when that is not possible. */

@@ -645,6 +645,9 @@ struct mi_heap_s {
   mi_msecs_t            last_collect;      /* time of the last periodic collect (page.c) */
   uint8_t               tag;
   mi_arena_id_t         arena_id;
+  _Atomic(int)          numa_node;         /* the NUMA node its new pages' memory prefers, -1: none
+                                              (a theap: its shared heap's, set by any thread;
+                                              a backing heap follows the main heap's: segment.c) */
 #if MI_GUARDED > 0
   /* sampled guarded objects (guarded.c): malloc samples when the count is 0, else decrements
      it; SIZE_MAX when the rate is 0 (never reaches 0); the empty heap's 0 sends its calls to
@@ -692,6 +695,7 @@ typedef struct mi_sheap_s {
   _Atomic(int)       state;            /* mi_sheap_state_t; written under lock */
   bool               allow_destroy;    /* its theaps' (mi_heap_new_shared: true; _in_arena: false) */
   mi_arena_id_t      arena_id;         /* its theaps' */
+  _Atomic(int)       numa_node;        /* its theaps' (mi_heap_set_numa_affinity), -1: none */
   struct mi_subproc_s* subproc;        /* the subprocess of the thread that made it (its heaps'
                                           visitor, mi_subproc_visit_heaps) */
   struct mi_sheap_s* next;             /* all shared heaps, until freed (sheap.c, for fork and

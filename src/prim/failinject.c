@@ -18,6 +18,8 @@
      noguard      guard markers answer EINVAL, as on a kernel without them (os.c then guards
                   with protect); not counted as failures
      trace        print a line to stderr for every injected failure (kind, call, size)
+     numa:N       pretend N NUMA nodes (N >= 1; every thread on node 0): arena and heap NUMA
+                  placement can be tested on a machine of one node; not counted as failures
    KIND is one of: map (_mi_prim_alloc), large (_mi_prim_alloc with allow_large), unmap
    (_mi_prim_free), commit, decommit, reset, protect, guard, huge
    (_mi_prim_alloc_huge_os_pages), random (_mi_prim_random_buf), thread (_mi_prim_thread_start,
@@ -49,6 +51,8 @@
 #define _mi_prim_alloc_huge_os_pages _mi_prim_os_alloc_huge_os_pages
 #define _mi_prim_random_buf         _mi_prim_os_random_buf
 #define _mi_prim_thread_start       _mi_prim_os_thread_start
+#define _mi_prim_numa_node          _mi_prim_os_numa_node
+#define _mi_prim_numa_node_count    _mi_prim_os_numa_node_count
 int  _mi_prim_os_alloc(void* hint, size_t size, bool commit, bool allow_large, bool* is_large, void** addr);
 int  _mi_prim_os_free(void* addr, size_t size);
 int  _mi_prim_os_commit(void* addr, size_t size);
@@ -59,6 +63,8 @@ int  _mi_prim_os_guard(void* addr, size_t size, bool install);
 int  _mi_prim_os_alloc_huge_os_pages(void* hint, size_t size, int numa_node, void** addr);
 bool _mi_prim_os_random_buf(void* buf, size_t buf_len);
 int  _mi_prim_os_thread_start(void (*fun)(void* arg), void* arg, bool init_wait);
+size_t _mi_prim_os_numa_node(void);
+size_t _mi_prim_os_numa_node_count(void);
 #if defined(_WIN32)
 #include "windows.c"
 #else
@@ -74,6 +80,8 @@ int  _mi_prim_os_thread_start(void (*fun)(void* arg), void* arg, bool init_wait)
 #undef _mi_prim_alloc_huge_os_pages
 #undef _mi_prim_random_buf
 #undef _mi_prim_thread_start
+#undef _mi_prim_numa_node
+#undef _mi_prim_numa_node_count
 
 typedef enum mi_fi_kind_e {
   MI_FI_MAP, MI_FI_LARGE, MI_FI_UNMAP, MI_FI_COMMIT, MI_FI_DECOMMIT, MI_FI_RESET,
@@ -95,6 +103,7 @@ static _Atomic(size_t)  mi_fi_failed[MI_FI_COUNT];
 static _Atomic(int)     mi_fi_state;           /* 0 not read, 1 being read, 2 read */
 static _Atomic(uint64_t) mi_fi_random;
 static bool             mi_fi_count, mi_fi_trace, mi_fi_noguard;
+static size_t           mi_fi_numa_nodes;   /* numa:N; 0: the OS's */
 
 static bool mi_fi_word(const char* s, size_t n, const char* word) {
   size_t i = 0;
@@ -138,6 +147,7 @@ static void mi_fi_parse(const char* spec) {
     if (mi_fi_word(s, n, "count")) mi_fi_count = true;
     else if (mi_fi_word(s, n, "trace")) mi_fi_trace = true;
     else if (mi_fi_word(s, n, "noguard")) mi_fi_noguard = true;
+    else if (mi_fi_word(s, n, "numa")) { const char* t = v; mi_fi_numa_nodes = mi_fi_number(&t); }
     else if (mi_fi_word(s, n, "seed")) { const char* t = v; mi_atomic_store_relaxed(&mi_fi_random, (uint64_t)mi_fi_number(&t)); }
     else {
       bool known = false;
@@ -263,4 +273,15 @@ bool _mi_prim_random_buf(void* buf, size_t buf_len) {
 int _mi_prim_thread_start(void (*fun)(void* arg), void* arg, bool init_wait) {
   if (mi_fi_fail(MI_FI_THREAD, 0)) return EAGAIN;
   return _mi_prim_os_thread_start(fun, arg, init_wait);
+}
+
+size_t _mi_prim_numa_node_count(void) {
+  if (mi_atomic_load_acquire(&mi_fi_state) != 2) mi_fi_read();
+  if (mi_fi_numa_nodes > 0) return mi_fi_numa_nodes;
+  return _mi_prim_os_numa_node_count();
+}
+
+size_t _mi_prim_numa_node(void) {
+  if (mi_fi_numa_nodes > 0) return 0;
+  return _mi_prim_os_numa_node();
 }

@@ -75,6 +75,8 @@ alias mi_heap_area_t = mi_heap_area_s;
 pragma(mangle, "mi_heap_new_shared") mi_heap_t* mi_heap_new();
 /// A shared heap that allocates only in the given (exclusive) arena; not destroyable.
 pragma(mangle, "mi_v3_heap_new_in_arena") mi_heap_t* mi_heap_new_in_arena(mi_arena_id_t arena_id);
+/// The NUMA node whose memory the heap's new pages prefer, -1 for none; null: the main heap.
+void mi_heap_set_numa_affinity(mi_heap_t* heap, int numa_node);
 
 // ---- Heap introspection
 /// Does `p` lie in a page of ours in use, of any heap of any thread?

@@ -329,6 +329,28 @@ unittest // mi_subproc_visit_heaps: the main heap first, then the live heaps of 
     mi_heap_delete(b);
 }
 
+unittest // mi_heap_set_numa_affinity: a preference (the library's own test pretends two nodes);
+         // here, with any number of nodes, a heap with an affinity still allocates, from threads too
+{
+    auto heap = v!"mi_heap_new"();
+    v!"mi_heap_set_numa_affinity"(heap, 3);   // modulo the nodes in use
+    __gshared void* q;
+    auto th = new Thread({ q = mi_heap_malloc(heap, 3000); });
+    th.start();
+    th.join();
+    auto p = mi_heap_malloc(heap, 100_000);
+    assert(p !is null && q !is null && v!"mi_heap_contains"(heap, p));
+    v!"mi_heap_set_numa_affinity"(null, 0);   // the main heap: every thread's backing heap
+    auto r = mi_malloc(5000);
+    assert(r !is null);
+    v!"mi_heap_set_numa_affinity"(null, -1);
+    v!"mi_heap_set_numa_affinity"(heap, -1);
+    mi_free(r);
+    mi_free(q);
+    mi_free(p);
+    mi_heap_delete(heap);
+}
+
 unittest // keep last: every function of mimalloc.v3 was called by the tests above
 {
     string[] missing;

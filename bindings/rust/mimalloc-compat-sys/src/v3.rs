@@ -212,6 +212,8 @@ extern "C" {
     pub fn mi_heap_new() -> *mut mi_heap_t;
     #[link_name = "mi_v3_heap_new_in_arena"]
     pub fn mi_heap_new_in_arena(arena_id: mi_arena_id_t) -> *mut mi_heap_t;
+    /// The NUMA node whose memory the heap's new pages prefer, -1 for none; null: the main heap.
+    pub fn mi_heap_set_numa_affinity(heap: *mut mi_heap_t, numa_node: c_int);
 
     // ---- Heap introspection
     #[link_name = "mi_v3_check_owned"]

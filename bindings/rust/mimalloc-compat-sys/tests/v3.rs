@@ -29,10 +29,10 @@ fn every_function_links() {
         v3::mi_option_disable as *const (), v3::mi_option_set_enabled as *const (),
         v3::mi_option_set_enabled_default as *const (), v3::mi_option_get as *const (), v3::mi_option_get_clamp as *const (),
         v3::mi_option_get_size as *const (), v3::mi_option_set as *const (), v3::mi_option_set_default as *const (),
-        v3::mi_subproc_visit_heaps as *const (),
+        v3::mi_subproc_visit_heaps as *const (), v3::mi_heap_set_numa_affinity as *const (),
     ];
     assert!(fns.iter().all(|f| !f.is_null()));
-    assert_eq!(fns.len(), 42);
+    assert_eq!(fns.len(), 43);
 }
 
 #[test]

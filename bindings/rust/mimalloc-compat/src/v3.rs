@@ -17,7 +17,7 @@
 use crate::ffi;
 use crate::ffi::v3 as ffi3;
 use core::alloc::Layout;
-use core::ffi::c_void;
+use core::ffi::{c_int, c_void};
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
@@ -142,6 +142,14 @@ impl SharedHeap {
     /// pointer may be passed.
     pub fn contains(&self, p: *const u8) -> bool {
         unsafe { ffi3::mi_heap_contains(self.as_ptr(), p.cast()) }
+    }
+
+    /// The NUMA node whose memory the heap's new pages prefer (`None`: no preference), taken
+    /// modulo the nodes in use (`mi_heap_set_numa_affinity`). For the main heap: every
+    /// thread's backing heap. A preference: when that node's memory cannot serve, any does.
+    pub fn set_numa_affinity(&self, node: Option<usize>) {
+        let node = node.map_or(-1, |n| (n % (c_int::MAX as usize)) as c_int);
+        unsafe { ffi3::mi_heap_set_numa_affinity(self.as_ptr(), node) }
     }
 
     /// Processes delayed frees and returns empty pages of the calling thread's part; `force`

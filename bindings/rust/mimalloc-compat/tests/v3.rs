@@ -253,3 +253,23 @@ fn visit_heaps() {
     a.delete();
     b.delete();
 }
+
+#[test]
+fn numa_affinity_is_a_preference() {
+    // (the library's own test pretends two nodes; here any number of nodes: allocation goes on)
+    let heap = SharedHeap::try_new().expect("a heap");
+    heap.set_numa_affinity(Some(3));
+    let p = std::thread::scope(|s| s.spawn(|| heap.malloc(3000) as usize).join().unwrap()) as *mut u8;
+    let q = heap.malloc(100_000);
+    assert!(!p.is_null() && !q.is_null() && heap.contains(q));
+    SharedHeap::main().set_numa_affinity(Some(0));
+    let r = SharedHeap::main().malloc(5000);
+    assert!(!r.is_null());
+    SharedHeap::main().set_numa_affinity(None);
+    heap.set_numa_affinity(None);
+    unsafe {
+        mimalloc_compat::ffi::mi_free(r.cast());
+        mimalloc_compat::ffi::mi_free(q.cast());
+        mimalloc_compat::ffi::mi_free(p.cast());
+    }
+}
