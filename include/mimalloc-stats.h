@@ -143,10 +143,9 @@ mi_decl_export void  mi_subproc_stats_print_out(mi_subproc_id_t subproc_id, mi_o
 /* The subprocess' figures, then each of its heaps' on its own. */
 mi_decl_export void  mi_subproc_heap_stats_print_out(mi_subproc_id_t subproc_id, mi_output_fun* out, void* arg) mi_attr_noexcept;
 
-/* The process' figures. */
+/* The process' figures (mi_stats_print_out: mimalloc.h). */
 mi_decl_export bool  mi_stats_get(mi_stats_t* stats) mi_attr_noexcept;
 mi_decl_export char* mi_stats_get_json(size_t buf_size, char* buf) mi_attr_noexcept;
-mi_decl_export void  mi_stats_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept;
 
 /* Publish the calling thread's part of the heap, for other threads' calls to see. */
 mi_decl_export void  mi_heap_stats_merge_to_subproc(mi_heap_t* heap);

@@ -153,13 +153,13 @@ alias mi_stats_t = mi_stats_s;
 
 bool mi_heap_stats_get(mi_heap_t* heap, mi_stats_t* stats); ///
 char* mi_heap_stats_get_json(mi_heap_t* heap, size_t buf_size, char* buf); ///
-void mi_heap_stats_print_out(mi_heap_t* heap, mi_output_fun out, void* arg); ///
+void mi_heap_stats_print_out(mi_heap_t* heap, mi_output_fun output, void* arg); ///
 /// Publish the calling thread's part of `heap` for other threads' calls to see.
 void mi_heap_stats_merge_to_subproc(mi_heap_t* heap);
 bool mi_subproc_stats_get(mi_subproc_id_t subproc_id, mi_stats_t* stats); ///
 char* mi_subproc_stats_get_json(mi_subproc_id_t subproc_id, size_t buf_size, char* buf); ///
-void mi_subproc_stats_print_out(mi_subproc_id_t subproc_id, mi_output_fun out, void* arg); ///
-void mi_subproc_heap_stats_print_out(mi_subproc_id_t subproc_id, mi_output_fun out, void* arg); ///
+void mi_subproc_stats_print_out(mi_subproc_id_t subproc_id, mi_output_fun output, void* arg); ///
+void mi_subproc_heap_stats_print_out(mi_subproc_id_t subproc_id, mi_output_fun output, void* arg); ///
 bool mi_subproc_stats_get_exclusive(mi_subproc_id_t subproc_id, mi_stats_t* stats); ///
 char* mi_stats_as_json(mi_stats_t* stats, size_t buf_size, char* buf); ///
 size_t mi_stats_get_bin_size(size_t bin); ///
