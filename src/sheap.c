@@ -177,10 +177,13 @@ void _mi_sheap_parts_visit(mi_heap_t* sheap, void (*visit)(const mi_heap_t* thea
   mi_lock_release(&sh->lock);
 }
 
-void _mi_sheap_publish(mi_heap_t* theap, const mi_stats_data_t* stats) {
-  mi_assert_internal(theap->sheap != NULL && theap->sheap_stats != NULL);
+/* `block`: theap->sheap_stats, or a new block for it (set here, under the lock, where other
+   threads read the pointer) */
+void _mi_sheap_publish(mi_heap_t* theap, mi_stats_data_t* block, const mi_stats_data_t* stats) {
+  mi_assert_internal(theap->sheap != NULL && (theap->sheap_stats == NULL || theap->sheap_stats == block));
   mi_lock_acquire(&theap->sheap->lock);
-  memcpy(theap->sheap_stats, stats, sizeof(*stats));
+  memcpy(block, stats, sizeof(*stats));
+  theap->sheap_stats = block;
   mi_lock_release(&theap->sheap->lock);
 }
 

@@ -104,8 +104,11 @@ static mi_heap_t* mi_stats_own_part(mi_heap_t* sheap, mi_stats_data_t* own_figur
   if (own == NULL) return NULL;
   mi_stats_heap_pages_add(own, own_figures);
   mi_stats_settle(own_figures, own->sheap_stats);   /* (only this thread writes it) */
-  if (publish && own->sheap_stats == NULL) own->sheap_stats = (mi_stats_data_t*)mi_heap_malloc(own->tld->heap_backing, sizeof(mi_stats_data_t));
-  if (publish && own->sheap_stats != NULL) _mi_sheap_publish(own, own_figures);
+  if (publish) {
+    mi_stats_data_t* block = own->sheap_stats;
+    if (block == NULL) block = (mi_stats_data_t*)mi_heap_malloc(own->tld->heap_backing, sizeof(mi_stats_data_t));
+    if (block != NULL) _mi_sheap_publish(own, block, own_figures);
+  }
   return own;
 }
 
