@@ -7,8 +7,6 @@
 /* ---------------------------------------------------------------------------------------
    Page iteration
 --------------------------------------------------------------------------------------- */
-typedef bool (heap_page_visitor_fun)(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg);
-
 /* Visit every page of every queue; the visitor may remove the page from its queue. */
 static bool mi_heap_visit_pages(mi_heap_t* heap, heap_page_visitor_fun* fn, void* arg) {
   if (heap == NULL || heap->page_count == 0) return true;
@@ -22,6 +20,10 @@ static bool mi_heap_visit_pages(mi_heap_t* heap, heap_page_visitor_fun* fn, void
     }
   }
   return true;
+}
+
+bool _mi_heap_visit_pages(mi_heap_t* heap, heap_page_visitor_fun* fn, void* arg) {
+  return mi_heap_visit_pages(heap, fn, arg);
 }
 
 /* ---------------------------------------------------------------------------------------

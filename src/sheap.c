@@ -185,7 +185,30 @@ void _mi_sheap_theap_unlink(mi_heap_t* theap) {
   mi_lock_release(&sh->lock);
   theap->sheap = NULL;
   theap->sheap_next = NULL;
+  if (theap->sheap_stats != NULL) { mi_free(theap->sheap_stats); theap->sheap_stats = NULL; }   /* (no reader left: off the list) */
   if (last) mi_sheap_free(sh);
+}
+
+/* ---------------------------------------------------------------------------------------
+   Statistics (stats-v3.c): each thread publishes its theap's figures under the heap's lock,
+   where other threads read them; no thread reads another's pages.
+--------------------------------------------------------------------------------------- */
+void _mi_sheap_parts_visit(mi_heap_t* sheap, void (*visit)(const mi_heap_t* theap, void* arg), void* arg) {
+  mi_sheap_t* const sh = mi_sheap_of(sheap);
+  if (sh == &mi_sheap_main) return;   /* (no list: each thread's part is its backing heap) */
+  mi_lock_acquire(&sh->lock);
+  for (const mi_heap_t* theap = sh->theaps; theap != NULL; theap = theap->sheap_next) visit(theap, arg);
+  mi_lock_release(&sh->lock);
+}
+
+/* `block`: theap->sheap_stats, or a new block for it (set here, under the lock, where other
+   threads read the pointer) */
+void _mi_sheap_publish(mi_heap_t* theap, mi_stats_data_t* block, const mi_stats_data_t* stats) {
+  mi_assert_internal(theap->sheap != NULL && (theap->sheap_stats == NULL || theap->sheap_stats == block));
+  mi_lock_acquire(&theap->sheap->lock);
+  memcpy(block, stats, sizeof(*stats));
+  theap->sheap_stats = block;
+  mi_lock_release(&theap->sheap->lock);
 }
 
 /* A theap of a heap that is no longer live: deleted or destroyed as its heap was. */

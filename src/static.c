@@ -47,6 +47,7 @@ void _mi_text_begin(void) { }
 #include "track.c"
 #include "validate.c"
 #include "v3.c"
+#include "stats-v3.c"
 #if MI_FAIL_INJECT
 #include "prim/failinject.c"   /* test builds: the platform's file behind failure injection */
 #elif defined(_WIN32)

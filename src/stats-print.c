@@ -415,18 +415,19 @@ static void mi_print_summary(mi_line_t* line, const mi_stats_data_t* stats, cons
   mi_line_end(line);
 }
 
-static void mi_stats_print_readable(const mi_stats_data_t* stats, const mi_process_info_t* info, bool thread, mi_line_t* line) {
+/* title NULL: the process' summary line; with_pages: the figures count pages per size */
+static void mi_stats_print_readable(const mi_stats_data_t* stats, const mi_process_info_t* info, const char* title, bool with_pages, mi_line_t* line) {
   static const char* const amounts[] = { "now", "peak", "total" };
   static const char* const totals[] = { "total" };
-  if (thread) {
-    mi_line_add(line, "mimalloc: statistics of this thread only (the process totals: mi_stats_print_out)");
+  if (title != NULL) {
+    mi_line_add(line, "%s", title);
     mi_line_end(line);
   }
   else {
     mi_print_summary(line, stats, info);
   }
   mi_print_section(line, stats, "memory", amounts, MI_COUNT_OF(amounts), mi_rows_memory, MI_COUNT_OF(mi_rows_memory));
-  mi_print_bins(line, stats, !thread);
+  mi_print_bins(line, stats, with_pages);
   mi_print_section(line, stats, "threads, segments and pages", amounts, MI_COUNT_OF(amounts), mi_rows_objects, MI_COUNT_OF(mi_rows_objects));
   mi_print_section(line, stats, "activity", totals, MI_COUNT_OF(totals), mi_rows_activity, MI_COUNT_OF(mi_rows_activity));
   mi_line_add(line, "(rows that are zero are not shown; MIMALLOC_STATS_LAYOUT=mimalloc prints mimalloc's layout)");
@@ -450,8 +451,10 @@ static bool mi_stats_layout_is_mimalloc(void) {
   return (value[i] == 0);
 }
 
-void _mi_stats_print_text(const mi_stats_data_t* stats, const mi_process_info_t* info, bool thread, mi_output_fun* out, void* arg) {
+static void mi_stats_print_any(const mi_stats_data_t* stats, const mi_process_info_t* info, const char* title, bool with_pages,
+                               mi_output_fun* out, void* arg) {
   if (mi_stats_layout_is_mimalloc()) {
+    if (title != NULL) { mi_line_t line = { .out = out, .arg = arg }; mi_line_add(&line, "%s", title); mi_line_end(&line); }
     mi_stats_print_mimalloc(stats, info, out, arg);
     return;
   }
@@ -460,5 +463,16 @@ void _mi_stats_print_text(const mi_stats_data_t* stats, const mi_process_info_t*
   line.buf[0] = 0;
   line.out = out;
   line.arg = arg;
-  mi_stats_print_readable(stats, info, thread, &line);
+  mi_stats_print_readable(stats, info, title, with_pages, &line);
+}
+
+void _mi_stats_print_text(const mi_stats_data_t* stats, const mi_process_info_t* info, bool thread, mi_output_fun* out, void* arg) {
+  const char* title = (thread ? "mimalloc: statistics of this thread only (the process totals: mi_stats_print_out)" : NULL);
+  if (thread && mi_stats_layout_is_mimalloc()) title = NULL;   /* (mimalloc's layout has no title line) */
+  mi_stats_print_any(stats, info, title, !thread, out, arg);
+}
+
+void _mi_stats_print_titled(const mi_stats_data_t* stats, const mi_process_info_t* info, const char* title,
+                            mi_output_fun* out, void* arg) {
+  mi_stats_print_any(stats, info, title, true, out, arg);
 }

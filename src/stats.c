@@ -3,6 +3,7 @@
    what and why no figure goes negative), merging, mi_stats_get, the JSON rendering and
    process information. The text layouts are in stats-print.c. */
 #include "internal/internal.h"
+#include "internal/v3.h"
 #include "prim/prim.h"
 #include <stdio.h>   /* only to recognise stdout/stderr in mi_stats_print */
 
@@ -171,7 +172,7 @@ static void mi_stats_snapshot(mi_stats_data_t* copy) {
 /* ---------------------------------------------------------------------------------------
    Process information
 --------------------------------------------------------------------------------------- */
-static void mi_process_info_get(mi_process_info_t* info) {
+void _mi_process_info_get(mi_process_info_t* info) {
   memset(info, 0, sizeof(*info));
   info->elapsed = _mi_process_elapsed();
   _mi_prim_process_info(info);
@@ -184,7 +185,7 @@ static void mi_process_info_get(mi_process_info_t* info) {
 void mi_process_info(size_t* elapsed_msecs, size_t* user_msecs, size_t* system_msecs, size_t* current_rss,
                      size_t* peak_rss, size_t* current_commit, size_t* peak_commit, size_t* page_faults) mi_attr_noexcept {
   mi_process_info_t info;
-  mi_process_info_get(&info);
+  _mi_process_info_get(&info);
   if (elapsed_msecs != NULL)  *elapsed_msecs  = (info.elapsed < 0 ? 0 : (size_t)info.elapsed);
   if (user_msecs != NULL)     *user_msecs     = (info.utime < 0 ? 0 : (size_t)info.utime);
   if (system_msecs != NULL)   *system_msecs   = (info.stime < 0 ? 0 : (size_t)info.stime);
@@ -203,13 +204,13 @@ void mi_stats_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept {
   mi_stats_data_t stats;
   mi_stats_snapshot(&stats);
   mi_process_info_t info;
-  mi_process_info_get(&info);
+  _mi_process_info_get(&info);
   _mi_stats_print_text(&stats, &info, false, out, arg);
 }
 
 void mi_process_info_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept {
   mi_process_info_t info;
-  mi_process_info_get(&info);
+  _mi_process_info_get(&info);
   _mi_process_info_print_text(&info, out, arg);
 }
 
@@ -224,7 +225,7 @@ void mi_stats_print(void* out) mi_attr_noexcept {
 
 void mi_thread_stats_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept {
   mi_process_info_t info;
-  mi_process_info_get(&info);
+  _mi_process_info_get(&info);
   mi_tld_t* tld = mi_current_tld();
   if (tld == NULL) {
     mi_stats_data_t empty;
@@ -258,7 +259,35 @@ static void mi_stat_count_add(mi_stat_count_t* dst, const mi_stat_count_t* src) 
   dst->current += src->current;
 }
 
+/* Our per-bin figures added into mimalloc's numbering (MI_BIN_HUGE+1 entries, zeroed by the
+   caller); v2 and v3 number their bins alike. */
+void _mi_stats_fold_bins(const mi_stat_count_t* bins, mi_stat_count_t* public_bins) {
+  for (size_t bin = 1; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
+    mi_stat_count_add(&public_bins[mi_public_bin(_mi_bin_size(bin))], &bins[bin]);
+  }
+}
+
+/* The largest block size of mimalloc's bin `bin` (the inverse of mi_public_bin): bins 1-8 are
+   1-8 words, then four per power of two; the huge bin's is the smallest huge size. */
+mi_decl_export size_t mi_stats_get_bin_size(size_t bin) mi_attr_noexcept {
+  if (bin == 0 || bin > MI_BIN_HUGE) return 0;
+  if (bin == MI_BIN_HUGE) return MI_LARGE_OBJ_SIZE_MAX + 1;
+  if (bin <= 8) return bin * sizeof(void*);
+  const size_t b = (bin + 3) >> 2;
+  const size_t r = (bin + 3) & 3;
+  return ((5 + r) << (b - 2)) * sizeof(void*);
+}
+
+/* The process' figures now: the calling thread's merged first. */
+void _mi_stats_process_now(mi_stats_data_t* data) {
+  mi_stats_merge();
+  mi_stats_snapshot(data);
+}
+
+/* v3 mode's callers pass mimalloc 3.x's layout (version 5, stats-v3.c); every other size or
+   version is refused. */
 bool mi_stats_get(mi_stats_t* stats) mi_attr_noexcept {
+  if (stats != NULL && stats->version == MI_V3_STAT_VERSION) return _mi_stats_get_v3((mi_v3_stats_t*)(void*)stats);
   if (stats == NULL || stats->size != sizeof(mi_stats_t) || stats->version != MI_STAT_VERSION) return false;
   mi_stats_data_t data;
   mi_stats_snapshot(&data);
@@ -270,11 +299,8 @@ bool mi_stats_get(mi_stats_t* stats) mi_attr_noexcept {
   MI_STAT_FIELDS()
 #undef MI_STAT_COUNT
 #undef MI_STAT_COUNTER
-  for (size_t bin = 1; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
-    const size_t pbin = mi_public_bin(_mi_bin_size(bin));
-    mi_stat_count_add(&stats->malloc_bins[pbin], &data.malloc_bins[bin]);
-    mi_stat_count_add(&stats->page_bins[pbin], &data.page_bins[bin]);
-  }
+  _mi_stats_fold_bins(data.malloc_bins, stats->malloc_bins);
+  _mi_stats_fold_bins(data.page_bins, stats->page_bins);
   return true;
 }
 
@@ -292,7 +318,7 @@ void _mi_json_add(mi_json_t* json, const char* fmt, ...) {
   json->len += n;
 }
 
-static void mi_json_count(mi_json_t* json, const char* name, const mi_stat_count_t* stat) {
+void _mi_json_count(mi_json_t* json, const char* name, const mi_stat_count_t* stat) {
   _mi_json_add(json, ",\n  \"%s\": { \"total\": %lld, \"peak\": %lld, \"current\": %lld }", name,
               (long long)stat->total, (long long)stat->peak, (long long)stat->current);
 }
@@ -319,7 +345,7 @@ static void mi_stats_json(mi_json_t* json, const mi_stats_data_t* data, const mi
               (long long)info->elapsed, (long long)info->utime, (long long)info->stime, info->page_faults);
   _mi_json_add(json, "\"rss_current\": %zu, \"rss_peak\": %zu, \"commit_current\": %zu, \"commit_peak\": %zu }",
               info->current_rss, info->peak_rss, info->current_commit, info->peak_commit);
-#define MI_STAT_COUNT(name)    mi_json_count(json, #name, &data->name);
+#define MI_STAT_COUNT(name)    _mi_json_count(json, #name, &data->name);
 #define MI_STAT_COUNTER(name)  _mi_json_add(json, ",\n  \"%s\": %lld", #name, (long long)data->name.total);
   MI_STAT_FIELDS()
 #undef MI_STAT_COUNT
@@ -334,7 +360,7 @@ static void mi_stats_json_now(mi_json_t* json) {
   mi_stats_data_t data;
   mi_stats_snapshot(&data);
   mi_process_info_t info;
-  mi_process_info_get(&info);
+  _mi_process_info_get(&info);
   mi_stats_json(json, &data, &info);
 }
 
@@ -347,23 +373,35 @@ size_t _mi_stats_json_now(char* buf, size_t size) {
   return json.len;
 }
 
-char* mi_stats_get_json(size_t buf_size, char* buf) mi_attr_noexcept {
-  mi_stats_merge();
+/* A document rendered by `render` into the caller's buffer, or (buf NULL or buf_size 0) into
+   a new block of the calling thread's heap; NULL if it does not fit. Each pass renders the
+   figures of its own moment, so the block is measured with room to spare. */
+char* _mi_json_render(void (*render)(mi_json_t* json, void* arg), void* arg, size_t buf_size, char* buf) {
   mi_json_t json = { buf, buf_size, 0 };
   if (buf == NULL || buf_size == 0) {
     mi_json_t measure = { NULL, 0, 0 };
-    mi_stats_json_now(&measure);
+    render(&measure, arg);
     json.size = measure.len + 1024;   /* figures may grow a few digits between the passes */
     json.buf = (char*)mi_malloc(json.size);
     if (json.buf == NULL) return NULL;
   }
-  mi_stats_json_now(&json);
+  render(&json, arg);
   if (json.len >= json.size) {
     if (buf == NULL || buf_size == 0) mi_free(json.buf);
     return NULL;
   }
   json.buf[json.len] = 0;
   return json.buf;
+}
+
+static void mi_stats_json_render_now(mi_json_t* json, void* arg) {
+  (void)arg;
+  mi_stats_json_now(json);
+}
+
+char* mi_stats_get_json(size_t buf_size, char* buf) mi_attr_noexcept {
+  mi_stats_merge();
+  return _mi_json_render(&mi_stats_json_render_now, NULL, buf_size, buf);
 }
 
 /* MIMALLOC_STATS_JSON=<path>: the JSON document written at exit, through memory from the OS
@@ -396,7 +434,7 @@ void _mi_stats_at_exit(void) {
   mi_stats_data_t data;
   mi_stats_snapshot(&data);
   mi_process_info_t info;
-  mi_process_info_get(&info);
+  _mi_process_info_get(&info);
   if (print) _mi_stats_print_text(&data, &info, false, NULL, NULL);
   if (json) mi_stats_write_json_file(path, &data, &info);
 }

@@ -5,6 +5,7 @@
    v3's struct, option numbers from v3's numbering, theaps as the thread's own heaps. This unit
    sees the header in its v2 mode, so the v3 types are restated here with the same layout. */
 #include "internal/internal.h"
+#include "internal/v3.h"
 #include <limits.h>   /* INT_MAX (not reached through internal.h on every platform: macOS) */
 
 /* In v2 mode the header spells the theap functions as macros over mi_heap_*; here they are
@@ -19,9 +20,6 @@
 #undef mi_theap_zalloc_small
 #undef mi_theap_malloc_aligned
 #undef mi_theap_realloc
-
-/* v3 mode's mi_subproc_id_t (mimalloc.h): a struct around v2's id, returned and passed by value */
-typedef struct mi_subproc_id_s { void* _mi_subproc_id; } mi_v3_subproc_id_t;
 
 /* ---------------------------------------------------------------------------------------
    Arenas: v3's id is a pointer; ours is an int (0: none, ids from 1). The pointer value is the
@@ -98,8 +96,7 @@ mi_decl_export void mi_subproc_destroy(mi_v3_subproc_id_t subproc) {
    one thread is not one of them. */
 mi_decl_export bool mi_v3_subproc_visit_heaps(mi_v3_subproc_id_t subproc, bool (*visitor)(mi_heap_t* heap, void* arg), void* arg) {
   if (visitor == NULL) return false;
-  mi_subproc_t* const sp = (subproc._mi_subproc_id == NULL ? &_mi_subproc_main : (mi_subproc_t*)subproc._mi_subproc_id);
-  return _mi_sheap_visit(sp, visitor, arg);
+  return _mi_sheap_visit(mi_v3_subproc_of(subproc), visitor, arg);
 }
 
 /* ---------------------------------------------------------------------------------------

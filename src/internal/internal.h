@@ -331,6 +331,10 @@ size_t     _mi_bin_size(size_t bin);
    heap.c
 ------------------------------------------------------------------------------------------ */
 void       _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool allow_destroy, uint8_t tag);
+/* Visit every page of every queue of one of the calling thread's heaps (the visitor may remove
+   the page from its queue); false if a visit returned false. */
+typedef bool (heap_page_visitor_fun)(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg);
+bool       _mi_heap_visit_pages(mi_heap_t* heap, heap_page_visitor_fun* fn, void* arg);
 void       _mi_heap_init_unlisted(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool allow_destroy, uint8_t tag);   /* no list, no profiler */
 void       _mi_heap_collect_abandon(mi_heap_t* heap);
 void       _mi_heap_fresh_page_taken(mi_heap_t* heap);   /* page.c, before a fresh page: every so often take other threads' frees into all pages */
@@ -414,6 +418,12 @@ typedef struct mi_json_s {
   size_t len;      /* characters produced so far, also beyond size */
 } mi_json_t;
 void       _mi_json_add(mi_json_t* json, const char* fmt, ...);
+void       _mi_json_count(mi_json_t* json, const char* name, const mi_stat_count_t* stat);   /* ,"name": {total, peak, current} */
+/* a document into buf, or into a new block (buf NULL or buf_size 0); NULL if it does not fit */
+char*      _mi_json_render(void (*render)(mi_json_t* json, void* arg), void* arg, size_t buf_size, char* buf);
+void       _mi_process_info_get(mi_process_info_t* info);
+void       _mi_stats_process_now(mi_stats_data_t* data);   /* the process' figures, the calling thread's merged */
+void       _mi_stats_fold_bins(const mi_stat_count_t* bins, mi_stat_count_t* public_bins);   /* into mimalloc's bin numbering */
 
 /* live.c: live statistics in shared memory for a viewer (MIMALLOC_LIVE) */
 extern bool _mi_live_enabled;                       /* atomic: set once at start, cleared at exit */
@@ -431,6 +441,9 @@ void       _mi_stats_at_exit(void);                    /* show_stats, verbose, s
 void       _mi_stats_print_text(const mi_stats_data_t* stats, const mi_process_info_t* info, bool thread,
                                 mi_output_fun* out, void* arg);
 void       _mi_process_info_print_text(const mi_process_info_t* info, mi_output_fun* out, void* arg);   /* mimalloc's two process lines */
+/* the readable layout under a title line of its own (a heap's or a subprocess' figures) */
+void       _mi_stats_print_titled(const mi_stats_data_t* stats, const mi_process_info_t* info, const char* title,
+                                  mi_output_fun* out, void* arg);
 
 #define mi_stat_counter_increase(tld, stat, n)  ((tld)->stats.stat.total += (int64_t)(n))
 #define mi_os_stat_increase(stat, n)            _mi_stat_atomic_increase(&_mi_stats_main.stat, (n))

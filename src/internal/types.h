@@ -665,6 +665,10 @@ struct mi_heap_s {
   struct mi_prof_s*     prof;              /* the sampling profiler's state (prof.c); NULL: off */
   struct mi_sheap_s*    sheap;             /* the shared heap this is the thread's part of, or NULL */
   mi_heap_t*            sheap_next;        /* its shared heap's theaps (under that heap's lock) */
+  mi_stats_data_t*      sheap_stats;       /* a theap's figures as its thread last published them
+                                              for other threads (stats-v3.c), or NULL; read and
+                                              written under its shared heap's lock, allocated
+                                              and freed by its own thread */
 };
 
 /* A shared heap (sheap.c): a mi_heap_t* of the public API that any thread may allocate in. It

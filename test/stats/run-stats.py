@@ -5,6 +5,8 @@
 Runs stats-child (stats-child.c) in a clean environment (only PATH and sanitizer settings are
 inherited, plus the MIMALLOC_* variables of the group) and checks:
 
+  v3-json           --child test-stats-v3: the JSON of v3 mode's heap and subprocess statistics
+                    parses and holds the figures the program saw (mi_heap_stats_get)
   json              mi_stats_get_json: valid JSON (no duplicate keys), stat_version 4,
                     mimalloc_version 20401, the process object, every mi_stats_t field with the
                     right shape, malloc_bins/page_bins entries with block_size/page_size; the
@@ -996,13 +998,72 @@ def group_layout_select():
                 validate_readable(block, what, stat)
 
 
+
+V3_COUNTS = COUNTS + ["heaps", "theaps"]
+V3_COUNTERS = COUNTERS + ["heaps_delete_wait"]
+
+
+def validate_v3_json(doc, what):
+    """shape of a v3-mode document (mi_heap_stats_get_json, mi_subproc_stats_get_json, mi_stats_as_json)"""
+    check(doc.get("stat_version") == 5, "%s: stat_version %r" % (what, doc.get("stat_version")))
+    for name in V3_COUNTS:
+        v = doc.get(name)
+        ok = isinstance(v, dict) and set(v.keys()) == {"total", "peak", "current"} and all(is_uint(x) for x in v.values())
+        check(ok, "%s: count %s = %r" % (what, name, v))
+    for name in V3_COUNTERS:
+        check(is_uint(doc.get(name)), "%s: counter %s = %r" % (what, name, doc.get(name)))
+    for arr, n in (("malloc_bins", MI_BIN_HUGE + 1), ("page_bins", MI_BIN_HUGE + 1), ("chunk_bins", 6)):
+        v = doc.get(arr)
+        check(isinstance(v, list) and len(v) == n, "%s: %s has %r entries, not %d" % (what, arr, len(v) if isinstance(v, list) else v, n))
+    prev = 0
+    for i, e in enumerate(doc.get("malloc_bins") or []):
+        if i >= 1 and i < MI_BIN_HUGE:
+            check(e.get("bin") == i and e.get("block_size", 0) > prev, "%s: malloc_bins[%d] = %r" % (what, i, e))
+            prev = e.get("block_size", 0)
+
+
+def group_v3_json():
+    """test-stats-v3 <dir> (--child): its JSON parses, with the figures the program saw"""
+    with tempfile.TemporaryDirectory() as d:
+        rc, out, err = run_child([d], {}, layout=None)
+        check(rc == 0, "test-stats-v3 exited with %d:\n%s%s" % (rc, out, err))
+        docs = {}
+        for name in ("heap.json", "subproc.json", "as.json"):
+            path = os.path.join(d, name)
+            if check(os.path.exists(path), "%s not written" % name):
+                with open(path) as f:
+                    docs[name] = load_json(f.read(), name)
+        expect = {}
+        if os.path.exists(os.path.join(d, "heap.expect")):
+            with open(os.path.join(d, "heap.expect")) as f:
+                expect = dict(line.strip().split("=", 1) for line in f if "=" in line)
+    for name, doc in docs.items():
+        if doc is not None:
+            validate_v3_json(doc, name)
+    heap = docs.get("heap.json")
+    if heap is None or not check(expect, "heap.expect not written"):
+        return
+    bins = heap.get("malloc_bins") or []
+    check(sum(e.get("current", 0) for e in bins) == int(expect["blocks"]), "heap.json: %d blocks in use, want %s" % (sum(e.get("current", 0) for e in bins), expect["blocks"]))
+    if expect["exact"] == "1":
+        b = int(expect["bin"])
+        check(bins[b]["current"] == int(expect["blocks"]), "heap.json: malloc_bins[%d] = %r" % (b, bins[b]))
+    check(heap["malloc_normal"]["current"] == int(expect["malloc_normal"]), "heap.json: malloc_normal %r" % heap["malloc_normal"])
+    check(heap["pages"]["current"] == int(expect["pages"]), "heap.json: pages %r" % heap["pages"])
+    check(heap["theaps"]["current"] == 1 and heap["heaps"]["current"] == 1, "heap.json: heaps %r theaps %r" % (heap["heaps"], heap["theaps"]))
+    sub = docs.get("subproc.json")
+    if sub is not None:
+        check(sub["pages"]["current"] > 0 and sub["heaps"]["current"] >= 2, "subproc.json: pages %r heaps %r" % (sub["pages"], sub["heaps"]))
+
+
 GROUPS = {"json": group_json, "exit-json": group_exit_json, "exit-json-badpath": group_exit_json_badpath,
           "exit-show": group_exit_show, "exit-verbose": group_exit_verbose, "exit-quiet": group_exit_quiet,
           "exit-output": group_exit_output, "legacy-print": group_legacy_print,
           "readable-show": group_readable_show, "readable-freed": lambda: group_readable_show(freed=True),
           "readable-verbose": group_readable_verbose,
           "readable-output": group_readable_output, "readable-legacy": group_readable_legacy,
-          "readable-thread": group_readable_thread, "layout-select": group_layout_select}
+          "readable-thread": group_readable_thread, "layout-select": group_layout_select,
+          "v3-json": group_v3_json}
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()

@@ -24,7 +24,7 @@ mode.
 module mimalloc.v3;
 
 import core.stdc.config : c_long;
-import mimalloc.capi : mi_heap_t, mi_heap_s;
+import mimalloc.capi : mi_heap_t, mi_heap_s, mi_output_fun, mi_stat_count_t, mi_stat_counter_t;
 
 /// Block visitor of the v3 functions (`mi_theap_visit_blocks`,
 /// `mi_heap_visit_abandoned_blocks`): its area is v3's `mi_heap_area_t`.
@@ -108,6 +108,63 @@ void mi_subproc_destroy(mi_subproc_id_t subproc);
 /// must not make, delete or destroy a heap.
 pragma(mangle, "mi_v3_subproc_visit_heaps") bool mi_subproc_visit_heaps(mi_subproc_id_t subproc, mi_heap_visit_fun visitor, void* arg);
 pragma(mangle, "mi_v3_subproc_add_current_thread") void mi_subproc_add_current_thread(mi_subproc_id_t subproc); ///
+
+// ---- Statistics (mimalloc-stats.h): v3's layout, a heap's and a subprocess' figures
+
+enum size_t MI_STAT_VERSION = 5; /// layout version of v3's `mi_stats_t`
+enum size_t MI_BIN_HUGE = 73;    /// the huge bin; the bin arrays have MI_BIN_HUGE + 1 entries
+enum size_t MI_CBIN_COUNT = 6;   /// entries of `chunk_bins`
+
+/// v3's statistics (fields in the order of v3 mode's MI_STAT_FIELDS): a heap's
+/// (`mi_heap_stats_get`), a subprocess' (`mi_subproc_stats_get`) or the process'
+/// (`mimalloc.capi.mi_stats_get`, which tells this layout from v2's by size and version).
+/// `mi_stats_t.make()` gives one ready for use (v3's `mi_stats_init`).
+struct mi_stats_s
+{
+    /// Zeroed, with size and version set.
+    static mi_stats_s make() pure
+    {
+        mi_stats_s s;
+        s.size = mi_stats_s.sizeof;
+        s.version_ = MI_STAT_VERSION;
+        return s;
+    }
+
+    size_t size;     /// must be mi_stats_t.sizeof
+    size_t version_; /// `version` in C (a keyword in D): must be MI_STAT_VERSION
+
+    mi_stat_count_t pages, reserved, committed; ///
+    mi_stat_counter_t reset, purged; ///
+    mi_stat_count_t page_committed, pages_abandoned, threads, malloc_normal, malloc_huge, malloc_requested; ///
+    mi_stat_counter_t mmap_calls, commit_calls, reset_calls, purge_calls, arena_count, malloc_normal_count,
+        malloc_huge_count, malloc_guarded_count, arena_rollback_count, arena_purges, pages_extended,
+        pages_retire, page_searches, page_searches_count; ///
+    mi_stat_count_t segments, segments_abandoned, segments_cache, _segments_reserved; ///
+    mi_stat_count_t heaps, theaps; ///
+    mi_stat_counter_t pages_reclaim_on_alloc, pages_reclaim_on_free, pages_reabandon_full,
+        pages_unabandon_busy_wait, heaps_delete_wait; ///
+
+    mi_stat_count_t[4] _stat_reserved;           /// room for growth
+    mi_stat_counter_t[4] _stat_counter_reserved; /// room for growth
+    mi_stat_count_t[MI_BIN_HUGE + 1] malloc_bins; /// live blocks per size bin
+    mi_stat_count_t[MI_BIN_HUGE + 1] page_bins;   /// pages per size bin
+    mi_stat_count_t[MI_CBIN_COUNT] chunk_bins;    /// arena chunks per kind (zero here)
+}
+/// ditto
+alias mi_stats_t = mi_stats_s;
+
+bool mi_heap_stats_get(mi_heap_t* heap, mi_stats_t* stats); ///
+char* mi_heap_stats_get_json(mi_heap_t* heap, size_t buf_size, char* buf); ///
+void mi_heap_stats_print_out(mi_heap_t* heap, mi_output_fun output, void* arg); ///
+/// Publish the calling thread's part of `heap` for other threads' calls to see.
+void mi_heap_stats_merge_to_subproc(mi_heap_t* heap);
+bool mi_subproc_stats_get(mi_subproc_id_t subproc_id, mi_stats_t* stats); ///
+char* mi_subproc_stats_get_json(mi_subproc_id_t subproc_id, size_t buf_size, char* buf); ///
+void mi_subproc_stats_print_out(mi_subproc_id_t subproc_id, mi_output_fun output, void* arg); ///
+void mi_subproc_heap_stats_print_out(mi_subproc_id_t subproc_id, mi_output_fun output, void* arg); ///
+bool mi_subproc_stats_get_exclusive(mi_subproc_id_t subproc_id, mi_stats_t* stats); ///
+char* mi_stats_as_json(mi_stats_t* stats, size_t buf_size, char* buf); ///
+size_t mi_stats_get_bin_size(size_t bin); ///
 
 // ---- Theaps: a thread's own part of a heap
 /// The calling thread's part of `heap`, made on first use (null: the main heap's part).

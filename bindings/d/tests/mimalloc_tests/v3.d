@@ -351,6 +351,64 @@ unittest // mi_heap_set_numa_affinity: a preference (the library's own test pret
     mi_heap_delete(heap);
 }
 
+unittest // a heap's statistics: two threads' parts (the other as it published them), frees, JSON, printers
+{
+    import core.stdc.string : strlen;
+    import std.algorithm : canFind;
+    import mimalloc.v3 : mi_stats_t, MI_BIN_HUGE;
+    static long inUse(ref const mi_stats_t st) { long n; foreach (b; st.malloc_bins) n += b.current; return n; }
+    static extern (C) void countLines(const(char)* msg, void* arg) nothrow { ++*cast(size_t*) arg; }
+    __gshared mi_heap_t* heap;
+    heap = v!"mi_heap_new"();
+    void*[] mine;
+    foreach (i; 0 .. 40)
+        mine ~= mi_heap_malloc(heap, 100);
+    __gshared void*[] theirs;
+    auto ready = new Barrier(2), done = new Barrier(2);
+    auto th = new Thread({
+        foreach (i; 0 .. 60)
+            theirs ~= mi_heap_malloc(heap, 100);
+        v!"mi_heap_stats_merge_to_subproc"(heap);   // published: the other thread counts them
+        ready.wait();
+        done.wait();
+    });
+    th.start();
+    ready.wait();
+    auto st = mi_stats_t.make();
+    assert(v!"mi_heap_stats_get"(heap, &st));
+    assert(inUse(st) == 100 && st.theaps.current == 2, "both threads' parts");
+    foreach (p; mine[0 .. 10])
+        mi_free(p);
+    assert(v!"mi_heap_stats_get"(heap, &st));
+    assert(inUse(st) == 90);
+    done.wait();
+    th.join();
+    auto json = v!"mi_heap_stats_get_json"(heap, 0, null);
+    assert(json !is null && json[0 .. strlen(json)].canFind(`"stat_version": 5`));
+    mi_free(json);
+    size_t lines;
+    v!"mi_heap_stats_print_out"(heap, &countLines, &lines);
+    assert(lines >= 4);
+    auto sp = mi_stats_t.make();
+    assert(v!"mi_subproc_stats_get"(v!"mi_subproc_main"(), &sp));
+    assert(sp.pages.current > 0 && sp.heaps.current >= 2);
+    assert(v!"mi_subproc_stats_get_exclusive"(v!"mi_subproc_main"(), &sp));
+    auto sj = v!"mi_subproc_stats_get_json"(v!"mi_subproc_main"(), 0, null);
+    assert(sj !is null);
+    mi_free(sj);
+    auto aj = v!"mi_stats_as_json"(&st, 0, null);
+    assert(aj !is null);
+    mi_free(aj);
+    lines = 0;
+    v!"mi_subproc_stats_print_out"(v!"mi_subproc_main"(), &countLines, &lines);
+    v!"mi_subproc_heap_stats_print_out"(v!"mi_subproc_main"(), &countLines, &lines);
+    assert(lines >= 8);
+    assert(v!"mi_stats_get_bin_size"(1) == size_t.sizeof && v!"mi_stats_get_bin_size"(MI_BIN_HUGE + 1) == 0);
+    foreach (p; mine[10 .. $] ~ theirs)
+        mi_free(p);
+    mi_heap_delete(heap);
+}
+
 unittest // keep last: every function of mimalloc.v3 was called by the tests above
 {
     string[] missing;

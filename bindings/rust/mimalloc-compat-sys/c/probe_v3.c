@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdalign.h>
 #include "mimalloc.h"
+#include "mimalloc-stats.h"
 
 typedef struct mi_compat_probe_v3_entry_s {
   const char* name;
@@ -32,6 +33,18 @@ static const mi_compat_probe_v3_entry_t mi_compat_probe_v3_entries[] = {
   P_FIELD(mi_heap_area_t, block_size)
   P_FIELD(mi_heap_area_t, full_block_size)
   P_FIELD(mi_heap_area_t, reserved1)
+  /* v3's statistics layout (version 5) */
+  P_VALUE(MI_STAT_VERSION)
+  P_STRUCT(mi_stats_t)
+  P_FIELD(mi_stats_t, pages)
+  P_FIELD(mi_stats_t, _segments_reserved)
+  P_FIELD(mi_stats_t, heaps)
+  P_FIELD(mi_stats_t, theaps)
+  P_FIELD(mi_stats_t, pages_unabandon_busy_wait)
+  P_FIELD(mi_stats_t, heaps_delete_wait)
+  P_FIELD(mi_stats_t, malloc_bins)
+  P_FIELD(mi_stats_t, page_bins)
+  P_FIELD(mi_stats_t, chunk_bins)
   /* every option of v3 mode's mi_option_t, the legacy names, and this implementation's own */
   P_VALUE(mi_option_show_errors)
   P_VALUE(mi_option_show_stats)

@@ -29,8 +29,8 @@
 //! ```
 #![allow(non_camel_case_types, non_upper_case_globals)]
 
-use crate::mi_heap_t;
-use core::ffi::{c_int, c_long, c_void};
+use crate::{mi_heap_t, mi_output_fun, mi_stat_count_t, mi_stat_counter_t};
+use core::ffi::{c_char, c_int, c_long, c_void};
 
 // ---- Types ---------------------------------------------------------------------------------
 
@@ -85,6 +85,77 @@ pub type mi_block_visit_fun = unsafe extern "C" fn(
 
 /// Heap visitor of [`mi_subproc_visit_heaps`]: return false to stop the walk.
 pub type mi_heap_visit_fun = unsafe extern "C" fn(heap: *mut mi_heap_t, arg: *mut c_void) -> bool;
+
+// ---- mimalloc-stats.h: v3's layout (version 5) ---------------------------------------------
+
+/// Layout version of v3's [`mi_stats_t`].
+pub const MI_STAT_VERSION: usize = 5;
+/// Index of the huge-size bin; the bin arrays have `MI_BIN_HUGE + 1` entries.
+pub const MI_BIN_HUGE: usize = 73;
+/// Entries of [`mi_stats_t::chunk_bins`] (`MI_CBIN_COUNT`).
+pub const MI_CBIN_COUNT: usize = 6;
+
+macro_rules! mi_v3_stats_struct {
+    ($($kind:ident $name:ident,)*) => {
+        /// v3's statistics (`mimalloc-stats.h` in v3 mode): a heap's ([`mi_heap_stats_get`]), a
+        /// subprocess' ([`mi_subproc_stats_get`]) or the process' (`mi_stats_get`, which tells
+        /// this layout from v2's by `size` and `version`). Make one with [`mi_stats_t::new`].
+        #[repr(C)]
+        #[derive(Debug, Clone, Copy)]
+        pub struct mi_stats_t {
+            /// must be `size_of::<mi_stats_t>()`
+            pub size: usize,
+            /// must be [`MI_STAT_VERSION`]
+            pub version: usize,
+            $(
+                #[allow(missing_docs)]
+                pub $name: mi_v3_stats_struct!(@ty $kind),
+            )*
+            /// room for growth
+            pub _stat_reserved: [mi_stat_count_t; 4],
+            /// room for growth
+            pub _stat_counter_reserved: [mi_stat_counter_t; 4],
+            /// live blocks per size bin
+            pub malloc_bins: [mi_stat_count_t; MI_BIN_HUGE + 1],
+            /// pages per size bin
+            pub page_bins: [mi_stat_count_t; MI_BIN_HUGE + 1],
+            /// arena chunks per kind (zero here)
+            pub chunk_bins: [mi_stat_count_t; MI_CBIN_COUNT],
+        }
+    };
+    (@ty count) => { mi_stat_count_t };
+    (@ty counter) => { mi_stat_counter_t };
+}
+
+mi_v3_stats_struct! {
+    count pages, count reserved, count committed, counter reset, counter purged,
+    count page_committed, count pages_abandoned, count threads, count malloc_normal,
+    count malloc_huge, count malloc_requested, counter mmap_calls, counter commit_calls,
+    counter reset_calls, counter purge_calls, counter arena_count, counter malloc_normal_count,
+    counter malloc_huge_count, counter malloc_guarded_count, counter arena_rollback_count,
+    counter arena_purges, counter pages_extended, counter pages_retire, counter page_searches,
+    counter page_searches_count, count segments, count segments_abandoned, count segments_cache,
+    count _segments_reserved, count heaps, count theaps, counter pages_reclaim_on_alloc,
+    counter pages_reclaim_on_free, counter pages_reabandon_full,
+    counter pages_unabandon_busy_wait, counter heaps_delete_wait,
+}
+
+impl mi_stats_t {
+    /// Zeroed, with `size` and `version` set (v3's `mi_stats_init`).
+    pub fn new() -> Self {
+        // SAFETY: every field is an integer or an array of them: all zeros is a valid value.
+        let mut s: Self = unsafe { core::mem::zeroed() };
+        s.size = core::mem::size_of::<Self>();
+        s.version = MI_STAT_VERSION;
+        s
+    }
+}
+
+impl Default for mi_stats_t {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 // ---- Options: v3's numbering ---------------------------------------------------------------
 
@@ -270,6 +341,19 @@ extern "C" {
     pub fn mi_theap_guarded_set_sample_rate(theap: *mut mi_theap_t, sample_rate: usize, seed: usize);
     pub fn mi_theap_guarded_set_size_bound(theap: *mut mi_theap_t, min: usize, max: usize);
     pub fn mi_theap_visit_blocks(theap: *const mi_theap_t, visit_blocks: bool, visitor: Option<mi_block_visit_fun>, arg: *mut c_void) -> bool;
+
+    // ---- Statistics (mimalloc-stats.h): a heap's, a subprocess', v3's layout
+    pub fn mi_heap_stats_get(heap: *mut mi_heap_t, stats: *mut mi_stats_t) -> bool;
+    pub fn mi_heap_stats_get_json(heap: *mut mi_heap_t, buf_size: usize, buf: *mut c_char) -> *mut c_char;
+    pub fn mi_heap_stats_print_out(heap: *mut mi_heap_t, out: Option<mi_output_fun>, arg: *mut c_void);
+    pub fn mi_heap_stats_merge_to_subproc(heap: *mut mi_heap_t);
+    pub fn mi_subproc_stats_get(subproc_id: mi_subproc_id_t, stats: *mut mi_stats_t) -> bool;
+    pub fn mi_subproc_stats_get_json(subproc_id: mi_subproc_id_t, buf_size: usize, buf: *mut c_char) -> *mut c_char;
+    pub fn mi_subproc_stats_print_out(subproc_id: mi_subproc_id_t, out: Option<mi_output_fun>, arg: *mut c_void);
+    pub fn mi_subproc_heap_stats_print_out(subproc_id: mi_subproc_id_t, out: Option<mi_output_fun>, arg: *mut c_void);
+    pub fn mi_subproc_stats_get_exclusive(subproc_id: mi_subproc_id_t, stats: *mut mi_stats_t) -> bool;
+    pub fn mi_stats_as_json(stats: *mut mi_stats_t, buf_size: usize, buf: *mut c_char) -> *mut c_char;
+    pub fn mi_stats_get_bin_size(bin: usize) -> usize;
 
     // ---- Options: v3's numbers
     #[link_name = "mi_v3_option_is_enabled"]

@@ -30,9 +30,15 @@ fn every_function_links() {
         v3::mi_option_set_enabled_default as *const (), v3::mi_option_get as *const (), v3::mi_option_get_clamp as *const (),
         v3::mi_option_get_size as *const (), v3::mi_option_set as *const (), v3::mi_option_set_default as *const (),
         v3::mi_subproc_visit_heaps as *const (), v3::mi_heap_set_numa_affinity as *const (),
+        v3::mi_heap_stats_get as *const (),
+        v3::mi_heap_stats_get_json as *const (), v3::mi_heap_stats_print_out as *const (),
+        v3::mi_heap_stats_merge_to_subproc as *const (), v3::mi_subproc_stats_get as *const (),
+        v3::mi_subproc_stats_get_json as *const (), v3::mi_subproc_stats_print_out as *const (),
+        v3::mi_subproc_heap_stats_print_out as *const (), v3::mi_subproc_stats_get_exclusive as *const (),
+        v3::mi_stats_as_json as *const (), v3::mi_stats_get_bin_size as *const (),
     ];
     assert!(fns.iter().all(|f| !f.is_null()));
-    assert_eq!(fns.len(), 43);
+    assert_eq!(fns.len(), 54);
 }
 
 #[test]
@@ -392,6 +398,19 @@ fn v3_definitions_match_the_c_compiler() {
         ("sizeof(mi_heap_area_t)", size_of::<mi_heap_area_t>() as i64),
         ("alignof(mi_heap_area_t)", align_of::<mi_heap_area_t>() as i64),
     ];
+    rust.push(("MI_STAT_VERSION", MI_STAT_VERSION as i64));
+    rust.push(("sizeof(mi_stats_t)", size_of::<mi_stats_t>() as i64));
+    rust.push(("alignof(mi_stats_t)", align_of::<mi_stats_t>() as i64));
+    macro_rules! stats_field {
+        ($($f:ident: $t:ty),*) => {$(
+            rust.push((concat!("offsetof(mi_stats_t,", stringify!($f), ")"), offset_of!(mi_stats_t, $f) as i64));
+            rust.push((concat!("sizeof(mi_stats_t.", stringify!($f), ")"), size_of::<$t>() as i64));
+        )*};
+    }
+    stats_field!(pages: ffi::mi_stat_count_t, _segments_reserved: ffi::mi_stat_count_t, heaps: ffi::mi_stat_count_t,
+                 theaps: ffi::mi_stat_count_t, pages_unabandon_busy_wait: ffi::mi_stat_counter_t,
+                 heaps_delete_wait: ffi::mi_stat_counter_t, malloc_bins: [ffi::mi_stat_count_t; MI_BIN_HUGE + 1],
+                 page_bins: [ffi::mi_stat_count_t; MI_BIN_HUGE + 1], chunk_bins: [ffi::mi_stat_count_t; MI_CBIN_COUNT]);
     macro_rules! field {
         ($($f:ident: $t:ty),*) => {$(
             rust.push((concat!("offsetof(mi_heap_area_t,", stringify!($f), ")"), offset_of!(mi_heap_area_t, $f) as i64));
@@ -520,5 +539,73 @@ fn subproc_visit_heaps() {
         ffi::mi_heap_delete(c as *mut ffi::mi_heap_t);
         ffi::mi_heap_delete(a);
         ffi::mi_heap_delete(b);
+    }
+}
+
+fn blocks_in_use(st: &v3::mi_stats_t) -> i64 {
+    st.malloc_bins.iter().map(|b| b.current).sum()
+}
+
+unsafe extern "C" fn count_lines(_msg: *const core::ffi::c_char, arg: *mut c_void) {
+    *(arg as *mut usize) += 1;
+}
+
+/// A heap's figures: two threads' parts (the other thread's as it published it), after frees;
+/// a subprocess', the process' in v3's layout, the JSON and the printers.
+#[test]
+fn heap_and_subprocess_statistics() {
+    unsafe {
+        let heap = v3::mi_heap_new();
+        let mine: Vec<usize> = (0..40).map(|_| ffi::mi_heap_malloc(heap, 100) as usize).collect();
+        let h = heap as usize;
+        let theirs: Vec<usize> = std::thread::spawn(move || {
+            let heap = h as *mut ffi::mi_heap_t;
+            let v: Vec<usize> = (0..60).map(|_| ffi::mi_heap_malloc(heap, 100) as usize).collect();
+            v3::mi_heap_stats_merge_to_subproc(heap); // published, then the thread ends: its part goes
+            v
+        })
+        .join()
+        .unwrap();
+        let mut st = v3::mi_stats_t::new();
+        assert!(v3::mi_heap_stats_get(heap, &mut st));
+        assert_eq!(blocks_in_use(&st), 40, "the ended thread's part is no longer the heap's");
+        assert_eq!(st.theaps.current, 1);
+        assert!(st.malloc_normal.current >= 4000 && st.pages.current >= 1);
+        for p in mine.iter().take(10) {
+            ffi::mi_free(*p as *mut c_void);
+        }
+        assert!(v3::mi_heap_stats_get(heap, &mut st));
+        assert_eq!(blocks_in_use(&st), 30);
+        let json = v3::mi_heap_stats_get_json(heap, 0, core::ptr::null_mut());
+        assert!(!json.is_null());
+        let text = std::ffi::CStr::from_ptr(json).to_str().unwrap().to_string();
+        ffi::mi_free(json as *mut c_void);
+        assert!(text.contains("\"stat_version\": 5") && text.contains("\"current\": 30,"), "{text}");
+        let mut lines = 0usize;
+        v3::mi_heap_stats_print_out(heap, Some(count_lines), &mut lines as *mut usize as *mut c_void);
+        assert!(lines >= 4);
+        let mut sp = v3::mi_stats_t::new();
+        assert!(v3::mi_subproc_stats_get(v3::mi_subproc_main(), &mut sp));
+        assert!(sp.pages.current > 0 && sp.heaps.current >= 2);
+        assert!(v3::mi_subproc_stats_get_exclusive(v3::mi_subproc_main(), &mut sp));
+        let mut all = v3::mi_stats_t::new();
+        assert!(ffi::mi_stats_get(&mut all as *mut v3::mi_stats_t as *mut ffi::mi_stats_t), "v3's layout is taken");
+        assert!(all.reserved.current > 0);
+        let sj = v3::mi_subproc_stats_get_json(v3::mi_subproc_main(), 0, core::ptr::null_mut());
+        assert!(!sj.is_null());
+        ffi::mi_free(sj as *mut c_void);
+        let aj = v3::mi_stats_as_json(&mut st, 0, core::ptr::null_mut());
+        assert!(!aj.is_null());
+        ffi::mi_free(aj as *mut c_void);
+        lines = 0;
+        v3::mi_subproc_stats_print_out(v3::mi_subproc_main(), Some(count_lines), &mut lines as *mut usize as *mut c_void);
+        v3::mi_subproc_heap_stats_print_out(v3::mi_subproc_main(), Some(count_lines), &mut lines as *mut usize as *mut c_void);
+        assert!(lines >= 8);
+        assert_eq!(v3::mi_stats_get_bin_size(1), std::mem::size_of::<usize>());
+        assert!(v3::mi_stats_get_bin_size(20) > v3::mi_stats_get_bin_size(19));
+        for p in mine.iter().skip(10).chain(theirs.iter()) {
+            ffi::mi_free(*p as *mut c_void);
+        }
+        ffi::mi_heap_delete(heap);
     }
 }
