@@ -19,8 +19,8 @@
 
 _Static_assert(MI_STAT_VERSION == 5, "v3's statistics layout");
 
-#if defined(NDEBUG)
-#define EXACT_BINS 1   /* no check record after each block: a size lands in its own class */
+#if defined(NDEBUG) && !defined(MI_TEST_PADDED_BLOCKS)
+#define EXACT_BINS 1   /* no check record or tracking padding after each block: a size lands in its own class */
 #else
 #define EXACT_BINS 0
 #endif
