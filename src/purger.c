@@ -83,10 +83,12 @@ static bool mi_purger_try_pass(void) {
   return run;
 }
 
-/* Pause (or with `stop`, end) the passes; returns once no pass runs. */
+/* Pause (or with `stop`, end) the passes; returns once no pass runs. A thread that ended inside
+   a pass never clears `busy`: on Windows, mi_process_done in a DLL runs after ExitProcess ended
+   the purger's thread wherever it was (waiting for it spun forever, seen under Wine). */
 static void mi_purger_pause(void) {
   mi_atomic_store_seq_cst(&mi_purger_paused, 1);
-  while (mi_atomic_load_seq_cst(&mi_purger_busy) != 0) mi_atomic_yield();   /* at most one pass */
+  while (mi_atomic_load_seq_cst(&mi_purger_busy) != 0 && _mi_prim_thread_alive()) mi_atomic_yield();   /* at most one pass */
 }
 
 static void mi_purger_main(void* arg) {

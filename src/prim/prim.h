@@ -218,3 +218,7 @@ int   _mi_prim_thread_start(void (*fun)(void* arg), void* arg, bool init_wait);
 bool  _mi_prim_process_single_threaded(void);
 void  _mi_prim_thread_wait(mi_msecs_t timeout_ms);
 void  _mi_prim_thread_wake(void);
+/* False once the thread last started is known to have ended. Windows: ExitProcess ends the
+   other threads before a DLL's exit handlers (mi_process_done) run, wherever they were; Unix:
+   threads run until _exit, after those handlers, so always true. */
+bool  _mi_prim_thread_alive(void);

@@ -887,6 +887,8 @@ void _mi_prim_thread_wait(mi_msecs_t timeout_ms) {
   pthread_mutex_unlock(&unix_wait_lock);
 }
 
+bool _mi_prim_thread_alive(void) { return true; }
+
 void _mi_prim_thread_wake(void) {
   pthread_mutex_lock(&unix_wait_lock);
   unix_wait_woken = true;

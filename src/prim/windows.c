@@ -479,6 +479,7 @@ bool _mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(
    system's, and there are no signals to block.)
 --------------------------------------------------------------------------------------- */
 static HANDLE win_wait_event;
+static HANDLE win_thread;   /* the thread last started (kept open for _mi_prim_thread_alive) */
 static void (*win_thread_fun)(void*);
 static void*  win_thread_arg;
 
@@ -500,7 +501,10 @@ int _mi_prim_thread_start(void (*fun)(void* arg), void* arg, bool init_wait) {
     win_thread_arg = arg;
     HANDLE thread = CreateThread(NULL, 64 * 1024, &win_thread_main, NULL, STACK_SIZE_PARAM_IS_A_RESERVATION, NULL);
     if (thread == NULL) err = win_last_errno();
-    else CloseHandle(thread);   /* detached: the thread lives on */
+    else {   /* detached (never joined); the handle of an earlier one, which has ended, goes */
+      if (win_thread != NULL) CloseHandle(win_thread);
+      win_thread = thread;
+    }
   }
   SetLastError(saved_error);
   errno = saved_errno;
@@ -512,6 +516,10 @@ bool _mi_prim_process_single_threaded(void) { return false; }   /* (the loader s
 void _mi_prim_thread_wait(mi_msecs_t timeout_ms) {
   const DWORD ms = (timeout_ms < 0 ? INFINITE : timeout_ms >= 0x7FFFFFFF ? 0x7FFFFFFF : (DWORD)timeout_ms);
   WaitForSingleObject(win_wait_event, ms);
+}
+
+bool _mi_prim_thread_alive(void) {
+  return (win_thread != NULL && WaitForSingleObject(win_thread, 0) == WAIT_TIMEOUT);
 }
 
 void _mi_prim_thread_wake(void) {
