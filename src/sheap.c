@@ -21,7 +21,7 @@ static mi_sheap_t* mi_sheaps;
    part for each thread is that thread's backing heap. It has no theaps of its own, is on no
    list (nothing locks it) and is never deleted, so no code that walks or frees shared heaps
    reaches it. */
-static mi_sheap_t mi_sheap_main = { .mark = MI_SHEAP_MARK, .lock = MI_LOCK_INIT, .state = (int)MI_SHEAP_LIVE, .numa_node = -1 };
+static mi_sheap_t mi_sheap_main = { .mark = MI_SHEAP_MARK, .lock = MI_LOCK_INIT, .state = (int)MI_SHEAP_LIVE };
 
 mi_heap_t* _mi_sheap_main(void) {
   return (mi_heap_t*)&mi_sheap_main;
@@ -88,8 +88,7 @@ mi_decl_export void mi_heap_set_numa_affinity(mi_heap_t* heap, int numa_node) {
     mi_lock_release(&sh->lock);
   }
   else if (heap == NULL || heap == _mi_sheap_main() || (mi_heap_is_initialized(heap) && heap == heap->tld->heap_backing)) {
-    mi_atomic_store_relaxed(&mi_sheap_main.numa_node, node);
-    _mi_segments_set_main_numa(node);
+    _mi_segments_set_main_numa(node);   /* (the main heap's own field is not read: segment.c keeps it) */
   }
   else if (mi_heap_is_initialized(heap)) {
     mi_atomic_store_relaxed(&heap->numa_node, node);   /* a heap of the v2 API */
