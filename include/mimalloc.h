@@ -6,7 +6,7 @@
   enum value and declaration attribute matches that interface, so a program
   written for mimalloc v2 compiles against this header unchanged. A program
   that defines MI_V3_API before the include gets mimalloc 3.x's names and
-  meanings instead where the two disagree (section 4b). Each
+  meanings instead where the two disagree (section 4b: mimalloc-v3.h). Each
   declaration below carries its contract in one line (or its group's does).
   The implementation behind it is our own.
 
@@ -15,12 +15,11 @@
     2. attribute / declaration macros
     3. standard includes
     4. types
-    4b. v3 mode: names that take mimalloc 3.x's meaning under MI_V3_API
+    4b. v3 mode: mimalloc-v3.h, included under MI_V3_API
     5. function declarations, in groups: basic, extended, usable-size variants,
        aligned, heaps, zero-initialised re-allocation, heap introspection,
        statistics, output/error registration, arenas, subprocesses, life
-       cycle, version, POSIX/Unix/Windows compatibility, C++ helpers, theaps
-       (v3 mode)
+       cycle, version, POSIX/Unix/Windows compatibility, C++ helpers
     6. typed allocation macros
     7. the option enumeration and option functions
     8. C++ STL allocators (C++ only)
@@ -175,16 +174,7 @@ extern "C" {
 struct mi_heap_s;
 typedef struct mi_heap_s mi_heap_t;
 
-#if defined(MI_V3_API)
-/* v3 mode (MI_V3_API defined before the include; v2 is the default): the types and names of
-   mimalloc 3.x where the two versions disagree, section 4b. A theap is one thread's part of a
-   heap; the arena id is the v2 id as a pointer value (NULL: none); the subprocess id wraps the
-   v2 one (NULL inside: the main subprocess). */
-struct mi_theap_s;
-typedef struct mi_theap_s mi_theap_t;
-typedef void* mi_arena_id_t;
-typedef struct mi_subproc_id_s { void* _mi_subproc_id; } mi_subproc_id_t;
-#else
+#if !defined(MI_V3_API)   /* v3 mode: mimalloc-v3.h */
 /* Name used by the v3 interface for the same thing. */
 typedef mi_heap_t mi_theap_t;
 
@@ -234,42 +224,16 @@ typedef void (mi_cdecl mi_deferred_free_fun)(bool force, unsigned long long hear
 
 
 /* ============================================================================
-   4b. v3 mode: the names whose meaning is mimalloc 3.x's
+   4b. v3 mode: mimalloc 3.x's names and meanings where the two disagree
 
-   With MI_V3_API each name below is the library's symbol for v3's meaning,
-   so the declarations of section 5 and 7 declare those symbols with v3's
-   types. mi_heap_new makes a heap any thread may allocate in (our shared
-   heap); the arena, subprocess and option functions take v3's types and
-   option numbers. Without MI_V3_API none of this exists.
+   With MI_V3_API defined before the include, mimalloc-v3.h declares v3's
+   types, maps each name whose meaning is v3's onto the library's symbol for
+   it (so sections 5 and 7 declare those symbols with v3's types), and adds
+   the functions only v3 has. Without MI_V3_API none of this exists, and
+   each `#if !defined(MI_V3_API)` below marks what v3 mode replaces.
 ============================================================================ */
 #if defined(MI_V3_API)
-  #define mi_heap_new                     mi_heap_new_shared
-  #define mi_heap_new_in_arena            mi_v3_heap_new_in_arena
-  #define mi_heap_new_shared_in_arena     mi_v3_heap_new_in_arena
-  #define mi_heap_main                    mi_v3_heap_main
-  #define mi_heap_of                      mi_v3_heap_of
-  #define mi_heap_contains                mi_v3_heap_contains
-  #define mi_check_owned                  mi_v3_check_owned
-  #define mi_arena_area                   mi_v3_arena_area
-  #define mi_arena_contains               mi_v3_arena_contains
-  #define mi_reserve_huge_os_pages_at_ex  mi_v3_reserve_huge_os_pages_at_ex
-  #define mi_reserve_os_memory_ex         mi_v3_reserve_os_memory_ex
-  #define mi_manage_os_memory_ex          mi_v3_manage_os_memory_ex
-  #define mi_subproc_main                 mi_v3_subproc_main
-  #define mi_subproc_current              mi_v3_subproc_current
-  #define mi_subproc_new                  mi_v3_subproc_new
-  #define mi_subproc_add_current_thread   mi_v3_subproc_add_current_thread
-  #define mi_subproc_visit_heaps          mi_v3_subproc_visit_heaps
-  #define mi_option_is_enabled            mi_v3_option_is_enabled
-  #define mi_option_enable                mi_v3_option_enable
-  #define mi_option_disable               mi_v3_option_disable
-  #define mi_option_set_enabled           mi_v3_option_set_enabled
-  #define mi_option_set_enabled_default   mi_v3_option_set_enabled_default
-  #define mi_option_get                   mi_v3_option_get
-  #define mi_option_get_clamp             mi_v3_option_get_clamp
-  #define mi_option_get_size              mi_v3_option_get_size
-  #define mi_option_set                   mi_v3_option_set
-  #define mi_option_set_default           mi_v3_option_set_default
+#include "mimalloc-v3.h"
 #endif
 
 
@@ -400,12 +364,7 @@ mi_decl_export mi_heap_t* mi_heap_get_default(void);
 /* The thread's backing heap (its initial default, lives until thread exit). */
 mi_decl_export mi_heap_t* mi_heap_get_backing(void);
 /* Process delayed frees and return empty pages; `force` also purges. */
-#if defined(MI_V3_API)
-mi_decl_export void mi_heap_collect(mi_heap_t* heap, bool force);   /* (v3 declares it without noexcept) */
-/* (v3) The NUMA node whose memory the heap's new pages prefer, -1 for none (taken modulo the
-   nodes in use); NULL: the main heap, that is every thread's backing heap. */
-mi_decl_export void mi_heap_set_numa_affinity(mi_heap_t* heap, int numa_node);
-#else
+#if !defined(MI_V3_API)   /* v3 mode: mimalloc-v3.h */
 mi_decl_export void mi_heap_collect(mi_heap_t* heap, bool force) mi_attr_noexcept;
 #endif
 
@@ -470,12 +429,7 @@ mi_decl_export bool mi_heap_check_owned(mi_heap_t* heap, const void* p);
 mi_decl_export bool mi_check_owned(const void* p);
 /* Walk the areas (and optionally the live blocks) of `heap`; true if completed. */
 mi_decl_export bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
-#if defined(MI_V3_API)
-/* (v3) Walk the abandoned memory (of ended threads) of `heap`'s subprocess and tag (NULL: the
-   main heap), as mi_abandoned_visit_blocks: needs the option visit_abandoned; a shared heap's
-   abandoned blocks are those of tag 0 in the calling thread's subprocess. */
-mi_decl_export bool mi_heap_visit_abandoned_blocks(mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
-#else
+#if !defined(MI_V3_API)   /* v3 mode: mimalloc-v3.h */
 /* Walk abandoned memory of a subprocess (heap_tag -1 = all tags); the visitor runs under the
    subprocess' abandoned lock and must not allocate or free. */
 mi_decl_export bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
@@ -579,16 +533,7 @@ mi_decl_export mi_subproc_id_t mi_subproc_main(void);
 mi_decl_export mi_subproc_id_t mi_subproc_current(void);
 /* A new, empty subprocess; NULL when out of memory. */
 mi_decl_export mi_subproc_id_t mi_subproc_new(void);
-#if defined(MI_V3_API)
-/* (v3) Release a subprocess once all its threads have ended and its memory is free (the main
-   one is ignored); v3 frees its memory at once, we keep a subprocess that still holds memory. */
-mi_decl_export void mi_subproc_destroy(mi_subproc_id_t subproc);
-/* (v3) Call `visitor` on each heap of `subproc` (the main heap, then each heap of mi_heap_new
-   made by its threads and not deleted) until it returns false; false if it did. The visitor
-   runs under a lock: it must not make, delete or destroy a heap. */
-typedef bool (mi_cdecl mi_heap_visit_fun)(mi_heap_t* heap, void* arg);
-mi_decl_export bool mi_subproc_visit_heaps(mi_subproc_id_t subproc, mi_heap_visit_fun* visitor, void* arg);
-#else
+#if !defined(MI_V3_API)   /* v3 mode: mimalloc-v3.h */
 /* Release a subprocess once all its threads have ended (main/NULL ignored). */
 mi_decl_export void mi_subproc_delete(mi_subproc_id_t subproc);
 #endif
@@ -704,36 +649,6 @@ mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_heap_alloc_new(mi_hea
 mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_heap_alloc_new_n(mi_heap_t* heap, size_t count, size_t size) mi_attr_malloc mi_attr_alloc_size2(2,3);
 
 
-#if defined(MI_V3_API)
-/* ---- (v3) Theaps: a thread's own part of a heap ------------------------------
-   A theap is a heap of one thread: only that thread allocates in it. Each
-   mi_theap_X is mi_heap_X on the theap. (In v2 mode these names are macros
-   over the mi_heap_ functions, section 6.) */
-
-/* The calling thread's part of `heap`, made on first use (NULL: the main heap, i.e. this
-   thread's backing heap); NULL for another thread's heap, a deleted heap, or out of memory. */
-mi_decl_export mi_theap_t* mi_heap_theap(mi_heap_t* heap);
-/* Make `theap` the thread's default (mi_malloc allocates there); returns the previous one.
-   A part of a heap from mi_heap_new is refused (NULL, EINVAL): ours may never be a default. */
-mi_decl_export mi_theap_t* mi_theap_set_default(mi_theap_t* theap);
-/* The calling thread's default theap. */
-mi_decl_export mi_theap_t* mi_theap_get_default(void);
-mi_decl_export void mi_theap_collect(mi_theap_t* theap, bool force) mi_attr_noexcept;
-mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_theap_malloc(mi_theap_t* theap, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2);
-mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_theap_zalloc(mi_theap_t* theap, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2);
-mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_theap_calloc(mi_theap_t* theap, size_t count, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size2(2,3);
-mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_theap_malloc_small(mi_theap_t* theap, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2);
-mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_theap_zalloc_small(mi_theap_t* theap, size_t size) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2);
-mi_decl_nodiscard mi_decl_export mi_decl_restrict void* mi_theap_malloc_aligned(mi_theap_t* theap, size_t size, size_t alignment) mi_attr_noexcept mi_attr_malloc mi_attr_alloc_size(2) mi_attr_alloc_align(3);
-mi_decl_nodiscard mi_decl_export void* mi_theap_realloc(mi_theap_t* theap, void* p, size_t newsize) mi_attr_noexcept mi_attr_alloc_size(3);
-/* Guarded builds: mi_heap_guarded_set_sample_rate / _size_bound on the theap. */
-mi_decl_export void mi_theap_guarded_set_sample_rate(mi_theap_t* theap, size_t sample_rate, size_t seed);
-mi_decl_export void mi_theap_guarded_set_size_bound(mi_theap_t* theap, size_t min, size_t max);
-/* mi_heap_visit_blocks on the theap (the visitor is told of the theap). */
-mi_decl_export bool mi_theap_visit_blocks(const mi_theap_t* theap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
-#endif
-
-
 #if defined(__cplusplus)
 }  /* extern "C" */
 #endif
@@ -743,22 +658,7 @@ mi_decl_export bool mi_theap_visit_blocks(const mi_theap_t* theap, bool visit_bl
    6. Typed allocation macros: allocate `n` objects of type `tp`
 ============================================================================ */
 
-#if defined(MI_V3_API)
-/* v3's order: the type always comes first */
-#define mi_malloc_tp(tp)                 ((tp*)mi_malloc(sizeof(tp)))
-#define mi_zalloc_tp(tp)                 ((tp*)mi_zalloc(sizeof(tp)))
-#define mi_calloc_tp(tp,n)               ((tp*)mi_calloc(n,sizeof(tp)))
-#define mi_mallocn_tp(tp,n)              ((tp*)mi_mallocn(n,sizeof(tp)))
-#define mi_reallocn_tp(tp,p,n)           ((tp*)mi_reallocn(p,n,sizeof(tp)))
-#define mi_recalloc_tp(tp,p,n)           ((tp*)mi_recalloc(p,n,sizeof(tp)))
-
-#define mi_heap_malloc_tp(tp,hp)         ((tp*)mi_heap_malloc(hp,sizeof(tp)))
-#define mi_heap_zalloc_tp(tp,hp)         ((tp*)mi_heap_zalloc(hp,sizeof(tp)))
-#define mi_heap_calloc_tp(tp,hp,n)       ((tp*)mi_heap_calloc(hp,n,sizeof(tp)))
-#define mi_heap_mallocn_tp(tp,hp,n)      ((tp*)mi_heap_mallocn(hp,n,sizeof(tp)))
-#define mi_heap_reallocn_tp(tp,hp,p,n)   ((tp*)mi_heap_reallocn(hp,p,n,sizeof(tp)))
-#define mi_heap_recalloc_tp(tp,hp,p,n)   ((tp*)mi_heap_recalloc(hp,p,n,sizeof(tp)))
-#else
+#if !defined(MI_V3_API)   /* v3 mode: mimalloc-v3.h */
 #define mi_malloc_tp(tp)                 ((tp*)mi_malloc(sizeof(tp)))
 #define mi_zalloc_tp(tp)                 ((tp*)mi_zalloc(sizeof(tp)))
 #define mi_calloc_tp(tp,n)               ((tp*)mi_calloc(n,sizeof(tp)))
@@ -799,64 +699,7 @@ mi_decl_export bool mi_theap_visit_blocks(const mi_theap_t* theap, bool visit_bl
    is the v2 option of the same number.
 ============================================================================ */
 
-#if defined(MI_V3_API)
-typedef enum mi_option_e {
-  mi_option_show_errors,                      /*  0 */
-  mi_option_show_stats,                       /*  1 */
-  mi_option_verbose,                          /*  2 */
-  mi_option_deprecated_eager_commit,          /*  3: v2's eager_commit */
-  mi_option_arena_eager_commit,               /*  4 */
-  mi_option_purge_decommits,                  /*  5 */
-  mi_option_allow_large_os_pages,             /*  6 */
-  mi_option_reserve_huge_os_pages,            /*  7 */
-  mi_option_reserve_huge_os_pages_at,         /*  8 */
-  mi_option_reserve_os_memory,                /*  9: KiB */
-  mi_option_deprecated_segment_cache,         /* 10 */
-  mi_option_deprecated_page_reset,            /* 11 */
-  mi_option_deprecated_abandoned_page_purge,  /* 12: v2's abandoned_page_purge */
-  mi_option_deprecated_segment_reset,         /* 13 */
-  mi_option_deprecated_eager_commit_delay,    /* 14: v2's eager_commit_delay */
-  mi_option_purge_delay,                      /* 15 */
-  mi_option_use_numa_nodes,                   /* 16 */
-  mi_option_disallow_os_alloc,                /* 17 */
-  mi_option_os_tag,                           /* 18 */
-  mi_option_max_errors,                       /* 19 */
-  mi_option_max_warnings,                     /* 20 */
-  mi_option_deprecated_max_segment_reclaim,   /* 21: v2's max_segment_reclaim */
-  mi_option_destroy_on_exit,                  /* 22 */
-  mi_option_arena_reserve,                    /* 23: KiB */
-  mi_option_arena_purge_mult,                 /* 24 */
-  mi_option_deprecated_purge_extend_delay,    /* 25: v2's purge_extend_delay */
-  mi_option_disallow_arena_alloc,             /* 26 (v2: 27) */
-  mi_option_retry_on_oom,                     /* 27 (v2: 28) */
-  mi_option_visit_abandoned,                  /* 28 (v2: 29) */
-  mi_option_guarded_min,                      /* 29 (v2: 30) */
-  mi_option_guarded_max,                      /* 30 (v2: 31) */
-  mi_option_guarded_precise,                  /* 31 (v2: 32) */
-  mi_option_guarded_sample_rate,              /* 32 (v2: 33) */
-  mi_option_guarded_sample_seed,              /* 33 (v2: 34) */
-  mi_option_generic_collect,                  /* 34 (v2: 36) */
-  mi_option_page_reclaim_on_free,             /* 35: v3 only (no effect here) */
-  mi_option_page_full_retain,                 /* 36: v3 only */
-  mi_option_page_max_candidates,              /* 37: v3 only */
-  mi_option_max_vabits,                       /* 38: v3 only */
-  mi_option_pagemap_commit,                   /* 39: v3 only */
-  mi_option_page_commit_on_demand,            /* 40: v3 only */
-  mi_option_page_max_reclaim,                 /* 41: v3 only */
-  mi_option_page_cross_thread_max_reclaim,    /* 42: v3 only */
-  mi_option_allow_thp,                        /* 43 (v2: 37) */
-  mi_option_minimal_purge_size,               /* 44: v3 only, KiB */
-  mi_option_arena_max_object_size,            /* 45: v3 only, KiB */
-  mi_option_arena_is_numa_local,              /* 46: v3 only */
-  _mi_option_last,                            /* 47: number of options */
-  /* legacy names */
-  mi_option_large_os_pages         = mi_option_allow_large_os_pages,
-  mi_option_eager_region_commit    = mi_option_arena_eager_commit,
-  mi_option_reset_decommits        = mi_option_purge_decommits,
-  mi_option_reset_delay            = mi_option_purge_delay,
-  mi_option_limit_os_alloc         = mi_option_disallow_os_alloc
-} mi_option_t;
-#else
+#if !defined(MI_V3_API)   /* v3 mode: mimalloc-v3.h */
 typedef enum mi_option_e {
   /* stable options */
   mi_option_show_errors,                /*  0: print errors and warnings */

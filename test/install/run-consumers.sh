@@ -8,6 +8,7 @@
 #   (c) find_package with unsuitable versions (3.0, 1.0, 2.99) must fail
 #   (d) main.c built with `pkg-config --cflags --libs mimalloc`   (skipped without pkg-config)
 #   (e) main.c linked after the installed mimalloc.o (static override)
+#   (f) a unit in v3 mode (MI_V3_API: mimalloc-v3.h) linked with the installed library
 #
 # usage: run-consumers.sh BUILD_DIR SOURCE_DIR C_COMPILER GENERATOR [--cmake=CMAKE]
 #          [--make-program=PROG] [--basename=mimalloc] --version=X.Y.Z --impl-version=X.Y.Z [--libdir=lib]
@@ -94,7 +95,7 @@ else
 fi
 
 for file in "$inc/mimalloc.h" "$inc/mimalloc-override.h" "$inc/mimalloc-new-delete.h" \
-            "$inc/mimalloc-stats.h" "$lib/lib$basename.a" "$lib/$basename.o" \
+            "$inc/mimalloc-stats.h" "$inc/mimalloc-v3.h" "$lib/lib$basename.a" "$lib/$basename.o" \
             "$lib/pkgconfig/mimalloc.pc" "$lib/cmake/mimalloc/mimalloc-config.cmake" \
             "$lib/cmake/mimalloc/mimalloc-config-version.cmake" \
             "$lib/cmake/mimalloc/mimalloc-targets.cmake"; do
@@ -179,6 +180,26 @@ fi
 step "(e) consumer linked after $basename.o"
 (set -x; "$cc" -o "$tmp/object-consumer" "$lib/$basename.o" "$consumer_src/main.c" -I"$inc" -lpthread)
 run_consumer "$tmp/object-consumer" none
+
+# ---- (f) v3 mode: mimalloc.h includes mimalloc-v3.h from the installed directory
+step "(f) v3-mode consumer"
+cat >"$tmp/v3.c" <<'V3'
+#define MI_V3_API
+#include <mimalloc.h>
+#include <mimalloc-stats.h>
+int main(void) {
+  mi_heap_t* heap = mi_heap_new();                 /* v3: a heap any thread may use */
+  mi_theap_t* theap = mi_heap_theap(heap);         /* declared in v3 mode only */
+  int* p = mi_heap_malloc_tp(int, heap);           /* v3's argument order */
+  int ok = (heap != NULL && theap != NULL && p != NULL && mi_heap_contains(heap, p)
+            && mi_option_get(mi_option_arena_is_numa_local) >= 0);
+  mi_free(p);
+  mi_heap_delete(heap);
+  return ok ? 0 : 1;
+}
+V3
+(set -x; "$cc" -std=c11 -Wall -Werror -o "$tmp/v3-consumer" "$tmp/v3.c" -I"$inc" -L"$lib" -l"$basename" -Wl,-rpath,"$lib")
+"$tmp/v3-consumer" || fail "the v3-mode consumer failed"
 
 echo
 echo "all install checks passed"

@@ -166,6 +166,32 @@ string includeDir()
     return dir;
 }
 
+/// Headers that are parts of mimalloc.h, never included on their own: mimalloc.h includes
+/// mimalloc-v3.h in v3 mode. (mimalloc-stats.h includes mimalloc.h, but is read beside it.)
+immutable partHeaders = ["mimalloc-v3.h"];
+
+/// The text of a header of include/, with each `#include` of a part header replaced by that
+/// header's text, as the preprocessor does; v2Mode and v3Mode then keep or drop it with the
+/// `#if` around the `#include`.
+string readHeader(string name)
+{
+    const dir = includeDir();
+    string[] lines;
+    foreach (line; readText(buildNormalizedPath(dir, name)).split("\n"))
+    {
+        auto m = matchFirst(line, regex(`^\s*#\s*include\s*"([^"]+)"`));
+        lines ~= (!m.empty && partHeaders.canFind(m[1])) ? readHeader(m[1]) : line;
+    }
+    return lines.join("\n");
+}
+
+unittest // readHeader splices mimalloc-v3.h where v3 mode includes it
+{
+    const v2 = v2Mode(readHeader("mimalloc.h")), v3 = v3Mode(readHeader("mimalloc.h"));
+    assert(!v2.canFind("#define MIMALLOC_V3_H") && v3.canFind("#define MIMALLOC_V3_H"));
+    assert(v3.canFind("mi_heap_theap(") && !v2.canFind("mi_heap_theap("));
+}
+
 struct CDecl
 {
     string name;
@@ -414,9 +440,8 @@ string[] compareDecls(string what, CDecl[] cs, DDecl[string] ds)
 
 string headersText()
 {
-    const dir = includeDir();
-    return cleanHeader(v2Mode(readText(buildNormalizedPath(dir, "mimalloc.h"))))
-         ~ cleanHeader(v2Mode(readText(buildNormalizedPath(dir, "mimalloc-stats.h"))));
+    return cleanHeader(v2Mode(readHeader("mimalloc.h")))
+         ~ cleanHeader(v2Mode(readHeader("mimalloc-stats.h")));
 }
 
 unittest // every function and callback: linkage, return and parameter types
@@ -473,7 +498,7 @@ ExtOptions parseExtOptions(string text)
 
 unittest // the extension options of the header: declared in D with the header's numbers
 {
-    const text = v2Mode(readText(buildNormalizedPath(includeDir(), "mimalloc.h")));
+    const text = v2Mode(readHeader("mimalloc.h"));
     auto ext = parseExtOptions(text);
     assert(ext.first >= 0, "MI_OPTION_EXT_FIRST not found in mimalloc.h");
     assert(ext.names.length >= 2, format!"expected mi_option_live and mi_option_live_interval, found %s"(ext.names));
@@ -626,9 +651,8 @@ string[] compareV3(CDecl[] v2, CDecl[] v3, string[string] renames, DDeclV3[strin
 
 unittest // mimalloc.v3 against the header's v3 mode: functions, types, symbols
 {
-    const dir = includeDir();
-    const h = readText(buildNormalizedPath(dir, "mimalloc.h"));
-    const stats = readText(buildNormalizedPath(dir, "mimalloc-stats.h"));
+    const h = readHeader("mimalloc.h");
+    const stats = readHeader("mimalloc-stats.h");
     auto v2 = parseFunctions(cleanHeader(v2Mode(h)) ~ cleanHeader(v2Mode(stats)));
     auto v3 = parseFunctions(cleanHeader(v3Mode(h)) ~ cleanHeader(v3Mode(stats)));
     auto renames = v3Renames(h);
@@ -659,7 +683,7 @@ unittest // the v3 comparison catches a wrong symbol, a wrong type, a missing an
 
 unittest // v3 mode's option numbers: every name of the header's enumeration at its number
 {
-    const text = cleanHeader(v3Mode(readText(buildNormalizedPath(includeDir(), "mimalloc.h"))));
+    const text = cleanHeader(v3Mode(readHeader("mimalloc.h")));
     auto m = matchFirst(text, regex(`typedef enum mi_option_e \{([^}]*)\}`));
     assert(!m.empty, "v3 mode's mi_option_e not found");
     long[string] c;
@@ -742,7 +766,7 @@ unittest // mimalloc.v3's types and option values against the C compiler's view 
 
 unittest // v3 mode's callback typedefs: the two of mimalloc.v3 with v3's types, the others as in mimalloc.capi
 {
-    auto cbs = parseCallbacks(cleanHeader(v3Mode(readText(buildNormalizedPath(includeDir(), "mimalloc.h")))));
+    auto cbs = parseCallbacks(cleanHeader(v3Mode(readHeader("mimalloc.h"))));
     assert(cbs.length == 5, format!"parsed %s callback typedefs of v3 mode, expected 5"(cbs.length));
     DDecl[string] ds = dCallbacks();
     static foreach (name; ["mi_block_visit_fun", "mi_heap_visit_fun"])

@@ -16,6 +16,38 @@ fn include_dir() -> PathBuf {
     root.join("include")
 }
 
+/// Headers that are parts of `mimalloc.h`, never included on their own: `mimalloc.h` includes
+/// `mimalloc-v3.h` in v3 mode. (`mimalloc-stats.h` includes `mimalloc.h`, but is read beside it.)
+const PART_HEADERS: [&str; 1] = ["mimalloc-v3.h"];
+
+/// The text of a header of `include/`, with each `#include` of a part header replaced by that
+/// header's text, as the preprocessor does; the mode filters below then keep or drop it with
+/// the `#if` around the `#include`.
+fn read_header(name: &str) -> String {
+    let path = include_dir().join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let mut out = String::new();
+    for line in text.lines() {
+        let included = line.trim_start().strip_prefix('#').map(str::trim_start)
+            .and_then(|d| d.strip_prefix("include")).map(str::trim)
+            .and_then(|f| f.strip_prefix('"')).and_then(|f| f.strip_suffix('"'));
+        match included {
+            Some(file) if PART_HEADERS.contains(&file) => out += &read_header(file),
+            _ => out += line,
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn read_header_splices_the_v3_header() {
+    let v2 = v2_mode(&read_header("mimalloc.h"));
+    let v3 = v3_mode(&read_header("mimalloc.h"));
+    assert!(!v2.contains("#define MIMALLOC_V3_H") && v3.contains("#define MIMALLOC_V3_H"));
+    assert!(v3.contains("mi_heap_theap(") && !v2.contains("mi_heap_theap("));
+}
+
 /// The header as a program without `MI_V3_API` sees it, the mode the crate root binds: the
 /// lines of the branches only v3 mode compiles are dropped (`#if defined(MI_V3_API)` up to
 /// its `#else` or `#endif`, and the `#else` branch of `#if !defined(MI_V3_API)`); the
@@ -86,9 +118,7 @@ fn c_source_v3() -> String {
 fn c_source_of(mode: fn(&str) -> String) -> String {
     let mut text = String::new();
     for name in ["mimalloc.h", "mimalloc-stats.h"] {
-        let path = include_dir().join(name);
-        text += &mode(&std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display())));
+        text += &mode(&read_header(name));
         text.push('\n');
     }
     // block comments
@@ -387,8 +417,7 @@ fn every_option_is_declared_and_probed() {
 /// `#define mi_option_<name> ((mi_option_t)<number>)` lines, `(name, number)`, and the value
 /// of `MI_OPTION_EXT_FIRST`.
 fn c_extension_options() -> (Vec<(String, i64)>, i64) {
-    let path = include_dir().join("mimalloc.h");
-    let text = v2_mode(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display())));
+    let text = v2_mode(&read_header("mimalloc.h"));
     let mut options = Vec::new();
     let mut ext_first = None;
     for line in text.lines() {
@@ -450,8 +479,7 @@ fn probe_names() -> Vec<String> {
 /// The names v3 mode maps onto other symbols (`#define mi_heap_new mi_heap_new_shared`, in
 /// the header's section 4b): name -> symbol.
 fn c_v3_renames() -> BTreeMap<String, String> {
-    let path = include_dir().join("mimalloc.h");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let text = read_header("mimalloc.h");
     let v2: Vec<String> = v2_mode(&text).lines().map(str::to_string).collect();
     let is_ident = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_');
     let mut map = BTreeMap::new();
