@@ -115,6 +115,19 @@ mi_decl_export void mi_theap_guarded_set_size_bound(mi_theap_t* theap, size_t mi
 mi_decl_export bool mi_theap_visit_blocks(const mi_theap_t* theap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
 
 
+/* Arenas whose memory the program commits: `commit_fun(true, start, size, &is_zero, arg)` must
+   make [start, start+size) readable and writable (it may set is_zero when it reads as zero) and
+   `commit_fun(false, start, size, NULL, arg)` may release it (a purge); each returns false if it
+   could not. It is called with the allocator's locks held: it must not allocate or free with
+   this allocator. */
+typedef bool (mi_cdecl mi_commit_fun_t)(bool commit, void* start, size_t size, bool* is_zero, void* user_arg);
+/* mi_manage_os_memory_ex whose commits and purges go through `commit_fun` (NULL: the OS's);
+   is_committed: all of it is committed at the start; is_pinned: never decommitted (the function
+   is then never called). */
+mi_decl_export bool mi_manage_memory(void* start, size_t size, bool is_committed, bool is_pinned, bool is_zero, int numa_node, bool exclusive,
+                                     mi_commit_fun_t* commit_fun, void* commit_fun_arg, mi_arena_id_t* arena_id) mi_attr_noexcept;
+
+
 /* ---- 4. Typed allocation macros ------------------------------------------ */
 
 /* v3's order: the type always comes first (v2's puts it after the heap or pointer). */

@@ -46,7 +46,10 @@ typedef struct mi_arena_s {
   int                  numa_node;        /* -1: any */
   bool                 exclusive;
   bool                 is_pinned;        /* large or huge OS pages */
-  bool                 commit_syscall;   /* reserved inaccessible: commit with mprotect */
+  bool                 commit_syscall;   /* reserved inaccessible: commit with mprotect (or commit_fun) */
+  mi_arena_commit_fun_t* commit_fun;     /* the program's commit and decommit (mi_manage_memory), or
+                                            NULL: the OS's. Set: commit_syscall too, never on_demand */
+  void*                commit_fun_arg;
   bool                 is_huge_pages;    /* 1 GiB pages */
   bool                 purge_zeroes;     /* our private anonymous memory: a decommit zeroes it
                                             (not so for memory we manage, e.g. a shared file) */
@@ -157,7 +160,8 @@ static void mi_arena_meta_free(mi_arena_t* arena, size_t meta_size) {
 /* Make an arena of [start, start+size); start is aligned up to a block and the size truncated
    to whole blocks. */
 static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_pinned, bool is_zero,
-                            int numa_node, bool exclusive, bool is_huge_pages, bool owned, bool on_demand, mi_arena_id_t* arena_id) {
+                            int numa_node, bool exclusive, bool is_huge_pages, bool owned, bool on_demand,
+                            mi_arena_commit_fun_t* commit_fun, void* commit_fun_arg, mi_arena_id_t* arena_id) {
   if (arena_id != NULL) *arena_id = 0;
   const uintptr_t astart = _mi_align_up((uintptr_t)start, MI_ARENA_BLOCK_SIZE);
   if (start == NULL || astart - (uintptr_t)start >= size) return false;
@@ -186,7 +190,9 @@ static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_p
   arena->numa_node = numa_node;
   arena->exclusive = exclusive;
   arena->is_pinned = is_pinned;
-  arena->commit_syscall = !accessible;
+  arena->commit_syscall = !accessible || commit_fun != NULL;
+  arena->commit_fun = commit_fun;
+  arena->commit_fun_arg = commit_fun_arg;
   arena->is_huge_pages = is_huge_pages;
   arena->purge_zeroes = owned;
   arena->on_demand = on_demand && owned && !is_pinned && !exclusive;
@@ -198,12 +204,15 @@ static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_p
   const size_t post = fields * MI_BITMAP_FIELD_BITS - block_count;
   if (post > 0) _mi_bitmap_set(arena->blocks_inuse, block_count, post, NULL);
   if (!is_zero) _mi_bitmap_set(arena->blocks_dirty, 0, block_count, NULL);
-  if (is_pinned) {
+  /* committed from the start: pinned memory, and committed memory whose commits are the
+     program's (without a commit function, accessible memory counts as committed when used) */
+  const bool committed = is_pinned || (accessible && commit_fun != NULL);
+  if (committed) {
     _mi_bitmap_set(arena->blocks_committed, 0, block_count, NULL);
     mi_os_stat_increase(committed, block_count * MI_ARENA_BLOCK_SIZE);
   }
   if (!mi_arena_add(arena, arena_id)) {
-    if (is_pinned) mi_os_stat_decrease(committed, block_count * MI_ARENA_BLOCK_SIZE);
+    if (committed) mi_os_stat_decrease(committed, block_count * MI_ARENA_BLOCK_SIZE);
     mi_arena_meta_free(arena, meta_size);
     _mi_warning_message("cannot add an arena: all %d arena slots are in use\n", MI_MAX_ARENAS);
     return false;
@@ -212,10 +221,15 @@ static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_p
 }
 
 bool mi_manage_os_memory_ex(void* start, size_t size, bool is_committed, bool is_large, bool is_zero, int numa_node, bool exclusive, mi_arena_id_t* arena_id) mi_attr_noexcept {
+  return _mi_arena_manage_memory(start, size, is_committed, is_large, is_zero, numa_node, exclusive, NULL, NULL, arena_id);
+}
+
+bool _mi_arena_manage_memory(void* start, size_t size, bool is_committed, bool is_pinned, bool is_zero, int numa_node,
+                             bool exclusive, mi_arena_commit_fun_t* commit_fun, void* commit_fun_arg, mi_arena_id_t* arena_id) {
   if (arena_id != NULL) *arena_id = 0;
   mi_process_init();
-  return mi_arena_manage(start, size, is_committed || is_large, is_large, is_zero,
-                         (numa_node < 0 ? -1 : numa_node), exclusive, false, false, false, arena_id);
+  return mi_arena_manage(start, size, is_committed || is_pinned, is_pinned, is_zero, (numa_node < 0 ? -1 : numa_node),
+                         exclusive, false, false, false, (is_pinned ? NULL : commit_fun), commit_fun_arg, arena_id);
 }
 
 bool mi_manage_os_memory(void* start, size_t size, bool is_committed, bool is_large, bool is_zero, int numa_node) mi_attr_noexcept {
@@ -231,7 +245,7 @@ static int mi_arena_reserve_os(size_t size, bool commit, bool allow_large, bool 
   bool is_large = false;
   void* p = _mi_os_reserve_aligned(size, MI_ARENA_BLOCK_SIZE, commit, allow_large, &is_large);
   if (p == NULL) return ENOMEM;
-  if (!mi_arena_manage(p, size, commit || is_large, is_large, true, numa_node, exclusive, false, true, on_demand, arena_id)) {
+  if (!mi_arena_manage(p, size, commit || is_large, is_large, true, numa_node, exclusive, false, true, on_demand, NULL, NULL, arena_id)) {
     _mi_os_free_ex(p, size, 0);
     return ENOMEM;
   }
@@ -341,7 +355,7 @@ int mi_reserve_huge_os_pages_at_ex(size_t pages, int numa_node, size_t timeout_m
   mi_os_stat_increase(reserved, size);
   mi_os_stat_counter_increase(mmap_calls, obtained);
   mi_arena_id_t id = 0;
-  if (!mi_arena_manage(base, size, true, true, true, numa_node, exclusive, true, true, false, &id)) {
+  if (!mi_arena_manage(base, size, true, true, true, numa_node, exclusive, true, true, false, NULL, NULL, &id)) {
     _mi_os_free_ex(base, size, 0);
     return ENOMEM;
   }
@@ -412,10 +426,60 @@ void _mi_arenas_init_reserve(void) {
 /* ------------------------------------------------------------------------------------------
    Allocation and free
 ------------------------------------------------------------------------------------------ */
+/* Commit and purge of an arena's memory: through the program's function for an arena of
+   mi_manage_memory (its decommit is the purge: we never discard the program's memory behind
+   its back), else the OS's (os.c). The statistics count both alike. The function runs where
+   the allocator may hold its locks: it must not allocate with this allocator. */
+static bool mi_arena_mem_commit(mi_arena_t* arena, void* p, size_t size) {
+  if (arena->commit_fun == NULL) return _mi_os_commit(p, size, arena->commit_syscall);
+  bool is_zero = false;   /* (not used: the arena's dirty bits decide what reads as zero) */
+  mi_os_stat_counter_increase(commit_calls, 1);
+  if (!arena->commit_fun(true, p, size, &is_zero, arena->commit_fun_arg)) {
+    _mi_warning_message("the program's commit function refused to commit %zu KiB at %p\n", size / MI_KiB, p);
+    return false;
+  }
+  mi_os_stat_increase(committed, size);
+  return true;
+}
+
+/* True if the memory was decommitted (it needs a commit before use), false if it stays
+   committed (the OS only discarded it, or the program's function refused). */
+static bool mi_arena_mem_decommit(mi_arena_t* arena, void* p, size_t size, bool purge) {
+  if (arena->commit_fun == NULL) return (purge ? _mi_os_purge(p, size, arena->commit_syscall) : _mi_os_decommit(p, size, true));
+  if (purge) {
+    mi_os_stat_counter_increase(purge_calls, 1);
+    mi_os_stat_counter_increase(purged, size);
+  }
+  if (!arena->commit_fun(false, p, size, NULL, arena->commit_fun_arg)) return false;
+  mi_os_stat_decrease(committed, size);
+  return true;
+}
+
+static mi_arena_t* mi_arena_of_memid(const mi_memid_t* memid) {
+  mi_assert_internal(memid->commit_fun && memid->arena_idx >= 0);
+  return mi_arena_at((size_t)memid->arena_idx);   /* (never released: an arena with a commit
+                                                      function is not on_demand) */
+}
+
+bool _mi_arena_commit(const mi_memid_t* memid, void* p, size_t size) {
+  if (!memid->commit_fun) return _mi_os_commit(p, size, memid->commit_syscall);
+  return mi_arena_mem_commit(mi_arena_of_memid(memid), p, size);
+}
+
+bool _mi_arena_purge(const mi_memid_t* memid, void* p, size_t size) {
+  if (!memid->commit_fun) return _mi_os_purge(p, size, memid->commit_syscall);
+  return mi_arena_mem_decommit(mi_arena_of_memid(memid), p, size, true);
+}
+
+bool _mi_arena_decommit(const mi_memid_t* memid, void* p, size_t size) {
+  if (!memid->commit_fun) return _mi_os_decommit(p, size, true);
+  return mi_arena_mem_decommit(mi_arena_of_memid(memid), p, size, false);
+}
+
 static bool mi_arena_commit_blocks(mi_arena_t* arena, size_t idx, size_t count) {
   for (size_t i = idx; i < idx + count; i++) {
     if (_mi_bitmap_is_all_set(arena->blocks_committed, i, 1)) continue;
-    if (!_mi_os_commit(mi_arena_start(arena) + i * MI_ARENA_BLOCK_SIZE, MI_ARENA_BLOCK_SIZE, arena->commit_syscall)) return false;
+    if (!mi_arena_mem_commit(arena, mi_arena_start(arena) + i * MI_ARENA_BLOCK_SIZE, MI_ARENA_BLOCK_SIZE)) return false;
     _mi_bitmap_set(arena->blocks_committed, i, 1, NULL);
   }
   return true;
@@ -493,6 +557,7 @@ static void* mi_arena_take(mi_arena_t* arena, size_t arena_idx, size_t idx, size
   memid->is_exclusive = arena->exclusive;
   memid->is_pinned = arena->is_pinned;
   memid->commit_syscall = arena->commit_syscall;
+  memid->commit_fun = (arena->commit_fun != NULL);
   memid->initially_committed = (all_committed || commit || any_committed);
   memid->initially_zero = !was_dirty;
   memid->purge_zeroes = arena->purge_zeroes;
@@ -608,7 +673,7 @@ static void mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count)
   const mi_msecs_t delay = mi_arena_purge_delay();
   if (arena->is_pinned || delay < 0) return;
   if (delay == 0) {
-    if (_mi_os_purge(mi_arena_start(arena) + idx * MI_ARENA_BLOCK_SIZE, count * MI_ARENA_BLOCK_SIZE, arena->commit_syscall)) {
+    if (mi_arena_mem_decommit(arena, mi_arena_start(arena) + idx * MI_ARENA_BLOCK_SIZE, count * MI_ARENA_BLOCK_SIZE, true)) {
       _mi_bitmap_clear(arena->blocks_committed, idx, count);
       if (arena->purge_zeroes) _mi_bitmap_clear(arena->blocks_dirty, idx, count);
     }
@@ -682,7 +747,7 @@ static size_t mi_arena_purge_claimed(mi_arena_t* arena, size_t idx, size_t count
     if (!mi_arena_block_is_due(arena, i, now, force)) { i++; continue; }
     size_t len = 1;
     while (i + len < idx + count && mi_arena_block_is_due(arena, i + len, now, force)) len++;
-    const bool ok = _mi_os_purge(mi_arena_start(arena) + i * MI_ARENA_BLOCK_SIZE, len * MI_ARENA_BLOCK_SIZE, arena->commit_syscall);
+    const bool ok = mi_arena_mem_decommit(arena, mi_arena_start(arena) + i * MI_ARENA_BLOCK_SIZE, len * MI_ARENA_BLOCK_SIZE, true);
     if (ok) {
       _mi_bitmap_clear(arena->blocks_committed, i, len);
       if (arena->purge_zeroes) _mi_bitmap_clear(arena->blocks_dirty, i, len);
@@ -856,10 +921,11 @@ void mi_debug_show_arenas(void) mi_attr_noexcept {
       _mi_message("arena %zu: %zu blocks of %zu MiB, released (unmapped while empty)\n", i + 1, arena->block_count, MI_ARENA_BLOCK_SIZE / MI_MiB);
       continue;
     }
-    _mi_message("arena %zu: %zu blocks of %zu MiB at %p%s%s%s, numa node %d\n", i + 1, arena->block_count,
+    _mi_message("arena %zu: %zu blocks of %zu MiB at %p%s%s%s%s, numa node %d\n", i + 1, arena->block_count,
                 MI_ARENA_BLOCK_SIZE / MI_MiB, (void*)mi_arena_start(arena),
                 (arena->is_pinned ? ", pinned" : ""), (arena->is_huge_pages ? " (1 GiB pages)" : ""),
-                (arena->exclusive ? ", exclusive" : ""), arena->numa_node);
+                (arena->exclusive ? ", exclusive" : ""), (arena->commit_fun != NULL ? ", the program's commit" : ""),
+                arena->numa_node);
     inuse_total += mi_debug_show_bitmap("inuse:", arena->blocks_inuse, arena->block_count);
     mi_debug_show_bitmap("committed:", arena->blocks_committed, arena->block_count);
     mi_debug_show_bitmap("purge:", arena->blocks_purge, arena->block_count);
@@ -880,6 +946,7 @@ bool _mi_arena_view(size_t idx, mi_arena_view_t* view) {
   view->is_pinned = arena->is_pinned;
   view->exclusive = arena->exclusive;
   view->commit_syscall = arena->commit_syscall;
+  view->commit_fun = (arena->commit_fun != NULL);
   view->state = mi_atomic_load_acquire(&arena->state);
   view->blocks_used = mi_atomic_load_relaxed(&arena->blocks_used);
   view->inuse = arena->blocks_inuse;

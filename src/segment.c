@@ -102,7 +102,7 @@ static uint8_t* mi_segment_slot_start(const mi_segment_t* segment, const mi_page
 
 static bool mi_segment_slot_commit(mi_segment_t* segment, mi_page_t* page) {
   if (page->is_committed) return true;
-  if (!_mi_os_commit(mi_segment_slot_start(segment, page), mi_segment_slot_size(segment), segment->memid.commit_syscall)) return false;
+  if (!_mi_arena_commit(&segment->memid, mi_segment_slot_start(segment, page), mi_segment_slot_size(segment))) return false;
   page->is_committed = 1;
   return true;
 }
@@ -132,7 +132,7 @@ static void mi_segment_slot_purge(mi_segment_t* segment, mi_page_t* page) {
     mi_os_stat_counter_increase(purge_calls, 1);
     mi_os_stat_counter_increase(purged, size - segment->info_size);
   }
-  else if (_mi_os_purge(start, size, segment->memid.commit_syscall)) {
+  else if (_mi_arena_purge(&segment->memid, start, size)) {
     page->is_committed = 0;
     page->purge_expire = _mi_prim_clock_now();   /* when, for the adaptive delay */
     page->is_zero_init = segment->memid.purge_zeroes;   /* decommitted anonymous memory reads as zero */
@@ -245,7 +245,7 @@ static void mi_segment_slots_purge_run(mi_segment_t* segment, mi_page_t* page, m
   while (mi_segment_slot_purge_joins(segment, lo - 1, now, force)) mi_purge_queue_remove(segment, &segment->pages[--lo]);
   while (mi_segment_slot_purge_joins(segment, hi, now, force)) mi_purge_queue_remove(segment, &segment->pages[hi++]);
   const size_t slot_size = mi_segment_slot_size(segment);
-  if (!_mi_os_purge((uint8_t*)segment + lo * slot_size, (hi - lo) * slot_size, segment->memid.commit_syscall)) return;
+  if (!_mi_arena_purge(&segment->memid, (uint8_t*)segment + lo * slot_size, (hi - lo) * slot_size)) return;
   for (size_t i = lo; i < hi; i++) {
     mi_page_t* slot = &segment->pages[i];
     mi_assert_internal(!slot->segment_in_use && slot->span_tail == 0 && slot->is_committed);
@@ -538,7 +538,7 @@ static mi_segment_t* mi_segment_alloc_standard(mi_page_kind_t kind, mi_arena_id_
   const bool all_committed = memid.initially_committed || memid.is_pinned;
   if (!all_committed) {
     /* the header's slot, before the header is written */
-    if (!_mi_os_commit(segment, (size_t)1 << page_shift, memid.commit_syscall)) {
+    if (!_mi_arena_commit(&memid, segment, (size_t)1 << page_shift)) {
       _mi_arena_free(segment, memid.size, 0, &memid);
       return NULL;
     }
@@ -585,14 +585,14 @@ static void mi_segment_free(mi_segment_t* segment) {
   for (size_t i = 1; i < segment->capacity && mi_segment_has_slots(segment); i++) {
     mi_page_t* page = &segment->pages[i];
     if (page->is_committed || memid.is_pinned || keep) continue;
-    if (!committed || !_mi_os_commit(mi_segment_slot_start(segment, page), mi_segment_slot_size(segment), memid.commit_syscall)) {
+    if (!committed || !_mi_arena_commit(&memid, mi_segment_slot_start(segment, page), mi_segment_slot_size(segment))) {
       committed = false;
       uncounted += mi_segment_slot_size(segment);
     }
   }
   if (!committed) {
     mi_os_stat_increase(committed, uncounted);   /* (the decommit counts the whole range) */
-    if (!_mi_os_decommit(segment, memid.size, true)) keep = true;
+    if (!_mi_arena_decommit(&memid, segment, memid.size)) keep = true;
   }
   if (keep) {
     _mi_warning_message("unable to return the memory of segment %p (%zu KiB) to its arena: it is kept out of use\n", (void*)segment, memid.size / MI_KiB);

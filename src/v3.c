@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* mimalloc v3's API (docs/v3-api.md): the symbols that mimalloc.h declares in its MI_V3_API mode
-   (section 4b there), where v3 gives a name another meaning or other types than v2. Each is a
+   (include/mimalloc-v3.h), where v3 gives a name another meaning or other types than v2. Each is a
    thin translation onto the v2 functions: arena ids from pointer values, subprocess ids from
    v3's struct, option numbers from v3's numbering, theaps as the thread's own heaps. This unit
    sees the header in its v2 mode, so the v3 types are restated here with the same layout. */
@@ -66,6 +66,16 @@ mi_decl_export int mi_v3_reserve_os_memory_ex(size_t size, bool commit, bool all
 mi_decl_export bool mi_v3_manage_os_memory_ex(void* start, size_t size, bool is_committed, bool is_pinned, bool is_zero, int numa_node, bool exclusive, void** arena_id) mi_attr_noexcept {
   mi_arena_id_t id = 0;
   const bool ok = mi_manage_os_memory_ex(start, size, is_committed, is_pinned, is_zero, numa_node, exclusive, &id);
+  if (arena_id != NULL) *arena_id = (ok ? mi_v3_arena_ptr(id) : NULL);
+  return ok;
+}
+
+/* v3's mi_commit_fun_t is mi_arena_commit_fun_t (internal.h): the arena commits and decommits
+   (purges) through it, never through the OS (arena.c). With is_pinned it is never called. */
+mi_decl_export bool mi_manage_memory(void* start, size_t size, bool is_committed, bool is_pinned, bool is_zero, int numa_node, bool exclusive,
+                                     mi_arena_commit_fun_t* commit_fun, void* commit_fun_arg, void** arena_id) mi_attr_noexcept {
+  mi_arena_id_t id = 0;
+  const bool ok = _mi_arena_manage_memory(start, size, is_committed, is_pinned, is_zero, numa_node, exclusive, commit_fun, commit_fun_arg, &id);
   if (arena_id != NULL) *arena_id = (ok ? mi_v3_arena_ptr(id) : NULL);
   return ok;
 }

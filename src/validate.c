@@ -433,6 +433,7 @@ bool _mi_arena_memid_validate(const void* p, const mi_memid_t* memid) {
   mi_check_eq(S, p, "memid.is_pinned", a.is_pinned, memid->is_pinned);
   mi_check_eq(S, p, "memid.is_exclusive", a.exclusive, memid->is_exclusive);
   mi_check_eq(S, p, "memid.commit_syscall", a.commit_syscall, memid->commit_syscall);
+  mi_check_eq(S, p, "memid.commit_fun", a.commit_fun, memid->commit_fun);
   /* blocks held by a segment: claimed, dirty, no purge waiting; committed as handed out */
   for (size_t i = idx; i < idx + count; i++) {
     mi_check_eq(S, p, "blocks_inuse bit (block held)", 1, _mi_bitmap_is_all_set(a.inuse, i, 1));

@@ -16,6 +16,7 @@
 #include <string.h>
 #if !defined(_WIN32)
 #include <sys/mman.h>
+#include <unistd.h>   /* sysconf */
 #endif
 
 #include "mimalloc.h"
@@ -374,6 +375,158 @@ static void test_arenas(void) {
   CHECK(huge == NULL || mi_arena_area(huge, NULL) != NULL);
 }
 
+/* ---- arenas whose memory the program commits (mi_manage_memory) ----------------------- */
+#if !defined(_WIN32)
+/* The program's side: memory is PROT_NONE until committed, so a byte the allocator touched
+   without a commit faults (the test dies); pages[] says which OS pages are committed now. */
+typedef struct commit_state_s {
+  uint8_t* base; size_t size; size_t page;
+  uint8_t* pages;            /* one byte per OS page of [base, base+size) */
+  size_t   commits, decommits, committed;   /* calls, and bytes committed now */
+  bool     refuse;           /* fail every commit */
+  long     bad_calls;        /* a range outside the memory, unaligned, or is_zero misused */
+} commit_state_t;
+
+static bool commit_fun(bool commit, void* start, size_t size, bool* is_zero, void* arg) {
+  commit_state_t* st = (commit_state_t*)arg;
+  uint8_t* p = (uint8_t*)start;
+  if (p < st->base || size == 0 || p + size > st->base + st->size ||
+      (uintptr_t)p % st->page != 0 || size % st->page != 0 || (commit != (is_zero != NULL))) {
+    st->bad_calls++;
+    return false;
+  }
+  if (commit && st->refuse) return false;
+  if (mprotect(p, size, commit ? (PROT_READ | PROT_WRITE) : PROT_NONE) != 0) return false;
+  if (!commit) (void)madvise(p, size, MADV_DONTNEED);
+  for (size_t i = (size_t)(p - st->base) / st->page; i < (size_t)(p + size - st->base) / st->page; i++) {
+    if (st->pages[i] != commit) st->committed += (commit ? st->page : (size_t)0 - st->page);
+    st->pages[i] = commit;
+  }
+  if (commit) { st->commits++; *is_zero = false; }
+  else st->decommits++;
+  return true;
+}
+
+static bool range_committed(const commit_state_t* st, const void* p, size_t n) {
+  const size_t lo = (size_t)((const uint8_t*)p - st->base) / st->page;
+  const size_t hi = (size_t)((const uint8_t*)p + n - 1 - st->base) / st->page;
+  for (size_t i = lo; i <= hi; i++) if (!st->pages[i]) return false;
+  return true;
+}
+
+/* Allocate in a heap of the arena, write every byte, check each block lies in committed memory
+   of the arena; frees them all and deletes the heap unless `keep`. True if all succeeded. */
+static bool fill_arena_heap(commit_state_t* st, mi_arena_id_t arena) {
+  static const size_t sizes[] = { 16, 100, 1000, 8000, 40000, 300000, 1u << 20 };
+  enum { N = 24 };
+  void* blocks[N];
+  mi_heap_t* h = mi_heap_new_in_arena(arena);
+  CHECK(h != NULL);
+  if (h == NULL) return false;
+  bool all = true;
+  for (int i = 0; i < N; i++) {
+    const size_t n = sizes[i % (int)(sizeof(sizes) / sizeof(sizes[0]))];
+    blocks[i] = mi_heap_malloc(h, n);
+    if (blocks[i] == NULL) { all = false; continue; }
+    CHECK(mi_arena_contains(arena, blocks[i]));
+    CHECK(range_committed(st, blocks[i], n));
+    memset(blocks[i], 0x5a, n);   /* faults if any byte was not committed */
+  }
+  for (int i = 0; i < N; i++) mi_free(blocks[i]);
+  mi_heap_delete(h);
+  return all;
+}
+
+static void test_manage_memory(void) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const size_t msize = 3 * mi_arena_min_size() + mi_arena_min_alignment();
+  static uint8_t pages[3][(3 * 4 + 4) * 1024 * 1024 / 4096];   /* 16 MiB of 4 KiB pages, each */
+  CHECK(msize <= sizeof(pages[0]) * page);
+  if (msize > sizeof(pages[0]) * page) return;
+  commit_state_t st[3];
+  for (int k = 0; k < 3; k++) {
+    memset(&st[k], 0, sizeof(st[k]));
+    /* 0: reserved, committed by the function; 1: committed at the start; 2: pinned */
+    void* mem = mmap(NULL, msize, (k == 0 ? PROT_NONE : PROT_READ | PROT_WRITE), MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(mem != MAP_FAILED);
+    if (mem == MAP_FAILED) return;
+    st[k].base = (uint8_t*)mem; st[k].size = msize; st[k].page = page; st[k].pages = pages[k];
+    if (k > 0) { memset(pages[k], 1, msize / page); st[k].committed = msize; }
+  }
+  long ebefore = errors(ENOMEM);
+
+  /* 0: every byte the allocator uses is committed through the function first */
+  mi_arena_id_t a0 = (mi_arena_id_t)(uintptr_t)1;
+  CHECK(mi_manage_memory(st[0].base, msize, false, false, false, -1, true, &commit_fun, &st[0], &a0));
+  CHECK(a0 != NULL && mi_arena_contains(a0, st[0].base + msize - 1));
+  CHECK_EQ(st[0].commits, 0);                                   /* nothing before use */
+  CHECK(fill_arena_heap(&st[0], a0));
+  CHECK_GE(st[0].commits, 1);
+  const size_t peak = st[0].committed;
+  CHECK_GE(peak, 2u << 20);
+  mi_collect(true);                                             /* purges: through the function */
+  CHECK_GE(st[0].decommits, 1);
+  CHECK_LE(st[0].committed, peak - (1u << 20));
+  const size_t commits = st[0].commits;
+  CHECK(fill_arena_heap(&st[0], a0));                           /* committed again before use */
+  CHECK_GE(st[0].commits, commits + 1);
+  mi_collect(true);
+
+  /* a refused commit: the allocation fails with ENOMEM, nothing is touched; then it works */
+  st[0].refuse = true;
+  mi_heap_t* h = mi_heap_new_in_arena(a0);
+  CHECK(h != NULL);
+  if (h != NULL) {
+    /* what is still committed may serve a few; the arena cannot serve all without a commit */
+    enum { M = 16 };
+    void* big[M];
+    int failed = 0;
+    for (int i = 0; i < M; i++) {
+      errno = 0;
+      big[i] = mi_heap_malloc(h, 1u << 20);
+      if (big[i] == NULL) { failed++; CHECK_EQ(errno, ENOMEM); }
+      else CHECK(range_committed(&st[0], big[i], 1u << 20));
+    }
+    CHECK_GE(failed, 1);
+    CHECK_GE(errors(ENOMEM), ebefore + 1);
+    for (int i = 0; i < M; i++) mi_free(big[i]);
+    st[0].refuse = false;
+    void* p = mi_heap_malloc(h, 1u << 20);
+    CHECK(p != NULL && mi_arena_contains(a0, p) && range_committed(&st[0], p, 1u << 20));
+    mi_free(p);
+    mi_heap_delete(h);
+  }
+  st[0].refuse = false;
+
+  /* 1: committed at the start: no commit until a purge decommitted memory */
+  mi_arena_id_t a1 = NULL;
+  CHECK(mi_manage_memory(st[1].base, msize, true, false, true, -1, true, &commit_fun, &st[1], &a1));
+  CHECK(a1 != NULL && a1 != a0);
+  CHECK(fill_arena_heap(&st[1], a1));
+  CHECK_EQ(st[1].commits, 0);
+  mi_collect(true);
+  CHECK_GE(st[1].decommits, 1);
+  CHECK(fill_arena_heap(&st[1], a1));
+  CHECK_GE(st[1].commits, 1);                                   /* recommitted what was purged */
+  mi_collect(true);
+
+  /* 2: pinned: the function is never called */
+  mi_arena_id_t a2 = NULL;
+  CHECK(mi_manage_memory(st[2].base, msize, true, true, false, -1, true, &commit_fun, &st[2], &a2));
+  CHECK(a2 != NULL);
+  CHECK(fill_arena_heap(&st[2], a2));
+  mi_collect(true);
+  CHECK_EQ(st[2].commits + st[2].decommits, 0);
+
+  /* no function: the OS commits, as mi_manage_os_memory_ex */
+  static uint8_t too_small[4096];
+  mi_arena_id_t none = (mi_arena_id_t)(uintptr_t)1;
+  CHECK(!mi_manage_memory(too_small, sizeof(too_small), true, false, false, -1, true, NULL, NULL, &none));
+  CHECK(none == NULL);
+  for (int k = 0; k < 3; k++) CHECK_EQ(st[k].bad_calls, 0);
+}
+#endif
+
 /* ---- theaps ---------------------------------------------------------------------------- */
 static bool theap_visit_count(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
   (void)heap; (void)area; (void)block_size;
@@ -700,6 +853,9 @@ int main(void) {
   test_typed();
   test_shared_heaps();
   test_arenas();
+#if !defined(_WIN32)
+  test_manage_memory();
+#endif
   test_theaps();
   test_main_heap();
   test_subprocs();

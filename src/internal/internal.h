@@ -202,6 +202,17 @@ void       _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_
 /* Extend memid's arena allocation in place to at least newsize bytes when the blocks after it
    are free (committed; *ext_zero: the added memory is zero); false, and nothing changed, else. */
 bool       _mi_arena_try_expand(mi_memid_t* memid, size_t newsize, bool* ext_zero);
+/* The program's commit (commit: true, is_zero may be set) or decommit (false, is_zero NULL) of
+   [start, start+size) for an arena of mi_manage_memory; false if it could not. */
+typedef bool (mi_cdecl mi_arena_commit_fun_t)(bool commit, void* start, size_t size, bool* is_zero, void* arg);
+/* mi_manage_os_memory_ex with a commit function (NULL: the OS's); v3's mi_manage_memory */
+bool       _mi_arena_manage_memory(void* start, size_t size, bool is_committed, bool is_pinned, bool is_zero, int numa_node,
+                                   bool exclusive, mi_arena_commit_fun_t* commit_fun, void* commit_fun_arg, mi_arena_id_t* arena_id);
+/* Commit, purge (true: decommitted, else only discarded or refused: still committed) and
+   decommit (true: done) part of memid's memory, by the OS or by its arena's commit function */
+bool       _mi_arena_commit(const mi_memid_t* memid, void* p, size_t size);
+bool       _mi_arena_purge(const mi_memid_t* memid, void* p, size_t size);
+bool       _mi_arena_decommit(const mi_memid_t* memid, void* p, size_t size);
 void       _mi_arenas_try_purge(bool force);   /* due purges (all with force); thread-safe */
 bool       _mi_arena_memid_is_suitable(const mi_memid_t* memid, mi_arena_id_t req_arena_id);
 bool       _mi_arena_id_is_valid(mi_arena_id_t id);
@@ -214,6 +225,7 @@ typedef struct mi_arena_view_s {
   bool                is_pinned;
   bool                exclusive;
   bool                commit_syscall;
+  bool                commit_fun;     /* commits through the program's function */
   int                 state;          /* 0 mapped, 1 released, 2 busy (arena.c, mi_arena_state_t) */
   size_t              blocks_used;
   _Atomic(size_t)*    inuse;          /* field_count words each (internal/bitmap.h) */

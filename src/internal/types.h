@@ -204,7 +204,9 @@ typedef int64_t mi_msecs_t;   /* milliseconds (monotonic clock) */
      while a segment holds arena blocks [block_index, block_index + size / MI_ARENA_BLOCK_SIZE):
        their inuse and dirty bits are set and their purge bits clear, their committed bits are
        all set if initially_committed or is_pinned and all clear otherwise (the segment commits
-       page by page itself), and is_pinned, is_exclusive, commit_syscall are the arena's;
+       page by page itself), and is_pinned, is_exclusive, commit_syscall, commit_fun are the
+       arena's; every commit, purge and decommit of it goes through _mi_arena_commit/_purge/
+       _decommit (arena.c), which call the program's function when commit_fun is set;
      a free arena block with its purge bit set is committed and has a deadline (purge_due != 0);
      a pinned arena's blocks are all committed, none waits for a purge;
      inuse bits past an arena's last block are set. */
@@ -214,7 +216,9 @@ typedef struct mi_memid_s {
   size_t size;                 /* bytes obtained (block_count * MI_ARENA_BLOCK_SIZE for arenas) */
   bool   is_exclusive;         /* from an exclusive arena: only heaps of that arena use it */
   bool   is_pinned;            /* large/huge OS pages: always committed, never purged */
-  bool   commit_syscall;       /* reserved inaccessible: commit needs mprotect, decommit protects */
+  bool   commit_syscall;       /* reserved inaccessible: commit needs mprotect, decommit protects
+                                  (set also with commit_fun: no mprotect of that memory of ours) */
+  bool   commit_fun;           /* its arena commits through the program's function (mi_manage_memory) */
   bool   initially_committed;  /* all of it committed (counted) when handed out */
   bool   initially_zero;       /* all of it reads as zero when handed out */
   bool   purge_zeroes;         /* a decommit zeroes it (private anonymous memory) */

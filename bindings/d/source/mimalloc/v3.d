@@ -34,6 +34,11 @@ alias mi_block_visit_fun = extern (C) bool function(const(mi_heap_t)* heap, cons
 /// Heap visitor of `mi_subproc_visit_heaps`: return false to stop the walk.
 alias mi_heap_visit_fun = extern (C) bool function(mi_heap_t* heap, void* arg) nothrow;
 
+/// The program's commit (`commit` true; it may set `*is_zero`) or decommit (`commit` false,
+/// `is_zero` null) of an arena's memory, for `mi_manage_memory`: false if it could not. It runs
+/// with the allocator's locks held and must not allocate or free with it.
+alias mi_commit_fun_t = extern (C) bool function(bool commit, void* start, size_t size, bool* is_zero, void* user_arg) nothrow;
+
 extern (C):
 nothrow:
 @nogc:
@@ -94,6 +99,9 @@ pragma(mangle, "mi_v3_heap_contains") bool mi_heap_contains(const(mi_heap_t)* he
 pragma(mangle, "mi_v3_reserve_huge_os_pages_at_ex") int mi_reserve_huge_os_pages_at_ex(size_t pages, int numa_node, size_t timeout_msecs, bool exclusive, mi_arena_id_t* arena_id); ///
 pragma(mangle, "mi_v3_reserve_os_memory_ex") int mi_reserve_os_memory_ex(size_t size, bool commit, bool allow_large, bool exclusive, mi_arena_id_t* arena_id); ///
 pragma(mangle, "mi_v3_manage_os_memory_ex") bool mi_manage_os_memory_ex(void* start, size_t size, bool is_committed, bool is_large, bool is_zero, int numa_node, bool exclusive, mi_arena_id_t* arena_id); ///
+/// mi_manage_os_memory_ex whose commits and purges go through `commit_fun` (null: the OS's).
+bool mi_manage_memory(void* start, size_t size, bool is_committed, bool is_pinned, bool is_zero, int numa_node, bool exclusive,
+                      mi_commit_fun_t commit_fun, void* commit_fun_arg, mi_arena_id_t* arena_id);
 pragma(mangle, "mi_v3_arena_area") void* mi_arena_area(mi_arena_id_t arena_id, size_t* size); ///
 pragma(mangle, "mi_v3_arena_contains") bool mi_arena_contains(mi_arena_id_t arena_id, const(void)* p); ///
 

@@ -332,7 +332,7 @@ string dTypeOf(string c)
 {
     string[string] map = [
         "void": "void", "void*": "void*", "const void*": "const(void)*", "void**": "void**",
-        "size_t": "ulong", "size_t*": "ulong*", "int": "int", "bool": "bool",
+        "size_t": "ulong", "size_t*": "ulong*", "int": "int", "bool": "bool", "bool*": "bool*",
         "double": "double", "long": "long", "unsigned long long": "ulong",
         "char*": "char*", "const char*": "const(char)*", "char**": "char**",
         "unsigned char*": "ubyte*", "const unsigned char*": "const(ubyte)*",
@@ -576,6 +576,7 @@ string dTypeOfV3(string c)
     case "mi_subproc_id_t": return "mi_subproc_id_t";
     case "mi_block_visit_fun*": return stripNames(mimalloc.v3.mi_block_visit_fun.stringof);
     case "mi_heap_visit_fun*": return stripNames(mimalloc.v3.mi_heap_visit_fun.stringof);
+    case "mi_commit_fun_t*": return stripNames(mimalloc.v3.mi_commit_fun_t.stringof);
     default: return dTypeOf(c);
     }
 }
@@ -764,12 +765,12 @@ unittest // mimalloc.v3's types and option values against the C compiler's view 
     assert(c.length > 70, "probe_v3 table too small");
 }
 
-unittest // v3 mode's callback typedefs: the two of mimalloc.v3 with v3's types, the others as in mimalloc.capi
+unittest // v3 mode's callback typedefs: the three of mimalloc.v3 with v3's types, the others as in mimalloc.capi
 {
     auto cbs = parseCallbacks(cleanHeader(v3Mode(readHeader("mimalloc.h"))));
-    assert(cbs.length == 5, format!"parsed %s callback typedefs of v3 mode, expected 5"(cbs.length));
+    assert(cbs.length == 6, format!"parsed %s callback typedefs of v3 mode, expected 6"(cbs.length));
     DDecl[string] ds = dCallbacks();
-    static foreach (name; ["mi_block_visit_fun", "mi_heap_visit_fun"])
+    static foreach (name; ["mi_block_visit_fun", "mi_heap_visit_fun", "mi_commit_fun_t"])
     {
         {
             alias F = __traits(getMember, mimalloc.v3, name);

@@ -242,6 +242,28 @@ unittest // arenas by pointer id
     assert(v!"mi_manage_os_memory_ex"(mem, 2 * min, true, false, true, -1, true, &id2));
     assert(id2 !is null && id2 != id && v!"mi_arena_contains"(id2, mem + min));
 
+    // memory whose commits are the program's: counted here (it is accessible already)
+    static shared size_t[2] calls;
+    static extern (C) bool count(bool commit, void* start, size_t size, bool* is_zero, void* arg) nothrow
+    {
+        assert(cast(size_t) arg == 42 && commit == (is_zero !is null));
+        atomicOp!"+="(calls[commit], 1);
+        return true;
+    }
+    auto raw4 = cast(ubyte*) mmap(null, 3 * min + align_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+    assert(raw4 != MAP_FAILED);
+    auto mem4 = cast(ubyte*) ((cast(size_t) raw4 + align_ - 1) & ~(align_ - 1));   // kept by the arena
+    mi_arena_id_t id4;
+    assert(v!"mi_manage_memory"(mem4, 2 * min, false, false, false, -1, true, &count, cast(void*) 42, &id4));
+    assert(id4 !is null && v!"mi_arena_contains"(id4, mem4) && calls[1] == 0);
+    auto heap4 = v!"mi_heap_new_in_arena"(id4);
+    auto p4 = mi_heap_malloc(heap4, 100_000);
+    assert(p4 !is null && v!"mi_arena_contains"(id4, p4) && calls[1] >= 1);
+    mi_free(p4);
+    mi_heap_delete(heap4);
+    mimalloc.capi.mi_collect(true);
+    assert(calls[0] >= 1);
+
     // 1 GiB pages are rarely there: either an arena or a null id
     mi_arena_id_t id3 = cast(void*) 1;
     const err = v!"mi_reserve_huge_os_pages_at_ex"(1, -1, 10, true, &id3);

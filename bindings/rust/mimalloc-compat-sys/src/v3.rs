@@ -86,6 +86,12 @@ pub type mi_block_visit_fun = unsafe extern "C" fn(
 /// Heap visitor of [`mi_subproc_visit_heaps`]: return false to stop the walk.
 pub type mi_heap_visit_fun = unsafe extern "C" fn(heap: *mut mi_heap_t, arg: *mut c_void) -> bool;
 
+/// The program's commit (`commit` true; it may set `*is_zero`) or decommit (`commit` false,
+/// `is_zero` null) of an arena's memory, for [`mi_manage_memory`]: false if it could not. It
+/// runs with the allocator's locks held and must not allocate or free with it.
+pub type mi_commit_fun_t =
+    unsafe extern "C" fn(commit: bool, start: *mut c_void, size: usize, is_zero: *mut bool, user_arg: *mut c_void) -> bool;
+
 // ---- mimalloc-stats.h: v3's layout (version 5) ---------------------------------------------
 
 /// Layout version of v3's [`mi_stats_t`].
@@ -305,6 +311,8 @@ extern "C" {
     pub fn mi_reserve_os_memory_ex(size: usize, commit: bool, allow_large: bool, exclusive: bool, arena_id: *mut mi_arena_id_t) -> c_int;
     #[link_name = "mi_v3_manage_os_memory_ex"]
     pub fn mi_manage_os_memory_ex(start: *mut c_void, size: usize, is_committed: bool, is_large: bool, is_zero: bool, numa_node: c_int, exclusive: bool, arena_id: *mut mi_arena_id_t) -> bool;
+    pub fn mi_manage_memory(start: *mut c_void, size: usize, is_committed: bool, is_pinned: bool, is_zero: bool, numa_node: c_int, exclusive: bool,
+                            commit_fun: Option<mi_commit_fun_t>, commit_fun_arg: *mut c_void, arena_id: *mut mi_arena_id_t) -> bool;
     #[link_name = "mi_v3_arena_area"]
     pub fn mi_arena_area(arena_id: mi_arena_id_t, size: *mut usize) -> *mut c_void;
     #[link_name = "mi_v3_arena_contains"]

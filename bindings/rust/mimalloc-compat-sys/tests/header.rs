@@ -384,7 +384,7 @@ fn callback_typedefs_match() {
 fn v3_callback_typedefs_match() {
     let rust = rust_source_v3() + " " + &rust_source(); // src/v3.rs's first
     let checked = check_callbacks(&c_source_v3(), &rust);
-    assert_eq!(checked, 5, "expected the five callback typedefs of v3 mode");
+    assert_eq!(checked, 6, "expected the six callback typedefs of v3 mode");
 }
 
 /// Names of the `mi_option_e` enumeration, in order, as in the header.

@@ -16,7 +16,7 @@ fn every_function_links() {
         v3::mi_heap_new as *const (), v3::mi_heap_new_in_arena as *const (), v3::mi_check_owned as *const (),
         v3::mi_heap_visit_abandoned_blocks as *const (), v3::mi_heap_main as *const (), v3::mi_heap_of as *const (),
         v3::mi_heap_contains as *const (), v3::mi_reserve_huge_os_pages_at_ex as *const (),
-        v3::mi_reserve_os_memory_ex as *const (), v3::mi_manage_os_memory_ex as *const (),
+        v3::mi_reserve_os_memory_ex as *const (), v3::mi_manage_os_memory_ex as *const (), v3::mi_manage_memory as *const (),
         v3::mi_arena_area as *const (), v3::mi_arena_contains as *const (), v3::mi_subproc_main as *const (),
         v3::mi_subproc_current as *const (), v3::mi_subproc_new as *const (), v3::mi_subproc_destroy as *const (),
         v3::mi_subproc_add_current_thread as *const (), v3::mi_heap_theap as *const (),
@@ -38,7 +38,7 @@ fn every_function_links() {
         v3::mi_stats_as_json as *const (), v3::mi_stats_get_bin_size as *const (),
     ];
     assert!(fns.iter().all(|f| !f.is_null()));
-    assert_eq!(fns.len(), 54);
+    assert_eq!(fns.len(), 55);
 }
 
 #[test]
@@ -294,6 +294,28 @@ fn arenas_take_the_pointer_id() {
         assert!(v3::mi_manage_os_memory_ex(mem.cast(), 2 * min, true, false, false, -1, true, &mut id2));
         assert!(!id2.is_null() && id2 != id);
         assert!(v3::mi_arena_contains(id2, mem.add(min).cast()));
+
+        // memory whose commits are the program's: counted here (it is accessible already)
+        static CALLS: [std::sync::atomic::AtomicUsize; 2] = [std::sync::atomic::AtomicUsize::new(0), std::sync::atomic::AtomicUsize::new(0)];
+        unsafe extern "C" fn count(commit: bool, _start: *mut c_void, _size: usize, is_zero: *mut bool, arg: *mut c_void) -> bool {
+            assert_eq!(arg as usize, 42);
+            assert_eq!(commit, !is_zero.is_null(), "is_zero is given to a commit only");
+            CALLS[commit as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            true
+        }
+        let mem4 = std::alloc::alloc(layout); // leaked: the arena keeps it
+        let mut id4: v3::mi_arena_id_t = core::ptr::null_mut();
+        assert!(v3::mi_manage_memory(mem4.cast(), 2 * min, false, false, false, -1, true, Some(count), 42usize as *mut c_void, &mut id4));
+        assert!(!id4.is_null() && v3::mi_arena_contains(id4, mem4.cast()));
+        assert_eq!(CALLS[1].load(std::sync::atomic::Ordering::Relaxed), 0, "nothing committed before use");
+        let heap4 = v3::mi_heap_new_in_arena(id4);
+        let p4 = ffi::mi_heap_malloc(heap4, 100_000);
+        assert!(!p4.is_null() && v3::mi_arena_contains(id4, p4));
+        assert!(CALLS[1].load(std::sync::atomic::Ordering::Relaxed) >= 1, "committed through the function");
+        ffi::mi_free(p4);
+        ffi::mi_heap_delete(heap4);
+        ffi::mi_collect(true);
+        assert!(CALLS[0].load(std::sync::atomic::Ordering::Relaxed) >= 1, "purged through the function");
 
         // 1 GiB pages are rarely available: either an arena or a null id
         let mut id3: v3::mi_arena_id_t = 1usize as v3::mi_arena_id_t;
