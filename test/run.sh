@@ -23,6 +23,7 @@ OPTIONAL_SUITES=(
   "musl|test/musl.sh|musl-gcc|apt-get install musl-tools"
   "windows|test/windows.sh|x86_64-w64-mingw32-gcc-win32 x86_64-w64-mingw32-g++-win32 wine wineboot wineserver|apt-get install g++-mingw-w64-x86-64-win32 wine wine64"
   "macos|test/macos-check.sh|ziglang file|pip install ziglang; apt-get install file"
+  "v3-header|test/v3-header.sh|python3 cc c++|apt-get install python3 gcc g++"
 )
 if [ "${1:-}" = "--list-optional" ]; then   # name, what it needs, how to install it
   for s in "${OPTIONAL_SUITES[@]}"; do IFS='|' read -r n _ needs how <<<"$s"; printf '%s\t%s\t%s\n' "$n" "$needs" "$how"; done
