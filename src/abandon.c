@@ -9,13 +9,21 @@
    its subprocess' lock; once a thread has unlisted it under the lock, that thread. */
 #include "internal/internal.h"
 
-/* The list a page goes on: its bin's when it can hold more than one block (a thread needing a
-   page of the bin may adopt it), else the last list (it is only ever released or visited). */
+/* The lists a page goes on: those of the shared heap it is marked with (abandoned_sheap, a
+   theap's page: types.h, mi_sheap_t) or else its subprocess'. In them, its bin's list when it
+   can hold more than one block (a thread needing a page of the bin may adopt it), else the
+   last list (it is only ever released, visited or destroyed). */
 static _Atomic(mi_page_t*)* mi_abandoned_list_of(mi_subproc_t* subproc, const mi_page_t* page) {
-  return &subproc->abandoned_pages[page->reserved > 1 ? _mi_bin(page->block_size) : MI_BIN_HUGE_INTERNAL];
+  _Atomic(mi_page_t*)* const lists = (page->abandoned_sheap != NULL ? page->abandoned_sheap->abandoned_pages : subproc->abandoned_pages);
+  return &lists[page->reserved > 1 ? _mi_bin(page->block_size) : MI_BIN_HUGE_INTERNAL];
 }
 
-static void mi_abandoned_page_link(mi_subproc_t* subproc, mi_page_t* page) {
+static size_t* mi_abandoned_count_of(mi_subproc_t* subproc, const mi_page_t* page) {
+  return (page->abandoned_sheap != NULL ? &page->abandoned_sheap->abandoned_count : &subproc->abandoned_count);
+}
+
+static void mi_abandoned_page_link(mi_subproc_t* subproc, mi_page_t* page, mi_sheap_t* sheap) {
+  page->abandoned_sheap = sheap;
   _Atomic(mi_page_t*)* head = mi_abandoned_list_of(subproc, page);
   mi_page_t* first = mi_atomic_load_relaxed(head);
   page->prev = NULL;
@@ -23,7 +31,7 @@ static void mi_abandoned_page_link(mi_subproc_t* subproc, mi_page_t* page) {
   if (first != NULL) first->prev = page;
   mi_atomic_store_relaxed(head, page);
   page->abandoned_listed = 1;
-  subproc->abandoned_count++;
+  (*mi_abandoned_count_of(subproc, page))++;
 }
 
 /* Off its list; the page stays abandoned in the segment's count until adopted or released. */
@@ -35,7 +43,8 @@ static void mi_abandoned_page_unlink(mi_subproc_t* subproc, mi_page_t* page) {
   page->next = NULL;
   page->prev = NULL;
   page->abandoned_listed = 0;
-  subproc->abandoned_count--;
+  (*mi_abandoned_count_of(subproc, page))--;
+  page->abandoned_sheap = NULL;
 }
 
 /* Under the lock: an abandoned page whose blocks are all free leaves its segment. Returns a
@@ -50,10 +59,13 @@ static mi_segment_t* mi_abandoned_page_release(mi_page_t* page) {
 }
 
 /* Thread exit, or mi_heap_delete of a heap whose arena no other heap of the thread uses: the
-   page (taken off its heap, delayed state MI_NEVER_DELAYED_FREE) is left to the subprocess. */
-void _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld) {
+   page (taken off its heap, delayed state MI_NEVER_DELAYED_FREE) is left to the subprocess, or,
+   a page of a theap (`sheap`: its shared heap, which the theap keeps alive while it is linked),
+   to that shared heap's lists, where only a later theap of the heap finds it (types.h). */
+void _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld, mi_sheap_t* sheap) {
   mi_segment_t* segment = _mi_page_segment(page);
   mi_subproc_t* subproc = segment->subproc;   /* the creator's: never changes (free reads it) */
+  if (sheap != NULL && sheap->subproc != subproc) sheap = NULL;   /* (its lists are under its subprocess' lock) */
   mi_os_stat_increase(pages_abandoned, 1);
   _mi_stat_page_transfer(page, tld, NULL);
   const size_t live = _mi_page_tf_to_abandoned(page);
@@ -64,7 +76,7 @@ void _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld) {
     released = mi_abandoned_page_release(page);   /* its blocks were freed by other threads */
   }
   else {
-    mi_abandoned_page_link(subproc, page);
+    mi_abandoned_page_link(subproc, page, sheap);
     /* a last block freed since the conversion found the page not yet listed (it left the
        release to us) */
     if (mi_tf_count(mi_atomic_load_acquire(&page->xthread_free)) == MI_TF_ABANDONED_BASE) {
@@ -140,13 +152,10 @@ static bool mi_abandoned_suits(const mi_heap_t* heap, const mi_segment_t* segmen
   return (segment->subproc == heap->tld->subproc && _mi_arena_memid_is_suitable(&segment->memid, heap->arena_id));
 }
 
-/* page.c, before a fresh page of blocks of `block_size` in `heap`: adopt an ended thread's page
-   of that size class with room (of the heap's tag, in memory that may serve it), among the
-   first few of the class' list. Returns true if it adopted one. */
-bool _mi_segment_reclaim_for_bin(mi_heap_t* heap, size_t block_size) {
-  if (heap->allow_destroy || block_size > MI_LARGE_OBJ_SIZE_MAX) return false;
-  mi_subproc_t* subproc = heap->tld->subproc;
-  _Atomic(mi_page_t*)* head = &subproc->abandoned_pages[_mi_bin(block_size)];
+/* Take a page of the list `head` (of subproc's lists, or of a shared heap's whose subprocess
+   it is) for `heap`: an ended thread's page with room, of the heap's tag, in memory that may
+   serve it, among the first few of the list. */
+static bool mi_abandoned_reclaim_from(mi_heap_t* heap, mi_subproc_t* subproc, _Atomic(mi_page_t*)* head) {
   if (mi_atomic_load_relaxed(head) == NULL) return false;   /* a stale peek only delays reclaim */
   mi_page_t* found = NULL;
   mi_lock_acquire(&subproc->lock);
@@ -165,6 +174,21 @@ bool _mi_segment_reclaim_for_bin(mi_heap_t* heap, size_t block_size) {
   return true;
 }
 
+/* page.c, before a fresh page of blocks of `block_size` in `heap`: adopt an ended thread's page
+   of that size class with room. A theap looks at its shared heap's pages first (they are the
+   heap's blocks, so a theap that may be destroyed takes them too; the theap keeps the shared
+   heap alive), then, like any heap that is never destroyed, at its subprocess'. Returns true
+   if it adopted one. */
+bool _mi_segment_reclaim_for_bin(mi_heap_t* heap, size_t block_size) {
+  if (block_size > MI_LARGE_OBJ_SIZE_MAX) return false;
+  const size_t bin = _mi_bin(block_size);
+  mi_sheap_t* const sheap = heap->sheap;
+  if (sheap != NULL && sheap->subproc == heap->tld->subproc && mi_abandoned_reclaim_from(heap, sheap->subproc, &sheap->abandoned_pages[bin])) return true;
+  if (heap->allow_destroy) return false;
+  mi_subproc_t* subproc = heap->tld->subproc;
+  return mi_abandoned_reclaim_from(heap, subproc, &subproc->abandoned_pages[bin]);
+}
+
 /* A free by this thread into an abandoned page: with the option abandoned_reclaim_on_free the
    thread adopts the page (if it may serve the thread's default heap) and the free becomes
    local. Returns true if it did (the page is then this thread's). Not a page of one block (a
@@ -179,7 +203,9 @@ bool _mi_segment_reclaim_on_free(mi_page_t* page) {
   if (!mi_abandoned_suits(heap, segment)) return false;
   mi_subproc_t* subproc = segment->subproc;
   mi_lock_acquire(&subproc->lock);
-  const bool taken = page->abandoned_listed;   /* else another thread is adopting or releasing it */
+  /* not listed: another thread is adopting or releasing it; a shared heap's page is for its
+     theaps only */
+  const bool taken = (page->abandoned_listed && page->abandoned_sheap == NULL);
   if (taken) mi_abandoned_page_take(subproc, page);
   mi_lock_release(&subproc->lock);
   if (!taken) return false;
@@ -213,17 +239,93 @@ void _mi_segment_reclaim_all_abandoned(mi_heap_t* heap) {
   }
 }
 
-/* Visit the abandoned pages of a subprocess (under its lock, so none is adopted or released). */
-bool _mi_abandoned_visit(mi_subproc_t* subproc, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
-  bool ok = true;
-  mi_lock_acquire(&subproc->lock);
-  for (size_t bin = 0; bin <= MI_BIN_HUGE_INTERNAL && ok; bin++) {
-    for (mi_page_t* page = mi_atomic_load_relaxed(&subproc->abandoned_pages[bin]); page != NULL && ok; page = page->next) {
+/* Visit the abandoned pages of a subprocess, and those on the lists of its shared heaps among
+   `sheaps` (linked through next; the caller holds the lock of their list, sheap.c, so none is
+   freed), under the subprocess' lock, so none is adopted or released. */
+static bool mi_abandoned_lists_visit(_Atomic(mi_page_t*)* lists, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+  for (size_t bin = 0; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
+    for (mi_page_t* page = mi_atomic_load_relaxed(&lists[bin]); page != NULL; page = page->next) {
       if (heap_tag >= 0 && page->heap_tag != (uint8_t)heap_tag) continue;
       _mi_page_free_collect(page, true);   /* nobody owns the page: safe under the lock */
-      ok = _mi_heap_area_visit_blocks(NULL, page, visit_blocks, visitor, arg);
+      if (!_mi_heap_area_visit_blocks(NULL, page, visit_blocks, visitor, arg)) return false;
     }
+  }
+  return true;
+}
+
+bool _mi_abandoned_visit(mi_subproc_t* subproc, mi_sheap_t* sheaps, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+  mi_lock_acquire(&subproc->lock);
+  bool ok = mi_abandoned_lists_visit(subproc->abandoned_pages, heap_tag, visit_blocks, visitor, arg);
+  for (mi_sheap_t* sh = sheaps; sh != NULL && ok; sh = sh->next) {
+    if (sh->subproc == subproc) ok = mi_abandoned_lists_visit(sh->abandoned_pages, heap_tag, visit_blocks, visitor, arg);
   }
   mi_lock_release(&subproc->lock);
   return ok;
+}
+
+/* mi_heap_of of a block in a page without heap: the shared heap whose lists hold the page, or
+   NULL (an ordinary abandoned page, or one being adopted or released). Under the lock: the
+   heap is not freed while the page is listed (types.h, mi_sheap_t). */
+mi_heap_t* _mi_segment_abandoned_heap_of(mi_page_t* page) {
+  mi_subproc_t* subproc = _mi_page_segment(page)->subproc;
+  mi_lock_acquire(&subproc->lock);
+  mi_sheap_t* const sh = (page->segment_in_use && page->abandoned_listed && mi_page_heap(page) == NULL ? page->abandoned_sheap : NULL);
+  mi_lock_release(&subproc->lock);
+  return (mi_heap_t*)sh;
+}
+
+#if MI_TRACK_ENABLED
+static bool mi_abandoned_track_destroyed(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)heap; (void)area; (void)block_size;
+  if (block != NULL) _mi_track_block_destroyed((const mi_page_t*)arg, (mi_block_t*)block);
+  return true;
+}
+#endif
+
+/* Under the lock: a shared heap's page dies with its blocks (mi_heap_destroy), as a heap's own
+   pages do in mi_heap_destroy. Returns a segment to release after the lock. */
+static mi_segment_t* mi_abandoned_page_destroy(mi_page_t* page) {
+  _mi_page_free_collect(page, true);   /* the blocks others freed are not live */
+#if MI_TRACK_ENABLED
+  _mi_heap_area_visit_blocks(NULL, page, true, &mi_abandoned_track_destroyed, page);   /* the tool learns they die */
+#endif
+  return mi_abandoned_page_release(page);   /* (its live blocks are counted freed there) */
+}
+
+/* mi_heap_delete or mi_heap_destroy of a shared heap, and its freeing (sheap.c): its abandoned
+   pages leave its lists. Destroyed, each page is freed with its blocks (not one that may hold a
+   guarded object: only the free of that block removes its guard page); deleted, each page goes
+   to the subprocess' lists, an ordinary abandoned page any heap may adopt, whose blocks stay
+   valid. One page per lock hold when pages are freed (each may release its segment). */
+void _mi_segment_abandoned_sheap_done(mi_sheap_t* sheap, bool destroy) {
+  mi_subproc_t* subproc = sheap->subproc;
+  size_t bin = 0;
+  bool freed = false;
+  for (;;) {
+    mi_segment_t* released = NULL;
+    mi_lock_acquire(&subproc->lock);
+    while (bin <= MI_BIN_HUGE_INTERNAL && released == NULL) {
+      mi_page_t* page = mi_atomic_load_relaxed(&sheap->abandoned_pages[bin]);
+      if (page == NULL) { bin++; continue; }
+      bool keep = !destroy;
+#if MI_GUARDED > 0
+      if (mi_page_may_have_guarded(page)) keep = true;
+#endif
+      if (keep) {
+        mi_abandoned_page_unlink(subproc, page);
+        mi_abandoned_page_link(subproc, page, NULL);
+      }
+      else {
+        released = mi_abandoned_page_destroy(page);
+        freed = true;
+        if (released == NULL) continue;
+      }
+    }
+    mi_assert_internal(bin <= MI_BIN_HUGE_INTERNAL || sheap->abandoned_count == 0);
+    mi_assert_expensive(_mi_subproc_validate_locked(subproc));
+    mi_lock_release(&subproc->lock);
+    if (released == NULL) break;
+    _mi_segment_free_released(released);
+  }
+  if (freed) _mi_segments_notify_purger(subproc);
 }

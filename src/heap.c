@@ -335,9 +335,14 @@ void mi_heap_delete(mi_heap_t* heap) {
     return;
   }
   /* live blocks move to a heap of the same arena, else they are abandoned (for a later heap
-     of that arena to reclaim) */
+     of that arena to reclaim). A theap of a live shared heap (thread exit: the sweep ends those
+     of dead ones first) abandons its pages to that heap (abandon.c): they stay its blocks, for
+     a later theap of it to reclaim, its destroy to free, mi_heap_of to name. */
   mi_heap_t* target = heap->tld->heap_backing;
-  if (target->arena_id != heap->arena_id) {
+  if (heap->sheap != NULL && mi_atomic_load_acquire(&heap->sheap->state) == (int)MI_SHEAP_LIVE) {
+    target = NULL;
+  }
+  else if (target->arena_id != heap->arena_id) {
     for (target = heap->tld->heaps; target != NULL; target = target->next) {
       /* (not a heap that may be destroyed, nor a shared heap's part: the blocks stay live) */
       if (target != heap && target->arena_id == heap->arena_id && !target->allow_destroy && target->sheap == NULL) break;
@@ -500,12 +505,14 @@ static mi_page_t* mi_heap_page_in_use_of(const void* p) {
    sample heap: that is mapped back for the calling thread's heaps, whose list only this thread
    may walk. A block of the calling thread's part of a shared heap names the shared heap; a block
    of another thread's part names that part (its theap), whose fields only its thread may read.
-   An abandoned page has no heap until a thread reclaims it: NULL. */
+   An abandoned page has no heap until a thread reclaims it: NULL, or the shared heap a theap
+   that ended left it to (abandon.c, under its subprocess' lock). */
 mi_heap_t* mi_heap_of(const void* p) {
   mi_page_t* page = mi_heap_page_in_use_of(p);
   if (page == NULL) return NULL;
   mi_heap_t* const owner = mi_page_heap(page);
-  if (owner == NULL || mi_page_owner(page) != _mi_thread_id()) return owner;
+  if (owner == NULL) return _mi_segment_abandoned_heap_of(page);
+  if (mi_page_owner(page) != _mi_thread_id()) return owner;
   mi_heap_t* const dflt = mi_prim_get_default_heap();
   if (!mi_heap_is_initialized(dflt)) return owner;
   for (mi_heap_t* h = dflt->tld->heaps; h != NULL; h = h->next) {
@@ -591,6 +598,22 @@ bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_blocks, mi_block_vis
   return (sampled == NULL || mi_heap_visit_pages(sampled, &mi_heap_page_visit, &args));
 }
 
+/* The abandoned pages of a subprocess, its shared heaps' (sheap.c) too: under the lock of the
+   list of shared heaps (none is freed), then the subprocess' (fork's lock order). The visitor
+   runs under both: it must not allocate, nor make or end a heap. */
+typedef struct mi_abandoned_visit_args_s {
+  mi_subproc_t* subproc;
+  int heap_tag;
+  bool visit_blocks;
+  mi_block_visit_fun* visitor;
+  void* arg;
+} mi_abandoned_visit_args_t;
+
+static bool mi_abandoned_visit_with(mi_sheap_t* sheaps, void* varg) {
+  const mi_abandoned_visit_args_t* a = (const mi_abandoned_visit_args_t*)varg;
+  return _mi_abandoned_visit(a->subproc, sheaps, a->heap_tag, a->visit_blocks, a->visitor, a->arg);
+}
+
 bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   if (visitor == NULL) return false;
   if (!mi_option_is_enabled(mi_option_visit_abandoned)) {
@@ -598,7 +621,8 @@ bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool vi
     return false;
   }
   mi_subproc_t* subproc = (subproc_id == NULL ? &_mi_subproc_main : (mi_subproc_t*)subproc_id);
-  return _mi_abandoned_visit(subproc, heap_tag, visit_blocks, visitor, arg);
+  mi_abandoned_visit_args_t args = { subproc, heap_tag, visit_blocks, visitor, arg };
+  return _mi_sheaps_locked(&mi_abandoned_visit_with, &args);
 }
 
 bool mi_unsafe_heap_page_is_under_utilized(mi_heap_t* heap, void* p, size_t perc_threshold) mi_attr_noexcept {

@@ -489,7 +489,7 @@ void _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq) {
   /* frees leave the fast path: a page without heap only takes frees on its thread_free list
      (also from this thread, after mi_heap_delete of an arena heap) */
   mi_page_set_in_full(page, true);
-  _mi_segment_page_abandon(page, tld);
+  _mi_segment_page_abandon(page, tld, heap->sheap);   /* a theap's page stays its shared heap's (abandon.c) */
 }
 
 /* A page became empty. If it is the only page of its size class, keep it for a few heartbeats

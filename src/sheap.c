@@ -46,6 +46,17 @@ bool _mi_sheap_visit(mi_subproc_t* subproc, bool (*visit)(mi_heap_t* heap, void*
   return go_on;
 }
 
+/* mi_abandoned_visit_blocks (heap.c): `fn` gets the first shared heap (then
+   ->next), dead ones too, while the list is locked, so none is freed meanwhile; it may take a
+   subprocess' lock (fork's order: this lock, then the subprocesses'), and must not make or free
+   a shared heap. */
+bool _mi_sheaps_locked(bool (*fn)(mi_sheap_t* sheaps, void* arg), void* arg) {
+  mi_lock_acquire(&mi_sheaps_lock);
+  const bool ok = fn(mi_sheaps, arg);
+  mi_lock_release(&mi_sheaps_lock);
+  return ok;
+}
+
 /* ---------------------------------------------------------------------------------------
    Creation
 --------------------------------------------------------------------------------------- */
@@ -159,6 +170,9 @@ mi_heap_t* _mi_sheap_theap(mi_heap_t* sheap, bool create) {
    The end of a theap, of a shared heap
 --------------------------------------------------------------------------------------- */
 static void mi_sheap_free(mi_sheap_t* sh) {
+  /* pages a theap abandoned to the heap after its delete or destroy looked (a thread that ended
+     meanwhile); no theap is left to add more */
+  _mi_segment_abandoned_sheap_done(sh, mi_atomic_load_relaxed(&sh->state) == (int)MI_SHEAP_DESTROYED);
   mi_lock_acquire(&mi_sheaps_lock);
   if (sh->prev != NULL) sh->prev->next = sh->next;
   else mi_sheaps = sh->next;
@@ -243,7 +257,14 @@ void _mi_sheap_delete(mi_heap_t* sheap, bool destroy) {
   }
   mi_heap_t* const own = _mi_sheap_theap(sheap, false);
   mi_lock_acquire(&sh->lock);
-  const int state = mi_atomic_load_relaxed(&sh->state);
+  int state = mi_atomic_load_relaxed(&sh->state);
+  mi_lock_release(&sh->lock);
+  /* the pages of its theaps that ended: freed with their blocks, or handed over; while the heap
+     is live, so no other thread frees it meanwhile (a delete or destroy by another thread at
+     the same time is the program's error, reported below) */
+  if (state == (int)MI_SHEAP_LIVE) _mi_segment_abandoned_sheap_done(sh, destroy);
+  mi_lock_acquire(&sh->lock);
+  state = mi_atomic_load_relaxed(&sh->state);
   if (state == (int)MI_SHEAP_LIVE) {
     mi_atomic_add_relaxed(&_mi_sheaps_dying, 1);
     mi_atomic_store_release(&sh->state, (int)(destroy ? MI_SHEAP_DESTROYED : MI_SHEAP_DELETED));

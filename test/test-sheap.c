@@ -7,7 +7,8 @@
    1. basics: every mi_heap_* allocation function takes a shared heap; each block is in the
       shared heap (mi_heap_contains, from the allocating thread), zeroed and aligned as asked;
       collect, visit and set_default of a shared heap; another thread allocates in the same heap,
-      its blocks are freed here, also after it ended; the one-entry cache with two heaps in turn.
+      its blocks are freed here after it ended (still the heap's); the one-entry cache with two
+      heaps in turn.
    2. delete and destroy of a shared heap that other (live) threads used: after each thread's
       sweep (mi_collect, or the slow path of its part of another shared heap) its blocks moved to its backing heap, intact (delete), or are gone from
       every heap of the thread (destroy); the deleting thread's own part at once.
@@ -19,7 +20,13 @@
       whose pattern it checks before it frees or reallocates it. Every round starts the threads
       anew (the blocks of the last round's threads stay in the table); in the middle of each
       round, with all threads waiting, one heap is destroyed (odd rounds) or deleted (even
-      rounds) and replaced: blocks of a destroyed heap that live threads allocated die with it. */
+      rounds) and replaced: every block of a destroyed heap dies with it, those ended threads
+      left in it too.
+   5. the parts of ended threads: blocks a thread left in a shared heap when it ended stay the
+      heap's (mi_heap_of), no other heap takes their pages, a later part of the heap (another
+      thread) reuses them, mi_heap_destroy frees them and mi_heap_delete hands them over;
+      `threads` threads allocate blocks of every kind in two heaps and end, before or while one
+      heap is destroyed (all its blocks freed) and the other deleted (all valid). */
 #include <pthread.h>
 #include <stdatomic.h>
 #if !defined(_WIN32)
@@ -127,7 +134,7 @@ static void test_basics(void) {
   CHECK_EQ(pthread_join(t, NULL), 0);
   for (int i = 0; i < 16; i++) {
     CHECK(((uint8_t*)args.blocks[i])[15] == 0x5a);
-    CHECK(!mi_heap_contains(h, args.blocks[i]));   /* (the thread's part ended with it) */
+    CHECK(mi_heap_contains(h, args.blocks[i]));   /* (its ended part's pages stay the heap's) */
     mi_free(args.blocks[i]);
   }
   /* two shared heaps in turn: the one-entry cache follows */
@@ -299,23 +306,202 @@ static void test_fork(void) {
 static void test_fork(void) { }
 #endif
 
+/* ---- 5. the parts of ended threads --------------------------------------------------------
+   A thread's blocks of a shared heap that it left when it ended stay the heap's: mi_heap_of
+   names the heap, no other heap takes their pages (the calling thread's default heap, another
+   shared heap's part, a free with abandoned_reclaim_on_free), a later part of the same heap (of
+   any thread) reuses their pages, mi_heap_destroy frees them and mi_heap_delete hands them over
+   (valid; any heap may take them then). */
+#define ENDED_BLOCKS  100
+#define ENDED_SIZE    64
+
+typedef struct ended_args_s { mi_heap_t* heap; void* blocks[ENDED_BLOCKS]; size_t size; int fill; } ended_args_t;
+
+static void* ended_alloc(void* arg) {
+  ended_args_t* a = (ended_args_t*)arg;
+  for (int i = 0; i < ENDED_BLOCKS; i++) {
+    a->blocks[i] = mi_heap_malloc(a->heap, a->size);
+    CHECK(a->blocks[i] != NULL && mi_heap_contains(a->heap, a->blocks[i]));
+    if (a->blocks[i] != NULL) memset(a->blocks[i], a->fill, a->size);
+  }
+  return NULL;   /* ends with its blocks alive */
+}
+
+static void ended_run(ended_args_t* a) {
+  pthread_t t;
+  CHECK_EQ(pthread_create(&t, NULL, &ended_alloc, a), 0);
+  CHECK_EQ(pthread_join(t, NULL), 0);
+}
+
+/* the 64 KiB window of a small block: blocks of one small page share it */
+static uintptr_t page_of(const void* p) { return (uintptr_t)p >> 16; }
+
+static bool in_pages_of(const void* p, const ended_args_t* a) {
+  for (int i = 0; i < ENDED_BLOCKS; i++) if (page_of(p) == page_of(a->blocks[i])) return true;
+  return false;
+}
+
+typedef struct later_args_s { mi_heap_t* heap; const ended_args_t* ended; bool in_ended_page; void* block; } later_args_t;
+
+static void* later_alloc(void* arg) {   /* a later part of a heap: its first block of the class */
+  later_args_t* a = (later_args_t*)arg;
+  a->block = mi_heap_malloc(a->heap, ENDED_SIZE);
+  CHECK(a->block != NULL);
+  a->in_ended_page = in_pages_of(a->block, a->ended);
+  CHECK(mi_heap_of(a->block) == a->heap);
+  for (int i = 0; i < ENDED_BLOCKS; i++) CHECK(mi_heap_of(a->ended->blocks[i]) == a->ended->heap);
+  return NULL;   /* ends with its block alive, in the page it may have taken */
+}
+
+static void test_ended_parts(void) {
+  const bool reclaim_on_free = mi_option_is_enabled(mi_option_abandoned_reclaim_on_free);
+  mi_heap_t* h = mi_heap_new_shared();
+  mi_heap_t* h2 = mi_heap_new_shared();
+  CHECK(h != NULL && h2 != NULL);
+  ended_args_t a = { h, { NULL }, ENDED_SIZE, 0x3c };
+  ended_run(&a);
+  for (int i = 0; i < ENDED_BLOCKS; i++) {
+    CHECK_MSG(mi_heap_of(a.blocks[i]) == h, "block %d names its shared heap", i);
+    CHECK(mi_heap_contains(h, a.blocks[i]) && !mi_heap_contains(mi_heap_main(), a.blocks[i]));
+  }
+  /* no other heap takes the pages: this thread's default heap (a collect adopts every ended
+     thread's page it may; its allocations of the size class first look for one) ... */
+  mi_collect(true);
+  void* mine[ENDED_BLOCKS];
+  for (int i = 0; i < ENDED_BLOCKS; i++) {
+    mine[i] = mi_malloc(ENDED_SIZE);
+    CHECK_MSG(mine[i] != NULL && !in_pages_of(mine[i], &a), "a default block in an ended part's page");
+  }
+  for (int i = 0; i < ENDED_BLOCKS; i++) mi_free(mine[i]);
+  /* ... a free with abandoned_reclaim_on_free ... */
+  mi_option_enable(mi_option_abandoned_reclaim_on_free);
+  mi_free(a.blocks[0]);
+  a.blocks[0] = a.blocks[1];   /* (stands in for it below) */
+  for (int i = 1; i < ENDED_BLOCKS; i++) CHECK(mi_heap_of(a.blocks[i]) == h && ((uint8_t*)a.blocks[i])[ENDED_SIZE - 1] == 0x3c);
+  mi_option_set_enabled(mi_option_abandoned_reclaim_on_free, reclaim_on_free);
+  /* ... another shared heap's new part */
+  later_args_t other = { h2, &a, false, NULL };
+  pthread_t t;
+  CHECK_EQ(pthread_create(&t, NULL, &later_alloc, &other), 0);
+  CHECK_EQ(pthread_join(t, NULL), 0);
+  CHECK(!other.in_ended_page);
+  /* a later part of the same heap, in another thread, reuses the page */
+  later_args_t same = { h, &a, false, NULL };
+  CHECK_EQ(pthread_create(&t, NULL, &later_alloc, &same), 0);
+  CHECK_EQ(pthread_join(t, NULL), 0);
+  CHECK(same.in_ended_page);
+  CHECK(mi_heap_of(same.block) == h && mi_heap_of(other.block) == h2);
+  /* destroy frees every block of the heap, those of ended parts too: their pages go */
+  mi_heap_destroy(h);
+  for (int i = 0; i < ENDED_BLOCKS; i++) CHECK_MSG(!mi_any_heap_contains(a.blocks[i]), "block %d freed with its heap", i);
+  CHECK(!mi_any_heap_contains(same.block));
+  CHECK(mi_any_heap_contains(other.block) && mi_heap_of(other.block) == h2);
+  /* delete hands them over: valid, then any heap's (this thread's collect adopts them) */
+  ended_args_t b = { h2, { NULL }, ENDED_SIZE, 0x7e };
+  ended_run(&b);
+  for (int i = 0; i < ENDED_BLOCKS; i++) CHECK(mi_heap_of(b.blocks[i]) == h2);
+  mi_heap_delete(h2);
+  mi_collect(true);
+  for (int i = 0; i < ENDED_BLOCKS; i++) {
+    CHECK_MSG(mi_heap_contains(mi_heap_main(), b.blocks[i]) && ((uint8_t*)b.blocks[i])[ENDED_SIZE - 1] == 0x7e, "block %d handed over", i);
+  }
+  CHECK(mi_heap_contains(mi_heap_main(), other.block));
+  for (int i = 0; i < ENDED_BLOCKS; i++) mi_free(b.blocks[i]);
+  mi_free(other.block);
+}
+
+/* `threads` threads allocate blocks of every kind in two shared heaps and end (some while the
+   heaps are destroyed or deleted); each block is in its heap after; then one heap is destroyed
+   (all of them freed) and the other deleted (all valid). */
+#define MANY_BLOCKS 300
+
+typedef struct many_args_s { mi_heap_t* heap[2]; void* blocks[MANY_BLOCKS]; int index; pthread_barrier_t* barrier; } many_args_t;
+
+static size_t many_size(int i, int index) {
+  if (i % 97 == 5) return (size_t)(3 << 20) + (size_t)index * 4096;   /* huge */
+  if (i % 31 == 7) return 200000 + (size_t)i;                         /* large */
+  if (i % 11 == 3) return 20000 + (size_t)i * 13;                     /* medium */
+  return 16 + (size_t)((i * 53 + index * 7) % 2000);
+}
+
+static void* many_thread(void* arg) {
+  many_args_t* a = (many_args_t*)arg;
+  for (int i = 0; i < MANY_BLOCKS; i++) {
+    const size_t size = many_size(i, a->index);
+    a->blocks[i] = mi_heap_malloc(a->heap[i % 2], size);
+    CHECK(a->blocks[i] != NULL);
+    if (a->blocks[i] != NULL) memset(a->blocks[i], (uint8_t)(a->index + 1), size);
+  }
+  for (int i = 0; i < MANY_BLOCKS; i += 5) { mi_free(a->blocks[i]); a->blocks[i] = NULL; }   /* some freed */
+  if (a->barrier != NULL) pthread_barrier_wait(a->barrier);   /* then end while the heaps end */
+  return NULL;
+}
+
+static void test_ended_many(int threads, bool racing) {
+  mi_heap_t* hd = mi_heap_new_shared();   /* destroyed */
+  mi_heap_t* hk = mi_heap_new_shared();   /* deleted */
+  CHECK(hd != NULL && hk != NULL);
+  many_args_t* args = (many_args_t*)mi_calloc((size_t)threads, sizeof(many_args_t));
+  pthread_t* t = (pthread_t*)mi_calloc((size_t)threads, sizeof(pthread_t));
+  pthread_barrier_t barrier;
+  if (racing) pthread_barrier_init(&barrier, NULL, (unsigned)threads + 1);
+  for (int i = 0; i < threads; i++) {
+    args[i] = (many_args_t){ { hd, hk }, { NULL }, i, (racing ? &barrier : NULL) };
+    CHECK_EQ(pthread_create(&t[i], NULL, &many_thread, &args[i]), 0);
+  }
+  if (racing) pthread_barrier_wait(&barrier);
+  else {
+    for (int i = 0; i < threads; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
+    for (int k = 0; k < threads; k++) {
+      for (int i = 0; i < MANY_BLOCKS; i++) {
+        if (args[k].blocks[i] == NULL) continue;
+        CHECK_MSG(mi_heap_of(args[k].blocks[i]) == (i % 2 == 0 ? hd : hk), "thread %d block %d in its heap", k, i);
+      }
+    }
+  }
+  mi_heap_destroy(hd);
+  mi_heap_delete(hk);
+  if (racing) for (int i = 0; i < threads; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
+  for (int k = 0; k < threads; k++) {
+    for (int i = 1; i < MANY_BLOCKS; i += 2) {   /* the deleted heap's: valid */
+      uint8_t* p = (uint8_t*)args[k].blocks[i];
+      if (p == NULL) continue;
+      const size_t size = many_size(i, k);
+      CHECK_MSG(mi_any_heap_contains(p) && p[0] == (uint8_t)(k + 1) && p[size - 1] == (uint8_t)(k + 1), "thread %d block %d valid", k, i);
+      mi_free(p);
+    }
+    if (racing) continue;   /* (a thread ending meanwhile may have taken a freed page) */
+    for (int i = 0; i < MANY_BLOCKS; i += 2) {   /* the destroyed heap's: freed */
+      if (args[k].blocks[i] != NULL) CHECK_MSG(!mi_any_heap_contains(args[k].blocks[i]), "thread %d block %d freed", k, i);
+    }
+  }
+  if (racing) pthread_barrier_destroy(&barrier);
+  mi_free(t);
+  mi_free(args);
+}
+
 /* ---- 4. stress ----------------------------------------------------------------------------- */
 #define HEAPS  4
 #define SLOTS  4096
 
 typedef struct block_hdr_s {
-  uint32_t heap_idx;
+  uint32_t heap_idx;   /* the heap's index | its generation << 8 (heap_id) */
   uint32_t round;
   size_t   size;
   uintptr_t check;
 } block_hdr_t;
 
 static mi_heap_t* _Atomic heaps[HEAPS];
+static _Atomic(uint32_t) heap_gen[HEAPS];   /* bumped when heaps[i] is replaced */
 static _Atomic(void*) slots[SLOTS];
 static size_t iterations = 20000;
 static int nthreads = 8;
 static _Atomic(uint32_t) current_round;
 static pthread_barrier_t round_barrier;
+
+static uint32_t heap_id(uint32_t hi) {   /* (changes only while every thread waits) */
+  return hi | (atomic_load(&heap_gen[hi]) << 8);
+}
 
 static uint64_t rnd(uint64_t* s) {   /* splitmix64 */
   uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
@@ -374,7 +560,7 @@ static void* stress_thread(void* arg) {
     CHECK(p != NULL);
     if (p == NULL) continue;
     CHECK_MSG(mi_heap_contains(heap, p), "%p in shared heap %u", p, hi);
-    fill(p, size, hi, round);
+    fill(p, size, heap_id(hi), round);
     void* old = atomic_exchange(&slots[rnd(&s) % SLOTS], p);
     if (old == NULL) continue;
     check_block(old);
@@ -390,7 +576,7 @@ static void* stress_thread(void* arg) {
         const block_hdr_t* b = (const block_hdr_t*)q;
         fill(q, size2, b->heap_idx, b->round);
       }
-      else fill(q, size2, hj, round);
+      else fill(q, size2, heap_id(hj), round);
       old = atomic_exchange(&slots[rnd(&s) % SLOTS], q);
       if (old == NULL) continue;
       check_block(old);
@@ -414,23 +600,22 @@ static void stress(int rounds, uint64_t seed) {
     const uint32_t k = (uint32_t)r % HEAPS;
     mi_heap_t* const old = atomic_load(&heaps[k]);
     if (r % 2 == 1) {
-      /* destroyed: the blocks live threads (this round's) allocated in it die with it; those of
-         ended threads (earlier rounds) moved to those threads' heaps at their exit: freed here */
-      size_t dropped = 0;
+      /* destroyed: every block allocated in it dies with it, those of live threads (this
+         round's) and those ended threads (earlier rounds) left in it alike; blocks of earlier
+         heaps of the index, which were deleted, stay valid: freed here */
       for (size_t i = 0; i < SLOTS; i++) {
         block_hdr_t* b = (block_hdr_t*)atomic_load(&slots[i]);
-        if (b == NULL || b->heap_idx != k) continue;
+        if (b == NULL || (b->heap_idx & 0xff) != k) continue;
         check_block(b);
         atomic_store(&slots[i], NULL);
-        if (b->round == (uint32_t)r) dropped++;
-        else mi_free(b);
+        if (b->heap_idx != heap_id(k)) mi_free(b);
       }
-      (void)dropped;
       mi_heap_destroy(old);
     }
     else {
       mi_heap_delete(old);   /* its blocks stay valid */
     }
+    atomic_fetch_add(&heap_gen[k], 1);
     atomic_store(&heaps[k], mi_heap_new_shared());
     pthread_barrier_wait(&round_barrier);
     for (int i = 0; i < nthreads; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
@@ -456,6 +641,9 @@ int main(int argc, char** argv) {
   test_end_used_heap(false);
   test_end_used_heap(true);
   test_fork();
+  test_ended_parts();
+  test_ended_many(nthreads, false);
+  test_ended_many(nthreads, true);
   stress(rounds, seed);
   return test_summary("sheap", "%d threads, %d rounds of %zu iterations", nthreads, rounds, iterations);
 }

@@ -263,7 +263,9 @@ void       _mi_purger_done(void);           /* mi_process_done: no pass after th
 mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t page_alignment, size_t align_offset, bool busy);
 void       _mi_segments_set_main_numa(int numa_node);   /* the backing heaps' NUMA node, -1: none (mi_heap_set_numa_affinity) */
 void       _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld);
-void       _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld);
+void       _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld, mi_sheap_t* sheap);   /* sheap: a theap's page stays its shared heap's */
+void       _mi_segment_abandoned_sheap_done(mi_sheap_t* sheap, bool destroy);   /* sheap.c: its abandoned pages freed (destroy) or handed to the subprocess */
+mi_heap_t* _mi_segment_abandoned_heap_of(mi_page_t* page);   /* mi_heap_of, a page without heap: its shared heap, or NULL */
 void       _mi_segment_reclaim_all_abandoned(mi_heap_t* heap);   /* mi_collect(true) */
 bool       _mi_segment_reclaim_for_bin(mi_heap_t* heap, size_t block_size);   /* page.c, before a fresh page */
 bool       _mi_segment_reclaim_on_free(mi_page_t* page);   /* option abandoned_reclaim_on_free */
@@ -310,7 +312,7 @@ extern _Atomic(uintptr_t) _mi_segment_cookie_key;
 static inline bool _mi_segment_cookie_ok(const mi_segment_t* segment) {
   return (segment->cookie == ((uintptr_t)segment ^ mi_atomic_load_relaxed(&_mi_segment_cookie_key)));
 }
-bool       _mi_abandoned_visit(mi_subproc_t* subproc, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
+bool       _mi_abandoned_visit(mi_subproc_t* subproc, mi_sheap_t* sheaps, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* and the lists of its shared heaps among sheaps (their list locked) */
 
 /* ------------------------------------------------------------------------------------------
    page.c: pages and page queues

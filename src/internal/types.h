@@ -309,8 +309,10 @@ typedef enum mi_delayed_e {
      used == 0 and segment_in_use  =>  the page can be returned to its segment;
      free_is_zero                  =>  every block in `free` is zero except its first word;
      xheap == NULL                 <=> page is abandoned (or not in use);
-     abandoned_listed              <=> abandoned and on its subprocess' abandoned page list
-                                   (set and cleared under the subprocess' lock);
+     abandoned_listed              <=> abandoned and on an abandoned page list of its
+                                   subprocess (abandoned_sheap == NULL) or of the shared heap
+                                   abandoned_sheap (then abandoned_sheap->subproc == the
+                                   segment's subproc); set and cleared under that subprocess' lock;
      xheap != NULL                 =>  heap_tag == xheap->tag (the tag mi_heap_visit_blocks
                                    reports and reclaim by tag goes by; pages that move to
                                    another heap take its tag);
@@ -388,8 +390,14 @@ typedef struct mi_page_s {
                                          none); a new page prefers the slots of its own thread,
                                          still in that core's cache (segment.c) */
 
-  mi_msecs_t         purge_expire;    /* when purge_pending: time the slot is due for a purge;
+  union {
+    mi_msecs_t       purge_expire;    /* when purge_pending: time the slot is due for a purge;
                                          when purged (!is_committed): time of the purge, or 0 */
+    struct mi_sheap_s* abandoned_sheap; /* while abandoned_listed (a slot in use, never purged):
+                                         the shared heap whose lists hold the page, NULL: its
+                                         subprocess' (abandon.c); set when listed, under the
+                                         subprocess' lock, and read only while listed */
+  };
 #if MI_SECURE == 0
   struct mi_page_s*  next;            /* (see below) */
   /* the second line (release builds): what other threads read and write */
@@ -521,8 +529,10 @@ typedef struct mi_purge_queue_s {
      abandoned_pages[bin] (bin < MI_BIN_HUGE_INTERNAL): its abandoned pages that can hold more
        than one block, linked through page->next/prev; abandoned_pages[MI_BIN_HUGE_INTERNAL]:
        the others (one block each: large and huge pages); a page is on a list <=>
-       abandoned_listed; abandoned_count is the number of listed pages. A thread that needs a
-       page of a bin takes one with room from its list (abandon.c);
+       abandoned_listed and abandoned_sheap == NULL; abandoned_count is the number of listed
+       pages. A thread that needs a page of a bin takes one with room from its list (abandon.c).
+       The abandoned pages of a live shared heap's theaps are on that heap's lists of the same
+       form instead (mi_sheap_t), under this lock too;
      segment_count: its segments (standard and huge). */
 typedef struct mi_subproc_s {
   struct mi_subproc_s* next;          /* all subprocesses, from _mi_subproc_main (init.c, for fork) */
@@ -645,7 +655,8 @@ struct mi_heap_s {
   size_t                page_retired_min;  /* range of bins that may hold a retired page */
   size_t                page_retired_max;
   mi_heap_t*            next;
-  bool                  allow_destroy;     /* may be destroyed; never reclaims abandoned memory */
+  bool                  allow_destroy;     /* may be destroyed; never reclaims abandoned memory
+                                              (but a theap its shared heap's, abandon.c) */
   mi_msecs_t            last_collect;      /* time of the last periodic collect (page.c) */
   uint8_t               tag;
   mi_arena_id_t         arena_id;
@@ -693,7 +704,17 @@ struct mi_heap_s {
        or thread exit;
      _mi_sheaps_dying == number of shared heaps not live and not yet freed;
      the heap is freed by the thread that unlinks its last theap once it is not live (or by
-       mi_heap_delete/destroy when no theap is left): freeing is decided under `lock`. */
+       mi_heap_delete/destroy when no theap is left): freeing is decided under `lock`;
+     abandoned_pages[bin], abandoned_count: as a subprocess' lists (mi_subproc_t), for the pages
+       of its theaps that ended with their thread while it was live (abandon.c): a page is on
+       them <=> abandoned_listed and page->abandoned_sheap == this; changed only under
+       subproc->lock, and only pages of segments of `subproc` (a theap of a thread of another
+       subprocess abandons to its own subprocess' lists). A later theap of this heap (any
+       thread) takes a page from them before a fresh page; no other heap takes them. Emptied by
+       mi_heap_destroy (their blocks freed with the page) or mi_heap_delete (the pages go to the
+       subprocess' lists, any heap's to reclaim) while the heap is still live, and again by
+       whoever frees the heap (pages left by a theap that ended meanwhile): a page is never on
+       the lists of a freed heap. */
 #define MI_SHEAP_MARK  ((mi_tld_t*)(uintptr_t)1)
 typedef enum mi_sheap_state_e { MI_SHEAP_LIVE, MI_SHEAP_DELETED, MI_SHEAP_DESTROYED } mi_sheap_state_t;
 typedef struct mi_sheap_s {
@@ -709,6 +730,9 @@ typedef struct mi_sheap_s {
   struct mi_sheap_s* next;             /* all shared heaps, until freed (sheap.c, for fork and
                                           the visitor) */
   struct mi_sheap_s* prev;
+  size_t             abandoned_count;  /* pages on abandoned_pages (under subproc->lock) */
+  _Atomic(mi_page_t*) abandoned_pages[MI_BIN_HUGE_INTERNAL + 1];   /* ended theaps' pages, by bin
+                                          (under subproc->lock; peeked without it) */
 } mi_sheap_t;
 
 /* Per-thread memory: the backing heap and its tld are allocated together from the OS. */
