@@ -173,6 +173,7 @@ static void mi_sheap_free(mi_sheap_t* sh) {
   /* pages a theap abandoned to the heap after its delete or destroy looked (a thread that ended
      meanwhile); no theap is left to add more */
   _mi_segment_abandoned_sheap_done(sh, mi_atomic_load_relaxed(&sh->state) == (int)MI_SHEAP_DESTROYED);
+  mi_assert_internal(sh->abandoned_count == 0);
   mi_lock_acquire(&mi_sheaps_lock);
   if (sh->prev != NULL) sh->prev->next = sh->next;
   else mi_sheaps = sh->next;
