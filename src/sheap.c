@@ -7,13 +7,18 @@
    a thread's own heaps stays as it is; the lookup is one compare when the thread's one-entry
    cache hits. Blocks are freed from any thread like any block: a page belongs to one theap.
    Deletion and destruction by one thread reach the other threads' theaps through a sweep that
-   each thread runs itself (types.h, mi_sheap_t: state). */
+   each thread runs itself (types.h, mi_sheap_t: state). A theap that ends with its thread while
+   the heap is live leaves its pages to the heap (abandon.c): a later theap of it adopts them,
+   its delete or destroy hands them over or frees them. */
 #include "internal/internal.h"
 
 _Atomic(size_t) _mi_sheaps_dying;
 
-/* All shared heaps, linked through next/prev under mi_sheaps_lock, for the fork handlers. Lock
-   order: mi_sheaps_lock, then a heap's lock; no other lock is taken while a heap's lock is held. */
+/* All shared heaps, linked through next/prev under mi_sheaps_lock, for the fork handlers and the
+   visit of abandoned pages. Lock order: mi_sheaps_lock, then a heap's lock or a subprocess'
+   lock (fork takes all three in that order); no other lock is taken while a heap's lock is
+   held, and a heap's lock is never taken under a subprocess' (a heap's abandoned pages,
+   abandon.c, change under its subprocess' lock alone). */
 static mi_lock_t   mi_sheaps_lock = MI_LOCK_INIT;
 static mi_sheap_t* mi_sheaps;
 
