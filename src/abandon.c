@@ -14,16 +14,18 @@
    can hold more than one block (a thread needing a page of the bin may adopt it), else the
    last list (it is only ever released, visited or destroyed). */
 static _Atomic(mi_page_t*)* mi_abandoned_list_of(mi_subproc_t* subproc, const mi_page_t* page) {
-  _Atomic(mi_page_t*)* const lists = (page->abandoned_sheap != NULL ? page->abandoned_sheap->abandoned_pages : subproc->abandoned_pages);
+  mi_sheap_t* const sheap = mi_atomic_load_relaxed(&((mi_page_t*)page)->abandoned_sheap);
+  _Atomic(mi_page_t*)* const lists = (sheap != NULL ? sheap->abandoned_pages : subproc->abandoned_pages);
   return &lists[page->reserved > 1 ? _mi_bin(page->block_size) : MI_BIN_HUGE_INTERNAL];
 }
 
 static size_t* mi_abandoned_count_of(mi_subproc_t* subproc, const mi_page_t* page) {
-  return (page->abandoned_sheap != NULL ? &page->abandoned_sheap->abandoned_count : &subproc->abandoned_count);
+  mi_sheap_t* const sheap = mi_atomic_load_relaxed(&((mi_page_t*)page)->abandoned_sheap);
+  return (sheap != NULL ? &sheap->abandoned_count : &subproc->abandoned_count);
 }
 
 static void mi_abandoned_page_link(mi_subproc_t* subproc, mi_page_t* page, mi_sheap_t* sheap) {
-  page->abandoned_sheap = sheap;
+  mi_atomic_store_release(&page->abandoned_sheap, sheap);   /* (mi_heap_of reads it) */
   _Atomic(mi_page_t*)* head = mi_abandoned_list_of(subproc, page);
   mi_page_t* first = mi_atomic_load_relaxed(head);
   page->prev = NULL;
@@ -44,7 +46,7 @@ static void mi_abandoned_page_unlink(mi_subproc_t* subproc, mi_page_t* page) {
   page->prev = NULL;
   page->abandoned_listed = 0;
   (*mi_abandoned_count_of(subproc, page))--;
-  page->abandoned_sheap = NULL;
+  mi_atomic_store_relaxed(&page->abandoned_sheap, NULL);
 }
 
 /* Under the lock: an abandoned page whose blocks are all free leaves its segment. Returns a
@@ -205,7 +207,7 @@ bool _mi_segment_reclaim_on_free(mi_page_t* page) {
   mi_lock_acquire(&subproc->lock);
   /* not listed: another thread is adopting or releasing it; a shared heap's page is for its
      theaps only */
-  const bool taken = (page->abandoned_listed && page->abandoned_sheap == NULL);
+  const bool taken = (page->abandoned_listed && mi_atomic_load_relaxed(&page->abandoned_sheap) == NULL);
   if (taken) mi_abandoned_page_take(subproc, page);
   mi_lock_release(&subproc->lock);
   if (!taken) return false;
@@ -264,14 +266,12 @@ bool _mi_abandoned_visit(mi_subproc_t* subproc, mi_sheap_t* sheaps, int heap_tag
 }
 
 /* mi_heap_of of a block in a page without heap: the shared heap whose lists hold the page, or
-   NULL (an ordinary abandoned page, or one being adopted or released). Under the lock: the
-   heap is not freed while the page is listed (types.h, mi_sheap_t). */
+   NULL (an ordinary abandoned page, or one being abandoned, adopted or released). Without the
+   lock (a block visitor of abandoned pages, which holds it, may ask): the field is NULL or that
+   heap while the page is in use (types.h), the heap is not freed while the page is listed, nor
+   the page released while the caller's block lives. */
 mi_heap_t* _mi_segment_abandoned_heap_of(mi_page_t* page) {
-  mi_subproc_t* subproc = _mi_page_segment(page)->subproc;
-  mi_lock_acquire(&subproc->lock);
-  mi_sheap_t* const sh = (page->segment_in_use && page->abandoned_listed && mi_page_heap(page) == NULL ? page->abandoned_sheap : NULL);
-  mi_lock_release(&subproc->lock);
-  return (mi_heap_t*)sh;
+  return (mi_heap_t*)mi_atomic_load_acquire(&page->abandoned_sheap);
 }
 
 #if MI_TRACK_ENABLED

@@ -396,6 +396,7 @@ static void mi_page_extend_free(mi_page_t* page) {
 /* Set up a page fresh from its segment for blocks of `block_size` in `heap`. */
 void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
   mi_segment_t* segment = _mi_page_segment(page);
+  mi_atomic_store_relaxed(&page->abandoned_sheap, NULL);   /* (the slot's purge_expire until now, types.h) */
   mi_page_set_heap(page, heap);
   page->heap_tag = heap->tag;
 #if MI_SECURE > 0

@@ -353,6 +353,15 @@ static void* later_alloc(void* arg) {   /* a later part of a heap: its first blo
   return NULL;   /* ends with its block alive, in the page it may have taken */
 }
 
+typedef struct named_args_s { const mi_heap_t* heap; size_t n; } named_args_t;
+
+static bool count_named(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)heap; (void)area; (void)block_size;
+  named_args_t* a = (named_args_t*)arg;
+  if (block != NULL && mi_heap_of(block) == a->heap) a->n++;   /* (under the visit's locks) */
+  return true;
+}
+
 static void test_ended_parts(void) {
   const bool reclaim_on_free = mi_option_is_enabled(mi_option_abandoned_reclaim_on_free);
   mi_heap_t* h = mi_heap_new_shared();
@@ -364,6 +373,13 @@ static void test_ended_parts(void) {
     CHECK_MSG(mi_heap_of(a.blocks[i]) == h, "block %d names its shared heap", i);
     CHECK(mi_heap_contains(h, a.blocks[i]) && !mi_heap_contains(mi_heap_main(), a.blocks[i]));
   }
+  /* the visit of abandoned blocks sees them, and mi_heap_of names their heap from the visitor */
+  const bool visit_abandoned = mi_option_is_enabled(mi_option_visit_abandoned);
+  mi_option_enable(mi_option_visit_abandoned);
+  named_args_t named = { h, 0 };
+  CHECK(mi_abandoned_visit_blocks(mi_subproc_main(), -1, true, &count_named, &named));
+  CHECK_EQ(named.n, ENDED_BLOCKS);
+  mi_option_set_enabled(mi_option_visit_abandoned, visit_abandoned);
   /* no other heap takes the pages: this thread's default heap (a collect adopts every ended
      thread's page it may; its allocations of the size class first look for one) ... */
   mi_collect(true);

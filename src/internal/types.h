@@ -393,10 +393,12 @@ typedef struct mi_page_s {
   union {
     mi_msecs_t       purge_expire;    /* when purge_pending: time the slot is due for a purge;
                                          when purged (!is_committed): time of the purge, or 0 */
-    struct mi_sheap_s* abandoned_sheap; /* while abandoned_listed (a slot in use, never purged):
-                                         the shared heap whose lists hold the page, NULL: its
-                                         subprocess' (abandon.c); set when listed, under the
-                                         subprocess' lock, and read only while listed */
+    _Atomic(struct mi_sheap_s*) abandoned_sheap; /* a slot in use (never purged): the shared
+                                         heap whose abandoned lists hold the page, else NULL
+                                         (owned, listed on its subprocess', or between owners);
+                                         NULL when the page is set up (page.c), set and cleared
+                                         as it is listed and unlisted, under the subprocess'
+                                         lock; read by mi_heap_of without it (abandon.c) */
   };
 #if MI_SECURE == 0
   struct mi_page_s*  next;            /* (see below) */
