@@ -74,9 +74,9 @@ mi_decl_export void mi_heap_collect(mi_heap_t* heap, bool force);   /* (v3 decla
 /* (v3) The NUMA node whose memory the heap's new pages prefer, -1 for none (taken modulo the
    nodes in use); NULL: the main heap, that is every thread's backing heap. */
 mi_decl_export void mi_heap_set_numa_affinity(mi_heap_t* heap, int numa_node);
-/* (v3) Walk the abandoned memory (of ended threads) of `heap`'s subprocess and tag (NULL: the
-   main heap), as mi_abandoned_visit_blocks: needs the option visit_abandoned; a shared heap's
-   abandoned blocks are those of tag 0 in the calling thread's subprocess. */
+/* (v3) Walk the blocks ended threads left in `heap` (NULL: the main heap: the ordinary abandoned
+   blocks of the calling thread's subprocess, tag 0); needs the option visit_abandoned, and the
+   visitor runs under the subprocess' lock: it must not allocate or free. */
 mi_decl_export bool mi_heap_visit_abandoned_blocks(mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
 /* (v3) Release a subprocess once all its threads have ended and its memory is free (the main
    one is ignored); v3 frees its memory at once, we keep a subprocess that still holds memory. */

@@ -345,8 +345,8 @@ mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_in_arena(mi_arena_id_t a
 #if !defined(MI_V3_API)   /* v3 mode: the shared heaps are mi_heap_new(_in_arena); mi_heap_new_ex takes v2's arena id */
 /* New destroyable heap that any thread may allocate in (mimalloc v3's heap; ours, not v2's).
    The mi_heap_X allocation functions take it from any thread; mi_heap_delete/destroy by one
-   thread once no thread allocates in it any more; collect and visit cover the calling thread's
-   part. NULL when out of memory. */
+   thread once no thread allocates in it any more; collect covers the calling thread's part,
+   visit every part (while no other thread uses the heap). NULL when out of memory. */
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_shared(void);
 /* New shared heap that only allocates from the given (exclusive) arena; not destroyable. */
 mi_decl_nodiscard mi_decl_export mi_heap_t* mi_heap_new_shared_in_arena(mi_arena_id_t arena_id);
@@ -427,7 +427,8 @@ mi_decl_export bool mi_heap_contains_block(mi_heap_t* heap, const void* p);
 mi_decl_export bool mi_heap_check_owned(mi_heap_t* heap, const void* p);
 /* mi_heap_check_owned on the calling thread's default heap (v3 mode: mi_any_heap_contains). */
 mi_decl_export bool mi_check_owned(const void* p);
-/* Walk the areas (and optionally the live blocks) of `heap`; true if completed. */
+/* Walk the areas (and optionally the live blocks) of `heap`; true if completed. A shared heap:
+   every thread's part, under its lock, while no other thread uses the heap. */
 mi_decl_export bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
 #if !defined(MI_V3_API)   /* v3 mode: mimalloc-v3.h */
 /* Walk abandoned memory of a subprocess (heap_tag -1 = all tags); the visitor runs under the

@@ -244,12 +244,12 @@ void _mi_segment_reclaim_all_abandoned(mi_heap_t* heap) {
 /* Visit the abandoned pages of a subprocess, and those on the lists of its shared heaps among
    `sheaps` (linked through next; the caller holds the lock of their list, sheap.c, so none is
    freed), under the subprocess' lock, so none is adopted or released. */
-static bool mi_abandoned_lists_visit(_Atomic(mi_page_t*)* lists, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+static bool mi_abandoned_lists_visit(_Atomic(mi_page_t*)* lists, const mi_heap_t* shown, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   for (size_t bin = 0; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
     for (mi_page_t* page = mi_atomic_load_relaxed(&lists[bin]); page != NULL; page = page->next) {
       if (heap_tag >= 0 && page->heap_tag != (uint8_t)heap_tag) continue;
       _mi_page_free_collect(page, true);   /* nobody owns the page: safe under the lock */
-      if (!_mi_heap_area_visit_blocks(NULL, page, visit_blocks, visitor, arg)) return false;
+      if (!_mi_heap_area_visit_blocks(shown, page, visit_blocks, visitor, arg)) return false;
     }
   }
   return true;
@@ -257,10 +257,20 @@ static bool mi_abandoned_lists_visit(_Atomic(mi_page_t*)* lists, int heap_tag, b
 
 bool _mi_abandoned_visit(mi_subproc_t* subproc, mi_sheap_t* sheaps, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   mi_lock_acquire(&subproc->lock);
-  bool ok = mi_abandoned_lists_visit(subproc->abandoned_pages, heap_tag, visit_blocks, visitor, arg);
+  bool ok = mi_abandoned_lists_visit(subproc->abandoned_pages, NULL, heap_tag, visit_blocks, visitor, arg);
   for (mi_sheap_t* sh = sheaps; sh != NULL && ok; sh = sh->next) {
-    if (sh->subproc == subproc) ok = mi_abandoned_lists_visit(sh->abandoned_pages, heap_tag, visit_blocks, visitor, arg);
+    if (sh->subproc == subproc) ok = mi_abandoned_lists_visit(sh->abandoned_pages, NULL, heap_tag, visit_blocks, visitor, arg);
   }
+  mi_lock_release(&subproc->lock);
+  return ok;
+}
+
+/* The abandoned pages of one shared heap (the caller keeps it from being freed), the visitor
+   told of `shown`; under its subprocess' lock, like the above. */
+bool _mi_abandoned_visit_sheap(mi_sheap_t* sheap, const mi_heap_t* shown, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+  mi_subproc_t* const subproc = sheap->subproc;
+  mi_lock_acquire(&subproc->lock);
+  const bool ok = mi_abandoned_lists_visit(sheap->abandoned_pages, shown, -1, visit_blocks, visitor, arg);
   mi_lock_release(&subproc->lock);
   return ok;
 }

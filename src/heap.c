@@ -584,18 +584,53 @@ static bool mi_heap_page_visit(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* 
   return _mi_heap_area_visit_blocks(args->heap, page, args->visit_blocks, args->visitor, args->arg);
 }
 
-bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
-  const mi_heap_t* const shown = heap;   /* the heap the visitor is told of: the shared one, not its part */
-  if (heap != NULL && mi_heap_is_shared(heap)) {   /* the calling thread's part */
-    heap = _mi_sheap_theap((mi_heap_t*)heap, false);
-    if (heap == NULL) return (visitor != NULL);
-  }
-  if (visitor == NULL || !mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_visit_blocks")) return false;
-  mi_visit_blocks_args_t args = { visit_blocks, visitor, arg, shown };
-  if (heap->prof != NULL) _mi_prof_return_all((mi_heap_t*)heap);   /* leased blocks are not live */
-  if (!mi_heap_visit_pages((mi_heap_t*)heap, &mi_heap_page_visit, &args)) return false;
+/* Another thread's part of a shared heap: its pages as they are (only its thread may collect
+   them, so blocks freed by other threads and not yet collected count as live) */
+static bool mi_heap_page_visit_as_is(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* vargs) {
+  (void)heap; (void)pq;
+  mi_visit_blocks_args_t* args = (mi_visit_blocks_args_t*)vargs;
+  return _mi_heap_area_visit_blocks(args->heap, page, args->visit_blocks, args->visitor, args->arg);
+}
+
+/* The calling thread's heap, or its part of a shared heap (`shown`) */
+static bool mi_heap_visit_own(mi_heap_t* heap, mi_visit_blocks_args_t* args) {
+  if (heap->prof != NULL) _mi_prof_return_all(heap);   /* leased blocks are not live */
+  if (!mi_heap_visit_pages(heap, &mi_heap_page_visit, args)) return false;
   mi_heap_t* const sampled = _mi_prof_sample_heap(heap);
-  return (sampled == NULL || mi_heap_visit_pages(sampled, &mi_heap_page_visit, &args));
+  return (sampled == NULL || mi_heap_visit_pages(sampled, &mi_heap_page_visit, args));
+}
+
+typedef struct mi_heap_parts_visit_s {
+  mi_visit_blocks_args_t args;
+  mi_heap_t* own;   /* the calling thread's part, or NULL */
+} mi_heap_parts_visit_t;
+
+static bool mi_heap_part_visit(const mi_heap_t* theap, void* varg) {
+  mi_heap_parts_visit_t* const v = (mi_heap_parts_visit_t*)varg;
+  if (theap == v->own) return mi_heap_visit_own(v->own, &v->args);
+  mi_heap_t* const sampled = _mi_prof_sample_heap(theap);   /* (blocks it leased are reported live) */
+  return (mi_heap_visit_pages((mi_heap_t*)theap, &mi_heap_page_visit_as_is, &v->args) &&
+          (sampled == NULL || mi_heap_visit_pages(sampled, &mi_heap_page_visit_as_is, &v->args)));
+}
+
+/* A shared heap: every thread's part (under the heap's lock; another thread's pages are read,
+   never changed: the program lets no thread allocate in the heap, free into it or collect
+   while it is visited, as mimalloc 3.x asks), then the pages its ended parts left (abandon.c).
+   v3's main heap: the calling thread's part only (its parts are all threads' backing heaps,
+   which no list holds). */
+static bool mi_sheap_visit_blocks(mi_heap_t* sheap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+  mi_heap_parts_visit_t v = { { visit_blocks, visitor, arg, sheap }, _mi_sheap_theap(sheap, false) };
+  if (sheap == _mi_sheap_main()) return (v.own == NULL || mi_heap_visit_own(v.own, &v.args));
+  return (_mi_sheap_parts_visit(sheap, &mi_heap_part_visit, &v) &&
+          _mi_sheap_abandoned_visit(sheap, visit_blocks, visitor, arg));
+}
+
+bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+  if (visitor == NULL) return false;
+  if (heap != NULL && mi_heap_is_shared(heap)) return mi_sheap_visit_blocks((mi_heap_t*)heap, visit_blocks, visitor, arg);
+  if (!mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_visit_blocks")) return false;
+  mi_visit_blocks_args_t args = { visit_blocks, visitor, arg, heap };
+  return mi_heap_visit_own((mi_heap_t*)heap, &args);
 }
 
 /* The abandoned pages of a subprocess, its shared heaps' (sheap.c) too: under the lock of the
@@ -614,12 +649,30 @@ static bool mi_abandoned_visit_with(mi_sheap_t* sheaps, void* varg) {
   return _mi_abandoned_visit(a->subproc, sheaps, a->heap_tag, a->visit_blocks, a->visitor, a->arg);
 }
 
-bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+static bool mi_abandoned_visit_allowed(mi_block_visit_fun* visitor, const char* call) {
   if (visitor == NULL) return false;
   if (!mi_option_is_enabled(mi_option_visit_abandoned)) {
-    _mi_error_message(EFAULT, "mi_abandoned_visit_blocks requires the option 'visit_abandoned' to be enabled\n");
+    _mi_error_message(EFAULT, "%s requires the option 'visit_abandoned' to be enabled\n", call);
     return false;
   }
+  return true;
+}
+
+/* v3's mi_heap_visit_abandoned_blocks (v3.c): the abandoned blocks that are the heap's. A shared
+   heap's: the pages its ended parts left to it (sheap.c). The main heap's (NULL) or a thread's
+   heap's: the ordinary abandoned pages of its subprocess (the calling thread's for the main
+   heap) and tag, as no list tells from which heap of an ended thread a page came. */
+bool _mi_heap_visit_abandoned(mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+  if (!mi_abandoned_visit_allowed(visitor, "mi_heap_visit_abandoned_blocks")) return false;
+  if (heap == NULL) heap = _mi_sheap_main();
+  if (heap != _mi_sheap_main() && mi_heap_is_shared(heap)) return _mi_sheap_abandoned_visit(heap, visit_blocks, visitor, arg);
+  mi_heap_t* const own = (heap == _mi_sheap_main() ? mi_prim_get_default_heap() : heap);
+  if (!mi_heap_is_initialized(own)) return (heap == _mi_sheap_main() ? _mi_abandoned_visit(&_mi_subproc_main, NULL, 0, visit_blocks, visitor, arg) : false);
+  return _mi_abandoned_visit(own->tld->subproc, NULL, (heap == _mi_sheap_main() ? 0 : own->tag), visit_blocks, visitor, arg);
+}
+
+bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+  if (!mi_abandoned_visit_allowed(visitor, "mi_abandoned_visit_blocks")) return false;
   mi_subproc_t* subproc = (subproc_id == NULL ? &_mi_subproc_main : (mi_subproc_t*)subproc_id);
   mi_abandoned_visit_args_t args = { subproc, heap_tag, visit_blocks, visitor, arg };
   return _mi_sheaps_locked(&mi_abandoned_visit_with, &args);

@@ -212,12 +212,21 @@ void _mi_sheap_theap_unlink(mi_heap_t* theap) {
    Statistics (stats-v3.c): each thread publishes its theap's figures under the heap's lock,
    where other threads read them; no thread reads another's pages.
 --------------------------------------------------------------------------------------- */
-void _mi_sheap_parts_visit(mi_heap_t* sheap, void (*visit)(const mi_heap_t* theap, void* arg), void* arg) {
+bool _mi_sheap_parts_visit(mi_heap_t* sheap, bool (*visit)(const mi_heap_t* theap, void* arg), void* arg) {
   mi_sheap_t* const sh = mi_sheap_of(sheap);
-  if (sh == &mi_sheap_main) return;   /* (no list: each thread's part is its backing heap) */
+  if (sh == &mi_sheap_main) return true;   /* (no list: each thread's part is its backing heap) */
+  bool go_on = true;
   mi_lock_acquire(&sh->lock);
-  for (const mi_heap_t* theap = sh->theaps; theap != NULL; theap = theap->sheap_next) visit(theap, arg);
+  for (const mi_heap_t* theap = sh->theaps; theap != NULL && go_on; theap = theap->sheap_next) go_on = visit(theap, arg);
   mi_lock_release(&sh->lock);
+  return go_on;
+}
+
+/* mi_heap_visit_blocks: the pages its theaps that ended left to it (abandon.c) */
+bool _mi_sheap_abandoned_visit(mi_heap_t* sheap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+  mi_sheap_t* const sh = mi_sheap_of(sheap);
+  if (sh == &mi_sheap_main) return true;   /* (its parts' pages go to the subprocess' lists) */
+  return _mi_abandoned_visit_sheap(sh, sheap, visit_blocks, visitor, arg);
 }
 
 /* `block`: theap->sheap_stats, or a new block for it (set here, under the lock, where other

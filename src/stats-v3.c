@@ -90,10 +90,11 @@ typedef struct mi_parts_sum_s {
   size_t           parts;
 } mi_parts_sum_t;
 
-static void mi_stats_part_add(const mi_heap_t* theap, void* arg) {
+static bool mi_stats_part_add(const mi_heap_t* theap, void* arg) {
   mi_parts_sum_t* const s = (mi_parts_sum_t*)arg;
   s->parts++;
   if (theap != s->own && theap->sheap_stats != NULL) mi_stats_sum(s->sum, theap->sheap_stats);
+  return true;
 }
 
 /* The calling thread's part of a shared heap into `own_figures` (zero if it has none). The

@@ -112,19 +112,11 @@ mi_decl_export bool mi_v3_subproc_visit_heaps(mi_v3_subproc_id_t subproc, bool (
 /* ---------------------------------------------------------------------------------------
    Heaps and theaps
 --------------------------------------------------------------------------------------- */
-/* A shared heap's abandoned blocks lie in its theaps' subprocess at tag 0 (sheap.c); a
-   thread's heap names its own. Reading another thread's heap's tld and tag is safe: both are
-   set when it is made and never change. */
+/* (heap.c: a shared heap's ended parts' pages; the main heap's or a thread's heap's: the
+   ordinary ones of its subprocess and tag. Reading another thread's heap's tld and tag is safe:
+   both are set when it is made and never change.) */
 mi_decl_export bool mi_heap_visit_abandoned_blocks(mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
-  if (heap == NULL) heap = _mi_sheap_main();
-  mi_subproc_id_t subproc = mi_subproc_current();
-  int tag = 0;
-  if (!mi_heap_is_shared(heap)) {
-    if (!mi_heap_is_initialized(heap)) return false;
-    subproc = (heap->tld->subproc == &_mi_subproc_main ? mi_subproc_main() : (mi_subproc_id_t)heap->tld->subproc);
-    tag = heap->tag;
-  }
-  return mi_abandoned_visit_blocks(subproc, tag, visit_blocks, visitor, arg);
+  return _mi_heap_visit_abandoned(heap, visit_blocks, visitor, arg);
 }
 
 /* v3's main heap is one heap for all threads: the shared heap _mi_sheap_main, whose part for a

@@ -805,6 +805,25 @@ static bool find_left(const mi_heap_t* heap, const mi_heap_area_t* area, void* b
   return true;
 }
 
+static void* left_in_heap[LEFT_BLOCKS];
+
+static void* leave_in_heap_thread(void* arg) {
+  for (int i = 0; i < LEFT_BLOCKS; i++) left_in_heap[i] = mi_heap_malloc((mi_heap_t*)arg, LEFT_SIZE + 100);
+  return NULL;                                                 /* ends with them in the heap */
+}
+
+typedef struct in_heap_count_s { const mi_heap_t* heap; size_t found; size_t blocks; size_t told; } in_heap_count_t;
+
+static bool find_in_heap(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)area; (void)block_size;
+  in_heap_count_t* c = (in_heap_count_t*)arg;
+  if (heap == c->heap) c->told++;
+  if (block == NULL) return true;
+  c->blocks++;
+  for (int i = 0; i < LEFT_BLOCKS; i++) if (left_in_heap[i] == block) c->found++;
+  return true;
+}
+
 static bool stop_at_first(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
   (void)heap; (void)area; (void)block; (void)block_size;
   (*(size_t*)arg)++;
@@ -831,7 +850,25 @@ static void test_abandoned(void) {
   left_count_t shared = { 0, 0 };
   CHECK(mi_heap_visit_abandoned_blocks(h, false, &find_left, &shared));        /* areas only */
   CHECK_EQ(shared.blocks, 0);
+  /* a thread that ended left blocks in h: they are h's abandoned blocks, and only h's */
+  CHECK_EQ(pthread_create(&thread, NULL, &leave_in_heap_thread, h), 0);
+  pthread_join(thread, NULL);
+  in_heap_count_t in_h = { h, 0, 0, 0 };
+  CHECK(mi_heap_visit_abandoned_blocks(h, true, &find_in_heap, &in_h));
+  CHECK_EQ(in_h.found, LEFT_BLOCKS);
+  CHECK_EQ(in_h.blocks, LEFT_BLOCKS);                                           /* no other heap's */
+  CHECK_GE(in_h.told, LEFT_BLOCKS);                                             /* told of h */
+  in_heap_count_t in_main = { NULL, 0, 0, 0 };
+  CHECK(mi_heap_visit_abandoned_blocks(NULL, true, &find_in_heap, &in_main));
+  CHECK_EQ(in_main.found, 0);                                                   /* not the main heap's */
+  in_heap_count_t all = { h, 0, 0, 0 };
+  CHECK(mi_heap_visit_blocks(h, true, &find_in_heap, &all));                    /* every part, ended too */
+  CHECK_EQ(all.found, LEFT_BLOCKS);
+  size_t stops = 0;
+  CHECK(!mi_heap_visit_blocks(h, true, &stop_at_first, &stops));                /* stopped */
+  CHECK_EQ(stops, 1);
   mi_heap_delete(h);
+  for (int i = 0; i < LEFT_BLOCKS; i++) mi_free(left_in_heap[i]);
 
   /* ours: with the option off the visit is refused (an error, EFAULT) */
   mi_option_disable(mi_option_visit_abandoned);

@@ -62,7 +62,8 @@ static bool all_zero(const void* p, size_t n) {
   return true;
 }
 
-typedef struct other_args_s { mi_heap_t* heap; void* blocks[16]; } other_args_t;
+/* the visit counts every thread's part: while it runs no other thread uses the heap */
+typedef struct other_args_s { mi_heap_t* heap; size_t others; void* blocks[16]; } other_args_t;
 
 static void* other_thread_alloc(void* arg) {
   other_args_t* a = (other_args_t*)arg;
@@ -73,7 +74,7 @@ static void* other_thread_alloc(void* arg) {
     CHECK(!mi_heap_contains(mi_heap_main(), a->blocks[i]));
     memset(a->blocks[i], 0x5a, 16);
   }
-  CHECK_EQ(heap_blocks(a->heap), 16);   /* this thread's part only */
+  CHECK_EQ(heap_blocks(a->heap), 16 + a->others);   /* its part and the main thread's */
   return NULL;   /* the thread ends with its blocks alive */
 }
 
@@ -128,10 +129,11 @@ static void test_basics(void) {
   mi_option_enable(mi_option_show_errors);
   CHECK(mi_heap_get_default() != h);
   /* another thread allocates in the same heap, and ends; its blocks are not this thread's part */
-  other_args_t args = { h, { NULL } };
+  other_args_t args = { h, (size_t)n + 3, { NULL } };   /* (p, d, z and a are live) */
   pthread_t t;
   CHECK_EQ(pthread_create(&t, NULL, &other_thread_alloc, &args), 0);
   CHECK_EQ(pthread_join(t, NULL), 0);
+  CHECK_EQ(heap_blocks(h), (size_t)n + 3 + 16);   /* the ended part's pages are visited too */
   for (int i = 0; i < 16; i++) {
     CHECK(((uint8_t*)args.blocks[i])[15] == 0x5a);
     CHECK(mi_heap_contains(h, args.blocks[i]));   /* (its ended part's pages stay the heap's) */
@@ -197,8 +199,7 @@ static void* part_thread(void* arg) {
     CHECK(blocks[i] != NULL && mi_heap_contains(a->heap, blocks[i]));
     memset(blocks[i], (uint8_t)(a->index + 1), 16);
   }
-  CHECK_EQ(heap_blocks(a->heap), PART_BLOCKS);
-  pthread_barrier_wait(a->barrier);   /* the main thread deletes or destroys the heap */
+  pthread_barrier_wait(a->barrier);   /* the main thread visits, then deletes or destroys the heap */
   pthread_barrier_wait(a->barrier);
   if (a->index % 2 == 0) {
     mi_collect(false);                /* this thread's sweep ends its part */
@@ -241,7 +242,8 @@ static void test_end_used_heap(bool destroy) {
     args[i] = (part_args_t){ h, destroy, &barrier, i };
     CHECK_EQ(pthread_create(&t[i], NULL, &part_thread, &args[i]), 0);
   }
-  pthread_barrier_wait(&barrier);   /* every thread has its part */
+  pthread_barrier_wait(&barrier);   /* every thread has its part, and waits */
+  CHECK_EQ(heap_blocks(h), PART_THREADS * PART_BLOCKS + 1);   /* every part */
   if (destroy) mi_heap_destroy(h);
   else mi_heap_delete(h);
   if (!destroy) { CHECK(mi_heap_contains(mi_heap_main(), own)); mi_free(own); }

@@ -313,6 +313,7 @@ static inline bool _mi_segment_cookie_ok(const mi_segment_t* segment) {
   return (segment->cookie == ((uintptr_t)segment ^ mi_atomic_load_relaxed(&_mi_segment_cookie_key)));
 }
 bool       _mi_abandoned_visit(mi_subproc_t* subproc, mi_sheap_t* sheaps, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* and the lists of its shared heaps among sheaps (their list locked) */
+bool       _mi_abandoned_visit_sheap(mi_sheap_t* sheap, const mi_heap_t* shown, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* one shared heap's lists */
 
 /* ------------------------------------------------------------------------------------------
    page.c: pages and page queues
@@ -358,6 +359,7 @@ bool       _mi_heap_delayed_free_partial(mi_heap_t* heap);
 void       _mi_heap_delayed_free_all(mi_heap_t* heap);
 mi_heap_t* _mi_heap_by_tag(mi_heap_t* heap, uint8_t tag);
 bool       _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
+bool       _mi_heap_visit_abandoned(mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* v3's mi_heap_visit_abandoned_blocks: the heap's own */
 /* Heaps are thread-local (v2 API): is `heap` another thread's? Then it is reported (EINVAL) and
    the call does nothing (an allocation returns NULL with errno ENOMEM, like every failing
    allocation): using another thread's heap would change its page lists unsynchronised.

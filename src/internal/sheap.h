@@ -12,7 +12,8 @@ void       _mi_sheap_sweep(mi_tld_t* tld);                   /* delete or destro
 void       _mi_sheap_delete(mi_heap_t* sheap, bool destroy); /* mi_heap_delete / mi_heap_destroy */
 mi_heap_t* _mi_sheap_main(void);                             /* v3's main heap: each thread's part is its backing heap */
 bool       _mi_sheap_visit(mi_subproc_t* subproc, bool (*visit)(mi_heap_t* heap, void* arg), void* arg);   /* the main heap, then the live shared heaps of subproc */
-void       _mi_sheap_parts_visit(mi_heap_t* sheap, void (*visit)(const mi_heap_t* theap, void* arg), void* arg);   /* each theap, under the heap's lock */
+bool       _mi_sheap_parts_visit(mi_heap_t* sheap, bool (*visit)(const mi_heap_t* theap, void* arg), void* arg);   /* each theap, under the heap's lock, until visit is false; false if it was */
+bool       _mi_sheap_abandoned_visit(mi_heap_t* sheap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* its ended theaps' pages */
 void       _mi_sheap_publish(mi_heap_t* theap, mi_stats_data_t* block, const mi_stats_data_t* stats);   /* its thread: theap->sheap_stats = block, a copy of stats, under the lock */
 bool       _mi_sheaps_locked(bool (*fn)(mi_sheap_t* sheaps, void* arg), void* arg);   /* fn(first shared heap) under the list's lock (mi_abandoned_visit_blocks) */
 void       _mi_sheap_fork_prepare(void);                     /* every shared heap's lock taken ... */
