@@ -120,18 +120,20 @@ mi_decl_export bool mi_heap_visit_abandoned_blocks(mi_heap_t* heap, bool visit_b
 }
 
 /* v3's main heap is one heap for all threads: the shared heap _mi_sheap_main, whose part for a
-   thread is its backing heap. mi_heap_of names it for the calling thread's backing heap; a block
-   of another thread's backing heap still names that heap (only its thread may read its fields,
-   so it cannot be told from that thread's other heaps). */
+   thread is its backing heap. mi_heap_of names it for any thread's backing heap. Another
+   thread's heap may not be read (only its thread may), but where it lies tells: a thread's
+   other heaps, its theaps and the shared heaps are blocks of our segments (heap.c, sheap.c),
+   its backing heap is not (thread data from the OS, init.c; the first thread's is static). Nor
+   is a thread's profiler sample heap (prof.c), so another thread's sampled blocks name the main
+   heap too, whichever of its heaps they were sampled in. */
 mi_decl_export mi_heap_t* mi_v3_heap_main(void) {
   return _mi_sheap_main();
 }
 
 mi_decl_export mi_heap_t* mi_v3_heap_of(const void* p) {
   mi_heap_t* const heap = mi_heap_of(p);
-  if (heap == NULL) return NULL;
-  const mi_heap_t* const dflt = mi_prim_get_default_heap();
-  return (mi_heap_is_initialized(dflt) && heap == dflt->tld->heap_backing ? _mi_sheap_main() : heap);
+  if (heap == NULL) return (mi_any_heap_contains(p) ? _mi_sheap_main() : NULL);   /* an ended thread's block */
+  return (_mi_ptr_segment_checked(heap) == NULL ? _mi_sheap_main() : heap);
 }
 
 mi_decl_export bool mi_v3_heap_contains(const mi_heap_t* heap, const void* p) {

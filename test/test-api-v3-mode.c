@@ -625,7 +625,10 @@ static void test_theaps(void) {
 }
 
 /* ---- the main heap: one for all threads ------------------------------------------------ */
-typedef struct main_thread_s { mi_heap_t* main; void* block; void* heap_block; bool same; } main_thread_t;
+typedef struct main_thread_s {
+  mi_heap_t* main; void* block; void* heap_block; bool same;
+  mi_heap_t* shared; void* shared_block; pthread_barrier_t* barrier;
+} main_thread_t;
 
 static void* main_heap_thread(void* varg) {
   main_thread_t* t = (main_thread_t*)varg;
@@ -635,7 +638,10 @@ static void* main_heap_thread(void* varg) {
   CHECK(t->block != NULL && t->heap_block != NULL);
   CHECK(mi_heap_of(t->block) == t->main && mi_heap_of(t->heap_block) == t->main);
   CHECK(mi_heap_contains(NULL, t->heap_block));
-  return NULL;
+  t->shared_block = mi_heap_malloc(t->shared, 100);          /* this thread's part of a heap */
+  pthread_barrier_wait(t->barrier);                          /* the main thread asks of them */
+  pthread_barrier_wait(t->barrier);
+  return NULL;                                               /* ends with the blocks alive */
 }
 
 typedef struct main_visit_s { const mi_heap_t* main; size_t blocks; bool heap_ok; } main_visit_t;
@@ -665,13 +671,29 @@ static void test_main_heap(void) {
   CHECK(mi_check_owned(p) && !mi_check_owned(&local));
 
   /* other threads: the same main heap */
-  main_thread_t t = { main_heap, NULL, NULL, false };
+  pthread_barrier_t barrier;
+  pthread_barrier_init(&barrier, NULL, 2);
+  mi_heap_t* shared = mi_heap_new();
+  main_thread_t t = { main_heap, NULL, NULL, false, shared, NULL, &barrier };
   pthread_t thread;
   CHECK_EQ(pthread_create(&thread, NULL, &main_heap_thread, &t), 0);
+  pthread_barrier_wait(&barrier);
+  /* another thread's default blocks are the main heap's from here too; its part's are not */
+  CHECK(mi_heap_of(t.block) == main_heap && mi_heap_of(t.heap_block) == main_heap);
+  CHECK(mi_heap_contains(main_heap, t.block) && mi_heap_contains(NULL, t.heap_block));
+  CHECK(mi_heap_of(t.shared_block) != NULL && mi_heap_of(t.shared_block) != main_heap);
+  CHECK(!mi_heap_contains(main_heap, t.shared_block));
+  pthread_barrier_wait(&barrier);
   pthread_join(thread, NULL);
+  pthread_barrier_destroy(&barrier);
   CHECK(t.same);
+  /* its thread ended: still the main heap's, and the part's still the heap's */
+  CHECK(mi_heap_of(t.block) == main_heap && mi_heap_contains(main_heap, t.heap_block));
+  CHECK(mi_heap_of(t.shared_block) == shared && !mi_heap_contains(main_heap, t.shared_block));
   mi_free(t.block);
   mi_free(t.heap_block);
+  mi_free(t.shared_block);
+  mi_heap_delete(shared);
 
   /* collect and visit: the calling thread's part, told as the main heap */
   mi_heap_collect(main_heap, true);
