@@ -439,8 +439,10 @@ static bool fill_arena_heap(commit_state_t* st, mi_arena_id_t arena) {
 
 static void test_manage_memory(void) {
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  const size_t msize = 3 * mi_arena_min_size() + mi_arena_min_alignment();
-  static uint8_t pages[3][(3 * 4 + 4) * 1024 * 1024 / 4096];   /* 16 MiB of 4 KiB pages, each */
+  /* 6 arena blocks: room for every size of fill_arena_heap also in secure builds (guard pages
+     give each large page a segment of its own) */
+  const size_t msize = 6 * mi_arena_min_size() + mi_arena_min_alignment();
+  static uint8_t pages[3][(6 * 4 + 4) * 1024 * 1024 / 4096];   /* 28 MiB of 4 KiB pages, each */
   CHECK(msize <= sizeof(pages[0]) * page);
   if (msize > sizeof(pages[0]) * page) return;
   commit_state_t st[3];
@@ -458,7 +460,10 @@ static void test_manage_memory(void) {
   /* 0: every byte the allocator uses is committed through the function first */
   mi_arena_id_t a0 = (mi_arena_id_t)(uintptr_t)1;
   CHECK(mi_manage_memory(st[0].base, msize, false, false, false, -1, true, &commit_fun, &st[0], &a0));
-  CHECK(a0 != NULL && mi_arena_contains(a0, st[0].base + msize - 1));
+  size_t asize = 0;
+  uint8_t* const astart = (uint8_t*)mi_arena_area(a0, &asize);   /* the whole blocks inside */
+  CHECK(a0 != NULL && astart >= st[0].base && astart + asize <= st[0].base + msize);
+  CHECK(asize >= 6 * mi_arena_min_size() && mi_arena_contains(a0, astart + asize - 1));
   CHECK_EQ(st[0].commits, 0);                                   /* nothing before use */
   CHECK(fill_arena_heap(&st[0], a0));
   CHECK_GE(st[0].commits, 1);
