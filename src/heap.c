@@ -207,6 +207,7 @@ void mi_collect(bool force) mi_attr_noexcept {
   mi_heap_t* heap = mi_prim_get_default_heap();
   if (mi_unlikely(mi_atomic_load_relaxed(&_mi_sheaps_dying) != 0) && mi_heap_is_initialized(heap)) {
     _mi_sheap_sweep(heap->tld);   /* this thread's parts of deleted shared heaps */
+    heap = mi_prim_get_default_heap();   /* (the backing heap if the default was such a part) */
   }
   mi_heap_collect(heap, force);
   if (mi_unlikely(mi_live_enabled()) && mi_heap_is_initialized(heap)) _mi_live_publish(heap->tld, true);   /* figures now */
@@ -417,8 +418,16 @@ void mi_heap_destroy(mi_heap_t* heap) {
 /* ---------------------------------------------------------------------------------------
    Default heap
 --------------------------------------------------------------------------------------- */
+/* A shared heap stands for the calling thread's part of it (made on first use): that part
+   becomes the default, so mi_malloc allocates in the shared heap until the default changes or
+   the part ends (sheap.c: the default goes back to the backing heap first). */
 mi_heap_t* mi_heap_set_default(mi_heap_t* heap) {
+  if (heap != NULL && mi_heap_is_shared(heap)) heap = _mi_sheap_theap(heap, true);   /* (NULL after its delete) */
   if (!mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_set_default")) return NULL;
+  if (heap->sheap != NULL && mi_atomic_load_acquire(&heap->sheap->state) != (int)MI_SHEAP_LIVE) {
+    _mi_error_message(EINVAL, "mi_heap_set_default: %p is a part of a deleted or destroyed shared heap (ignored)\n", (void*)heap);
+    return NULL;
+  }
   mi_heap_t* old = mi_prim_get_default_heap();
   _mi_heap_set_default_direct(heap);
   return old;

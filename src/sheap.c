@@ -239,8 +239,11 @@ void _mi_sheap_publish(mi_heap_t* theap, mi_stats_data_t* block, const mi_stats_
   mi_lock_release(&theap->sheap->lock);
 }
 
-/* A theap of a heap that is no longer live: deleted or destroyed as its heap was. */
+/* A theap of a heap that is no longer live: deleted or destroyed as its heap was. The thread's
+   default goes back to its backing heap first if it is this theap (mi_heap_set_default), so
+   nothing on the way allocates in it and the default never points at a freed theap. */
 static void mi_sheap_theap_end(mi_heap_t* theap, int state) {
+  if (theap == mi_prim_get_default_heap()) _mi_heap_set_default_direct(theap->tld->heap_backing);
   if (state == (int)MI_SHEAP_DESTROYED && theap->allow_destroy) mi_heap_destroy(theap);
   else mi_heap_delete(theap);
 }

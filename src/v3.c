@@ -154,13 +154,10 @@ mi_decl_export mi_heap_t* mi_heap_theap(mi_heap_t* heap) {
   return heap;
 }
 
-/* A shared heap's theap is never a default heap (types.h, mi_heap_s): a sweep may free it
-   while the thread still allocates through the default. */
+/* The calling thread's part of a shared heap may be its default (mi_heap_set_default): plain
+   malloc then allocates in that heap, until the part ends (the default goes back to the backing
+   heap first, sheap.c) or the default changes. Another thread's theap is refused (EINVAL). */
 mi_decl_export mi_heap_t* mi_theap_set_default(mi_heap_t* theap) {
-  if (theap != NULL && mi_heap_is_initialized(theap) && !mi_heap_is_shared(theap) && theap->sheap != NULL) {
-    _mi_error_message(EINVAL, "mi_theap_set_default: %p is a thread's part of a shared heap, which cannot be a default heap (ignored)\n", (void*)theap);
-    return NULL;
-  }
   return mi_heap_set_default(theap);
 }
 

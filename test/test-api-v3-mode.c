@@ -10,6 +10,8 @@
 #define _GNU_SOURCE   /* MAP_ANONYMOUS */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -614,11 +616,17 @@ static void test_theaps(void) {
   CHECK(t.block != NULL);
   mi_free(t.block);                                           /* from another thread */
 
-  /* ours: the part of a heap from mi_heap_new is never a default theap (v3 allows it) */
-  long einval = errors(EINVAL);
-  CHECK(mi_theap_set_default(th) == NULL);
-  CHECK_GE(errors(EINVAL), einval + 1);
+  /* the part of a heap from mi_heap_new as the default theap: plain malloc allocates in the heap */
+  CHECK(mi_theap_set_default(th) == dflt);
+  CHECK(mi_theap_get_default() == th);
+  void* md = mi_malloc(72);
+  CHECK(md != NULL && mi_heap_of(md) == h && mi_heap_contains(h, md));
+  CHECK(mi_theap_set_default(dflt) == th);                   /* back to the main heap's part */
   CHECK(mi_theap_get_default() == dflt);
+  void* mm = mi_malloc(72);
+  CHECK(mm != NULL && mi_heap_of(mm) == mi_heap_main());
+  mi_free(mm);
+  mi_free(md);
 
   for (size_t i = 1; i < sizeof(blocks) / sizeof(blocks[0]); i++) mi_free(blocks[i]);   /* blocks[0]: realloc'ed */
   mi_free(m);
@@ -627,6 +635,147 @@ static void test_theaps(void) {
   CHECK(mi_theap_visit_blocks(th, true, &theap_visit_count, &n));
   CHECK_EQ(n, 0);
   mi_heap_destroy(h);
+}
+
+/* ---- a shared heap's part as the thread's default theap -------------------------------- */
+/* A block of `size` by plain malloc, and whether it is in `heap` (NULL: the main heap). */
+static bool malloc_in(mi_heap_t* heap, size_t size, void** out) {
+  void* p = mi_malloc(size);
+  *out = p;
+  if (p == NULL) return false;
+  memset(p, 0x5a, size);
+  return (mi_heap_of(p) == (heap == NULL ? mi_heap_main() : heap) && mi_heap_contains(heap, p));
+}
+
+static bool all_bytes(const void* p, size_t size, uint8_t v) {
+  for (size_t i = 0; i < size; i++) if (((const uint8_t*)p)[i] != v) return false;
+  return true;
+}
+
+typedef struct dflt_thread_s {
+  mi_heap_t* heap;            /* the shared heap whose part the thread makes its default */
+  bool destroy;               /* end_thread: destroy (else delete) `heap` */
+  int rounds;
+  void* kept;                 /* a block the thread leaves behind (in `heap`) */
+  _Atomic(int) step;          /* the handshake of other_part_thread */
+  mi_theap_t* part;
+  bool ok;
+} dflt_thread_t;
+
+/* several threads, each with its own part of the same heap as its default */
+static void* dflt_thread(void* varg) {
+  dflt_thread_t* t = (dflt_thread_t*)varg;
+  mi_theap_t* const mine = mi_theap_get_default();
+  mi_theap_t* const part = mi_heap_theap(t->heap);
+  bool ok = (part != NULL && part != mine && mi_theap_set_default(part) == mine && mi_theap_get_default() == part);
+  void* blocks[64];
+  for (int r = 0; r < t->rounds && ok; r++) {
+    for (size_t i = 0; i < 64; i++) ok = malloc_in(t->heap, 8 + 61 * i, &blocks[i]) && ok;
+    for (size_t i = 0; i < 64; i++) { if (blocks[i] != NULL && !all_bytes(blocks[i], 8 + 61 * i, 0x5a)) ok = false; mi_free(blocks[i]); }
+  }
+  ok = malloc_in(t->heap, 200, &t->kept) && ok;             /* left behind: the thread ends with the part as its default */
+  t->ok = ok;
+  return NULL;
+}
+
+/* another thread ends the heap whose part is the main thread's default */
+static void* end_thread(void* varg) {
+  dflt_thread_t* t = (dflt_thread_t*)varg;
+  if (t->destroy) mi_heap_destroy(t->heap);
+  else mi_heap_delete(t->heap);
+  return NULL;
+}
+
+/* a thread that keeps its part of a heap until told to end */
+static void* other_part_thread(void* varg) {
+  dflt_thread_t* t = (dflt_thread_t*)varg;
+  t->part = mi_heap_theap(t->heap);
+  atomic_store(&t->step, 1);
+  while (atomic_load(&t->step) != 2) sched_yield();
+  return NULL;
+}
+
+static void test_theap_default(void) {
+  mi_theap_t* const dflt = mi_theap_get_default();
+  CHECK(dflt == mi_heap_theap(NULL));
+  void* p = NULL;
+  void* q = NULL;
+
+  /* this thread deletes, then destroys, the heap whose part is its default */
+  for (int destroy = 0; destroy <= 1; destroy++) {
+    mi_heap_t* h = mi_heap_new();
+    CHECK(h != NULL);
+    if (h == NULL) return;
+    CHECK(mi_theap_set_default(mi_heap_theap(h)) == dflt);
+    CHECK(malloc_in(h, 100, &p));
+    if (destroy) mi_heap_destroy(h);
+    else mi_heap_delete(h);
+    CHECK(mi_theap_get_default() == dflt);                    /* back to the backing heap */
+    CHECK(malloc_in(NULL, 100, &q));
+    if (!destroy) { CHECK(all_bytes(p, 100, 0x5a)); mi_free(p); }   /* a deleted heap's blocks stay */
+    mi_free(q);
+  }
+
+  /* another thread deletes, then destroys, it: the default goes back at this thread's next
+     allocation off the fast path (a size class its part has no page for), or at mi_collect */
+  for (int how = 0; how < 4; how++) {
+    const bool destroy = (how & 1) != 0, by_collect = (how & 2) != 0;
+    mi_heap_t* h = mi_heap_new();
+    CHECK(h != NULL);
+    if (h == NULL) return;
+    CHECK(mi_theap_set_default(mi_heap_theap(h)) == dflt);
+    CHECK(malloc_in(h, 100, &p));
+    dflt_thread_t t = { .heap = h, .destroy = destroy };
+    pthread_t thread;
+    CHECK_EQ(pthread_create(&thread, NULL, &end_thread, &t), 0);
+    pthread_join(thread, NULL);
+    if (by_collect) mi_collect(false);                       /* the sweep ends the part */
+    CHECK(malloc_in(NULL, 3000, &q));                        /* in the main heap */
+    CHECK(mi_theap_get_default() == dflt);
+    if (!destroy) CHECK(all_bytes(p, 100, 0x5a));
+    mi_collect(false);                                       /* (the part ends here if not yet) */
+    CHECK(mi_theap_get_default() == dflt);
+    if (!destroy) { CHECK(all_bytes(p, 100, 0x5a)); CHECK(mi_heap_of(p) == mi_heap_main()); mi_free(p); }
+    mi_free(q);
+    CHECK(malloc_in(NULL, 100, &q));
+    mi_free(q);
+  }
+
+  /* several threads, each with its part as its default, end with it as their default */
+  mi_heap_t* h = mi_heap_new();
+  CHECK(h != NULL);
+  if (h == NULL) return;
+  enum { THREADS = 4 };
+  dflt_thread_t ts[THREADS];
+  pthread_t threads[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    memset(&ts[i], 0, sizeof(ts[i]));
+    ts[i].heap = h;
+    ts[i].rounds = 20;
+    CHECK_EQ(pthread_create(&threads[i], NULL, &dflt_thread, &ts[i]), 0);
+  }
+  for (int i = 0; i < THREADS; i++) pthread_join(threads[i], NULL);
+  for (int i = 0; i < THREADS; i++) {
+    CHECK(ts[i].ok);
+    CHECK(ts[i].kept != NULL && mi_heap_of(ts[i].kept) == h && all_bytes(ts[i].kept, 200, 0x5a));   /* the ended part's block is still the heap's */
+    mi_free(ts[i].kept);
+  }
+
+  /* only the calling thread's own part may be its default */
+  dflt_thread_t o = { .heap = h };
+  atomic_store(&o.step, 0);
+  pthread_t other;
+  CHECK_EQ(pthread_create(&other, NULL, &other_part_thread, &o), 0);
+  while (atomic_load(&o.step) != 1) sched_yield();
+  long einval = errors(EINVAL);
+  CHECK(o.part != NULL && mi_theap_set_default(o.part) == NULL);
+  CHECK_GE(errors(EINVAL), einval + 1);
+  CHECK(mi_theap_get_default() == dflt);
+  atomic_store(&o.step, 2);
+  pthread_join(other, NULL);
+  mi_heap_delete(h);
+  CHECK(malloc_in(NULL, 100, &q));
+  mi_free(q);
 }
 
 /* ---- the main heap: one for all threads ------------------------------------------------ */
@@ -921,6 +1070,7 @@ int main(void) {
   test_manage_memory();
 #endif
   test_theaps();
+  test_theap_default();
   test_main_heap();
   test_subprocs();
   test_abandoned();

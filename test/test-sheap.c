@@ -6,7 +6,7 @@
 
    1. basics: every mi_heap_* allocation function takes a shared heap; each block is in the
       shared heap (mi_heap_contains, from the allocating thread), zeroed and aligned as asked;
-      collect, visit and set_default of a shared heap; another thread allocates in the same heap,
+      collect, visit and set_default of a shared heap (this thread's part as its default); another thread allocates in the same heap,
       its blocks are freed here after it ended (still the heap's); the one-entry cache with two
       heaps in turn.
    2. delete and destroy of a shared heap that other (live) threads used: after each thread's
@@ -123,11 +123,17 @@ static void test_basics(void) {
   CHECK(a != NULL && mi_heap_contains(h, a)); CHECK_ALIGNED(a, 512);
   a = mi_heap_realloc_aligned(h, a, 30000, 512);
   CHECK(a != NULL && mi_heap_contains(h, a)); CHECK_ALIGNED(a, 512);
-  /* calls that do not take a shared heap refuse it (an error message, which is expected) */
-  mi_option_disable(mi_option_show_errors);
-  CHECK(mi_heap_set_default(h) == NULL);
-  mi_option_enable(mi_option_show_errors);
-  CHECK(mi_heap_get_default() != h);
+  /* set_default of a shared heap: this thread's part of it becomes the default, so malloc
+     allocates in the heap, until the default is set back */
+  mi_heap_t* const dflt = mi_heap_get_default();
+  CHECK(mi_heap_set_default(h) == dflt);
+  mi_heap_t* const part = mi_heap_get_default();
+  CHECK(part != h && part != dflt && mi_heap_get_backing() == dflt);   /* (the part: a heap of this thread) */
+  void* dp = mi_malloc(40);
+  CHECK(dp != NULL && mi_heap_of(dp) == h && mi_heap_contains(h, dp));
+  CHECK(mi_heap_set_default(dflt) == part);
+  CHECK(mi_heap_get_default() == dflt);
+  mi_free(dp);
   /* another thread allocates in the same heap, and ends; its blocks are not this thread's part */
   other_args_t args = { h, (size_t)n + 3, { NULL } };   /* (p, d, z and a are live) */
   pthread_t t;

@@ -642,8 +642,12 @@ typedef struct mi_tld_s {
      tld == MI_SHEAP_MARK <=> it is not a heap but a shared heap (mi_sheap_t, which starts with
        that word): the public mi_heap_* functions tell the two apart by this word alone;
      sheap != NULL <=> a theap of that shared heap: on its list of theaps (linked through
-       sheap_next) until the heap is freed, never a thread's default or backing heap, and
-       only its own thread allocates in it (as in any heap). */
+       sheap_next) until the heap is freed, never a thread's backing heap, and only its own
+       thread allocates in it (as in any heap); it may be its thread's default
+       (mi_heap_set_default) while its shared heap is live: a theap that ends sets its thread's
+       default back to the backing heap first (heap.c, sheap.c), and a default whose shared heap
+       another thread ended goes back at the thread's next allocation off the fast path
+       (alloc.c, _mi_malloc_generic), before any sweep ends it. */
 struct mi_heap_s {
   mi_tld_t*             tld;
   mi_page_t*            pages_free_direct[MI_PAGES_DIRECT];
