@@ -96,7 +96,10 @@ mi_decl_export bool mi_subproc_visit_heaps(mi_subproc_id_t subproc, mi_heap_visi
    thread's backing heap); NULL for another thread's heap, a deleted heap, or out of memory. */
 mi_decl_export mi_theap_t* mi_heap_theap(mi_heap_t* heap);
 /* Make `theap` the thread's default (mi_malloc allocates there); returns the previous one.
-   A part of a heap from mi_heap_new is refused (NULL, EINVAL): ours may never be a default. */
+   The calling thread's part of a heap from mi_heap_new may be it: malloc then allocates in that
+   heap. Another thread's theap, or a part of a deleted heap, is refused (NULL, EINVAL). When the
+   heap is deleted or destroyed the default goes back to the thread's main theap (after another
+   thread's delete or destroy: at the thread's next allocation off the fast path or mi_collect). */
 mi_decl_export mi_theap_t* mi_theap_set_default(mi_theap_t* theap);
 /* The calling thread's default theap. */
 mi_decl_export mi_theap_t* mi_theap_get_default(void);

@@ -177,7 +177,8 @@ size_t mi_stats_get_bin_size(size_t bin); ///
 // ---- Theaps: a thread's own part of a heap
 /// The calling thread's part of `heap`, made on first use (null: the main heap's part).
 mi_theap_t* mi_heap_theap(mi_heap_t* heap);
-/// Make `theap` the thread's default; a shared heap's part is refused (null).
+/// Make `theap` (the calling thread's own) the thread's default; returns the previous one. The
+/// thread's part of a heap from mi_heap_new may be it: mi_malloc then allocates in that heap.
 mi_theap_t* mi_theap_set_default(mi_theap_t* theap);
 mi_theap_t* mi_theap_get_default(); ///
 void mi_theap_collect(mi_theap_t* theap, bool force); ///

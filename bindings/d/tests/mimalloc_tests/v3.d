@@ -185,12 +185,19 @@ unittest // theaps
     assert(v!"mi_theap_visit_blocks"(theap, true, &countBlocks, &n));
     assert(n.blocks == 0, "freed and collected");
 
-    // a shared heap's part is never a default theap (null); the thread's own is
+    // the thread's part of a shared heap as its default theap: mi_malloc allocates in the heap
     auto dflt = v!"mi_theap_get_default"();
-    assert(v!"mi_theap_set_default"(theap) is null);
+    assert(v!"mi_theap_set_default"(theap) == dflt);
+    assert(v!"mi_theap_get_default"() == theap);
+    auto p = mi_malloc(40);
+    assert(p !is null && v!"mi_heap_of"(p) == heap && v!"mi_heap_contains"(heap, p));
+    assert(v!"mi_theap_set_default"(dflt) == theap);
     assert(v!"mi_theap_get_default"() == dflt);
-    assert(v!"mi_theap_set_default"(dflt) == dflt);
+    // deleting the heap while its part is the default sets the default back; the block stays
+    assert(v!"mi_theap_set_default"(theap) == dflt);
     mi_heap_delete(heap);
+    assert(v!"mi_theap_get_default"() == dflt);
+    mi_free(p);
 }
 
 unittest // options by v3's numbers

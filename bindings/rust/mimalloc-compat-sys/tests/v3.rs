@@ -224,12 +224,19 @@ fn theaps() {
         assert!(v3::mi_theap_visit_blocks(theap, true, Some(count_blocks), &mut count as *mut Count as *mut c_void));
         assert_eq!(count.blocks, 0, "freed and collected");
 
-        // a shared heap's part is never a default theap (refused: null); the thread's own is
+        // the thread's part of a shared heap as its default theap: mi_malloc allocates in the heap
         let dflt = v3::mi_theap_get_default();
-        assert!(v3::mi_theap_set_default(theap).is_null());
+        assert_eq!(v3::mi_theap_set_default(theap), dflt);
+        assert_eq!(v3::mi_theap_get_default(), theap);
+        let p = ffi::mi_malloc(40);
+        assert!(!p.is_null() && v3::mi_heap_of(p) == heap && v3::mi_heap_contains(heap, p));
+        assert_eq!(v3::mi_theap_set_default(dflt), theap);
         assert_eq!(v3::mi_theap_get_default(), dflt);
-        assert_eq!(v3::mi_theap_set_default(dflt), dflt);
+        // deleting the heap while its part is the default sets the default back; the block stays
+        assert_eq!(v3::mi_theap_set_default(theap), dflt);
         ffi::mi_heap_delete(heap);
+        assert_eq!(v3::mi_theap_get_default(), dflt);
+        ffi::mi_free(p);
     }
 }
 
