@@ -99,7 +99,8 @@ mi_decl_export mi_theap_t* mi_heap_theap(mi_heap_t* heap);
    The calling thread's part of a heap from mi_heap_new may be it: malloc then allocates in that
    heap. Another thread's theap, or a part of a deleted heap, is refused (NULL, EINVAL). When the
    heap is deleted or destroyed the default goes back to the thread's main theap (after another
-   thread's delete or destroy: at the thread's next allocation off the fast path or mi_collect). */
+   thread's delete or destroy: at the thread's next allocation off the fast path, mi_collect or
+   mi_theap_get_default; blocks allocated in the part meanwhile die with a destroy). */
 mi_decl_export mi_theap_t* mi_theap_set_default(mi_theap_t* theap);
 /* The calling thread's default theap. */
 mi_decl_export mi_theap_t* mi_theap_get_default(void);

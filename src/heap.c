@@ -435,7 +435,12 @@ mi_heap_t* mi_heap_set_default(mi_heap_t* heap) {
 
 mi_heap_t* mi_heap_get_default(void) {
   mi_thread_init();
-  return mi_prim_get_default_heap();
+  mi_heap_t* heap = mi_prim_get_default_heap();
+  if (mi_unlikely(heap->sheap != NULL) && mi_atomic_load_acquire(&heap->sheap->state) != (int)MI_SHEAP_LIVE) {
+    heap = heap->tld->heap_backing;   /* a part of a shared heap another thread ended (as in _mi_malloc_generic) */
+    _mi_heap_set_default_direct(heap);
+  }
+  return heap;
 }
 
 mi_heap_t* mi_heap_get_backing(void) {

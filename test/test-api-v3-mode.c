@@ -717,9 +717,10 @@ static void test_theap_default(void) {
   }
 
   /* another thread deletes, then destroys, it: the default goes back at this thread's next
-     allocation off the fast path (a size class its part has no page for), or at mi_collect */
-  for (int how = 0; how < 4; how++) {
-    const bool destroy = (how & 1) != 0, by_collect = (how & 2) != 0;
+     allocation off the fast path (a size class its part has no page for), at mi_collect, or
+     when asked for */
+  for (int how = 0; how < 6; how++) {
+    const bool destroy = (how & 1) != 0, by_collect = (how / 2 == 1), by_get = (how / 2 == 2);
     mi_heap_t* h = mi_heap_new();
     CHECK(h != NULL);
     if (h == NULL) return;
@@ -730,6 +731,7 @@ static void test_theap_default(void) {
     CHECK_EQ(pthread_create(&thread, NULL, &end_thread, &t), 0);
     pthread_join(thread, NULL);
     if (by_collect) mi_collect(false);                       /* the sweep ends the part */
+    if (by_get) CHECK(mi_theap_get_default() == dflt);
     CHECK(malloc_in(NULL, 3000, &q));                        /* in the main heap */
     CHECK(mi_theap_get_default() == dflt);
     if (!destroy) CHECK(all_bytes(p, 100, 0x5a));

@@ -647,7 +647,7 @@ typedef struct mi_tld_s {
        (mi_heap_set_default) while its shared heap is live: a theap that ends sets its thread's
        default back to the backing heap first (heap.c, sheap.c), and a default whose shared heap
        another thread ended goes back at the thread's next allocation off the fast path
-       (alloc.c, _mi_malloc_generic), before any sweep ends it. */
+       (alloc.c, _mi_malloc_generic) or mi_heap_get_default, before any sweep ends it. */
 struct mi_heap_s {
   mi_tld_t*             tld;
   mi_page_t*            pages_free_direct[MI_PAGES_DIRECT];
