@@ -305,6 +305,28 @@ static void test_fork(void) {
     CHECK_EQ(waitpid(pid, &status, 0), pid);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
+  /* fork with this thread's part of `h` as its default: the child's malloc allocates in the
+     heap, and its delete sets the child's default back to its backing heap */
+  mi_heap_t* const dflt = mi_heap_set_default(h);
+  CHECK(dflt != NULL && dflt == mi_heap_get_backing());
+  for (int i = 0; i < 5; i++) {
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+      void* q = mi_malloc(300);
+      bool ok = (q != NULL && mi_heap_contains(h, q) && mi_heap_get_default() != dflt);
+      mi_heap_delete(h);
+      void* r = mi_malloc(300);
+      ok = ok && (mi_heap_get_default() == dflt && r != NULL && mi_heap_contains(dflt, r));
+      mi_free(r);
+      mi_free(q);
+      _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  CHECK(mi_heap_set_default(dflt) != dflt);
   atomic_store(&fork_stop, true);
   CHECK_EQ(pthread_join(t, NULL), 0);
   mi_free(p);
