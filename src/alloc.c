@@ -52,7 +52,7 @@ static inline void* mi_page_malloc_last(mi_heap_t* heap, mi_page_t* page, size_t
 void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) {
   /* the sampling profiler (prof.c) has its own slow path, which calls this one again while
      busy (the first field of heap->prof); a heap with a profiler is initialised and its own */
-  if (mi_unlikely(heap->sheap != NULL) && mi_atomic_load_acquire(&heap->sheap->state) != (int)MI_SHEAP_LIVE &&
+  if (mi_unlikely(mi_heap_is_dead_part(heap)) &&
       heap == mi_prim_get_default_heap() && (heap->prof == NULL || !*(const bool*)heap->prof)) {
     /* the default is the part of a shared heap that another thread deleted or destroyed
        (mi_heap_set_default): the default goes back to the backing heap, which serves this call;

@@ -356,21 +356,13 @@ void mi_heap_delete(mi_heap_t* heap) {
   mi_heap_free(heap);
 }
 
-#if MI_TRACK_ENABLED
-static bool mi_heap_track_destroyed(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
-  (void)heap; (void)area; (void)block_size;
-  if (block != NULL) _mi_track_block_destroyed((const mi_page_t*)arg, (mi_block_t*)block);
-  return true;
-}
-#endif
-
 static bool mi_heap_page_destroy(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
   (void)arg;
   _mi_page_use_delayed_free(page, MI_NEVER_DELAYED_FREE, false);
 #if MI_TRACK_ENABLED
   /* the tool learns that the live blocks die (those freed by other threads it knows freed) */
   _mi_page_free_collect(page, true);
-  _mi_heap_area_visit_blocks(heap, page, true, &mi_heap_track_destroyed, page);
+  _mi_heap_area_visit_blocks(heap, page, true, &_mi_track_visit_destroyed, page);
 #endif
   _mi_stat_blocks_freed(page, heap->tld, page->used);   /* they all die with the heap */
   mi_live_count_freed(page, page->used);
@@ -424,7 +416,7 @@ void mi_heap_destroy(mi_heap_t* heap) {
 mi_heap_t* mi_heap_set_default(mi_heap_t* heap) {
   if (heap != NULL && mi_heap_is_shared(heap)) heap = _mi_sheap_theap(heap, true);   /* (NULL after its delete) */
   if (!mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_set_default")) return NULL;
-  if (heap->sheap != NULL && mi_atomic_load_acquire(&heap->sheap->state) != (int)MI_SHEAP_LIVE) {
+  if (mi_heap_is_dead_part(heap)) {
     _mi_error_message(EINVAL, "mi_heap_set_default: %p is a part of a deleted or destroyed shared heap (ignored)\n", (void*)heap);
     return NULL;
   }
@@ -436,7 +428,7 @@ mi_heap_t* mi_heap_set_default(mi_heap_t* heap) {
 mi_heap_t* mi_heap_get_default(void) {
   mi_thread_init();
   mi_heap_t* heap = mi_prim_get_default_heap();
-  if (mi_unlikely(heap->sheap != NULL) && mi_atomic_load_acquire(&heap->sheap->state) != (int)MI_SHEAP_LIVE) {
+  if (mi_unlikely(mi_heap_is_dead_part(heap))) {
     heap = heap->tld->heap_backing;   /* a part of a shared heap another thread ended (as in _mi_malloc_generic) */
     _mi_heap_set_default_direct(heap);
   }

@@ -24,3 +24,9 @@ static inline bool mi_heap_is_shared(const mi_heap_t* heap) {
   return (heap->tld == MI_SHEAP_MARK);
 }
 
+/* A theap whose shared heap was deleted or destroyed (it ends at its thread's next sweep; as a
+   thread's default it gives way to the backing heap first: types.h, mi_heap_s) */
+static inline bool mi_heap_is_dead_part(const mi_heap_t* heap) {
+  return (heap->sheap != NULL && mi_atomic_load_acquire(&heap->sheap->state) != (int)MI_SHEAP_LIVE);
+}
+
