@@ -284,20 +284,12 @@ mi_heap_t* _mi_segment_abandoned_heap_of(mi_page_t* page) {
   return (mi_heap_t*)mi_atomic_load_acquire(&page->abandoned_sheap);
 }
 
-#if MI_TRACK_ENABLED
-static bool mi_abandoned_track_destroyed(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
-  (void)heap; (void)area; (void)block_size;
-  if (block != NULL) _mi_track_block_destroyed((const mi_page_t*)arg, (mi_block_t*)block);
-  return true;
-}
-#endif
-
 /* Under the lock: a shared heap's page dies with its blocks (mi_heap_destroy), as a heap's own
    pages do in mi_heap_destroy. Returns a segment to release after the lock. */
 static mi_segment_t* mi_abandoned_page_destroy(mi_page_t* page) {
   _mi_page_free_collect(page, true);   /* the blocks others freed are not live */
 #if MI_TRACK_ENABLED
-  _mi_heap_area_visit_blocks(NULL, page, true, &mi_abandoned_track_destroyed, page);   /* the tool learns they die */
+  _mi_heap_area_visit_blocks(NULL, page, true, &_mi_track_visit_destroyed, page);   /* the tool learns they die */
 #endif
   return mi_abandoned_page_release(page);   /* (its live blocks are counted freed there) */
 }

@@ -192,4 +192,12 @@ void _mi_track_block_destroyed(const mi_page_t* page, mi_block_t* block) {
 #endif
 }
 
+/* The same as a block visitor (mi_block_visit_fun; arg: the page) over the live blocks of a page
+   that dies with them. */
+bool _mi_track_visit_destroyed(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)heap; (void)area; (void)block_size;
+  if (block != NULL) _mi_track_block_destroyed((const mi_page_t*)arg, (mi_block_t*)block);
+  return true;
+}
+
 #endif /* MI_TRACK_ENABLED */

@@ -73,6 +73,7 @@ void _mi_track_block_alloc(const mi_page_t* page, mi_block_t* block, size_t size
 void _mi_track_block_change(const mi_page_t* page, mi_block_t* block, void* oldp, size_t oldsize, void* p, size_t newsize, bool zero);
 void _mi_track_realloc_in_place(void* p, size_t oldsize, size_t newsize, bool zero);
 void _mi_track_block_destroyed(const mi_page_t* page, mi_block_t* block);
+bool _mi_track_visit_destroyed(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg);   /* arg: the page */
 #if MI_TRACK_ASAN
 void _mi_track_asan_malloc(void* p, size_t size);
 void _mi_track_asan_resize(void* p, size_t oldsize, size_t newsize);
