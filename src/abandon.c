@@ -9,23 +9,23 @@
    its subprocess' lock; once a thread has unlisted it under the lock, that thread. */
 #include "internal/internal.h"
 
-/* The lists a page goes on: those of the shared heap it is marked with (abandoned_sheap, a
+/* The lists a page goes on: those of the shared heap it is marked with (sheap, a
    theap's page: types.h, mi_sheap_t) or else its subprocess'. In them, its bin's list when it
    can hold more than one block (a thread needing a page of the bin may adopt it), else the
    last list (it is only ever released, visited or destroyed). */
 static _Atomic(mi_page_t*)* mi_abandoned_list_of(mi_subproc_t* subproc, const mi_page_t* page) {
-  mi_sheap_t* const sheap = mi_atomic_load_relaxed(&((mi_page_t*)page)->abandoned_sheap);
+  mi_sheap_t* const sheap = mi_atomic_load_relaxed(&((mi_page_t*)page)->sheap);
   _Atomic(mi_page_t*)* const lists = (sheap != NULL ? sheap->abandoned_pages : subproc->abandoned_pages);
   return &lists[page->reserved > 1 ? _mi_bin(page->block_size) : MI_BIN_HUGE_INTERNAL];
 }
 
 static size_t* mi_abandoned_count_of(mi_subproc_t* subproc, const mi_page_t* page) {
-  mi_sheap_t* const sheap = mi_atomic_load_relaxed(&((mi_page_t*)page)->abandoned_sheap);
+  mi_sheap_t* const sheap = mi_atomic_load_relaxed(&((mi_page_t*)page)->sheap);
   return (sheap != NULL ? &sheap->abandoned_count : &subproc->abandoned_count);
 }
 
 static void mi_abandoned_page_link(mi_subproc_t* subproc, mi_page_t* page, mi_sheap_t* sheap) {
-  mi_atomic_store_release(&page->abandoned_sheap, sheap);   /* (mi_heap_of reads it) */
+  mi_atomic_store_release(&page->sheap, sheap);   /* (mi_heap_of reads it) */
   _Atomic(mi_page_t*)* head = mi_abandoned_list_of(subproc, page);
   mi_page_t* first = mi_atomic_load_relaxed(head);
   page->prev = NULL;
@@ -46,7 +46,7 @@ static void mi_abandoned_page_unlink(mi_subproc_t* subproc, mi_page_t* page) {
   page->prev = NULL;
   page->abandoned_listed = 0;
   (*mi_abandoned_count_of(subproc, page))--;
-  mi_atomic_store_relaxed(&page->abandoned_sheap, NULL);
+  mi_atomic_store_relaxed(&page->sheap, NULL);
 }
 
 /* Under the lock: an abandoned page whose blocks are all free leaves its segment. Returns a
@@ -207,7 +207,7 @@ bool _mi_segment_reclaim_on_free(mi_page_t* page) {
   mi_lock_acquire(&subproc->lock);
   /* not listed: another thread is adopting or releasing it; a shared heap's page is for its
      theaps only */
-  const bool taken = (page->abandoned_listed && mi_atomic_load_relaxed(&page->abandoned_sheap) == NULL);
+  const bool taken = (page->abandoned_listed && mi_atomic_load_relaxed(&page->sheap) == NULL);
   if (taken) mi_abandoned_page_take(subproc, page);
   mi_lock_release(&subproc->lock);
   if (!taken) return false;
@@ -275,13 +275,14 @@ bool _mi_abandoned_visit_sheap(mi_sheap_t* sheap, const mi_heap_t* shown, bool v
   return ok;
 }
 
-/* mi_heap_of of a block in a page without heap: the shared heap whose lists hold the page, or
-   NULL (an ordinary abandoned page, or one being abandoned, adopted or released). Without the
-   lock (a block visitor of abandoned pages, which holds it, may ask): the field is NULL or that
-   heap while the page is in use (types.h), the heap is not freed while the page is listed, nor
-   the page released while the caller's block lives. */
+/* mi_heap_of of a block in a page without heap: the shared heap whose lists hold the page (or,
+   while a theap's page is being abandoned, that theap's), or NULL (an ordinary abandoned page,
+   or one being adopted or released). Without the lock (a block visitor of abandoned pages,
+   which holds it, may ask): the field is NULL or such a heap while the page is in use (types.h),
+   the heap is not freed while the page is listed or its theap lives, nor the page released
+   while the caller's block lives. */
 mi_heap_t* _mi_segment_abandoned_heap_of(mi_page_t* page) {
-  return (mi_heap_t*)mi_atomic_load_acquire(&page->abandoned_sheap);
+  return (mi_heap_t*)mi_atomic_load_acquire(&page->sheap);
 }
 
 /* Under the lock: a shared heap's page dies with its blocks (mi_heap_destroy), as a heap's own

@@ -507,18 +507,21 @@ static mi_page_t* mi_heap_page_in_use_of(const void* p) {
   return (page->segment_in_use && page->block_size != 0 ? page : NULL);
 }
 
-/* The heap that owns p's page now. A block the profiler sampled (prof.c) lies in its heap's
-   sample heap: that is mapped back for the calling thread's heaps, whose list only this thread
-   may walk. A block of the calling thread's part of a shared heap names the shared heap; a block
-   of another thread's part names that part (its theap), whose fields only its thread may read.
-   An abandoned page has no heap until a thread reclaims it: NULL, or the shared heap a theap
-   that ended left it to (abandon.c, under its subprocess' lock). */
+/* The heap that owns p's page now. A block of a shared heap names the shared heap, whichever
+   thread's part holds it, sampled or not, or whether that thread ended: the page carries the
+   mark (types.h, mi_page_t.sheap), as only its thread may read a heap's fields. A block the
+   profiler sampled (prof.c) lies in its heap's sample heap: that is mapped back for the
+   calling thread's heaps, whose list only this thread may walk. An ordinary abandoned page has
+   no heap until a thread reclaims it: NULL. */
 mi_heap_t* mi_heap_of(const void* p) {
   mi_page_t* page = mi_heap_page_in_use_of(p);
   if (page == NULL) return NULL;
   mi_heap_t* const owner = mi_page_heap(page);
   if (owner == NULL) return _mi_segment_abandoned_heap_of(page);
-  if (mi_page_owner(page) != _mi_thread_id()) return owner;
+  if (mi_page_owner(page) != _mi_thread_id()) {
+    mi_sheap_t* const sheap = mi_atomic_load_relaxed(&page->sheap);   /* (set before xheap) */
+    return (sheap != NULL ? (mi_heap_t*)sheap : owner);
+  }
   mi_heap_t* const dflt = mi_prim_get_default_heap();
   if (!mi_heap_is_initialized(dflt)) return owner;
   for (mi_heap_t* h = dflt->tld->heaps; h != NULL; h = h->next) {

@@ -396,8 +396,7 @@ static void mi_page_extend_free(mi_page_t* page) {
 /* Set up a page fresh from its segment for blocks of `block_size` in `heap`. */
 void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
   mi_segment_t* segment = _mi_page_segment(page);
-  mi_atomic_store_relaxed(&page->abandoned_sheap, NULL);   /* (the slot's purge_expire until now, types.h) */
-  mi_page_set_heap(page, heap);
+  mi_page_set_heap(page, heap);   /* (also the shared heap mark: the slot's purge_expire until now, types.h) */
   page->heap_tag = heap->tag;
 #if MI_SECURE > 0
   _mi_page_init_keys(page);   /* before the first link is written */
@@ -490,7 +489,7 @@ void _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq) {
   /* frees leave the fast path: a page without heap only takes frees on its thread_free list
      (also from this thread, after mi_heap_delete of an arena heap) */
   mi_page_set_in_full(page, true);
-  _mi_segment_page_abandon(page, tld, heap->sheap);   /* a theap's page stays its shared heap's (abandon.c) */
+  _mi_segment_page_abandon(page, tld, heap->pages_sheap);   /* a theap's page, sampled or not, stays its shared heap's (abandon.c) */
 }
 
 /* A page became empty. If it is the only page of its size class, keep it for a few heartbeats

@@ -133,6 +133,7 @@ static mi_heap_t* mi_sheap_theap_make(mi_sheap_t* sh, mi_tld_t* tld) {
   if (live) {
     mi_atomic_store_relaxed(&theap->numa_node, mi_atomic_load_relaxed(&sh->numa_node));   /* (under the lock: see below) */
     theap->sheap = sh;
+    theap->pages_sheap = sh;
     theap->sheap_next = sh->theaps;
     sh->theaps = theap;
   }
@@ -203,6 +204,7 @@ void _mi_sheap_theap_unlink(mi_heap_t* theap) {
   const bool last = (sh->theaps == NULL && mi_atomic_load_relaxed(&sh->state) != (int)MI_SHEAP_LIVE);
   mi_lock_release(&sh->lock);
   theap->sheap = NULL;
+  theap->pages_sheap = NULL;
   theap->sheap_next = NULL;
   if (theap->sheap_stats != NULL) { mi_free(theap->sheap_stats); theap->sheap_stats = NULL; }   /* (no reader left: off the list) */
   if (last) mi_sheap_free(sh);

@@ -305,6 +305,68 @@ static void test_shared_heaps(void) {
 }
 
 /* ---- arenas: ids are pointers --------------------------------------------------------- */
+/* ---- a block of another thread's part names the shared heap ---------------------------- */
+#define PART_BLOCKS 300
+
+typedef struct part_arg_s {
+  mi_heap_t*   heap;
+  mi_heap_t*   other;          /* a second shared heap the thread allocates in too */
+  void*        blocks[PART_BLOCKS];
+  void*        others[PART_BLOCKS];
+  _Atomic(int) step;           /* 1: allocated; 2: told to end */
+} part_arg_t;
+
+static void* part_thread(void* varg) {
+  part_arg_t* t = (part_arg_t*)varg;
+  for (int i = 0; i < PART_BLOCKS; i++) {
+    const size_t size = 8 + (size_t)(i * 53 % 3000) + (i % 50 == 0 ? 200000 : 0);   /* small to huge */
+    t->blocks[i] = mi_heap_malloc(t->heap, size);
+    t->others[i] = mi_heap_malloc(t->other, size);
+  }
+  atomic_store(&t->step, 1);
+  while (atomic_load(&t->step) != 2) sched_yield();
+  return NULL;
+}
+
+/* the thread keeps its parts alive while the main thread asks: every block names its heap, not
+   the thread's part of it; then the thread ends and the blocks stay named */
+static void test_other_part(void) {
+  mi_heap_t* h = mi_heap_new();
+  mi_heap_t* g = mi_heap_new();
+  CHECK(h != NULL && g != NULL);
+  if (h == NULL || g == NULL) return;
+  static part_arg_t t;
+  t.heap = h; t.other = g;
+  atomic_store(&t.step, 0);
+  pthread_t thread;
+  CHECK_EQ(pthread_create(&thread, NULL, &part_thread, &t), 0);
+  while (atomic_load(&t.step) != 1) sched_yield();
+  for (int pass = 0; pass < 2; pass++) {   /* 0: the thread is live; 1: it has ended */
+    for (int i = 0; i < PART_BLOCKS; i++) {
+      CHECK(t.blocks[i] != NULL && t.others[i] != NULL);
+      if (t.blocks[i] == NULL || t.others[i] == NULL) continue;
+      CHECK(mi_heap_of(t.blocks[i]) == h);
+      CHECK(mi_heap_contains(h, t.blocks[i]));
+      CHECK(!mi_heap_contains(g, t.blocks[i]));
+      CHECK(!mi_heap_contains(NULL, t.blocks[i]));           /* not the main heap's */
+      CHECK(mi_heap_of(t.others[i]) == g);
+      CHECK(!mi_heap_contains(h, t.others[i]));
+    }
+    if (pass == 0) {
+      for (int i = 0; i < PART_BLOCKS; i += 3) { mi_free(t.blocks[i]); t.blocks[i] = NULL; mi_free(t.others[i]); t.others[i] = NULL; }
+      for (int i = 0; i < PART_BLOCKS; i += 3) {             /* refilled by the main thread's part */
+        t.blocks[i] = mi_heap_malloc(h, 100);
+        t.others[i] = mi_heap_malloc(g, 100);
+      }
+      atomic_store(&t.step, 2);
+      pthread_join(thread, NULL);
+    }
+  }
+  for (int i = 0; i < PART_BLOCKS; i++) mi_free(t.others[i]);
+  mi_heap_destroy(h);   /* the ended part's blocks go with it */
+  mi_heap_delete(g);
+}
+
 static void test_arenas(void) {
   mi_arena_id_t none = (mi_arena_id_t)(uintptr_t)0x5a5a0000;   /* never an id of ours */
   size_t size = 1;
@@ -1067,6 +1129,7 @@ int main(void) {
   test_options();
   test_typed();
   test_shared_heaps();
+  test_other_part();
   test_arenas();
 #if !defined(_WIN32)
   test_manage_memory();

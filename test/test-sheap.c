@@ -26,8 +26,12 @@
       heap's (mi_heap_of), no other heap takes their pages, a later part of the heap (another
       thread) reuses them, mi_heap_destroy frees them and mi_heap_delete hands them over;
       `threads` threads allocate blocks of every kind in two heaps and end, before or while one
-      heap is destroyed (all its blocks freed) and the other deleted (all valid). */
+      heap is destroyed (all its blocks freed) and the other deleted (all valid).
+   6. with the profiler on (last: it stays on; where the build has none, the same checks run
+      unsampled): blocks the profiler sampled in another thread's part name the shared heap,
+      before and after that thread ends, and mi_heap_destroy frees them. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #if !defined(_WIN32)
 #include <sys/wait.h>
@@ -675,6 +679,51 @@ static void stress(int rounds, uint64_t seed) {
   mi_free(t);
 }
 
+/* ---- 6. sampled blocks ---------------------------------------------------------------------
+   The profiler takes a sampled block from its heap's sample heap (src/prof.c), whose pages are
+   the theap's shared heap's too: another thread names the heap for them, the thread's end
+   leaves them to the heap, and its destroy frees them. */
+#define SAMPLED_BLOCKS 1000
+
+typedef struct sampled_args_s { mi_heap_t* heap; void* blocks[SAMPLED_BLOCKS]; atomic_int step; } sampled_args_t;
+
+static void* sampled_thread(void* arg) {
+  sampled_args_t* a = (sampled_args_t*)arg;
+  for (int i = 0; i < SAMPLED_BLOCKS; i++) {
+    a->blocks[i] = mi_heap_malloc(a->heap, 48 + (size_t)(i % 4) * 16);
+    if (a->blocks[i] != NULL) memset(a->blocks[i], 0x6b, 48);
+  }
+  atomic_store(&a->step, 1);
+  while (atomic_load(&a->step) != 2) sched_yield();
+  return NULL;   /* ends with its blocks alive */
+}
+
+static void test_sampled(void) {
+  const bool profiling = mi_profile_start(64);   /* about every block sampled */
+  mi_heap_t* h = mi_heap_new_shared();
+  CHECK(h != NULL);
+  if (h == NULL) return;
+  static sampled_args_t a;
+  a.heap = h;
+  atomic_store(&a.step, 0);
+  pthread_t t;
+  CHECK_EQ(pthread_create(&t, NULL, &sampled_thread, &a), 0);
+  while (atomic_load(&a.step) != 1) sched_yield();
+  for (int pass = 0; pass < 2; pass++) {   /* the thread live, then ended */
+    size_t named = 0;
+    for (int i = 0; i < SAMPLED_BLOCKS; i++) {
+      CHECK(a.blocks[i] != NULL);
+      if (a.blocks[i] != NULL && mi_heap_of(a.blocks[i]) == h && ((uint8_t*)a.blocks[i])[47] == 0x6b) named++;
+    }
+    CHECK_MSG(named == SAMPLED_BLOCKS, "pass %d (profiler %s): %zu of %d blocks named their shared heap", pass, (profiling ? "on" : "off"), named, SAMPLED_BLOCKS);
+    if (pass == 0) { atomic_store(&a.step, 2); CHECK_EQ(pthread_join(t, NULL), 0); }
+  }
+  mi_heap_destroy(h);
+  size_t left = 0;
+  for (int i = 0; i < SAMPLED_BLOCKS; i++) if (mi_any_heap_contains(a.blocks[i])) left++;
+  CHECK_MSG(left == 0, "%zu blocks outlived their heap's destroy", left);
+}
+
 int main(int argc, char** argv) {
   int rounds = 6;
   uint64_t seed = 1;
@@ -691,5 +740,6 @@ int main(int argc, char** argv) {
   test_ended_many(nthreads, false);
   test_ended_many(nthreads, true);
   stress(rounds, seed);
+  test_sampled();
   return test_summary("sheap", "%d threads, %d rounds of %zu iterations", nthreads, rounds, iterations);
 }

@@ -699,9 +699,11 @@ static inline uintptr_t mi_page_flags(const mi_page_t* page) {
 static inline uintptr_t mi_page_owner(const mi_page_t* page) {
   return (mi_atomic_load_relaxed(&((mi_page_t*)page)->xthread_id) & ~MI_PAGE_FLAGS_MASK);
 }
+/* Without a heap the page keeps its shared heap mark, until abandon.c lists it (types.h). */
 static inline void mi_page_set_heap(mi_page_t* page, mi_heap_t* heap) {
   const uintptr_t owner = (heap != NULL ? heap->thread_id : 0);
   mi_assert_internal((owner & MI_PAGE_FLAGS_MASK) == 0);
+  if (heap != NULL) mi_atomic_store_relaxed(&page->sheap, heap->pages_sheap);
   mi_atomic_store_release(&page->xheap, heap);
   mi_atomic_store_relaxed(&page->xthread_id, owner | mi_page_flags(page));
 }

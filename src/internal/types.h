@@ -310,9 +310,13 @@ typedef enum mi_delayed_e {
      free_is_zero                  =>  every block in `free` is zero except its first word;
      xheap == NULL                 <=> page is abandoned (or not in use);
      abandoned_listed              <=> abandoned and on an abandoned page list of its
-                                   subprocess (abandoned_sheap == NULL) or of the shared heap
-                                   abandoned_sheap (then abandoned_sheap->subproc == the
-                                   segment's subproc); set and cleared under that subprocess' lock;
+                                   subprocess (sheap == NULL) or of the shared heap
+                                   sheap (then sheap->subproc == the segment's
+                                   subproc); set and cleared under that subprocess' lock;
+     xheap != NULL                 =>  sheap == xheap->pages_sheap: the shared heap whose
+                                   part owns the page (or NULL), so that any thread can name
+                                   the heap of a block (mi_heap_of) without reading another
+                                   thread's heap;
      xheap != NULL                 =>  heap_tag == xheap->tag (the tag mi_heap_visit_blocks
                                    reports and reclaim by tag goes by; pages that move to
                                    another heap take its tag);
@@ -393,12 +397,13 @@ typedef struct mi_page_s {
   union {
     mi_msecs_t       purge_expire;    /* when purge_pending: time the slot is due for a purge;
                                          when purged (!is_committed): time of the purge, or 0 */
-    _Atomic(struct mi_sheap_s*) abandoned_sheap; /* a slot in use (never purged): the shared
-                                         heap whose abandoned lists hold the page, else NULL
-                                         (owned, listed on its subprocess', or between owners);
-                                         NULL when the page is set up (page.c), set and cleared
-                                         as it is listed and unlisted, under the subprocess'
-                                         lock; read by mi_heap_of without it (abandon.c) */
+    _Atomic(struct mi_sheap_s*) sheap; /* a slot in use (never purged): the shared heap
+                                         the page's blocks belong to, else NULL: its owner's
+                                         pages_sheap (set with the owner, mi_page_set_heap),
+                                         or the heap whose abandoned lists hold it (set and
+                                         cleared as it is listed and unlisted, under the
+                                         subprocess' lock); between owners, either; read by
+                                         mi_heap_of from any thread (heap.c, abandon.c) */
   };
 #if MI_SECURE == 0
   struct mi_page_s*  next;            /* (see below) */
@@ -531,7 +536,7 @@ typedef struct mi_purge_queue_s {
      abandoned_pages[bin] (bin < MI_BIN_HUGE_INTERNAL): its abandoned pages that can hold more
        than one block, linked through page->next/prev; abandoned_pages[MI_BIN_HUGE_INTERNAL]:
        the others (one block each: large and huge pages); a page is on a list <=>
-       abandoned_listed and abandoned_sheap == NULL; abandoned_count is the number of listed
+       abandoned_listed and sheap == NULL; abandoned_count is the number of listed
        pages. A thread that needs a page of a bin takes one with room from its list (abandon.c).
        The abandoned pages of a live shared heap's theaps are on that heap's lists of the same
        form instead (mi_sheap_t), under this lock too;
@@ -685,6 +690,9 @@ struct mi_heap_s {
   mi_page_t*            pages_medium_direct[MI_BIN_HUGE_INTERNAL];
   struct mi_prof_s*     prof;              /* the sampling profiler's state (prof.c); NULL: off */
   struct mi_sheap_s*    sheap;             /* the shared heap this is the thread's part of, or NULL */
+  struct mi_sheap_s*    pages_sheap;       /* what its pages are marked with (mi_page_t.sheap):
+                                              sheap for a theap, its theap's sheap for the
+                                              sample heap of a theap (prof.c), else NULL */
   mi_heap_t*            sheap_next;        /* its shared heap's theaps (under that heap's lock) */
   mi_stats_data_t*      sheap_stats;       /* a theap's figures as its thread last published them
                                               for other threads (stats-v3.c), or NULL; read and
@@ -713,7 +721,7 @@ struct mi_heap_s {
        mi_heap_delete/destroy when no theap is left): freeing is decided under `lock`;
      abandoned_pages[bin], abandoned_count: as a subprocess' lists (mi_subproc_t), for the pages
        of its theaps that ended with their thread while it was live (abandon.c): a page is on
-       them <=> abandoned_listed and page->abandoned_sheap == this; changed only under
+       them <=> abandoned_listed and page->sheap == this; changed only under
        subproc->lock, and only pages of segments of `subproc` (a theap of a thread of another
        subprocess abandons to its own subprocess' lists). A later theap of this heap (any
        thread) takes a page from them before a fresh page; no other heap takes them. Emptied by

@@ -108,6 +108,11 @@ static void heap_in_full(void) {
   mi_page_set_in_full(p, true);   /* but it is in its bin's queue */
   _mi_heap_validate(heap_of_thread());
 }
+static void heap_page_sheap(void) {
+  mi_page_t* p = small_page();   /* a default heap's page: no shared heap */
+  mi_atomic_store_relaxed(&p->sheap, (mi_sheap_t*)(void*)heap_of_thread());
+  _mi_heap_validate(heap_of_thread());
+}
 static void heap_queue_last(void) {
   mi_page_t* p = small_page();
   mi_heap_t* h = heap_of_thread();
@@ -261,6 +266,7 @@ static const case_t cases[] = {
   { "heap-direct",          "heap",        "pages_free_direct[",     &heap_direct },
   { "heap-in-full",         "heap",        "in_full flag",           &heap_in_full },
   { "heap-queue-last",      "heap",        "pages[bin].last",        &heap_queue_last },
+  { "heap-page-sheap",      "heap",        "page's sheap",           &heap_page_sheap },
   { "segment-used",         "segment",     "used",                   &segment_used },
   { "segment-slots-used",   "segment",     "slots_used",             &segment_slots_used },
   { "segment-cookie",       "segment",     "cookie",                 &segment_cookie },
