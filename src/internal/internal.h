@@ -247,6 +247,7 @@ static inline bool _mi_segment_cookie_ok(const mi_segment_t* segment) {
 }
 bool       _mi_abandoned_visit(mi_subproc_t* subproc, mi_sheap_t* sheaps, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* and the lists of its shared heaps among sheaps (their list locked) */
 bool       _mi_abandoned_visit_sheap(mi_sheap_t* sheap, const mi_heap_t* shown, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* one shared heap's lists */
+size_t     _mi_abandoned_sheap_pages(mi_sheap_t* sheap, void (*fn)(const mi_page_t* page, size_t live, void* arg), void* arg);   /* each page of its lists and its live blocks, under the lock; returns the walk's number */
 
 /* ------------------------------------------------------------------------------------------
    page.c: pages and page queues
