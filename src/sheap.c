@@ -192,6 +192,17 @@ static void mi_sheap_free(mi_sheap_t* sh) {
   mi_free(sh);
 }
 
+/* Under the heap's lock: a theap's published figures join its ended ones (stats-v3.c: totals
+   and peaks kept, current values the baseline of the walk of its abandoned pages). Returns the
+   block to free after the lock (NULL: it became the heap's ended block as it is). */
+static mi_stats_data_t* mi_sheap_part_ended(mi_sheap_t* sh, mi_stats_data_t* part) {
+  if (part == NULL) return NULL;
+  mi_stats_data_t* const ended = mi_atomic_load_relaxed(&sh->ended_stats);
+  if (ended == NULL) { mi_atomic_store_relaxed(&sh->ended_stats, part); return NULL; }
+  _mi_stats_sum(ended, part);
+  return part;
+}
+
 /* mi_heap_free of a theap (its own thread): off its shared heap's list, and the shared heap
    freed if it is no longer live and this was its last theap. Its published figures join the
    heap's ended ones in the same hold of the lock, so a taking counts them once (stats-v3.c). */
@@ -203,7 +214,7 @@ void _mi_sheap_theap_unlink(mi_heap_t* theap) {
   mi_heap_t** link = &sh->theaps;
   while (*link != NULL && *link != theap) link = &(*link)->sheap_next;
   if (*link == theap) *link = theap->sheap_next;
-  mi_stats_data_t* const merged = _mi_stats_sheap_part_ended(sh, theap->sheap_stats);
+  mi_stats_data_t* const merged = mi_sheap_part_ended(sh, theap->sheap_stats);
   theap->sheap_stats = NULL;
   const bool last = (sh->theaps == NULL && mi_atomic_load_relaxed(&sh->state) != (int)MI_SHEAP_LIVE);
   mi_lock_release(&sh->lock);

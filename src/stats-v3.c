@@ -7,7 +7,7 @@
    whenever it takes them (any of these functions on the heap, or
    mi_heap_stats_merge_to_subproc), and a heap's figures add the other parts as last published.
    The parts that ended while the heap lived count too: their pages, on the heap's abandoned
-   lists, walked under the subprocess' lock, and their published totals (mi_stats_ended_settle).
+   lists, walked under the subprocess' lock, and their published totals (mi_stats_parts_locked).
    The process' figures (the main subprocess') are stats.c's. */
 #include "internal/internal.h"
 #include "internal/v3.h"
@@ -72,24 +72,6 @@ static void mi_stats_settle(mi_stats_data_t* now, const mi_stats_data_t* before)
   }
 }
 
-static void mi_stat_count_sum(mi_stat_count_t* dst, const mi_stat_count_t* src) {
-  dst->current += src->current;
-  dst->peak += src->peak;     /* an upper bound: the parts peaked at different times */
-  dst->total += src->total;
-}
-
-static void mi_stats_sum(mi_stats_data_t* dst, const mi_stats_data_t* src) {
-#define MI_STAT_COUNT(name)    mi_stat_count_sum(&dst->name, &src->name);
-#define MI_STAT_COUNTER(name)  dst->name.total += src->name.total;
-  MI_STAT_FIELDS()
-#undef MI_STAT_COUNT
-#undef MI_STAT_COUNTER
-  for (size_t i = 0; i <= MI_BIN_HUGE_INTERNAL; i++) {
-    mi_stat_count_sum(&dst->malloc_bins[i], &src->malloc_bins[i]);
-    mi_stat_count_sum(&dst->page_bins[i], &src->page_bins[i]);
-  }
-}
-
 /* ---------------------------------------------------------------------------------------
    A heap's figures: the calling thread's part taken now (and published when `publish`), the
    other threads' parts as they last published them, and its ended parts: the pages they left
@@ -97,16 +79,11 @@ static void mi_stats_sum(mi_stats_data_t* dst, const mi_stats_data_t* src) {
    The ended block holds, under the heap's lock: as totals and peaks, those the ended parts last
    published plus the rises the walks saw; as current values, the last walk's plus the current
    values of the parts that ended since (their blocks are on the walked pages now: the next walk
-   counts as a rise only what they had not published). `parts`: the threads' parts counted.
+   counts as a rise only what they had not published). Not exact: a taking between a part's
+   abandoning of its pages and its unlinking (heap.c, mi_heap_delete) counts the blocks it had
+   published twice (in the totals for good), and
+   blocks a later part adopts count again in its totals. `parts`: the threads' parts counted.
 --------------------------------------------------------------------------------------- */
-mi_stats_data_t* _mi_stats_sheap_part_ended(mi_sheap_t* sh, mi_stats_data_t* part) {
-  if (part == NULL) return NULL;
-  mi_stats_data_t* const ended = mi_atomic_load_relaxed(&sh->ended_stats);
-  if (ended == NULL) { mi_atomic_store_relaxed(&sh->ended_stats, part); return NULL; }   /* (the block as is) */
-  mi_stats_sum(ended, part);
-  return part;
-}
-
 typedef struct mi_parts_sum_s {
   mi_stats_data_t* sum;
   const mi_heap_t* own;
@@ -134,7 +111,7 @@ static void mi_stats_parts_locked(mi_sheap_t* sh, void* arg) {
   }
   for (const mi_heap_t* theap = sh->theaps; theap != NULL; theap = theap->sheap_next) {
     s->parts++;
-    if (theap != s->own && theap->sheap_stats != NULL) mi_stats_sum(s->sum, theap->sheap_stats);
+    if (theap != s->own && theap->sheap_stats != NULL) _mi_stats_sum(s->sum, theap->sheap_stats);
   }
 }
 
@@ -175,13 +152,13 @@ static bool mi_stats_heap_figures(mi_heap_t* heap, mi_stats_data_t* figures, siz
   mi_parts_sum_t sum = { figures, mi_stats_own_part(heap, &own_figures, publish), 0, &ended, 0, NULL };
   mi_heap_t* const dflt = mi_prim_get_default_heap();
   if (publish && mi_atomic_load_relaxed(&sh->ended_stats) == NULL && mi_heap_is_initialized(dflt)) {
-    sum.spare = (mi_stats_data_t*)mi_heap_malloc(dflt->tld->heap_backing, sizeof(mi_stats_data_t));   /* (no lock held) */
+    sum.spare = (mi_stats_data_t*)mi_heap_malloc(dflt->tld->heap_backing, sizeof(mi_stats_data_t));   /* (no lock held: as above) */
   }
   sum.walk = _mi_abandoned_sheap_pages(sh, &mi_stats_abandoned_page_add, &ended);
   _mi_sheap_stats_locked(heap, &mi_stats_parts_locked, &sum);
   if (sum.spare != NULL) mi_free(sum.spare);
-  mi_stats_sum(figures, &ended);
-  mi_stats_sum(figures, &own_figures);
+  _mi_stats_sum(figures, &ended);
+  _mi_stats_sum(figures, &own_figures);
   *parts = sum.parts;
   return true;
 }
@@ -208,7 +185,7 @@ static bool mi_stats_subproc_heap_add(mi_heap_t* heap, void* arg) {
   mi_stats_data_t figures;
   size_t parts = 0;
   mi_stats_heap_figures(heap, &figures, &parts, false);
-  if (!s->main) mi_stats_sum(s->sum, &figures);
+  if (!s->main) _mi_stats_sum(s->sum, &figures);
   s->heaps++;
   s->theaps += parts;
   return true;

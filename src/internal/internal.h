@@ -359,6 +359,7 @@ void       _mi_stat_page_transfer(const mi_page_t* page, mi_tld_t* from, mi_tld_
 void       _mi_stat_blocks_freed(const mi_page_t* page, mi_tld_t* tld, size_t count);
 void       _mi_stat_block_malloc(mi_tld_t* tld, const mi_page_t* page, size_t size);
 void       _mi_stats_merge_thread(mi_tld_t* tld);     /* add the thread's figures to the totals */
+void       _mi_stats_sum(mi_stats_data_t* dst, const mi_stats_data_t* src);   /* dst += src, peaks too (plain memory) */
 size_t     _mi_stats_json_now(char* buf, size_t size);   /* the process JSON now; its length */
 /* A bounded text writer (stats.c) that counts what does not fit, so the same code measures a
    text's size or fills a buffer; each piece under 256 characters. */

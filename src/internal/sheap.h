@@ -16,7 +16,6 @@ bool       _mi_sheap_parts_visit(mi_heap_t* sheap, bool (*visit)(const mi_heap_t
 bool       _mi_sheap_abandoned_visit(mi_heap_t* sheap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* its ended theaps' pages */
 void       _mi_sheap_publish(mi_heap_t* theap, mi_stats_data_t* block, const mi_stats_data_t* stats);   /* its thread: theap->sheap_stats = block, a copy of stats, under the lock */
 void       _mi_sheap_stats_locked(mi_heap_t* sheap, void (*fn)(mi_sheap_t* sh, void* arg), void* arg);   /* fn(heap) under its lock */
-mi_stats_data_t* _mi_stats_sheap_part_ended(mi_sheap_t* sh, mi_stats_data_t* part);   /* stats-v3.c, under the heap's lock: a theap's published figures join its ended ones; returns the block to free */
 bool       _mi_sheaps_locked(bool (*fn)(mi_sheap_t* sheaps, void* arg), void* arg);   /* fn(first shared heap) under the list's lock (mi_abandoned_visit_blocks) */
 void       _mi_sheap_fork_prepare(void);                     /* every shared heap's lock taken ... */
 void       _mi_sheap_fork_release(void);                     /* ... and released (parent and child) */
