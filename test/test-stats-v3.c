@@ -9,6 +9,7 @@
    hold, for test/stats/run-stats.py (group v3-json) to parse. */
 #define _GNU_SOURCE   /* pthread barriers under -std=c11 */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -254,6 +255,67 @@ static void test_ended_part(bool published) {
   mi_heap_delete(ended_heap);
 }
 
+/* Parts end while another thread takes the heap's figures: the totals never fall, and the
+   blocks left are all counted at the end (the sanitizer builds check the locking). */
+#define CHURN_THREADS 4
+#define CHURN_ROUNDS  8
+#define CHURN_KEEP    20
+static void* churn_blocks[CHURN_THREADS * CHURN_ROUNDS][CHURN_KEEP];
+static atomic_int churn_done;
+
+static void* churn_worker(void* arg) {
+  void** keep = (void**)arg;
+  void* tmp[100];
+  for (int i = 0; i < 100; i++) tmp[i] = mi_heap_malloc(ended_heap, 48 + (size_t)(i % 5) * 40);
+  for (int i = 0; i < CHURN_KEEP; i++) keep[i] = mi_heap_malloc(ended_heap, 300);
+  if (((keep - &churn_blocks[0][0]) / CHURN_KEEP) % 2 == 0) mi_heap_stats_merge_to_subproc(ended_heap);   /* half publish */
+  for (int i = 0; i < 100; i++) mi_free(tmp[i]);
+  return NULL;
+}
+
+static void* churn_starter(void* arg) {
+  (void)arg;
+  for (int r = 0; r < CHURN_ROUNDS; r++) {
+    pthread_t t[CHURN_THREADS];
+    for (int i = 0; i < CHURN_THREADS; i++) pthread_create(&t[i], NULL, &churn_worker, churn_blocks[r * CHURN_THREADS + i]);
+    for (int i = 0; i < CHURN_THREADS; i++) pthread_join(t[i], NULL);
+  }
+  atomic_store(&churn_done, 1);
+  return NULL;
+}
+
+static void test_ended_churn(void) {
+  ended_heap = mi_heap_new();
+  CHECK(ended_heap != NULL);
+  atomic_store(&churn_done, 0);
+  pthread_t starter;
+  pthread_create(&starter, NULL, &churn_starter, NULL);
+  int64_t last_total = 0, last_bytes = 0;
+  int takings = 0;
+  while (!atomic_load(&churn_done) || takings == 0) {
+    mi_stats_t st;
+    CHECK(heap_stats(ended_heap, &st));
+    CHECK(blocks_total(&st) >= last_total);
+    CHECK(st.malloc_normal.total >= last_bytes);
+    last_total = blocks_total(&st);
+    last_bytes = st.malloc_normal.total;
+    takings++;
+  }
+  pthread_join(starter, NULL);
+  const int64_t kept = (int64_t)CHURN_THREADS * CHURN_ROUNDS * CHURN_KEEP;
+  mi_stats_t st;
+  CHECK(heap_stats(ended_heap, &st));
+  CHECK_EQ(st.theaps.current, 0);
+  CHECK_MSG(blocks_in_use(&st) == kept, "churn: %lld blocks in use, want %lld", (long long)blocks_in_use(&st), (long long)kept);
+  CHECK(blocks_total(&st) >= kept);
+  for (int i = 0; i < CHURN_THREADS * CHURN_ROUNDS; i++) for (int j = 0; j < CHURN_KEEP; j++) mi_free(churn_blocks[i][j]);
+  CHECK(heap_stats(ended_heap, &st));
+  CHECK_EQ(blocks_in_use(&st), 0);
+  CHECK_EQ(st.pages.current, 0);
+  CHECK(blocks_total(&st) >= last_total);
+  mi_heap_delete(ended_heap);
+}
+
 /* ---- two heaps kept apart --------------------------------------------------------------- */
 static void test_two_heaps(void) {
   mi_heap_t* a = mi_heap_new();
@@ -453,6 +515,7 @@ int main(int argc, char** argv) {
   test_shared_heap();
   test_ended_part(false);
   test_ended_part(true);
+  test_ended_churn();
   test_subproc();
   test_json_and_text(argc > 1 ? argv[1] : NULL);
   return test_summary("stats-v3", "heap and subprocess statistics");
