@@ -275,6 +275,24 @@ bool _mi_abandoned_visit_sheap(mi_sheap_t* sheap, const mi_heap_t* shown, bool v
   return ok;
 }
 
+/* A shared heap's statistics (stats-v3.c): `fn` gets each page on its lists with its live
+   blocks (an abandoned page's `used` is stale: they are counted in its thread_free word), under
+   its subprocess' lock, so none is adopted or released meanwhile (the caller keeps the heap from
+   being freed). Returns the walk's number: a heap's walks are numbered in the order they held
+   the lock, so of two walks the caller can tell the later. */
+size_t _mi_abandoned_sheap_pages(mi_sheap_t* sheap, void (*fn)(const mi_page_t* page, size_t live, void* arg), void* arg) {
+  mi_subproc_t* const subproc = sheap->subproc;
+  mi_lock_acquire(&subproc->lock);
+  const size_t walk = ++sheap->abandoned_walks;
+  for (size_t bin = 0; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
+    for (mi_page_t* page = mi_atomic_load_relaxed(&sheap->abandoned_pages[bin]); page != NULL; page = page->next) {
+      fn(page, MI_TF_ABANDONED_BASE - mi_tf_count(mi_atomic_load_relaxed(&page->xthread_free)), arg);
+    }
+  }
+  mi_lock_release(&subproc->lock);
+  return walk;
+}
+
 /* mi_heap_of of a block in a page without heap: the shared heap whose lists hold the page (or,
    while a theap's page is being abandoned, that theap's), or NULL (an ordinary abandoned page,
    or one being adopted or released). Without the lock (a block visitor of abandoned pages,

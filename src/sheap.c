@@ -188,11 +188,25 @@ static void mi_sheap_free(mi_sheap_t* sh) {
   mi_lock_done(&sh->lock);
   sh->mark = NULL;   /* a stale pointer is no shared heap any more */
   mi_atomic_sub_relaxed(&_mi_sheaps_dying, 1);
+  mi_stats_data_t* const ended = mi_atomic_load_relaxed(&sh->ended_stats);
+  if (ended != NULL) mi_free(ended);
   mi_free(sh);
 }
 
+/* Under the heap's lock: a theap's published figures join its ended ones (stats-v3.c: totals
+   and peaks kept, current values the baseline of the walk of its abandoned pages). Returns the
+   block to free after the lock (NULL: it became the heap's ended block as it is). */
+static mi_stats_data_t* mi_sheap_part_ended(mi_sheap_t* sh, mi_stats_data_t* part) {
+  if (part == NULL) return NULL;
+  mi_stats_data_t* const ended = mi_atomic_load_relaxed(&sh->ended_stats);
+  if (ended == NULL) { mi_atomic_store_relaxed(&sh->ended_stats, part); return NULL; }
+  _mi_stats_sum(ended, part);
+  return part;
+}
+
 /* mi_heap_free of a theap (its own thread): off its shared heap's list, and the shared heap
-   freed if it is no longer live and this was its last theap. */
+   freed if it is no longer live and this was its last theap. Its published figures join the
+   heap's ended ones in the same hold of the lock, so a taking counts them once (stats-v3.c). */
 void _mi_sheap_theap_unlink(mi_heap_t* theap) {
   mi_sheap_t* const sh = theap->sheap;
   mi_tld_t* const tld = theap->tld;
@@ -201,12 +215,14 @@ void _mi_sheap_theap_unlink(mi_heap_t* theap) {
   mi_heap_t** link = &sh->theaps;
   while (*link != NULL && *link != theap) link = &(*link)->sheap_next;
   if (*link == theap) *link = theap->sheap_next;
+  mi_stats_data_t* const merged = mi_sheap_part_ended(sh, theap->sheap_stats);
+  theap->sheap_stats = NULL;
   const bool last = (sh->theaps == NULL && mi_atomic_load_relaxed(&sh->state) != (int)MI_SHEAP_LIVE);
   mi_lock_release(&sh->lock);
   theap->sheap = NULL;
   theap->pages_sheap = NULL;
   theap->sheap_next = NULL;
-  if (theap->sheap_stats != NULL) { mi_free(theap->sheap_stats); theap->sheap_stats = NULL; }   /* (no reader left: off the list) */
+  if (merged != NULL) mi_free(merged);
   if (last) mi_sheap_free(sh);
 }
 
@@ -222,6 +238,16 @@ bool _mi_sheap_parts_visit(mi_heap_t* sheap, bool (*visit)(const mi_heap_t* thea
   for (const mi_heap_t* theap = sh->theaps; theap != NULL && go_on; theap = theap->sheap_next) go_on = visit(theap, arg);
   mi_lock_release(&sh->lock);
   return go_on;
+}
+
+/* `fn` under the heap's lock (stats-v3.c: its theaps' published figures and its ended ones),
+   which must not allocate nor take another lock */
+void _mi_sheap_stats_locked(mi_heap_t* sheap, void (*fn)(mi_sheap_t* sh, void* arg), void* arg) {
+  mi_sheap_t* const sh = mi_sheap_of(sheap);
+  mi_assert_internal(sh != &mi_sheap_main);
+  mi_lock_acquire(&sh->lock);
+  fn(sh, arg);
+  mi_lock_release(&sh->lock);
 }
 
 /* mi_heap_visit_blocks: the pages its theaps that ended left to it (abandon.c) */

@@ -6,6 +6,8 @@
    may read its page lists), so each thread publishes its part's figures under the heap's lock
    whenever it takes them (any of these functions on the heap, or
    mi_heap_stats_merge_to_subproc), and a heap's figures add the other parts as last published.
+   The parts that ended while the heap lived count too: their pages, on the heap's abandoned
+   lists, walked under the subprocess' lock, and their published totals (mi_stats_parts_locked).
    The process' figures (the main subprocess') are stats.c's. */
 #include "internal/internal.h"
 #include "internal/v3.h"
@@ -13,15 +15,12 @@
 /* ---------------------------------------------------------------------------------------
    A thread's heap, from its pages
 --------------------------------------------------------------------------------------- */
-/* One page's blocks in use (blocks other threads freed count until the page collects them)
-   and memory. Huge pages count under the huge bin. */
-static bool mi_stats_page_add(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
-  (void)heap; (void)pq;
-  mi_stats_data_t* const st = (mi_stats_data_t*)arg;
+/* One page's `used` blocks in use and memory. Huge pages count under the huge bin. */
+static void mi_stats_page_count(mi_stats_data_t* st, const mi_page_t* page, size_t page_used) {
   size_t page_size = 0;
   _mi_segment_page_start(_mi_page_segment(page), page, &page_size);
   const size_t bin = _mi_bin(page->block_size);
-  const int64_t used = (int64_t)page->used;
+  const int64_t used = (int64_t)page_used;
   const int64_t bytes = used * (int64_t)page->block_size;
   st->pages.current += 1;
   st->page_bins[bin].current += 1;
@@ -31,7 +30,18 @@ static bool mi_stats_page_add(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* p
   st->page_committed.current += (int64_t)page->capacity * (int64_t)page->block_size;
   st->reserved.current += (int64_t)page_size;
   if (page->is_committed) st->committed.current += (int64_t)page_size;
+}
+
+/* A page of the thread's own (blocks other threads freed count until the page collects them) */
+static bool mi_stats_page_add(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
+  (void)heap; (void)pq;
+  mi_stats_page_count((mi_stats_data_t*)arg, page, page->used);
   return true;
+}
+
+/* A page an ended part left to its shared heap (abandon.c, under the subprocess' lock) */
+static void mi_stats_abandoned_page_add(const mi_page_t* page, size_t live, void* arg) {
+  mi_stats_page_count((mi_stats_data_t*)arg, page, live);
 }
 
 /* The calling thread's heap `heap` (and the heap of its sampled blocks) added into `st`. */
@@ -62,39 +72,47 @@ static void mi_stats_settle(mi_stats_data_t* now, const mi_stats_data_t* before)
   }
 }
 
-static void mi_stat_count_sum(mi_stat_count_t* dst, const mi_stat_count_t* src) {
-  dst->current += src->current;
-  dst->peak += src->peak;     /* an upper bound: the parts peaked at different times */
-  dst->total += src->total;
-}
-
-static void mi_stats_sum(mi_stats_data_t* dst, const mi_stats_data_t* src) {
-#define MI_STAT_COUNT(name)    mi_stat_count_sum(&dst->name, &src->name);
-#define MI_STAT_COUNTER(name)  dst->name.total += src->name.total;
-  MI_STAT_FIELDS()
-#undef MI_STAT_COUNT
-#undef MI_STAT_COUNTER
-  for (size_t i = 0; i <= MI_BIN_HUGE_INTERNAL; i++) {
-    mi_stat_count_sum(&dst->malloc_bins[i], &src->malloc_bins[i]);
-    mi_stat_count_sum(&dst->page_bins[i], &src->page_bins[i]);
-  }
-}
-
 /* ---------------------------------------------------------------------------------------
    A heap's figures: the calling thread's part taken now (and published when `publish`), the
-   other threads' parts as they last published them. `parts`: the threads' parts counted.
+   other threads' parts as they last published them, and its ended parts: the pages they left
+   to it walked now, settled against the heap's ended block (types.h, mi_sheap_t: ended_stats).
+   The ended block holds, under the heap's lock: as totals and peaks, those the ended parts last
+   published plus the rises the walks saw; as current values, the last walk's plus the current
+   values of the parts that ended since (their blocks are on the walked pages now: the next walk
+   counts as a rise only what they had not published). Not exact: a taking between a part's
+   abandoning of its pages and its unlinking (heap.c, mi_heap_delete) counts the blocks it had
+   published twice (in the totals for good), and
+   blocks a later part adopts count again in its totals. `parts`: the threads' parts counted.
 --------------------------------------------------------------------------------------- */
 typedef struct mi_parts_sum_s {
   mi_stats_data_t* sum;
   const mi_heap_t* own;
   size_t           parts;
+  mi_stats_data_t* ended;    /* the walk's current values; settled here */
+  size_t           walk;     /* its number */
+  mi_stats_data_t* spare;    /* a block for the heap's ended one if it has none (NULL once used) */
 } mi_parts_sum_t;
 
-static bool mi_stats_part_add(const mi_heap_t* theap, void* arg) {
+/* Under the heap's lock. Only a walk later than the block's last is kept in it (two takings
+   may settle in the other order than they walked). */
+static void mi_stats_parts_locked(mi_sheap_t* sh, void* arg) {
   mi_parts_sum_t* const s = (mi_parts_sum_t*)arg;
-  s->parts++;
-  if (theap != s->own && theap->sheap_stats != NULL) mi_stats_sum(s->sum, theap->sheap_stats);
-  return true;
+  mi_stats_data_t* block = mi_atomic_load_relaxed(&sh->ended_stats);
+  if (block == NULL && s->spare != NULL) {
+    block = s->spare;
+    s->spare = NULL;
+    memset(block, 0, sizeof(*block));
+    mi_atomic_store_relaxed(&sh->ended_stats, block);
+  }
+  mi_stats_settle(s->ended, block);
+  if (block != NULL && s->walk > sh->ended_walk) {
+    memcpy(block, s->ended, sizeof(*block));
+    sh->ended_walk = s->walk;
+  }
+  for (const mi_heap_t* theap = sh->theaps; theap != NULL; theap = theap->sheap_next) {
+    s->parts++;
+    if (theap != s->own && theap->sheap_stats != NULL) _mi_stats_sum(s->sum, theap->sheap_stats);
+  }
 }
 
 /* The calling thread's part of a shared heap into `own_figures` (zero if it has none). The
@@ -127,10 +145,20 @@ static bool mi_stats_heap_figures(mi_heap_t* heap, mi_stats_data_t* figures, siz
     *parts = 1;
     return true;
   }
+  mi_sheap_t* const sh = (mi_sheap_t*)heap;   /* (a shared heap: mi_heap_is_shared) */
   mi_stats_data_t own_figures;
-  mi_parts_sum_t sum = { figures, mi_stats_own_part(heap, &own_figures, publish), 0 };
-  _mi_sheap_parts_visit(heap, &mi_stats_part_add, &sum);
-  mi_stats_sum(figures, &own_figures);
+  mi_stats_data_t ended;
+  memset(&ended, 0, sizeof(ended));
+  mi_parts_sum_t sum = { figures, mi_stats_own_part(heap, &own_figures, publish), 0, &ended, 0, NULL };
+  mi_heap_t* const dflt = mi_prim_get_default_heap();
+  if (publish && mi_atomic_load_relaxed(&sh->ended_stats) == NULL && mi_heap_is_initialized(dflt)) {
+    sum.spare = (mi_stats_data_t*)mi_heap_malloc(dflt->tld->heap_backing, sizeof(mi_stats_data_t));   /* (no lock held: as above) */
+  }
+  sum.walk = _mi_abandoned_sheap_pages(sh, &mi_stats_abandoned_page_add, &ended);
+  _mi_sheap_stats_locked(heap, &mi_stats_parts_locked, &sum);
+  if (sum.spare != NULL) mi_free(sum.spare);
+  _mi_stats_sum(figures, &ended);
+  _mi_stats_sum(figures, &own_figures);
   *parts = sum.parts;
   return true;
 }
@@ -157,7 +185,7 @@ static bool mi_stats_subproc_heap_add(mi_heap_t* heap, void* arg) {
   mi_stats_data_t figures;
   size_t parts = 0;
   mi_stats_heap_figures(heap, &figures, &parts, false);
-  if (!s->main) mi_stats_sum(s->sum, &figures);
+  if (!s->main) _mi_stats_sum(s->sum, &figures);
   s->heaps++;
   s->theaps += parts;
   return true;

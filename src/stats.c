@@ -117,6 +117,25 @@ static void mi_stats_data_merge(mi_stats_data_t* total, mi_stats_data_t* src, mi
   }
 }
 
+/* Figures of parts that are not the process' (shared heaps: stats-v3.c, sheap.c) added up */
+static void mi_stat_count_sum(mi_stat_count_t* dst, const mi_stat_count_t* src) {
+  dst->current += src->current;
+  dst->peak += src->peak;     /* an upper bound: the parts peaked at different times */
+  dst->total += src->total;
+}
+
+void _mi_stats_sum(mi_stats_data_t* dst, const mi_stats_data_t* src) {
+#define MI_STAT_COUNT(name)    mi_stat_count_sum(&dst->name, &src->name);
+#define MI_STAT_COUNTER(name)  dst->name.total += src->name.total;
+  MI_STAT_FIELDS()
+#undef MI_STAT_COUNT
+#undef MI_STAT_COUNTER
+  for (size_t i = 0; i <= MI_BIN_HUGE_INTERNAL; i++) {
+    mi_stat_count_sum(&dst->malloc_bins[i], &src->malloc_bins[i]);
+    mi_stat_count_sum(&dst->page_bins[i], &src->page_bins[i]);
+  }
+}
+
 void _mi_stats_merge_thread(mi_tld_t* tld) {
   if (tld == NULL) return;
   mi_stats_data_merge(&_mi_stats_main, &tld->stats, &tld->stats_published);

@@ -3,11 +3,13 @@
    in v3 mode, compiled with -DMI_V3_API: test/CMakeLists.txt), written against v3's documented
    API only. Checks that a heap's figures count the blocks several threads allocated in it (each
    thread's part as it last published it) and follow their frees, that two heaps and a
-   subprocess and the main one are kept apart, the JSON, the printers and the bin sizes.
+   subprocess and the main one are kept apart, that an ended thread's part still counts, the
+   JSON, the printers and the bin sizes.
    With a directory argument it also writes its JSON documents there with the figures they must
    hold, for test/stats/run-stats.py (group v3-json) to parse. */
 #define _GNU_SOURCE   /* pthread barriers under -std=c11 */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -165,6 +167,153 @@ static void test_shared_heap(void) {
   CHECK_EQ(st.malloc_normal.current, 0);
   pthread_barrier_destroy(&barrier);
   mi_heap_delete(shared);
+}
+
+/* ---- a heap's ended parts ----------------------------------------------------------------
+   A thread that allocated in a heap ends while the heap lives: its blocks stay the heap's (v3
+   merges an ended part into its heap), so the heap's figures keep counting them and their pages
+   until they are freed, and the totals it had published are not lost. */
+#define ENDED_N     200
+#define ENDED_MORE  50
+#define ENDED_SIZE  200
+static mi_heap_t* ended_heap;
+static void* ended_blocks[ENDED_N + ENDED_MORE];
+static pthread_barrier_t ended_barrier;
+
+/* arg != NULL: publishes ENDED_N blocks, lets the main thread look, allocates ENDED_MORE more */
+static void* ended_worker(void* arg) {
+  for (int i = 0; i < ENDED_N; i++) ended_blocks[i] = mi_heap_malloc(ended_heap, ENDED_SIZE);
+  if (arg != NULL) {
+    mi_heap_stats_merge_to_subproc(ended_heap);
+    pthread_barrier_wait(&ended_barrier);   /* the main thread reads */
+    pthread_barrier_wait(&ended_barrier);
+    for (int i = ENDED_N; i < ENDED_N + ENDED_MORE; i++) ended_blocks[i] = mi_heap_malloc(ended_heap, ENDED_SIZE);
+  }
+  return NULL;
+}
+
+static int64_t blocks_total(const mi_stats_t* st) {
+  int64_t n = 0;
+  for (size_t b = 0; b <= MI_BIN_HUGE; b++) n += st->malloc_bins[b].total;
+  return n;
+}
+
+static void test_ended_part(bool published) {
+  const int n = (published ? ENDED_N + ENDED_MORE : ENDED_N);
+  const size_t bin = bin_of(ENDED_SIZE);
+  ended_heap = mi_heap_new();
+  CHECK(ended_heap != NULL);
+  pthread_barrier_init(&ended_barrier, NULL, 2);
+  pthread_t thread;
+  pthread_create(&thread, NULL, &ended_worker, (published ? &thread : NULL));
+  mi_stats_t st;
+  if (published) {
+    pthread_barrier_wait(&ended_barrier);
+    CHECK(heap_stats(ended_heap, &st));
+    CHECK_EQ(blocks_in_use(&st), ENDED_N);
+    CHECK_EQ(blocks_total(&st), ENDED_N);
+    CHECK_EQ(st.theaps.current, 1);
+    pthread_barrier_wait(&ended_barrier);
+  }
+  pthread_join(thread, NULL);
+  CHECK(heap_stats(ended_heap, &st));
+  CHECK_EQ(st.theaps.current, 0);   /* the part ended; its blocks did not */
+  CHECK_MSG(blocks_in_use(&st) == n, "ended part: %lld blocks in use, want %d", (long long)blocks_in_use(&st), n);
+  if (EXACT_BINS) CHECK_EQ(st.malloc_bins[bin].current, n);
+  CHECK(st.malloc_normal.current >= (int64_t)n * ENDED_SIZE);
+  CHECK(st.malloc_normal.current <= (int64_t)n * (ENDED_SIZE + 64));
+  CHECK(st.pages.current >= 1);
+  if (EXACT_BINS) CHECK(st.page_bins[bin].current >= 1);
+  CHECK(st.page_committed.current >= st.malloc_normal.current);
+  CHECK(st.committed.current >= st.page_committed.current);
+  CHECK(st.reserved.current >= st.committed.current);
+  /* totals: the published ones kept, the blocks allocated since counted once */
+  CHECK_MSG(blocks_total(&st) == n, "ended part: %lld blocks allocated in total, want %d", (long long)blocks_total(&st), n);
+  CHECK(st.malloc_normal.total >= st.malloc_normal.current);
+  CHECK(st.malloc_normal.peak >= st.malloc_normal.current);
+  mi_stats_t again;
+  CHECK(heap_stats(ended_heap, &again));   /* a second look counts nothing twice */
+  CHECK_EQ(blocks_total(&again), n);
+  CHECK_EQ(again.malloc_normal.total, st.malloc_normal.total);
+  CHECK_EQ(again.pages.current, st.pages.current);
+  /* freed from this thread: the figures drop, the pages go when their last block does */
+  for (int i = 0; i < n / 2; i++) mi_free(ended_blocks[i]);
+  CHECK(heap_stats(ended_heap, &st));
+  CHECK_EQ(blocks_in_use(&st), n - n / 2);
+  CHECK(st.malloc_normal.current < again.malloc_normal.current);
+  CHECK_EQ(blocks_total(&st), n);
+  for (int i = n / 2; i < n; i++) mi_free(ended_blocks[i]);
+  CHECK(heap_stats(ended_heap, &st));
+  CHECK_EQ(blocks_in_use(&st), 0);
+  CHECK_EQ(st.malloc_normal.current, 0);
+  CHECK_EQ(st.pages.current, 0);
+  if (EXACT_BINS) CHECK_EQ(st.page_bins[bin].current, 0);
+  CHECK_EQ(st.page_committed.current, 0);
+  CHECK_EQ(blocks_total(&st), n);
+  CHECK(st.malloc_normal.peak >= (int64_t)n * ENDED_SIZE);
+  pthread_barrier_destroy(&ended_barrier);
+  mi_heap_delete(ended_heap);
+}
+
+/* Parts end while another thread takes the heap's figures: the totals never fall, and the
+   blocks left are all counted at the end (the sanitizer builds check the locking). */
+#define CHURN_THREADS 4
+#define CHURN_ROUNDS  8
+#define CHURN_KEEP    20
+static void* churn_blocks[CHURN_THREADS * CHURN_ROUNDS][CHURN_KEEP];
+static atomic_int churn_done;
+
+static void* churn_worker(void* arg) {
+  void** keep = (void**)arg;
+  void* tmp[100];
+  for (int i = 0; i < 100; i++) tmp[i] = mi_heap_malloc(ended_heap, 48 + (size_t)(i % 5) * 40);
+  for (int i = 0; i < CHURN_KEEP; i++) keep[i] = mi_heap_malloc(ended_heap, 300);
+  if (((keep - &churn_blocks[0][0]) / CHURN_KEEP) % 2 == 0) mi_heap_stats_merge_to_subproc(ended_heap);   /* half publish */
+  for (int i = 0; i < 100; i++) mi_free(tmp[i]);
+  return NULL;
+}
+
+static void* churn_starter(void* arg) {
+  (void)arg;
+  for (int r = 0; r < CHURN_ROUNDS; r++) {
+    pthread_t t[CHURN_THREADS];
+    for (int i = 0; i < CHURN_THREADS; i++) pthread_create(&t[i], NULL, &churn_worker, churn_blocks[r * CHURN_THREADS + i]);
+    for (int i = 0; i < CHURN_THREADS; i++) pthread_join(t[i], NULL);
+  }
+  atomic_store(&churn_done, 1);
+  return NULL;
+}
+
+static void test_ended_churn(void) {
+  ended_heap = mi_heap_new();
+  CHECK(ended_heap != NULL);
+  atomic_store(&churn_done, 0);
+  pthread_t starter;
+  pthread_create(&starter, NULL, &churn_starter, NULL);
+  int64_t last_total = 0, last_bytes = 0;
+  int takings = 0;
+  while (!atomic_load(&churn_done) || takings == 0) {
+    mi_stats_t st;
+    CHECK(heap_stats(ended_heap, &st));
+    CHECK(blocks_total(&st) >= last_total);
+    CHECK(st.malloc_normal.total >= last_bytes);
+    last_total = blocks_total(&st);
+    last_bytes = st.malloc_normal.total;
+    takings++;
+  }
+  pthread_join(starter, NULL);
+  const int64_t kept = (int64_t)CHURN_THREADS * CHURN_ROUNDS * CHURN_KEEP;
+  mi_stats_t st;
+  CHECK(heap_stats(ended_heap, &st));
+  CHECK_EQ(st.theaps.current, 0);
+  CHECK_MSG(blocks_in_use(&st) == kept, "churn: %lld blocks in use, want %lld", (long long)blocks_in_use(&st), (long long)kept);
+  CHECK(blocks_total(&st) >= kept);
+  for (int i = 0; i < CHURN_THREADS * CHURN_ROUNDS; i++) for (int j = 0; j < CHURN_KEEP; j++) mi_free(churn_blocks[i][j]);
+  CHECK(heap_stats(ended_heap, &st));
+  CHECK_EQ(blocks_in_use(&st), 0);
+  CHECK_EQ(st.pages.current, 0);
+  CHECK(blocks_total(&st) >= last_total);
+  mi_heap_delete(ended_heap);
 }
 
 /* ---- two heaps kept apart --------------------------------------------------------------- */
@@ -364,6 +513,9 @@ int main(int argc, char** argv) {
   test_bin_sizes();
   test_two_heaps();
   test_shared_heap();
+  test_ended_part(false);
+  test_ended_part(true);
+  test_ended_churn();
   test_subproc();
   test_json_and_text(argc > 1 ? argv[1] : NULL);
   return test_summary("stats-v3", "heap and subprocess statistics");

@@ -247,6 +247,7 @@ static inline bool _mi_segment_cookie_ok(const mi_segment_t* segment) {
 }
 bool       _mi_abandoned_visit(mi_subproc_t* subproc, mi_sheap_t* sheaps, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* and the lists of its shared heaps among sheaps (their list locked) */
 bool       _mi_abandoned_visit_sheap(mi_sheap_t* sheap, const mi_heap_t* shown, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* one shared heap's lists */
+size_t     _mi_abandoned_sheap_pages(mi_sheap_t* sheap, void (*fn)(const mi_page_t* page, size_t live, void* arg), void* arg);   /* each page of its lists and its live blocks, under the lock; returns the walk's number */
 
 /* ------------------------------------------------------------------------------------------
    page.c: pages and page queues
@@ -358,6 +359,7 @@ void       _mi_stat_page_transfer(const mi_page_t* page, mi_tld_t* from, mi_tld_
 void       _mi_stat_blocks_freed(const mi_page_t* page, mi_tld_t* tld, size_t count);
 void       _mi_stat_block_malloc(mi_tld_t* tld, const mi_page_t* page, size_t size);
 void       _mi_stats_merge_thread(mi_tld_t* tld);     /* add the thread's figures to the totals */
+void       _mi_stats_sum(mi_stats_data_t* dst, const mi_stats_data_t* src);   /* dst += src, peaks too (plain memory) */
 size_t     _mi_stats_json_now(char* buf, size_t size);   /* the process JSON now; its length */
 /* A bounded text writer (stats.c) that counts what does not fit, so the same code measures a
    text's size or fills a buffer; each piece under 256 characters. */

@@ -15,6 +15,7 @@ bool       _mi_sheap_visit(mi_subproc_t* subproc, bool (*visit)(mi_heap_t* heap,
 bool       _mi_sheap_parts_visit(mi_heap_t* sheap, bool (*visit)(const mi_heap_t* theap, void* arg), void* arg);   /* each theap, under the heap's lock, until visit is false; false if it was */
 bool       _mi_sheap_abandoned_visit(mi_heap_t* sheap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* its ended theaps' pages */
 void       _mi_sheap_publish(mi_heap_t* theap, mi_stats_data_t* block, const mi_stats_data_t* stats);   /* its thread: theap->sheap_stats = block, a copy of stats, under the lock */
+void       _mi_sheap_stats_locked(mi_heap_t* sheap, void (*fn)(mi_sheap_t* sh, void* arg), void* arg);   /* fn(heap) under its lock */
 bool       _mi_sheaps_locked(bool (*fn)(mi_sheap_t* sheaps, void* arg), void* arg);   /* fn(first shared heap) under the list's lock (mi_abandoned_visit_blocks) */
 void       _mi_sheap_fork_prepare(void);                     /* every shared heap's lock taken ... */
 void       _mi_sheap_fork_release(void);                     /* ... and released (parent and child) */
