@@ -49,18 +49,48 @@ static inline void* mi_page_malloc_last(mi_heap_t* heap, mi_page_t* page, size_t
   }
   return p;
 }
+
+/* The slow path and shared heaps (sheap.c): looked at only while _mi_sheaps_dying != 0, tested
+   with the profiler's rate in the periodic work (a test of its own before the quick retry made
+   "malloc remote 64 B" 18.09 instructions instead of 18.04). A default that is a part of a
+   shared heap another thread deleted or destroyed (mi_heap_set_default) gives way to the backing
+   heap, which serves the call: in the periodic work, or before the profiler's slow path, never
+   inside it (busy: its caller goes on with the heap it holds). The part ends at a later sweep,
+   never in the call that switched (a caller up the stack may still hold it). */
+static inline bool mi_heap_is_dead_default(const mi_heap_t* heap) {
+  return (mi_heap_is_dead_part(heap) && heap == mi_prim_get_default_heap());
+}
+
+static mi_heap_t* mi_heap_default_back(mi_heap_t* heap) {
+  mi_heap_t* const bheap = heap->tld->heap_backing;
+  _mi_heap_set_default_direct(bheap);
+  return bheap;
+}
+
+/* The periodic work of a heap without a profiler, _mi_sheaps_dying != 0: the heap that serves
+   the call. Else every 4th time (the heartbeat is this call's: the quick retry allocates
+   nothing), this thread's parts of dead shared heaps end, from its backing heap or a part of a
+   live shared heap (never the heap being ended); not inside the profiler's slow path
+   (mi_collect and exit do). */
+static mi_decl_noinline mi_heap_t* mi_malloc_sheaps_dying(mi_heap_t* heap) {
+  if (mi_heap_is_dead_default(heap)) return mi_heap_default_back(heap);   /* (no sweep in this call) */
+  if ((heap->tld->heartbeat % (4 * MI_GENERIC_WORK_EVERY)) == 0 &&
+      (heap == heap->tld->heap_backing || (heap->sheap != NULL && mi_atomic_load_relaxed(&heap->sheap->state) == (int)MI_SHEAP_LIVE))) {
+    _mi_sheap_sweep(heap->tld);
+  }
+  return heap;
+}
+
 void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) {
   /* the sampling profiler (prof.c) has its own slow path, which calls this one again while
      busy (the first field of heap->prof); a heap with a profiler is initialised and its own */
-  if (mi_unlikely(mi_heap_is_dead_part(heap)) &&
-      heap == mi_prim_get_default_heap() && (heap->prof == NULL || !*(const bool*)heap->prof)) {
-    /* the default is the part of a shared heap that another thread deleted or destroyed
-       (mi_heap_set_default): the default goes back to the backing heap, which serves this call;
-       the part ends at a later sweep (not here: a caller may still hold it) */
-    heap = heap->tld->heap_backing;
-    _mi_heap_set_default_direct(heap);
+  if (mi_unlikely(heap->prof != NULL) && !*(const bool*)heap->prof) {
+    if (mi_unlikely(mi_atomic_load_relaxed(&_mi_sheaps_dying) != 0) && mi_heap_is_dead_default(heap)) {
+      mi_heap_t* const bheap = heap->tld->heap_backing;
+      if (bheap->prof != NULL && !*(const bool*)bheap->prof) heap = mi_heap_default_back(heap);   /* (else at mi_collect) */
+    }
+    return _mi_prof_malloc(size, heap, zero, huge_alignment, align_offset);
   }
-  if (mi_unlikely(heap->prof != NULL) && !*(const bool*)heap->prof) return _mi_prof_malloc(size, heap, zero, huge_alignment, align_offset);
   if (mi_unlikely(!mi_heap_is_initialized(heap))) {
     if (mi_unlikely(_mi_thread_id_is(mi_atomic_load_relaxed(&_mi_static_alloc_thread)))) {
       return _mi_static_alloc(size, zero, huge_alignment, align_offset);   /* libc's, for a call of ours */
@@ -91,21 +121,20 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
       return _mi_page_malloc(heap, page, size, zero);
     }
   }
+  /* two globals that are almost always 0, one test; both cases want a heap without a profiler
+     (heap->prof != NULL here: inside the profiler's slow path) */
+  const size_t dying = mi_atomic_load_relaxed(&_mi_sheaps_dying);
+  if (mi_unlikely((dying | mi_prof_rate()) != 0) && heap->prof == NULL) {
+    if (dying != 0) heap = mi_malloc_sheaps_dying(heap);
+    if (mi_prof_rate() != 0) _mi_prof_thread_start(heap->tld);   /* mi_profile_start by another thread */
+  }
   _mi_deferred_free(heap, false);
   _mi_heap_delayed_free_partial(heap);
   if (mi_unlikely(mi_atomic_load_relaxed(&_mi_purger_wanted) != 0)) _mi_purger_start_wanted();   /* (never from a free) */
-  if (mi_unlikely(mi_prof_rate() != 0) && heap->prof == NULL) _mi_prof_thread_start(heap->tld);   /* mi_profile_start by another thread */
   if (mi_unlikely(_mi_segments_purge_pending(heap->tld) || mi_atomic_load_relaxed(&_mi_arenas_purge_pending) != 0)) {
     _mi_segments_purge_tick(heap->tld);   /* delayed purges that are due */
   }
   if (mi_unlikely((beat % (4 * MI_GENERIC_WORK_EVERY)) == 0)) {
-    if (mi_unlikely(mi_atomic_load_relaxed(&_mi_sheaps_dying) != 0) && heap->prof == NULL &&
-        (heap == heap->tld->heap_backing || (heap->sheap != NULL && mi_atomic_load_relaxed(&heap->sheap->state) == (int)MI_SHEAP_LIVE))) {
-      /* this thread's parts of deleted shared heaps (sheap.c), from its backing heap or a part of
-         a live shared heap (never the heap being ended); not inside the profiler's slow path
-         (mi_collect and exit do) */
-      _mi_sheap_sweep(heap->tld);
-    }
     _mi_heap_collect_periodic(heap);      /* looks at the clock */
     if (mi_unlikely(mi_live_enabled())) _mi_live_publish(heap->tld, false);   /* MIMALLOC_LIVE */
     if (mi_unlikely(_mi_prof_interval != 0)) _mi_prof_periodic();   /* MIMALLOC_PROFILE_INTERVAL */

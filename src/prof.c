@@ -338,12 +338,18 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
 #if !MI_PROF_ENTRIES
 size_t _mi_prof_entries_rebind(void) { return 0; }
 #else
+/* The default is a part of a shared heap another thread ended: the generic path, not busy, sends
+   the default back to the backing heap first (alloc.c; this one allocation is counted twice). */
+static inline bool mi_prof_dead_default(const mi_heap_t* heap) {
+  return (mi_unlikely(mi_atomic_load_relaxed(&_mi_sheaps_dying) != 0) && mi_heap_is_dead_part(heap));
+}
+
 /* the counted path without a sample: the bin's real first page had no free block (or the size
    is large). The generic path runs as inside the profiler's own slow path (busy), so it does
    not lease or count again. */
 void* _mi_prof_counted_slow(mi_heap_t* heap, size_t size, bool zero) {
   mi_prof_t* const pr = heap->prof;
-  if (pr == NULL || pr->busy) return _mi_malloc_generic(size, heap, zero, 0, 0);
+  if (pr == NULL || pr->busy || mi_prof_dead_default(heap)) return _mi_malloc_generic(size, heap, zero, 0, 0);
   pr->busy = true;
   void* const p = _mi_malloc_generic(size, heap, zero, 0, 0);
   pr->busy = false;
@@ -362,7 +368,7 @@ static mi_decl_thread bool mi_prof_armed;   /* _mi_tls.prof_left was drawn for t
 void* _mi_prof_counted_due(size_t size, bool zero) {
   mi_heap_t* heap = mi_prim_get_default_heap();
   mi_prof_t* pr = heap->prof;
-  if (pr == NULL || pr->busy || !mi_prof_armed) {
+  if (pr == NULL || pr->busy || !mi_prof_armed || mi_prof_dead_default(heap)) {
     void* const p = _mi_prof_counted_slow(heap, size, zero);   /* (may set up the thread) */
     heap = mi_prim_get_default_heap();
     pr = heap->prof;
