@@ -651,8 +651,9 @@ typedef struct mi_tld_s {
        thread allocates in it (as in any heap); it may be its thread's default
        (mi_heap_set_default) while its shared heap is live: a theap that ends sets its thread's
        default back to the backing heap first (heap.c, sheap.c), and a default whose shared heap
-       another thread ended goes back at the thread's next allocation off the fast path
-       (alloc.c, _mi_malloc_generic) or mi_heap_get_default, before any sweep ends it. */
+       another thread ended goes back in the slow path's periodic work (at the latest the
+       fourth allocation off the fast path; alloc.c, _mi_malloc_generic), before the profiler's
+       slow path, or at mi_heap_get_default or mi_collect, before any sweep ends it. */
 struct mi_heap_s {
   mi_tld_t*             tld;
   mi_page_t*            pages_free_direct[MI_PAGES_DIRECT];
