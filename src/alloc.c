@@ -67,11 +67,11 @@ static mi_heap_t* mi_heap_default_back(mi_heap_t* heap) {
   return bheap;
 }
 
-/* The periodic work of a heap without a profiler, _mi_sheaps_dying != 0: the heap that serves
-   the call. Else every 4th time (the heartbeat is this call's: the quick retry allocates
-   nothing), this thread's parts of dead shared heaps end, from its backing heap or a part of a
-   live shared heap (never the heap being ended); not inside the profiler's slow path
-   (mi_collect and exit do). */
+/* _mi_sheaps_dying != 0, where no profiler is busy (the periodic work of a heap without one, or
+   before the profiler's slow path): the heap that serves the call. Else every 4th time (by the
+   thread's heartbeat), this thread's parts of dead shared heaps end, from its backing heap or a
+   part of a live shared heap (never the heap being ended; never inside the profiler's slow
+   path, whose caller holds its heap). */
 static mi_decl_noinline mi_heap_t* mi_malloc_sheaps_dying(mi_heap_t* heap) {
   if (mi_heap_is_dead_default(heap)) return mi_heap_default_back(heap);   /* (no sweep in this call) */
   if ((heap->tld->heartbeat % (4 * MI_GENERIC_WORK_EVERY)) == 0 &&
@@ -85,9 +85,10 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
   /* the sampling profiler (prof.c) has its own slow path, which calls this one again while
      busy (the first field of heap->prof); a heap with a profiler is initialised and its own */
   if (mi_unlikely(heap->prof != NULL) && !*(const bool*)heap->prof) {
-    if (mi_unlikely(mi_atomic_load_relaxed(&_mi_sheaps_dying) != 0) && mi_heap_is_dead_default(heap)) {
+    if (mi_unlikely(mi_atomic_load_relaxed(&_mi_sheaps_dying) != 0)) {
       mi_heap_t* const bheap = heap->tld->heap_backing;
-      if (bheap->prof != NULL && !*(const bool*)bheap->prof) heap = mi_heap_default_back(heap);   /* (else at mi_collect) */
+      if (!mi_heap_is_dead_default(heap)) heap = mi_malloc_sheaps_dying(heap);   /* (its sweep: the profiler's only chance but mi_collect) */
+      else if (bheap->prof != NULL && !*(const bool*)bheap->prof) heap = mi_heap_default_back(heap);   /* (else at mi_collect) */
     }
     return _mi_prof_malloc(size, heap, zero, huge_alignment, align_offset);
   }

@@ -543,7 +543,8 @@ bool mi_any_heap_contains(const void* p) {
    must be collected (no local_free) and stable: owned by the caller or abandoned under lock. */
 #define MI_MAX_BLOCKS_PER_PAGE  (MI_SMALL_PAGE_SIZE / sizeof(uintptr_t))
 
-bool _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+/* (`leased`: blocks the page's profiler lease holds unused, free as those of its free lists) */
+static bool mi_heap_area_visit(const mi_heap_t* heap, mi_page_t* page, const mi_block_t* leased, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   const size_t bsize = page->block_size;
   /* the visitor gets what a program may use of each block: without the debug padding (it is
      ours; writing it is an overflow), as area.block_size; full_block_size is the stride */
@@ -553,11 +554,12 @@ bool _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool vis
   area.reserved = (size_t)page->reserved * bsize;
   area.committed = (size_t)page->capacity * bsize;
   area.used = page->used;
+  for (const mi_block_t* b = leased; b != NULL; b = mi_block_next(page, b)) area.used--;
   area.block_size = ubsize;
   area.full_block_size = bsize;
   area.heap_tag = page->heap_tag;
   if (!visitor(heap, &area, NULL, ubsize, arg)) return false;
-  if (!visit_blocks || page->used == 0) return true;
+  if (!visit_blocks || area.used == 0) return true;
   if (page->capacity == 1) {
     return visitor(heap, &area, mi_page_start(page), ubsize, arg);
   }
@@ -566,8 +568,8 @@ bool _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool vis
   const size_t capacity = page->capacity;
   if (capacity > MI_MAX_BLOCKS_PER_PAGE) return false;
   memset(free_map, 0, _mi_divide_up(capacity, 8*sizeof(uintptr_t)) * sizeof(uintptr_t));
-  for (int list = 0; list < 2; list++) {
-    for (mi_block_t* block = (list == 0 ? page->free : page->local_free); block != NULL; block = mi_block_next(page, block)) {
+  for (int list = 0; list < 3; list++) {
+    for (const mi_block_t* block = (list == 0 ? page->free : list == 1 ? page->local_free : leased); block != NULL; block = mi_block_next(page, block)) {
       const size_t idx = (size_t)((uint8_t*)block - mi_page_start(page)) / bsize;
       if (idx < capacity) free_map[idx / (8*sizeof(uintptr_t))] |= ((uintptr_t)1 << (idx % (8*sizeof(uintptr_t))));
     }
@@ -577,6 +579,10 @@ bool _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool vis
     if (!visitor(heap, &area, mi_page_start(page) + i*bsize, ubsize, arg)) return false;
   }
   return true;
+}
+
+bool _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+  return mi_heap_area_visit(heap, page, NULL, visit_blocks, visitor, arg);
 }
 
 typedef struct mi_visit_blocks_args_s {
@@ -594,11 +600,12 @@ static bool mi_heap_page_visit(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* 
 }
 
 /* Another thread's part of a shared heap: its pages as they are (only its thread may collect
-   them, so blocks freed by other threads and not yet collected count as live) */
+   them, so blocks freed by other threads and not yet collected count as live; the blocks its
+   profiler leased and did not hand out are free) */
 static bool mi_heap_page_visit_as_is(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* vargs) {
-  (void)heap; (void)pq;
+  (void)pq;
   mi_visit_blocks_args_t* args = (mi_visit_blocks_args_t*)vargs;
-  return _mi_heap_area_visit_blocks(args->heap, page, args->visit_blocks, args->visitor, args->arg);
+  return mi_heap_area_visit(args->heap, page, _mi_prof_leased(heap, page), args->visit_blocks, args->visitor, args->arg);
 }
 
 /* The calling thread's heap, or its part of a shared heap (`shown`) */
@@ -617,7 +624,7 @@ typedef struct mi_heap_parts_visit_s {
 static bool mi_heap_part_visit(const mi_heap_t* theap, void* varg) {
   mi_heap_parts_visit_t* const v = (mi_heap_parts_visit_t*)varg;
   if (theap == v->own) return mi_heap_visit_own(v->own, &v->args);
-  mi_heap_t* const sampled = _mi_prof_sample_heap(theap);   /* (blocks it leased are reported live) */
+  mi_heap_t* const sampled = _mi_prof_sample_heap(theap);
   return (mi_heap_visit_pages((mi_heap_t*)theap, &mi_heap_page_visit_as_is, &v->args) &&
           (sampled == NULL || mi_heap_visit_pages(sampled, &mi_heap_page_visit_as_is, &v->args)));
 }

@@ -214,6 +214,13 @@ static mi_decl_noinline void mi_prof_settle(mi_prof_t* pr, size_t bin) {
   pr->lease_page[bin] = NULL;
 }
 
+mi_block_t* _mi_prof_leased(const mi_heap_t* heap, const mi_page_t* page) {
+  const mi_prof_t* const pr = heap->prof;
+  if (pr == NULL || page->reserved <= 1) return NULL;
+  const size_t bin = _mi_bin(page->block_size);
+  return (bin < MI_BIN_HUGE_INTERNAL && pr->lease_page[bin] == page ? pr->proxy[bin].free : NULL);
+}
+
 void _mi_prof_return_all(mi_heap_t* heap) {
   mi_prof_t* const pr = heap->prof;
   if (pr == NULL) return;

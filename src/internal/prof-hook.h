@@ -32,6 +32,9 @@ void       _mi_prof_heap_done(mi_heap_t* heap);     /* leases back, proxies gone
 void       _mi_prof_thread_start(mi_tld_t* tld);    /* _mi_prof_heap_init for the thread's heaps */
 void       _mi_prof_return_all(mi_heap_t* heap);    /* every lease back to its page */
 mi_heap_t* _mi_prof_sample_heap(const mi_heap_t* heap); /* the heap's sampled blocks' heap, or NULL */
+mi_block_t* _mi_prof_leased(const mi_heap_t* heap, const mi_page_t* page);   /* the blocks of page leased and
+                             not handed out (free; page->used counts them), or NULL; may be read by a
+                             thread other than the heap's while the heap's thread keeps out of it */
 void*      _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset);
 double     _mi_prof_probability(double x);          /* 1 - exp(-x) */
 /* prof-samples.c: the samples, their stacks, the dumps */
