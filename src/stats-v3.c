@@ -94,7 +94,10 @@ typedef struct mi_parts_sum_s {
 } mi_parts_sum_t;
 
 /* Under the heap's lock. Only a walk later than the block's last is kept in it (two takings
-   may settle in the other order than they walked). */
+   may settle in the other order than they walked), nor one numbered before a part's figures
+   joined the block (sheap.c, mi_sheap_part_ended: it may have run before the part's pages
+   reached the lists; kept, its current values would drop the part's blocks from the baseline
+   and the next walk would count them again in the totals). */
 static void mi_stats_parts_locked(mi_sheap_t* sh, void* arg) {
   mi_parts_sum_t* const s = (mi_parts_sum_t*)arg;
   mi_stats_data_t* block = mi_atomic_load_relaxed(&sh->ended_stats);
