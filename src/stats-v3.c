@@ -72,6 +72,25 @@ static void mi_stats_settle(mi_stats_data_t* now, const mi_stats_data_t* before)
   }
 }
 
+/* A settled taking `now` (settled against `block`) that does not replace `block`: its totals
+   and peaks, which the taking shows, are kept in it (none is lower), its current values not. */
+static void mi_stat_count_keep_totals(mi_stat_count_t* block, const mi_stat_count_t* now) {
+  block->total = now->total;
+  block->peak = now->peak;
+}
+
+static void mi_stats_keep_totals(mi_stats_data_t* block, const mi_stats_data_t* now) {
+#define MI_STAT_COUNT(name)    mi_stat_count_keep_totals(&block->name, &now->name);
+#define MI_STAT_COUNTER(name)
+  MI_STAT_FIELDS()
+#undef MI_STAT_COUNT
+#undef MI_STAT_COUNTER
+  for (size_t i = 0; i <= MI_BIN_HUGE_INTERNAL; i++) {
+    mi_stat_count_keep_totals(&block->malloc_bins[i], &now->malloc_bins[i]);
+    mi_stat_count_keep_totals(&block->page_bins[i], &now->page_bins[i]);
+  }
+}
+
 /* ---------------------------------------------------------------------------------------
    A heap's figures: the calling thread's part taken now (and published when `publish`), the
    other threads' parts as they last published them, and its ended parts: the pages they left
@@ -97,7 +116,8 @@ typedef struct mi_parts_sum_s {
    may settle in the other order than they walked), nor one numbered before a part's figures
    joined the block (sheap.c, mi_sheap_part_ended: it may have run before the part's pages
    reached the lists; kept, its current values would drop the part's blocks from the baseline
-   and the next walk would count them again in the totals). */
+   and the next walk would count them again in the totals). Of a walk not kept, the totals and
+   peaks are (they are at least the block's): a later taking never shows less than this one. */
 static void mi_stats_parts_locked(mi_sheap_t* sh, void* arg) {
   mi_parts_sum_t* const s = (mi_parts_sum_t*)arg;
   mi_stats_data_t* block = mi_atomic_load_relaxed(&sh->ended_stats);
@@ -111,6 +131,9 @@ static void mi_stats_parts_locked(mi_sheap_t* sh, void* arg) {
   if (block != NULL && s->walk > sh->ended_walk) {
     memcpy(block, s->ended, sizeof(*block));
     sh->ended_walk = s->walk;
+  }
+  else if (block != NULL) {
+    mi_stats_keep_totals(block, s->ended);   /* what this taking shows, no later one lowers */
   }
   for (const mi_heap_t* theap = sh->theaps; theap != NULL; theap = theap->sheap_next) {
     s->parts++;
