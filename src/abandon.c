@@ -283,7 +283,7 @@ bool _mi_abandoned_visit_sheap(mi_sheap_t* sheap, const mi_heap_t* shown, bool v
 size_t _mi_abandoned_sheap_pages(mi_sheap_t* sheap, void (*fn)(const mi_page_t* page, size_t live, void* arg), void* arg) {
   mi_subproc_t* const subproc = sheap->subproc;
   mi_lock_acquire(&subproc->lock);
-  const size_t walk = ++sheap->abandoned_walks;
+  const size_t walk = mi_atomic_add_relaxed(&sheap->abandoned_walks, 1) + 1;
   for (size_t bin = 0; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
     for (mi_page_t* page = mi_atomic_load_relaxed(&sheap->abandoned_pages[bin]); page != NULL; page = page->next) {
       fn(page, MI_TF_ABANDONED_BASE - mi_tf_count(mi_atomic_load_relaxed(&page->xthread_free)), arg);

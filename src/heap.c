@@ -516,7 +516,10 @@ static mi_page_t* mi_heap_page_in_use_of(const void* p) {
 mi_heap_t* mi_heap_of(const void* p) {
   mi_page_t* page = mi_heap_page_in_use_of(p);
   if (page == NULL) return NULL;
-  mi_heap_t* const owner = mi_page_heap(page);
+  /* acquire: pairs with mi_page_set_heap's release of xheap, so the mark read below is at
+     least the one set with this owner (a relaxed read could see the mark from before an
+     adoption, NULL, and name the other thread's theap) */
+  mi_heap_t* const owner = mi_atomic_load_acquire(&page->xheap);
   if (owner == NULL) return _mi_segment_abandoned_heap_of(page);
   if (mi_page_owner(page) != _mi_thread_id()) {
     mi_sheap_t* const sheap = mi_atomic_load_relaxed(&page->sheap);   /* (set before xheap) */

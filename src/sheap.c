@@ -198,6 +198,11 @@ static void mi_sheap_free(mi_sheap_t* sh) {
    block to free after the lock (NULL: it became the heap's ended block as it is). */
 static mi_stats_data_t* mi_sheap_part_ended(mi_sheap_t* sh, mi_stats_data_t* part) {
   if (part == NULL) return NULL;
+  /* a walk numbered so far may have missed the part's pages (it ran before they reached the
+     lists: every walk that held the subprocess' lock before that is counted here), so it must
+     not replace the block, whose current values now hold the part's */
+  const size_t walks = mi_atomic_load_relaxed(&sh->abandoned_walks);
+  if (walks > sh->ended_walk) sh->ended_walk = walks;
   mi_stats_data_t* const ended = mi_atomic_load_relaxed(&sh->ended_stats);
   if (ended == NULL) { mi_atomic_store_relaxed(&sh->ended_stats, part); return NULL; }
   _mi_stats_sum(ended, part);

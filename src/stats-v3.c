@@ -73,6 +73,28 @@ static void mi_stats_settle(mi_stats_data_t* now, const mi_stats_data_t* before)
   }
 }
 
+/* A taking `now` whose walk is not kept in `block` (older than the block's, or from before a
+   part's figures joined it): it adds no rise to the totals (a rise against a later baseline is
+   none, and one the next kept walk finds would count twice), so it shows the block's totals,
+   which no later taking lowers; its current values may raise the peak, kept in the block. */
+static void mi_stat_count_older_walk(mi_stat_count_t* block, mi_stat_count_t* now) {
+  now->total = block->total;
+  if (now->current > block->peak) block->peak = now->current;
+  now->peak = block->peak;
+}
+
+static void mi_stats_older_walk(mi_stats_data_t* block, mi_stats_data_t* now) {
+#define MI_STAT_COUNT(name)    mi_stat_count_older_walk(&block->name, &now->name);
+#define MI_STAT_COUNTER(name)
+  MI_STAT_FIELDS()
+#undef MI_STAT_COUNT
+#undef MI_STAT_COUNTER
+  for (size_t i = 0; i <= MI_BIN_HUGE_INTERNAL; i++) {
+    mi_stat_count_older_walk(&block->malloc_bins[i], &now->malloc_bins[i]);
+    mi_stat_count_older_walk(&block->page_bins[i], &now->page_bins[i]);
+  }
+}
+
 /* ---------------------------------------------------------------------------------------
    A heap's figures: the calling thread's part taken now (and published when `publish`), the
    other threads' parts as they last published them, and its ended parts: the pages they left
@@ -95,7 +117,11 @@ typedef struct mi_parts_sum_s {
 } mi_parts_sum_t;
 
 /* Under the heap's lock. Only a walk later than the block's last is kept in it (two takings
-   may settle in the other order than they walked). */
+   may settle in the other order than they walked), nor one numbered before a part's figures
+   joined the block (sheap.c, mi_sheap_part_ended: it may have run before the part's pages
+   reached the lists; kept, its current values would drop the part's blocks from the baseline
+   and the next walk would count them again in the totals). A walk not kept shows the block's
+   totals (mi_stats_older_walk), so no later taking shows less. */
 static void mi_stats_parts_locked(mi_sheap_t* sh, void* arg) {
   mi_parts_sum_t* const s = (mi_parts_sum_t*)arg;
   mi_stats_data_t* block = mi_atomic_load_relaxed(&sh->ended_stats);
@@ -105,10 +131,15 @@ static void mi_stats_parts_locked(mi_sheap_t* sh, void* arg) {
     memset(block, 0, sizeof(*block));
     mi_atomic_store_relaxed(&sh->ended_stats, block);
   }
-  mi_stats_settle(s->ended, block);
-  if (block != NULL && s->walk > sh->ended_walk) {
-    memcpy(block, s->ended, sizeof(*block));
-    sh->ended_walk = s->walk;
+  if (block != NULL && s->walk <= sh->ended_walk) {
+    mi_stats_older_walk(block, s->ended);   /* the block's totals, no rise of its own */
+  }
+  else {
+    mi_stats_settle(s->ended, block);
+    if (block != NULL) {
+      memcpy(block, s->ended, sizeof(*block));
+      sh->ended_walk = s->walk;
+    }
   }
   for (const mi_heap_t* theap = sh->theaps; theap != NULL; theap = theap->sheap_next) {
     s->parts++;
@@ -151,9 +182,11 @@ static bool mi_stats_heap_figures(mi_heap_t* heap, mi_stats_data_t* figures, siz
   mi_stats_data_t ended;
   memset(&ended, 0, sizeof(ended));
   mi_parts_sum_t sum = { figures, mi_stats_own_part(heap, &own_figures, publish), 0, &ended, 0, NULL };
-  mi_heap_t* const dflt = mi_prim_get_default_heap();
-  if (publish && mi_atomic_load_relaxed(&sh->ended_stats) == NULL && mi_heap_is_initialized(dflt)) {
-    sum.spare = (mi_stats_data_t*)mi_heap_malloc(dflt->tld->heap_backing, sizeof(mi_stats_data_t));   /* (no lock held: as above) */
+  if (publish && mi_atomic_load_relaxed(&sh->ended_stats) == NULL) {
+    /* (a thread that never allocated too: initialised here, else its taking would settle
+       against nothing and keep nothing, and a later one could show lower totals) */
+    mi_heap_t* const bheap = mi_heap_get_backing();
+    if (mi_heap_is_initialized(bheap)) sum.spare = (mi_stats_data_t*)mi_heap_malloc(bheap, sizeof(mi_stats_data_t));   /* (no lock held: as above) */
   }
   sum.walk = _mi_abandoned_sheap_pages(sh, &mi_stats_abandoned_page_add, &ended);
   _mi_sheap_stats_locked(heap, &mi_stats_parts_locked, &sum);

@@ -316,6 +316,92 @@ static void test_ended_churn(void) {
   mi_heap_delete(ended_heap);
 }
 
+/* Several threads take the heap's figures while parts publish and end and another thread frees
+   the blocks the ended parts left: for each taker the totals never fall (two takings may settle
+   in the other order than they walked the ended parts' pages; the one not kept in the heap's
+   ended figures must still leave its totals there). */
+#define MONO_ROUNDS  200
+#define MONO_KEEP    (MONO_ROUNDS * CHURN_THREADS * 32)
+static _Atomic(void*) mono_kept[MONO_KEEP];
+static atomic_int mono_nkept;
+static atomic_int mono_falls;
+
+static void* mono_worker(void* arg) {
+  void* tmp[64];
+  for (int i = 0; i < 64; i++) tmp[i] = mi_heap_malloc(ended_heap, 48 + (size_t)(i % 5) * 40);
+  mi_heap_stats_merge_to_subproc(ended_heap);
+  for (int i = 0; i < 32; i++) mi_free(tmp[i]);
+  for (int i = 0; i < 32; i++) tmp[i] = mi_heap_malloc(ended_heap, 48 + (size_t)(i % 5) * 40);
+  if (arg != NULL) mi_heap_stats_merge_to_subproc(ended_heap);
+  for (int i = 0; i < 32; i++) mi_free(tmp[i]);
+  for (int i = 32; i < 64; i++) {
+    const int k = atomic_fetch_add(&mono_nkept, 1);
+    if (k < MONO_KEEP) atomic_store(&mono_kept[k], tmp[i]);
+    else mi_free(tmp[i]);
+  }
+  return NULL;
+}
+
+static void* mono_starter(void* arg) {
+  (void)arg;
+  for (int r = 0; r < MONO_ROUNDS; r++) {
+    pthread_t t[CHURN_THREADS];
+    for (int i = 0; i < CHURN_THREADS; i++) pthread_create(&t[i], NULL, &mono_worker, ((r + i) % 2 == 0 ? &t[i] : NULL));
+    for (int i = 0; i < CHURN_THREADS; i++) pthread_join(t[i], NULL);
+  }
+  atomic_store(&churn_done, 1);
+  return NULL;
+}
+
+static void* mono_freer(void* arg) {
+  (void)arg;
+  int i = 0;
+  for (;;) {
+    const bool last = atomic_load(&churn_done);
+    int n = atomic_load(&mono_nkept);
+    if (n > MONO_KEEP) n = MONO_KEEP;
+    for (; i < n; i++) {
+      void* p = atomic_exchange(&mono_kept[i], NULL);
+      if (p == NULL && !last) break;   /* its worker stores it yet */
+      if (p != NULL) mi_free(p);
+    }
+    if (last) return NULL;
+  }
+}
+
+static void* mono_taker(void* arg) {
+  (void)arg;
+  int64_t last_total = 0, last_bytes = 0;
+  while (!atomic_load(&churn_done)) {
+    mi_stats_t st;
+    if (!heap_stats(ended_heap, &st)) { atomic_fetch_add(&mono_falls, 1000000); break; }
+    if (blocks_total(&st) < last_total || st.malloc_normal.total < last_bytes) atomic_fetch_add(&mono_falls, 1);
+    last_total = blocks_total(&st);
+    last_bytes = st.malloc_normal.total;
+  }
+  return NULL;
+}
+
+static void test_ended_monotone(void) {
+  ended_heap = mi_heap_new();
+  CHECK(ended_heap != NULL);
+  atomic_store(&churn_done, 0);
+  atomic_store(&mono_nkept, 0);
+  atomic_store(&mono_falls, 0);
+  pthread_t starter, freer, takers[3];
+  pthread_create(&starter, NULL, &mono_starter, NULL);
+  pthread_create(&freer, NULL, &mono_freer, NULL);
+  for (int i = 0; i < 3; i++) pthread_create(&takers[i], NULL, &mono_taker, NULL);
+  pthread_join(starter, NULL);
+  pthread_join(freer, NULL);
+  for (int i = 0; i < 3; i++) pthread_join(takers[i], NULL);
+  CHECK_MSG(atomic_load(&mono_falls) == 0, "a taker saw the totals fall %d times", atomic_load(&mono_falls));
+  mi_stats_t st;
+  CHECK(heap_stats(ended_heap, &st));
+  CHECK_MSG(blocks_in_use(&st) == 0, "%lld blocks in use, %lld pages, %lld parts", (long long)blocks_in_use(&st), (long long)st.pages.current, (long long)st.theaps.current);
+  mi_heap_delete(ended_heap);
+}
+
 /* ---- two heaps kept apart --------------------------------------------------------------- */
 static void test_two_heaps(void) {
   mi_heap_t* a = mi_heap_new();
@@ -516,6 +602,7 @@ int main(int argc, char** argv) {
   test_ended_part(false);
   test_ended_part(true);
   test_ended_churn();
+  test_ended_monotone();
   test_subproc();
   test_json_and_text(argc > 1 ? argv[1] : NULL);
   return test_summary("stats-v3", "heap and subprocess statistics");

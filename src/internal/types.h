@@ -748,8 +748,9 @@ typedef struct mi_sheap_s {
   size_t             abandoned_count;  /* pages on abandoned_pages (under subproc->lock) */
   _Atomic(mi_page_t*) abandoned_pages[MI_BIN_HUGE_INTERNAL + 1];   /* ended theaps' pages, by bin
                                           (under subproc->lock; peeked without it) */
-  size_t             abandoned_walks;  /* walks of abandoned_pages for statistics, numbered from
-                                          1 (under subproc->lock: stats-v3.c) */
+  _Atomic(size_t)    abandoned_walks;  /* walks of abandoned_pages for statistics, numbered from
+                                          1 (incremented under subproc->lock: stats-v3.c; read
+                                          under lock when a part ends, sheap.c) */
   _Atomic(mi_stats_data_t*) ended_stats; /* its ended theaps' figures, settled with walk number
                                           ended_walk of abandoned_pages, or NULL (stats-v3.c);
                                           written under lock, peeked without */
