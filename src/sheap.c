@@ -20,6 +20,9 @@ _Atomic(size_t) _mi_sheaps_dying;
    held, and a heap's lock is never taken under a subprocess' (a heap's abandoned pages,
    abandon.c, change under its subprocess' lock alone). */
 static mi_lock_t   mi_sheaps_lock = MI_LOCK_INIT;
+/* > 0 while this thread runs a visitor under mi_sheaps_lock: its sweep waits (ending a last
+   theap frees its shared heap, which takes the lock: the thread would wait for itself) */
+static mi_decl_thread unsigned mi_sheaps_held;
 static mi_sheap_t* mi_sheaps;
 
 /* mimalloc v3's main heap (mi_heap_main in the header's v3 mode, src/v3.c): a shared heap whose
@@ -39,14 +42,17 @@ static mi_sheap_t* mi_sheap_of(mi_heap_t* heap) {
 /* mi_subproc_visit_heaps (v3 mode, src/v3.c): the main heap (every thread's, in any
    subprocess), then each live shared heap made in `subproc`, in no particular order, until the
    visitor returns false. The list is walked under mi_sheaps_lock, so the visitor must not make,
-   delete or destroy a shared heap (each takes that lock: it would wait for itself). */
+   delete or destroy a shared heap (each takes that lock: it would wait for itself); it may
+   allocate, free and collect (this thread's sweep waits, mi_sheaps_held). */
 bool _mi_sheap_visit(mi_subproc_t* subproc, bool (*visit)(mi_heap_t* heap, void* arg), void* arg) {
   if (!visit((mi_heap_t*)&mi_sheap_main, arg)) return false;
   bool go_on = true;
   mi_lock_acquire(&mi_sheaps_lock);
+  mi_sheaps_held++;
   for (mi_sheap_t* sh = mi_sheaps; sh != NULL && go_on; sh = sh->next) {
     if (sh->subproc == subproc && mi_atomic_load_relaxed(&sh->state) == (int)MI_SHEAP_LIVE) go_on = visit((mi_heap_t*)sh, arg);
   }
+  mi_sheaps_held--;
   mi_lock_release(&mi_sheaps_lock);
   return go_on;
 }
@@ -57,7 +63,9 @@ bool _mi_sheap_visit(mi_subproc_t* subproc, bool (*visit)(mi_heap_t* heap, void*
    a shared heap. */
 bool _mi_sheaps_locked(bool (*fn)(mi_sheap_t* sheaps, void* arg), void* arg) {
   mi_lock_acquire(&mi_sheaps_lock);
+  mi_sheaps_held++;
   const bool ok = fn(mi_sheaps, arg);
+  mi_sheaps_held--;
   mi_lock_release(&mi_sheaps_lock);
   return ok;
 }
@@ -282,6 +290,7 @@ static void mi_sheap_theap_end(mi_heap_t* theap, int state) {
 }
 
 void _mi_sheap_sweep(mi_tld_t* tld) {
+  if (mi_sheaps_held != 0) return;   /* (inside a visit of the list: at the next sweep) */
   mi_heap_t* h = tld->heaps;
   while (h != NULL) {
     mi_heap_t* const next = h->next;   /* (ending h unlinks h only) */

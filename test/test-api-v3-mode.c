@@ -1023,6 +1023,47 @@ static void test_subprocs(void) {
   mi_free(p);
 }
 
+/* A visitor of the heaps may allocate, free and collect, also when the collect would end the
+   last part of a heap another thread deleted (ending it frees the heap, which takes the list's
+   lock the visit holds: ours waits for the next sweep) */
+typedef struct visit_collect_s { int count; void* kept; } visit_collect_t;
+
+static bool visit_and_collect(mi_heap_t* heap, void* arg) {
+  (void)heap;
+  visit_collect_t* v = (visit_collect_t*)arg;
+  v->count++;
+  if (heap == mi_heap_main()) return true;                     /* (ours: visited before the list's lock) */
+  void* p = mi_malloc(100);
+  CHECK(p != NULL);
+  mi_free(p);
+  mi_collect(false);
+  return true;
+}
+
+static void* delete_heap_thread(void* h) {
+  mi_heap_delete((mi_heap_t*)h);
+  return NULL;
+}
+
+static void test_visit_collects(void) {
+  mi_heap_t* h = mi_heap_new();
+  mi_heap_t* live = mi_heap_new();                             /* visited: its visitor collects */
+  CHECK(h != NULL && live != NULL);
+  if (h == NULL || live == NULL) return;
+  visit_collect_t v = { 0, mi_heap_malloc(h, 64) };          /* this thread's part of h */
+  CHECK(v.kept != NULL);
+  pthread_t thread;
+  CHECK_EQ(pthread_create(&thread, NULL, &delete_heap_thread, h), 0);
+  pthread_join(thread, NULL);                                  /* h deleted; our part is its last */
+  CHECK(mi_heap_of(v.kept) == h);                             /* (ours: the part lives until this thread sweeps) */
+  CHECK(mi_subproc_visit_heaps(mi_subproc_current(), &visit_and_collect, &v));
+  CHECK_GE(v.count, 2);
+  mi_heap_delete(live);
+  mi_collect(false);                                           /* the part ends now */
+  CHECK(mi_any_heap_contains(v.kept) && mi_heap_of(v.kept) == mi_heap_main());   /* deleted: kept valid */
+  mi_free(v.kept);
+}
+
 /* ---- abandoned blocks -------------------------------------------------------------------- */
 #define LEFT_BLOCKS 40
 #define LEFT_SIZE   3000
@@ -1138,6 +1179,7 @@ int main(void) {
   test_theap_default();
   test_main_heap();
   test_subprocs();
+  test_visit_collects();
   test_abandoned();
   mi_collect(true);
   return test_summary("api-v3-mode", "%s", "a program written for mimalloc 3.x, with MI_V3_API");
