@@ -24,6 +24,14 @@ static size_t* mi_abandoned_count_of(mi_subproc_t* subproc, const mi_page_t* pag
   return (sheap != NULL ? &sheap->abandoned_count : &subproc->abandoned_count);
 }
 
+/* Pages on every abandoned list of the process (the purger waits for their last frees while
+   there are any: purger.c, mi_purger_keep). Changed under the lists' lock; read without. */
+static _Atomic(size_t) mi_abandoned_listed;
+
+size_t _mi_abandoned_pages_listed(void) {
+  return mi_atomic_load_seq_cst(&mi_abandoned_listed);
+}
+
 static void mi_abandoned_page_link(mi_subproc_t* subproc, mi_page_t* page, mi_sheap_t* sheap) {
   mi_atomic_store_release(&page->sheap, sheap);   /* (mi_heap_of reads it) */
   _Atomic(mi_page_t*)* head = mi_abandoned_list_of(subproc, page);
@@ -34,6 +42,7 @@ static void mi_abandoned_page_link(mi_subproc_t* subproc, mi_page_t* page, mi_sh
   mi_atomic_store_relaxed(head, page);
   page->abandoned_listed = 1;
   (*mi_abandoned_count_of(subproc, page))++;
+  mi_atomic_add_relaxed(&mi_abandoned_listed, 1);
 }
 
 /* Off its list; the page stays abandoned in the segment's count until adopted or released. */
@@ -46,6 +55,7 @@ static void mi_abandoned_page_unlink(mi_subproc_t* subproc, mi_page_t* page) {
   page->prev = NULL;
   page->abandoned_listed = 0;
   (*mi_abandoned_count_of(subproc, page))--;
+  mi_atomic_sub_relaxed(&mi_abandoned_listed, 1);
   mi_atomic_store_relaxed(&page->sheap, NULL);
 }
 

@@ -320,6 +320,12 @@ static void mi_heap_free(mi_heap_t* heap) {
 static void mi_heap_absorb(mi_heap_t* heap, mi_heap_t* from) {
   if (from == NULL || from->page_count == 0) return;
   _mi_heap_delayed_free_partial(from);
+  /* pages whose blocks are all free go back to their segments now: in `heap`'s queues only an
+     allocation of their size class would look at them again, so a heap made and deleted per
+     request kept one page per delete (64 KiB committed each, without bound: test-sheap's fork
+     churn grew past 20 GiB while a slow child kept its loop going) */
+  mi_collect_t normal = MI_NORMAL;
+  mi_heap_visit_pages(from, &mi_heap_page_collect, &normal);
   for (size_t i = 0; i <= MI_BIN_FULL; i++) {
     _mi_page_queue_append(heap, &heap->pages[i], &from->pages[i]);
   }

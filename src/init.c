@@ -232,6 +232,7 @@ void mi_process_init(void) mi_attr_noexcept {
   _mi_heap_init(&_mi_heap_main, &mi_tld_main, 0, false, 0);
   _mi_prim_thread_init_auto_done();
   mi_os_stat_increase(threads, 1);
+  _mi_purger_thread_init();
   _mi_process_is_initialized = true;
   mi_atomic_store_release(&mi_process_init_state, 2);
   if (!mi_heap_is_initialized(mi_prim_get_default_heap())) {
@@ -311,6 +312,7 @@ void mi_thread_init(void) mi_attr_noexcept {
   mi_tld_init(&td->tld, &td->heap, is_zero);
   _mi_heap_init(&td->heap, &td->tld, 0, false, 0);
   mi_os_stat_increase(threads, 1);
+  _mi_purger_thread_init();
   _mi_heap_set_default_direct(&td->heap);
   _mi_prim_thread_associate_default_heap(&td->heap);
 }
@@ -332,6 +334,7 @@ void _mi_thread_done(mi_heap_t* heap) {
     h = next;
   }
   _mi_heap_collect_abandon(backing);
+  _mi_purger_thread_done();   /* (heaps valid: pthread_create's allocation is served statically) */
   if (backing->prof != NULL) _mi_prof_heap_done(backing);
   _mi_stats_merge_thread(tld);   /* after abandoning: the blocks left moved to the totals */
   mi_os_stat_decrease(threads, 1);
@@ -454,7 +457,7 @@ static void mi_fork_child(void) {
   mi_heap_t* heap = mi_prim_get_default_heap();
   _mi_live_fork_child(mi_heap_is_initialized(heap) ? heap->tld : NULL);
   _mi_heap_after_fork_child(heap);
-  _mi_purger_fork_child();   /* the thread is not in the child: started again on first need */
+  _mi_purger_fork_child(mi_heap_is_initialized(heap));   /* the thread is not in the child: started again on first need */
 }
 
 void mi_subproc_add_current_thread(mi_subproc_id_t subproc_id) {

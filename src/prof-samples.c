@@ -543,9 +543,14 @@ void _mi_prof_json(mi_json_t* json, size_t count) {
 
 /* fork: the child must not inherit the lock held by a thread it does not have */
 static bool mi_prof_fork_locked;   /* (the forking thread's, between prepare and parent or child) */
-void _mi_prof_fork_prepare(void) { mi_prof_fork_locked = (mi_prof_rate() != 0); if (mi_prof_fork_locked) mi_spin_acquire(&mi_prof_lock); }
-void _mi_prof_fork_parent(void)  { if (mi_prof_fork_locked) mi_spin_release(&mi_prof_lock); }
-void _mi_prof_fork_child(void)   { if (mi_prof_fork_locked) mi_spin_release(&mi_prof_lock); }
+void _mi_prof_fork_prepare(void) {
+  mi_prof_fork_locked = (mi_prof_rate() != 0);
+  if (!mi_prof_fork_locked) return;
+  _mi_prof_loader_fork_prepare();   /* (first: a thread leaving the loader takes the lock next) */
+  mi_spin_acquire(&mi_prof_lock);
+}
+void _mi_prof_fork_parent(void) { if (mi_prof_fork_locked) { mi_spin_release(&mi_prof_lock); _mi_prof_loader_fork_parent(); } }
+void _mi_prof_fork_child(void)  { if (mi_prof_fork_locked) { mi_spin_release(&mi_prof_lock); _mi_prof_loader_fork_child(); } }
 
 #else  /* !MI_PROF_AVAILABLE */
 mi_msecs_t _mi_prof_interval = 0;

@@ -20,10 +20,15 @@
    due, and the thread wakes at most 1000 / MI_PURGER_GRANULARITY times a second, only while
    purges wait. With nothing pending it waits MI_PURGER_LINGER ms for new work (so that frees
    right after an allocation burst find it running) and then ends; _mi_purger_wanted is set
-   again, so the next allocation slow path starts another. A thread of ours must not keep a
-   process alive whose other threads have all ended (a main that called pthread_exit: glibc
-   ends the process when its last thread ends, ours included), and an idle process has no
-   thread of ours left once its memory is back. (A restart costs one pthread_create, which
+   again, so the next allocation slow path starts another. It does not end while pages of
+   ended threads hold live blocks and a thread that may free them lives (mi_purger_keep): the
+   free of such a page's last block releases the page and notifies its purge from inside the
+   free, where no thread may be started, so it waits for that notify without a timeout. A
+   thread of ours must not keep a process alive whose other threads have all ended (a main
+   that called pthread_exit: glibc ends the process when its last thread ends, ours included;
+   the end of the last thread with a heap wakes a waiting thread, which then ends), and an
+   idle process has no thread of ours left once its memory is back and no ended thread's page
+   holds a block. (A restart costs one pthread_create, which
    reuses the ended thread's cached stack, at most once per MI_PURGER_LINGER.) Each pass
    runs the due purges through the thread-safe entry points, which need no thread state (no
    heap, no tld: the thread never allocates, is not counted in the `threads` statistic and has
@@ -56,6 +61,7 @@ typedef enum mi_purger_state_e {
 } mi_purger_state_t;
 
 #define MI_PURGER_AWAKE  ((mi_msecs_t)-1)   /* mi_purger_wake while the thread is not sleeping */
+#define MI_PURGER_UNTIL_NOTIFIED  ((mi_msecs_t)1 << 60)   /* mi_purger_wake of a wait without timeout */
 
 static _Atomic(int)        mi_purger_state;   /* mi_purger_state_t */
 static _Atomic(mi_msecs_t) mi_purger_due;     /* earliest deadline notified since the last pass (0: none) */
@@ -66,6 +72,22 @@ static bool                mi_purger_wait_ready;     /* the prim wait is initial
 static _Atomic(int)        mi_purger_started_once;   /* the verbose line is printed once per process */
 
 _Atomic(int) _mi_purger_wanted;   /* 1: a purge was notified while no thread ran (or it lingered out) */
+
+/* Threads with a heap (init.c tells of each start and end; the main thread counts from process
+   init): while none is left, the thread must not wait for frees (a main that called pthread_exit
+   ends the process with its last thread, and ours would be the last). */
+static _Atomic(size_t) mi_purger_threads;
+
+/* Should the thread stay, with nothing due? While pages of ended threads hold live blocks (on
+   an abandoned list), the free of a page's last block, by any thread, releases it (abandon.c)
+   and schedules its purge from inside that free, where the thread cannot be started: a
+   process whose threads only free what an ended thread left (a consumer; a pool of threads
+   that ended) would keep all of it. So the thread waits, without a timeout, for the notify of
+   that purge, as long as a thread that may free is alive. */
+static bool mi_purger_keep(void) {
+  return (mi_atomic_load_seq_cst(&mi_purger_threads) > 0 && _mi_abandoned_pages_listed() > 0 &&
+          mi_option_get(mi_option_purge_delay) >= 0);
+}
 
 /* The purge passes, all thread-safe and free of thread state. */
 static void mi_purger_pass(void) {
@@ -109,6 +131,16 @@ static void mi_purger_main(void* arg) {
       mi_atomic_store_release(&mi_purger_due, 0);   /* the pass notifies what it leaves */
       if (!mi_purger_try_pass()) mi_atomic_store_release(&mi_purger_due, now);   /* paused: later */
       last = _mi_prim_clock_now();
+      continue;
+    }
+    if (enabled && due == 0 && wake <= now && mi_purger_keep()) {
+      /* nothing due, but ended threads' pages wait for their last frees: sleep until a notify
+         (or the end of the last thread: _mi_purger_thread_done wakes us) */
+      mi_atomic_store_seq_cst(&mi_purger_wake, MI_PURGER_UNTIL_NOTIFIED);
+      /* (a notify or a thread's end changes its figure, then reads `wake`; we the reverse) */
+      if (mi_atomic_load_seq_cst(&mi_purger_due) != 0 || !mi_purger_keep()) continue;
+      _mi_prim_thread_wait(-1);
+      idle_since = 0;   /* (a wake for nothing lingers again before it ends) */
       continue;
     }
     if (!enabled || (due == 0 && wake <= now)) {
@@ -167,6 +199,27 @@ void _mi_purger_start_wanted(void) {
   if (mi_atomic_load_relaxed(&mi_purger_state) == MI_PURGER_NONE) mi_purger_start();   /* (else running, failed or done) */
 }
 
+/* Process init (the main thread) and mi_thread_init: a thread with a heap. */
+void _mi_purger_thread_init(void) {
+  mi_atomic_add_relaxed(&mi_purger_threads, 1);
+}
+
+/* _mi_thread_done, after the thread's pages were abandoned (its heaps still valid): the other
+   safe place to start the thread, and the one a process whose other threads only free has
+   (a thread that ends holds no lock of libc's in its TLS destructors). Started when a purge was
+   notified while none ran, or when pages of ended threads hold blocks (mi_purger_keep); the
+   last thread's end wakes a thread that waits for frees, which then ends. */
+void _mi_purger_thread_done(void) {
+  const size_t left = atomic_fetch_sub(&mi_purger_threads, 1) - 1;   /* (seq_cst: mi_purger_main's wait) */
+  const int state = mi_atomic_load_acquire(&mi_purger_state);
+  if (state == MI_PURGER_NONE) {
+    if (mi_atomic_load_relaxed(&_mi_purger_wanted) != 0 || mi_purger_keep()) mi_purger_start();
+  }
+  else if (state == MI_PURGER_RUNNING && left == 0 && mi_atomic_load_seq_cst(&mi_purger_wake) == MI_PURGER_UNTIL_NOTIFIED) {
+    _mi_prim_thread_wake();
+  }
+}
+
 void _mi_purger_notify(mi_msecs_t due) {
   const int state = mi_atomic_load_relaxed(&mi_purger_state);
   if (mi_unlikely(state != MI_PURGER_RUNNING && state != MI_PURGER_NONE)) return;   /* starting, failed or done */
@@ -202,7 +255,8 @@ void _mi_purger_fork_parent(void) {
 /* The child has no purger thread: its first allocation slow path starts one if the parent had
    one, else as in any process (the deadlines are still in the arenas; the next purge scheduled
    notifies, or the child's own activity runs them as before). */
-void _mi_purger_fork_child(void) {
+void _mi_purger_fork_child(bool thread_has_heap) {
+  mi_atomic_store_relaxed(&mi_purger_threads, thread_has_heap ? 1 : 0);   /* the forking thread only */
   const int state = mi_atomic_load_relaxed(&mi_purger_state);
   if (state == MI_PURGER_DONE) return;
   if (state != MI_PURGER_NONE) mi_atomic_store_relaxed(&_mi_purger_wanted, 1);   /* the child's first allocation slow path */

@@ -72,5 +72,8 @@ extern _Atomic(int) _mi_purger_wanted;   /* the allocation slow path calls _mi_p
 void       _mi_purger_start_wanted(void);   /* only where the caller holds no lock of libc's */
 void       _mi_purger_fork_prepare(void);   /* before the fork handlers take any lock */
 void       _mi_purger_fork_parent(void);
-void       _mi_purger_fork_child(void);
+void       _mi_purger_fork_child(bool thread_has_heap);   /* the forking thread: a thread with a heap? */
+void       _mi_purger_thread_init(void);    /* a thread has a heap (process init, mi_thread_init) */
+void       _mi_purger_thread_done(void);    /* its end, after its pages were abandoned: may start the
+                                               thread (it holds no lock of libc's) */
 void       _mi_purger_done(void);           /* mi_process_done: no pass after this */

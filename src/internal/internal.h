@@ -218,6 +218,7 @@ void       _mi_segments_purge_tick(mi_tld_t* tld);            /* due purges, if 
 bool       _mi_segments_purge_pending(const mi_tld_t* tld);   /* slot purges wait (peek, no lock) */
 void       _mi_segments_purge_shared(bool force);             /* the purger: every subprocess' due slot purges */
 void       _mi_segments_notify_purger(mi_subproc_t* subproc); /* after the lock: the earliest slot purge to the purger */
+size_t     _mi_abandoned_pages_listed(void);                   /* pages of ended threads on any abandoned list */
 void       _mi_subprocs_visit(void (*visit)(mi_subproc_t* subproc, void* arg), void* arg);   /* init.c: every subprocess, under the list's lock */
 bool       _mi_segment_map_can_hold(const void* start, size_t size);
 /* segment-map.c: the covered map's parts for [start, start + size) (false: out of memory); a

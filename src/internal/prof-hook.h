@@ -58,6 +58,9 @@ size_t     _mi_prof_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uin
 #define MI_PROF_UNWIND_CACHE 0
 #endif
 void       _mi_prof_loader_generation(unsigned long long counts[2]);   /* before taking the store lock */
+void       _mi_prof_loader_fork_prepare(void);   /* fork: no thread in the loader's lock (prof-stack.c) */
+void       _mi_prof_loader_fork_parent(void);
+void       _mi_prof_loader_fork_child(void);
 struct mi_json_s;
 void       _mi_prof_json(struct mi_json_s* json, size_t count);   /* the top sites for the live view */
 void       _mi_prof_fork_prepare(void);
