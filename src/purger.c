@@ -222,7 +222,10 @@ void _mi_purger_thread_done(void) {
 
 void _mi_purger_notify(mi_msecs_t due) {
   const int state = mi_atomic_load_relaxed(&mi_purger_state);
-  if (mi_unlikely(state != MI_PURGER_RUNNING && state != MI_PURGER_NONE)) return;   /* starting, failed or done */
+  /* (a deadline notified while the thread starts is kept too: the new thread may already have
+     run its first pass, and dropping it let that thread linger out with the purge still
+     waiting; seen under ThreadSanitizer, where the starter is slow to mark it running) */
+  if (mi_unlikely(state == MI_PURGER_FAILED || state == MI_PURGER_DONE)) return;
   mi_msecs_t known = mi_atomic_load_relaxed(&mi_purger_due);
   if (mi_likely(state == MI_PURGER_RUNNING && known != 0 && known <= due)) return;   /* the common case */
   while ((known == 0 || known > due) && !mi_atomic_cas_weak_seq_cst(&mi_purger_due, &known, due)) { }
