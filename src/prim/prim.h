@@ -106,6 +106,16 @@ size_t _mi_prim_numa_node_count(void);
 /* Monotonic clock in milliseconds (any origin). Cheap: called on slow paths. */
 mi_msecs_t _mi_prim_clock_now(void);
 
+/* Preemption on request, for the schedule fuzzer of test builds (src/prim/sched-fuzz.c); any
+   thread, never allocates, keeps errno (and Windows' last-error value).
+   _mi_prim_thread_yield: give the CPU to another runnable thread, if there is one (sched_yield;
+   Windows SwitchToThread).
+   _mi_prim_thread_sleep: sleep the calling thread for at least `usecs` microseconds (a signal may
+   end it early); the OS rounds up to its timer (Linux: tens of microseconds; Windows: the
+   system tick, often 1 to 16 ms, for any sleep below it). */
+void  _mi_prim_thread_yield(void);
+void  _mi_prim_thread_sleep(size_t usecs);
+
 /* Elapsed/user/system times, RSS (current and peak), commit, page faults; the fields the OS
    cannot tell are left as the caller set them (zero). Linux: true current RSS from /proc,
    major faults; macOS: task_info's resident sizes; Windows: working set, pagefile usage, all

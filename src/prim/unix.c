@@ -334,6 +334,19 @@ mi_msecs_t _mi_prim_clock_now(void) {
   return ((mi_msecs_t)t.tv_sec * 1000) + ((mi_msecs_t)t.tv_nsec / 1000000);
 }
 
+void _mi_prim_thread_yield(void) {
+  sched_yield();   /* (cannot fail on Linux, nor set errno) */
+}
+
+void _mi_prim_thread_sleep(size_t usecs) {
+  const int saved_errno = errno;   /* (EINTR: a signal ended it early, as the contract allows) */
+  struct timespec t;
+  t.tv_sec = (time_t)(usecs / 1000000);
+  t.tv_nsec = (long)(usecs % 1000000) * 1000L;
+  nanosleep(&t, NULL);
+  errno = saved_errno;
+}
+
 static mi_msecs_t timeval_msecs(const struct timeval* tv) {
   return ((mi_msecs_t)tv->tv_sec * 1000) + ((mi_msecs_t)tv->tv_usec / 1000);
 }

@@ -176,6 +176,16 @@ size_t _mi_prim_numa_node_count(void) {
 --------------------------------------------------------------------------------------- */
 static _Atomic(int64_t) win_qpc_freq;   /* ticks per second; fixed at boot */
 
+void _mi_prim_thread_yield(void) {
+  SwitchToThread();   /* (sets no error) */
+}
+
+void _mi_prim_thread_sleep(size_t usecs) {
+  const DWORD saved_err = GetLastError();
+  Sleep((DWORD)((usecs + 999) / 1000));   /* whole milliseconds, rounded up to the system tick */
+  SetLastError(saved_err);
+}
+
 mi_msecs_t _mi_prim_clock_now(void) {
   int64_t freq = mi_atomic_load_relaxed(&win_qpc_freq);
   if (mi_unlikely(freq == 0)) {
