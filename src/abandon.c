@@ -81,6 +81,7 @@ void _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld, mi_sheap_t* sheap)
   mi_os_stat_increase(pages_abandoned, 1);
   _mi_stat_page_transfer(page, tld, NULL);
   const size_t live = _mi_page_tf_to_abandoned(page);
+  mi_sched_point(MI_SCHED_ABANDON);   /* abandoned form, not listed: a last free leaves the release to us */
   mi_segment_t* released = NULL;
   mi_lock_acquire(&subproc->lock);
   _mi_segment_abandoned_change(segment, +1);
@@ -137,6 +138,7 @@ static void mi_abandoned_page_take(mi_subproc_t* subproc, mi_page_t* page) {
 /* A page taken off its list (mi_abandoned_page_take) joins the calling thread's heap of its
    tag (or `heap`, types.h); a page whose blocks turn out all free is released instead. */
 static void mi_page_adopt(mi_page_t* page, mi_heap_t* heap) {
+  mi_sched_point(MI_SCHED_RECLAIM);   /* off the lists, still in abandoned form: frees push as into an abandoned page */
   mi_tld_t* tld = heap->tld;
   mi_heap_t* target = _mi_heap_by_tag(heap, page->heap_tag);
   mi_page_set_heap(page, target);

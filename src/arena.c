@@ -784,6 +784,7 @@ static mi_msecs_t mi_arena_purge_due(mi_arena_t* arena, mi_msecs_t now, bool for
       const size_t idx = f * MI_BITMAP_FIELD_BITS + start;
       if (_mi_bitmap_try_claim(arena->blocks_inuse, idx, len)) {
         *purged += mi_arena_purge_claimed(arena, idx, len, now, force);
+        mi_sched_point(MI_SCHED_ARENA_PURGE);   /* purged, still claimed: others must look elsewhere */
         _mi_bitmap_clear(arena->blocks_inuse, idx, len);
       }
       else {

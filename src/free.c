@@ -47,6 +47,7 @@ static void mi_free_block_mt(mi_block_t* block, mi_page_t* page, mi_segment_t* s
   for (;;) {
     if (mi_unlikely(mi_tf_is_abandoned(tfree))) {
       if (mi_tf_count(tfree) + 1 >= MI_TF_ABANDONED_BASE) {   /* the last live block */
+        mi_sched_point(MI_SCHED_FREE_LAST);   /* before the lock: an adopter may own the page meanwhile */
         if (_mi_segment_abandoned_free_last(segment, page, block)) return;
         tfree = mi_atomic_load_relaxed(&page->xthread_free);   /* owned again */
         continue;
@@ -69,6 +70,7 @@ static void mi_free_block_mt(mi_block_t* block, mi_page_t* page, mi_segment_t* s
   }
 
   if (mi_unlikely(use_delayed)) {
+    mi_sched_point(MI_SCHED_FREE_DELAYED);   /* the owner waits (yielding) for the end of MI_DELAYED_FREEING */
     /* the owner cannot change xheap while we are MI_DELAYED_FREEING */
     mi_heap_t* heap = mi_atomic_load_acquire(&page->xheap);
     if (heap != NULL) {

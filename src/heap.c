@@ -32,6 +32,7 @@ bool _mi_heap_visit_pages(mi_heap_t* heap, heap_page_visitor_fun* fn, void* arg)
 bool _mi_heap_delayed_free_partial(mi_heap_t* heap) {
   if (mi_atomic_load_relaxed(&heap->thread_delayed_free) == NULL) return true;
   mi_block_t* block = mi_atomic_exchange_acq_rel(&heap->thread_delayed_free, NULL);
+  mi_sched_point(MI_SCHED_DELAYED_DRAIN);   /* taken: other threads push on an empty list meanwhile */
   while (block != NULL) {
     mi_block_t* next = mi_block_next(_mi_ptr_page(block), block);   /* linked with its page's keys */
 #if MI_SECURE > 0
@@ -329,6 +330,7 @@ static void mi_heap_absorb(mi_heap_t* heap, mi_heap_t* from) {
   for (size_t i = 0; i <= MI_BIN_FULL; i++) {
     _mi_page_queue_append(heap, &heap->pages[i], &from->pages[i]);
   }
+  mi_sched_point(MI_SCHED_HEAP_DELETE);   /* the pages are the target's: their frees go to it */
   /* no thread pushes on from's delayed list any more (append waited for them) */
   _mi_heap_delayed_free_all(from);
   mi_heap_reset_pages(from);
@@ -382,6 +384,7 @@ static bool mi_heap_page_destroy(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t
 /* Every page of the heap freed with its blocks. */
 static void mi_heap_destroy_pages(mi_heap_t* heap) {
   if (heap == NULL) return;
+  mi_sched_point(MI_SCHED_HEAP_DESTROY);   /* no more delayed pushes; others' late frees still land */
   mi_heap_visit_pages(heap, &mi_heap_page_never_delayed, NULL);
 #if MI_TRACK_ENABLED
   _mi_heap_delayed_free_all(heap);   /* freed blocks back on their pages: not live for the tool */

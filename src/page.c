@@ -545,6 +545,7 @@ static mi_page_t* mi_page_fresh(mi_heap_t* heap, mi_page_queue_t* pq, bool busy)
   _mi_heap_fresh_page_taken(heap);   /* may give back pages others emptied: slots for this one */
   mi_page_t* page = _mi_segment_page_alloc(heap, pq->block_size, 0, 0, busy);
   if (page == NULL) return NULL;
+  mi_sched_point(MI_SCHED_PAGE_FRESH);   /* claimed, not yet set up nor in the heap */
   _mi_page_init_fresh(heap, page, pq->block_size);
   _mi_page_queue_push(heap, pq, page);
   return page;
@@ -564,6 +565,7 @@ static mi_page_t* mi_page_queue_find_free(mi_heap_t* heap, mi_page_queue_t* pq, 
       mi_page_extend_free(page);
       break;
     }
+    mi_sched_point(MI_SCHED_PAGE_FULL);   /* others' frees now take the delayed path */
     _mi_page_to_full(page, pq);
     if (mi_page_immediate_available(page)) {   /* a late cross-thread free arrived */
       _mi_page_unfull(page);

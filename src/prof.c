@@ -274,6 +274,7 @@ static mi_decl_noinline void* mi_prof_malloc_sampled(mi_heap_t* heap, mi_prof_t*
   }
   pr->busy = true;
   void* const p = _mi_heap_malloc_zero_unsampled(&pr->sampled, size, zero);
+  mi_sched_point(MI_SCHED_PROF_SAMPLE);   /* allocated, not yet recorded (pr->busy) */
   if (p != NULL) _mi_prof_record(p, _mi_usable_size(p), counted, start);
   pr->busy = false;
   return p;

@@ -91,6 +91,7 @@ static bool mi_purger_keep(void) {
 
 /* The purge passes, all thread-safe and free of thread state. */
 static void mi_purger_pass(void) {
+  mi_sched_point(MI_SCHED_PURGER_PASS);   /* busy: a fork or mi_process_done waits for the pass */
   _mi_segments_purge_shared(false);
   _mi_arenas_try_purge(false);
 }

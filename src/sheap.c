@@ -285,6 +285,7 @@ void _mi_sheap_publish(mi_heap_t* theap, mi_stats_data_t* block, const mi_stats_
    nothing on the way allocates in it and the default never points at a freed theap. */
 static void mi_sheap_theap_end(mi_heap_t* theap, int state) {
   if (theap == mi_prim_get_default_heap()) _mi_heap_set_default_direct(theap->tld->heap_backing);
+  mi_sched_point(MI_SCHED_SHEAP_SWEEP);   /* the heap is dead; its freeing waits for this part */
   if (state == (int)MI_SHEAP_DESTROYED && theap->allow_destroy) mi_heap_destroy(theap);
   else mi_heap_delete(theap);
 }

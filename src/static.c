@@ -55,6 +55,9 @@ void _mi_text_begin(void) { }
 #else
 #include "prim/unix.c"
 #endif
+#if MI_SCHED_FUZZ
+#include "prim/sched-fuzz.c"   /* test builds: yields and sleeps at the points of internal/sched.h */
+#endif
 #if MI_MALLOC_OVERRIDE
 #include "override.c"
 #endif

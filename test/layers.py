@@ -18,7 +18,8 @@ import sys
 
 # Layer of each file, bottom up (docs/design.md, "Layers"). None: cross-cutting.
 LAYERS = {
-    "prim/unix.c": 1, "prim/windows.c": 1, "prim/failinject.c": 1,
+    # The schedule fuzzer (test builds) stands for the OS's scheduler: prim, calling only prim.
+    "prim/unix.c": 1, "prim/windows.c": 1, "prim/failinject.c": 1, "prim/sched-fuzz.c": 1,
     "os.c": 2, "bitmap.c": 2, "random.c": 2,
     "arena.c": 3, "segment-map.c": 3,
     "segment.c": 4, "abandon.c": 4, "page.c": 4, "purger.c": 4,

@@ -5,6 +5,7 @@
 #include "types.h"
 #include "track.h"
 #include "sheap.h"
+#include "sched.h"   /* the schedule fuzzer's points (test builds) */
 #include <string.h>
 #include <stdarg.h>
 
