@@ -198,7 +198,7 @@ void _mi_sched_point(mi_sched_where_t where) {
 
 /* at exit (count): every point's calls and events, in sched.h's order */
 __attribute__((destructor(101))) static void mi_sched_print_counts(void) {
-  if (mi_atomic_load_acquire(&mi_sched_state) != MI_SCHED_READ || !mi_sched_count) return;
+  if (mi_atomic_load_acquire(&mi_sched_state) != MI_SCHED_READ || mi_sched_seed == 0 || !mi_sched_count) return;
   char msg[1024];
   size_t len = (size_t)_mi_snprintf(msg, sizeof(msg), "mimalloc-sched: count");
   for (int w = 0; w < MI_SCHED_COUNT && len < sizeof(msg); w++) {
