@@ -57,7 +57,9 @@ static _Atomic(size_t)  mi_sched_threads;       /* threads that reached an activ
 
 /* Per thread, without allocating: thread-local storage (also in the purger's thread, which
    has no heap, and during thread exit, whose hook runs while the thread's TLS is still there).
-   A new thread starts zeroed: ordinal 0 is "not yet". */
+   A new thread starts zeroed: ordinal 0 is "not yet". (mingw-w64's gcc has emulated TLS only,
+   whose first access on a thread allocates through the C runtime, as sheap.c's mi_sheaps_held
+   does: untested on Windows, where test/sched is not built.) */
 typedef struct mi_sched_thread_s {
   uint64_t random;    /* splitmix64 state of the thread's stream */
   size_t   ordinal;   /* 1 + the threads that reached an active point before it; 0: none yet */
