@@ -63,8 +63,8 @@ static inline bool mi_heap_is_dead_default(const mi_heap_t* heap) {
 
 static mi_heap_t* mi_heap_default_back(mi_heap_t* heap) {
   mi_heap_t* const bheap = heap->tld->heap_backing;
-  mi_sched_point(MI_SCHED_SHEAP_SWITCH);   /* the dead part is no longer the default; it ends at a later sweep */
   _mi_heap_set_default_direct(bheap);
+  mi_sched_point(MI_SCHED_SHEAP_SWITCH);   /* the dead part is no longer the default; it ends at a later sweep */
   return bheap;
 }
 

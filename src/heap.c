@@ -384,8 +384,8 @@ static bool mi_heap_page_destroy(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t
 /* Every page of the heap freed with its blocks. */
 static void mi_heap_destroy_pages(mi_heap_t* heap) {
   if (heap == NULL) return;
-  mi_sched_point(MI_SCHED_HEAP_DESTROY);   /* no more delayed pushes; others' late frees still land */
   mi_heap_visit_pages(heap, &mi_heap_page_never_delayed, NULL);
+  mi_sched_point(MI_SCHED_HEAP_DESTROY);   /* no more delayed pushes; others' late frees still land */
 #if MI_TRACK_ENABLED
   _mi_heap_delayed_free_all(heap);   /* freed blocks back on their pages: not live for the tool */
 #endif

@@ -333,8 +333,8 @@ void _mi_thread_done(mi_heap_t* heap) {
     if (h != backing) mi_heap_delete(h);
     h = next;
   }
-  mi_sched_point(MI_SCHED_THREAD_DONE);   /* its pages are others' to adopt; its tld and stats still here */
   _mi_heap_collect_abandon(backing);
+  mi_sched_point(MI_SCHED_THREAD_DONE);   /* pages abandoned, the purger not yet told; tld and stats still here */
   _mi_purger_thread_done();   /* (heaps valid: pthread_create's allocation is served statically) */
   if (backing->prof != NULL) _mi_prof_heap_done(backing);
   _mi_stats_merge_thread(tld);   /* after abandoning: the blocks left moved to the totals */

@@ -565,8 +565,8 @@ static mi_page_t* mi_page_queue_find_free(mi_heap_t* heap, mi_page_queue_t* pq, 
       mi_page_extend_free(page);
       break;
     }
-    mi_sched_point(MI_SCHED_PAGE_FULL);   /* others' frees now take the delayed path */
     _mi_page_to_full(page, pq);
+    mi_sched_point(MI_SCHED_PAGE_FULL);   /* others' frees now take the delayed path */
     if (mi_page_immediate_available(page)) {   /* a late cross-thread free arrived */
       _mi_page_unfull(page);
       break;

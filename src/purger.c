@@ -91,8 +91,8 @@ static bool mi_purger_keep(void) {
 
 /* The purge passes, all thread-safe and free of thread state. */
 static void mi_purger_pass(void) {
-  mi_sched_point(MI_SCHED_PURGER_PASS);   /* busy: a fork or mi_process_done waits for the pass */
   _mi_segments_purge_shared(false);
+  mi_sched_point(MI_SCHED_PURGER_PASS);   /* busy: a fork or mi_process_done waits for the pass */
   _mi_arenas_try_purge(false);
 }
 
@@ -140,6 +140,7 @@ static void mi_purger_main(void* arg) {
       mi_atomic_store_seq_cst(&mi_purger_wake, MI_PURGER_UNTIL_NOTIFIED);
       /* (a notify or a thread's end changes its figure, then reads `wake`; we the reverse) */
       if (mi_atomic_load_seq_cst(&mi_purger_due) != 0 || !mi_purger_keep()) continue;
+      mi_sched_point(MI_SCHED_PURGER_WAIT);   /* checked: a wake that comes now must be kept by the wait */
       _mi_prim_thread_wait(-1);
       idle_since = 0;   /* (a wake for nothing lingers again before it ends) */
       continue;

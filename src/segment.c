@@ -281,9 +281,9 @@ static void mi_segments_try_purge(mi_subproc_t* subproc, bool force) {
       if (page != NULL && (next == 0 || page->purge_expire < next)) next = page->purge_expire;
     }
     if (!more) mi_atomic_store_relaxed(&subproc->purge_next, next);
-    mi_sched_point(MI_SCHED_SEGMENT_PURGE);   /* between two holds of the lock: others take and give back slots */
     mi_assert_expensive(_mi_subproc_validate_locked(subproc));
     mi_segments_unlock(subproc);
+    mi_sched_point(MI_SCHED_SEGMENT_PURGE);   /* between two holds of the lock: others take and give back slots */
   } while (more);
   _mi_segments_notify_purger(subproc);   /* (a pass of the purger must notify what it leaves) */
 }

@@ -20,9 +20,10 @@
   X(SEGMENT_PURGE, "segment-purge")  /* segment.c: a slot purge pass between two holds of the lock */ \
   X(ARENA_PURGE,   "arena-purge")    /* arena.c: arena blocks claimed and purged, before the claim is released */ \
   X(PURGER_PASS,   "purger-pass")    /* purger.c: between the slot and the arena purges of a pass */ \
+  X(PURGER_WAIT,   "purger-wait")    /* purger.c: nothing due, pages of ended threads wait: before it sleeps until notified */ \
   X(HEAP_DELETE,   "heap-delete")    /* heap.c: a deleted heap's pages moved, before its delayed list is drained */ \
   X(HEAP_DESTROY,  "heap-destroy")   /* heap.c: a destroyed heap's pages never-delayed, before they are freed */ \
-  X(THREAD_DONE,   "thread-done")    /* init.c: an ending thread's pages abandoned, before its data goes */ \
+  X(THREAD_DONE,   "thread-done")    /* init.c: an ending thread's pages abandoned, before the purger is told */ \
   X(PROF_SAMPLE,   "prof-sample")    /* prof.c: a sampled block allocated, before it is recorded */ \
   X(SHEAP_SWEEP,   "sheap-sweep")    /* sheap.c: a part of a dead shared heap found, before it ends */ \
   X(SHEAP_SWITCH,  "sheap-switch")   /* alloc.c: a dead part as default gave way to the backing heap */

@@ -8,7 +8,9 @@
      cross      a producer fills pages of one size, a consumer frees them into the full pages
                 (page-full, free-delayed), the producer allocates again (delayed-drain)
      exit       a thread ends with live blocks in half-free pages (abandon, thread-done),
-                another thread allocates that size (reclaim), a third frees the rest (free-last)
+                another thread allocates that size (reclaim); nothing is due for 1.5 s, so the
+                purger waits for the last frees (purger-wait); a third thread frees the rest
+                (free-last)
      heaps      mi_heap_new + mi_heap_delete with blocks (heap-delete), + destroy (heap-destroy)
      sheap      a shared heap: a thread's part is its default; another thread deletes the heap;
                 the first allocates on (sheap-switch), and ends its part (sheap-sweep)
@@ -108,6 +110,7 @@ static void* exit_freer(void* arg) {
 static void phase_exit(void) {
   run(&exit_leaver, NULL);
   run(&exit_reclaimer, NULL);
+  sleep_ms(1500);   /* the purger lingers 1 s, then waits for the free of those pages' last blocks */
   run(&exit_freer, NULL);
 }
 
