@@ -188,6 +188,7 @@ static mi_decl_noinline void mi_purger_start(void) {
     _mi_warning_message("unable to start the purger thread (error %d): purges run from allocator activity only\n", err);
     return;
   }
+  mi_sched_point(MI_SCHED_PURGER_START);   /* the thread runs, still STARTING: a notify now must not be lost */
   expected = MI_PURGER_STARTING;
   mi_atomic_cas_strong_acq_rel(&mi_purger_state, &expected, MI_PURGER_RUNNING);   /* (not if done meanwhile) */
   if (mi_atomic_exchange_acq_rel(&mi_purger_started_once, 1) != 0) return;   /* a restart: said once */

@@ -19,6 +19,7 @@
   X(DELAYED_DRAIN, "delayed-drain")  /* heap.c: the heap's delayed list taken, before its blocks are freed */ \
   X(SEGMENT_PURGE, "segment-purge")  /* segment.c: a slot purge pass between two holds of the lock */ \
   X(ARENA_PURGE,   "arena-purge")    /* arena.c: arena blocks claimed and purged, before the claim is released */ \
+  X(PURGER_START,  "purger-start")   /* purger.c: the thread started, its state still STARTING */ \
   X(PURGER_PASS,   "purger-pass")    /* purger.c: between the slot and the arena purges of a pass */ \
   X(PURGER_WAIT,   "purger-wait")    /* purger.c: nothing due, pages of ended threads wait: before it sleeps until notified */ \
   X(HEAP_DELETE,   "heap-delete")    /* heap.c: a deleted heap's pages moved, before its delayed list is drained */ \
