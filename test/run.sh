@@ -9,7 +9,9 @@
 # installed, the Rust and D packages' tests (cargo; ldc2, gdc, dub) and the aarch64 and riscv64
 # suites under qemu-user (test/cross.sh), the musl suite (test/musl.sh), the Windows build
 # with its core suite under Wine (test/windows.sh) and the macOS compile and link check
-# (test/macos-check.sh, Zig's C compiler).
+# (test/macos-check.sh, Zig's C compiler). After the core suites: the multi-threaded model fuzzer
+# and the loaded round (test/loaded.sh: the multi-threaded tests oversubscribed, beside busy
+# loops, with the schedule fuzzer on).
 # Usage: test/run.sh [--quick]   (--quick: the Release build only)
 set -euo pipefail
 # Suites that need a toolchain beyond C/C++: skipped with a message when it is missing, failed
@@ -105,6 +107,15 @@ else
   skipped+=("model-mt-libfuzzer")
 fi
 # ---- end of the multi-threaded model fuzzer ----
+
+# ---- the loaded round (test/loaded.sh; docs/testing.md, "Loaded mode"): about 3 minutes ----
+# every test of the label `loaded` once, oversubscribed (ctest -j twice the cores, and programs
+# with 12-16 threads), beside one busy loop per core, with the schedule fuzzer on and a new seed
+# every run, in its own Release build with -DMI_SCHED_FUZZ=ON (only the programs the label
+# needs); a failure prints the seed and the commands that replay it. test/soak.sh runs rounds
+# of it for hours.
+bash "$root/test/loaded.sh" --build-dir "$root/build-test-loaded" --rounds 1
+# ---- end of the loaded round ----
 
 for suite in "${OPTIONAL_SUITES[@]}"; do
   IFS='|' read -r name script needs how <<<"$suite"

@@ -9,6 +9,7 @@
 
 #include "mimalloc.h"
 #include "testing.h"
+#include "rss-guard.h"
 
 // v3 declares mi_heap_collect without noexcept, the theap functions with it
 static_assert(!noexcept(mi_heap_collect(nullptr, false)), "v3's mi_heap_collect");
@@ -64,6 +65,7 @@ static void test_shared_allocators() {
 }
 
 int main() {
+  test_rss_guard_start("api-v3-mode-cpp", 0.0, 64);   /* (a few MiB at most: a fixed bound) */
   test_shared_allocators();
   return test_summary("api-v3-mode-cpp", "%s", "C++ with MI_V3_API");
 }

@@ -43,6 +43,7 @@
 
 #include "mimalloc.h"
 #include "testing.h"
+#include "rss-guard.h"
 
 /* ---- 1. basics --------------------------------------------------------------------------- */
 typedef struct count_args_s { const mi_heap_t* heap; size_t n; } count_args_t;
@@ -590,7 +591,10 @@ static void check_block(const void* p) {
   CHECK_MSG(b[sizeof(*h)] == pat && b[sizeof(*h) + n - 1] == pat && b[h->size - 1] == pat && b[h->size - n] == pat, "block %p pattern", p);
 }
 
-static void* stress_alloc(mi_heap_t* heap, size_t size, uint64_t* s) {
+/* The stress part's blocks count in the RSS guard's live bytes (rss-guard.h) from
+   stress_alloc to stress_free (their requested sizes; MI_TEST_RSS_LEAK=1: leaked, counted
+   as freed). */
+static void* stress_alloc_(mi_heap_t* heap, size_t size, uint64_t* s) {
   switch (rnd(s) % 8) {
     case 0: return mi_heap_zalloc(heap, size);
     case 1: return mi_heap_calloc(heap, 1, size);
@@ -598,6 +602,19 @@ static void* stress_alloc(mi_heap_t* heap, size_t size, uint64_t* s) {
     case 3: return (size <= 1024 ? mi_heap_malloc_small(heap, size) : mi_heap_malloc(heap, size));
     default: return mi_heap_malloc(heap, size);
   }
+}
+
+static void* stress_alloc(mi_heap_t* heap, size_t size, uint64_t* s) {
+  test_live_add(size);
+  void* p = stress_alloc_(heap, size, s);
+  if (p == NULL) test_live_sub(size);
+  return p;
+}
+
+static void stress_free(void* p) {
+  const size_t size = ((const block_hdr_t*)p)->size;
+  if (!test_rss_leak()) mi_free(p);
+  test_live_sub(size);
 }
 
 static size_t stress_size(uint64_t* s) {
@@ -630,9 +647,12 @@ static void* stress_thread(void* arg) {
       const uint32_t hj = (uint32_t)(rnd(&s) % HEAPS);
       mi_heap_t* const heap2 = atomic_load(&heaps[hj]);
       const size_t size2 = stress_size(&s);
+      const size_t size_old = ((const block_hdr_t*)old)->size;
+      test_live_add(size2);
       void* q = mi_heap_realloc(heap2, old, size2);
       CHECK(q != NULL);
-      if (q == NULL) { mi_free(old); continue; }
+      if (q == NULL) { test_live_sub(size2); stress_free(old); continue; }
+      test_live_sub(size_old);
       if (mi_usable_size(q) < size2) CHECK(false);
       if (q == old) {   /* resized in place: the block stays in its heap (and its thread's part) */
         const block_hdr_t* b = (const block_hdr_t*)q;
@@ -643,7 +663,7 @@ static void* stress_thread(void* arg) {
       if (old == NULL) continue;
       check_block(old);
     }
-    mi_free(old);
+    stress_free(old);
   }
   return NULL;
 }
@@ -670,7 +690,8 @@ static void stress(int rounds, uint64_t seed) {
         if (b == NULL || (b->heap_idx & 0xff) != k) continue;
         check_block(b);
         atomic_store(&slots[i], NULL);
-        if (b->heap_idx != heap_id(k)) mi_free(b);
+        if (b->heap_idx != heap_id(k)) stress_free(b);
+        else test_live_sub(b->size);   /* (freed by the destroy) */
       }
       mi_heap_destroy(old);
     }
@@ -685,7 +706,7 @@ static void stress(int rounds, uint64_t seed) {
   }
   for (size_t i = 0; i < SLOTS; i++) {
     void* p = atomic_exchange(&slots[i], NULL);
-    if (p != NULL) { check_block(p); mi_free(p); }
+    if (p != NULL) { check_block(p); stress_free(p); }
   }
   for (int i = 0; i < HEAPS; i++) mi_heap_destroy(atomic_load(&heaps[i]));
   mi_free(t);
@@ -736,6 +757,14 @@ static void test_sampled(void) {
   CHECK_MSG(left == 0, "%zu blocks outlived their heap's destroy", left);
 }
 
+/* the bytes test_ended_many(threads, ...) holds at most: every block it allocates (only the
+   stress part counts its blocks one by one: this part's are counted as one allowance) */
+static size_t ended_many_bytes(int threads) {
+  size_t n = 0;
+  for (int k = 0; k < threads; k++) for (int i = 0; i < MANY_BLOCKS; i++) n += many_size(i, k);
+  return n;
+}
+
 int main(int argc, char** argv) {
   int rounds = 6;
   uint64_t seed = 1;
@@ -744,13 +773,24 @@ int main(int argc, char** argv) {
   if (argc > 3) iterations = (size_t)atoll(argv[3]);
   if (argc > 4) seed = (uint64_t)atoll(argv[4]);
   if (nthreads < 1) nthreads = 1;
+  /* The RSS bound (rss-guard.h): 2 x the peak of the live bytes + 64 MiB + 6 MiB for each part
+     of a shared heap the stress part makes (every thread has one in each of the HEAPS heaps,
+     with a page of every size class it used; the pages of ended parts stay the heap's), scaled
+     under the sanitizers. The stress part holds 10-20 MiB live; test_ended_many's allowance
+     (about 118 MiB with 8 threads) is the peak. Measured with 8 threads (2 busy cores): peak
+     RSS 110-174 MiB above the start; at most 172 MiB above 2 x peak live (Release; Debug,
+     secure and the tracking builds 21-40 MiB) of the 256 MiB this makes for 8 threads. */
+  test_rss_guard_start("sheap", 2.0, 64 + (size_t)nthreads * HEAPS * 6);
   test_basics();
   test_end_used_heap(false);
   test_end_used_heap(true);
   test_fork();
   test_ended_parts();
+  const size_t many = ended_many_bytes(nthreads);
+  test_live_add(many);
   test_ended_many(nthreads, false);
   test_ended_many(nthreads, true);
+  test_live_sub(many);
   stress(rounds, seed);
   test_sampled();
   return test_summary("sheap", "%d threads, %d rounds of %zu iterations", nthreads, rounds, iterations);
