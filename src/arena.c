@@ -29,9 +29,11 @@
    descriptor with every block claimed, so nothing allocates there, and is mapped again before
    a new arena is reserved. So the address space follows the memory in use: at most one empty
    reservation beyond it. Due purges run from ordinary allocator activity (arena allocation and
-   free, the allocation slow path), from mi_collect(true) and from the purger thread (purger.c),
-   which every scheduled deadline is told of (mi_arenas_purge_scheduled, also for the deadlines
-   a pass leaves). _mi_arenas_try_purge is thread-safe and needs no thread state. */
+   free, the allocation slow path), from the purger thread (purger.c), which every scheduled
+   deadline is told of (mi_arenas_purge_scheduled, also for the deadlines a pass leaves), and
+   from mi_collect, which waits for a pass in progress and then does the due work itself
+   (_mi_arenas_collect; the others never wait). Both entry points are thread-safe and need no
+   thread state. */
 #include "internal/internal.h"
 #include "internal/bitmap.h"
 #include "prim/prim.h"
@@ -58,7 +60,10 @@ typedef struct mi_arena_s {
                                             and mapped again when needed (mi_arena_try_release) */
   _Atomic(int)         state;            /* mi_arena_state_t (always MAPPED unless on_demand) */
   _Atomic(size_t)      blocks_used;      /* blocks handed out */
-  _Atomic(mi_msecs_t)  purge_expire;     /* 0: no purge scheduled; else <= every due block's deadline */
+  _Atomic(mi_msecs_t)  purge_expire;     /* 0: no purge scheduled; else <= every waiting block's deadline
+                                            (while no pass holds purge_lock) */
+  mi_lock_t            purge_lock;       /* held by the one purge pass of the arena (see Purging) */
+  bool                 purge_fork_held;  /* purge_lock is held by the forking thread (fork handlers) */
   _Atomic(mi_msecs_t)* purge_due;        /* per block: deadline of its purge while its purge bit is
                                             set; after a purge: the time of the purge (or 0) */
   mi_bitmap_field_t*   blocks_committed;
@@ -183,6 +188,7 @@ static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_p
                            + block_count * sizeof(mi_msecs_t);
   mi_arena_t* arena = mi_arena_meta_alloc(meta_size);   /* zeroed */
   if (arena == NULL) return false;
+  mi_lock_init(&arena->purge_lock);
   mi_atomic_store_relaxed(&arena->start, (uint8_t*)astart);
   arena->block_count = block_count;
   arena->field_count = fields;
@@ -213,6 +219,7 @@ static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_p
   }
   if (!mi_arena_add(arena, arena_id)) {
     if (committed) mi_os_stat_decrease(committed, block_count * MI_ARENA_BLOCK_SIZE);
+    mi_lock_done(&arena->purge_lock);
     mi_arena_meta_free(arena, meta_size);
     _mi_warning_message("cannot add an arena: all %d arena slots are in use\n", MI_MAX_ARENAS);
     return false;
@@ -831,38 +838,89 @@ static void mi_arena_try_release(mi_arena_t* arena, size_t idx) {
   mi_atomic_store_release(&arena->state, MI_ARENA_RELEASED);
 }
 
-void _mi_arenas_try_purge(bool force) {
-  if (!force && mi_atomic_load_relaxed(&_mi_arenas_purge_pending) == 0) return;
+/* One pass over the arena: its due purges (all with force). Passes of an arena take turns
+   under its purge_lock, so while none holds it, purge_expire is at most the deadline of every
+   block that waits (0: none); a pass takes the deadline (0) and leaves the earliest one it did
+   not purge. The allocator's own passes and the purger's only try the lock: the holder does the
+   work and tells the purger what it leaves. An explicit collect (`wait`) must not leave it so:
+   the holder may be preempted in the middle (the purger on a loaded machine), with the due
+   blocks it has not reached, and those it has claimed, waiting on it (issue 49: 120-190 MiB
+   still resident after mi_collect(false)). So it waits for the lock, then purges what is due by
+   then. Returns the earliest deadline left, as far as this pass knows (0: none). */
+static mi_msecs_t mi_arena_try_purge(mi_arena_t* arena, size_t idx, mi_msecs_t now, bool force, bool wait) {
+  if (!wait) {
+    const mi_msecs_t expire = mi_atomic_load_acquire(&arena->purge_expire);
+    if (expire == 0 || (!force && expire > now)) return expire;
+    if (!mi_lock_try_acquire(&arena->purge_lock)) return expire;   /* the holder leaves it notified */
+  }
+  else if (!mi_lock_try_acquire(&arena->purge_lock)) {
+    mi_lock_acquire(&arena->purge_lock);
+    now = _mi_prim_clock_now();   /* (what became due while it waited is due too) */
+  }
+  /* under the lock only frees (and the validators) write the deadline, and only lower it */
+  const mi_msecs_t expire = mi_atomic_load_acquire(&arena->purge_expire);
+  if (expire == 0 || (!force && expire > now)) {
+    mi_lock_release(&arena->purge_lock);
+    return expire;
+  }
+  mi_atomic_exchange_acq_rel(&arena->purge_expire, 0);   /* (acquire: the purge bits of the deadlines lowered meanwhile) */
+  size_t purged;
+  const mi_msecs_t next = mi_arena_purge_due(arena, now, force, &purged);
+  if (purged > 0) mi_os_stat_counter_increase(arena_purges, 1);
+  if (next != 0) mi_arena_expire_at_most(arena, next);
+  else mi_arena_try_release(arena, idx);
+  mi_lock_release(&arena->purge_lock);
+  return next;
+}
+
+static void mi_arenas_purge(bool force, bool wait) {
+  if (!force && !wait && mi_atomic_load_relaxed(&_mi_arenas_purge_pending) == 0) return;
   const size_t n = mi_arenas_count();
   const mi_msecs_t now = _mi_prim_clock_now();
-  bool pending = false;
-  mi_msecs_t next_due = 0;   /* the earliest deadline left (0: unknown or none) */
+  mi_msecs_t next_due = 0;   /* the earliest deadline left (0: none) */
   if (now - mi_atomic_load_relaxed(&mi_arenas_backoff_time) >= 1000) mi_arenas_backoff_step(false, now);
   mi_atomic_store_relaxed(&_mi_arenas_purge_pending, 0);
   for (size_t i = 0; i < n; i++) {
     mi_arena_t* arena = mi_arena_at(i);
     if (arena == NULL || arena->is_pinned) continue;
-    mi_msecs_t expire = mi_atomic_load_acquire(&arena->purge_expire);
-    if (expire == 0) continue;
-    /* one purger per arena at a time: whoever resets the deadline (a pass that loses the
-       race, or finds the arena not due, leaves the deadline to whoever set it) */
-    if ((!force && expire > now) || !mi_atomic_cas_strong_acq_rel(&arena->purge_expire, &expire, 0)) {
-      pending = true;
-      if (expire != 0 && (next_due == 0 || expire < next_due)) next_due = expire;
-      continue;
-    }
-    size_t purged;
-    const mi_msecs_t next = mi_arena_purge_due(arena, now, force, &purged);
-    if (purged > 0) mi_os_stat_counter_increase(arena_purges, 1);
-    if (next != 0) {
-      mi_arena_expire_at_most(arena, next);
-      pending = true;
-      if (next_due == 0 || next < next_due) next_due = next;
-    }
-    else mi_arena_try_release(arena, i);
+    const mi_msecs_t next = mi_arena_try_purge(arena, i, now, force, wait);
+    if (next != 0 && (next_due == 0 || next < next_due)) next_due = next;
   }
-  if (pending) mi_arenas_purge_scheduled(next_due == 0 ? now + 1 : next_due);
+  if (next_due != 0) mi_arenas_purge_scheduled(next_due);
   mi_assert_expensive(_mi_arenas_validate());
+}
+
+/* The allocator's own passes and the purger's: never wait */
+void _mi_arenas_try_purge(bool force) {
+  mi_arenas_purge(force, false);
+}
+
+/* mi_collect: the due purges (all with force) are done when this returns, whoever does them */
+void _mi_arenas_collect(bool force) {
+  mi_arenas_purge(force, true);
+}
+
+/* fork: no arena purge pass runs across it (a pass holds its arena's lock and claims blocks:
+   the child has no thread to give them back). Each arena's lock is taken by the forking
+   thread, which alone reads and writes purge_fork_held. */
+void _mi_arenas_fork_prepare(void) {
+  const size_t n = mi_arenas_count();
+  for (size_t i = 0; i < n; i++) {
+    mi_arena_t* arena = mi_arena_at(i);
+    if (arena == NULL) continue;
+    mi_lock_acquire(&arena->purge_lock);
+    arena->purge_fork_held = true;
+  }
+}
+
+void _mi_arenas_fork_release(void) {
+  const size_t n = mi_arenas_count();
+  for (size_t i = 0; i < n; i++) {
+    mi_arena_t* arena = mi_arena_at(i);
+    if (arena == NULL || !arena->purge_fork_held) continue;   /* (added after the prepare) */
+    arena->purge_fork_held = false;
+    mi_lock_release(&arena->purge_lock);
+  }
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -968,7 +1026,7 @@ void mi_arenas_print(void) mi_attr_noexcept {
   mi_debug_show_arenas();
 }
 
-/* Forced collect, which also runs every purge now. */
+/* Forced collect, which also runs every purge now (and waits for a pass in progress). */
 void mi_collect_reduce(size_t target_thread_owned) mi_attr_noexcept {
   (void)target_thread_owned;
   mi_collect(true);

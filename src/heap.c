@@ -57,7 +57,10 @@ void _mi_heap_delayed_free_all(mi_heap_t* heap) {
 /* ---------------------------------------------------------------------------------------
    Collection
 --------------------------------------------------------------------------------------- */
-typedef enum mi_collect_e { MI_NORMAL, MI_FORCE, MI_ABANDON } mi_collect_t;
+/* MI_PERIODIC: the allocation slow path's (never waits for another thread's purge pass);
+   MI_NORMAL and MI_FORCE: mi_collect and mi_heap_collect (the due, or all, purges are done when
+   they return); MI_ABANDON: thread exit. */
+typedef enum mi_collect_e { MI_PERIODIC, MI_NORMAL, MI_FORCE, MI_ABANDON } mi_collect_t;
 
 static bool mi_heap_page_never_delayed(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
   (void)heap; (void)pq; (void)arg;
@@ -132,8 +135,9 @@ static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
   _mi_heap_collect_retired(heap, force);
   mi_heap_visit_pages(heap, &mi_heap_page_collect, &collect);
   /* due purges; all of them on mi_collect(true) (not at thread exit: other threads may reuse
-     the memory a thread frees as it ends) */
-  _mi_segments_collect(heap->tld, collect == MI_FORCE);
+     the memory a thread frees as it ends); an explicit call does them whatever the purger
+     thread is doing (docs/memory.md) */
+  _mi_segments_collect(heap->tld, collect == MI_FORCE, collect == MI_NORMAL || collect == MI_FORCE);
   mi_assert_expensive(_mi_heap_validate(heap) && _mi_subproc_validate(heap->tld->subproc) && _mi_stats_validate(&heap->tld->stats, true));
 }
 
@@ -148,7 +152,7 @@ void _mi_heap_collect_periodic(mi_heap_t* heap) {
   const mi_msecs_t now = _mi_prim_clock_now();
   if (now - heap->last_collect < interval) return;
   heap->last_collect = now;
-  mi_heap_collect_ex(heap, MI_NORMAL);
+  mi_heap_collect_ex(heap, MI_PERIODIC);
 }
 
 /* Blocks other threads free into a page that is not full wait on its thread_free list until the

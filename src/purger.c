@@ -249,11 +249,12 @@ void _mi_purger_notify(mi_msecs_t due) {
 
 /* Fork: no pass may run across it (init.c calls these before taking its locks, and after). */
 void _mi_purger_fork_prepare(void) {
-  if (mi_atomic_load_acquire(&mi_purger_state) == MI_PURGER_NONE) return;
-  mi_purger_pause();
+  if (mi_atomic_load_acquire(&mi_purger_state) != MI_PURGER_NONE) mi_purger_pause();
+  _mi_arenas_fork_prepare();   /* nor another thread's arena pass (arena.c) */
 }
 
 void _mi_purger_fork_parent(void) {
+  _mi_arenas_fork_release();
   if (mi_atomic_load_acquire(&mi_purger_state) == MI_PURGER_DONE) return;
   mi_atomic_store_release(&mi_purger_paused, 0);
 }
@@ -262,6 +263,7 @@ void _mi_purger_fork_parent(void) {
    one, else as in any process (the deadlines are still in the arenas; the next purge scheduled
    notifies, or the child's own activity runs them as before). */
 void _mi_purger_fork_child(bool thread_has_heap) {
+  _mi_arenas_fork_release();
   mi_atomic_store_relaxed(&mi_purger_threads, thread_has_heap ? 1 : 0);   /* the forking thread only */
   const int state = mi_atomic_load_relaxed(&mi_purger_state);
   if (state == MI_PURGER_DONE) return;

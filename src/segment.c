@@ -257,10 +257,13 @@ static void mi_segment_slots_purge_run(mi_segment_t* segment, mi_page_t* page, m
 
 /* Purge the queued slots that are due (all with force), oldest first. The lock is let go after
    every MI_PURGE_RUNS_PER_LOCK system calls, so that a pass over many slots (a burst of frees
-   given back) does not stall the threads that take or give back pages meanwhile. */
+   given back) does not stall the threads that take or give back pages meanwhile. A slot leaves
+   the queue (purge_count) in the same hold of the lock as its purge: so `wait` (mi_collect)
+   always takes the lock, even with an empty queue, and then finds every slot that another pass
+   took off the queue purged (its purge may be in progress, preempted, while the count is 0). */
 #define MI_PURGE_RUNS_PER_LOCK  (16)
-static void mi_segments_try_purge(mi_subproc_t* subproc, bool force) {
-  if (mi_atomic_load_relaxed(&subproc->purge_count) == 0) return;
+static void mi_segments_try_purge(mi_subproc_t* subproc, bool force, bool wait) {
+  if (!wait && mi_atomic_load_relaxed(&subproc->purge_count) == 0) return;
   const mi_msecs_t now = _mi_prim_clock_now();
   bool more;
   do {
@@ -289,7 +292,7 @@ static void mi_segments_try_purge(mi_subproc_t* subproc, bool force) {
 }
 
 static void mi_segments_purge_visit(mi_subproc_t* subproc, void* arg) {
-  mi_segments_try_purge(subproc, *(const bool*)arg);
+  mi_segments_try_purge(subproc, *(const bool*)arg, false);
 }
 
 /* The purger thread's pass: the due slot purges of every subprocess (thread-safe, no thread
@@ -331,7 +334,11 @@ bool _mi_segments_subproc_done(mi_subproc_t* subproc) {
   return true;
 }
 
-void _mi_segments_collect(mi_tld_t* tld, bool force) {
+/* Due purges (all with force) of the thread's subprocess and of the arenas. `wait`: an explicit
+   collect (mi_collect, mi_heap_collect): they are done when it returns, whatever pass another
+   thread (the purger) has in progress; else (the slow path's periodic collect, thread exit) an
+   arena whose pass is in progress is left to it. */
+void _mi_segments_collect(mi_tld_t* tld, bool force, bool wait) {
   if (tld != NULL) {
     mi_subproc_t* subproc = tld->subproc;
     if (force) _mi_segments_free_empty(subproc);
@@ -347,9 +354,10 @@ void _mi_segments_collect(mi_tld_t* tld, bool force) {
       subproc->purge_reused = false;
     }
     mi_segments_unlock(subproc);
-    mi_segments_try_purge(subproc, force);
+    mi_segments_try_purge(subproc, force, wait);
   }
-  _mi_arenas_try_purge(force);
+  if (wait) _mi_arenas_collect(force);
+  else _mi_arenas_try_purge(force);
 }
 
 /* Called on the allocation slow path while purges are pending: looks (reads the clock) only on
@@ -358,7 +366,7 @@ void _mi_segments_collect(mi_tld_t* tld, bool force) {
 void _mi_segments_purge_tick(mi_tld_t* tld) {
   if (tld->segments.purge_tick_skip > 0) { tld->segments.purge_tick_skip--; return; }
   tld->segments.purge_tick_skip = MI_PURGE_TICK_EVERY - 1;
-  mi_segments_try_purge(tld->subproc, false);
+  mi_segments_try_purge(tld->subproc, false, false);
   _mi_arenas_try_purge(false);
 }
 

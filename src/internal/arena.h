@@ -35,7 +35,13 @@ bool       _mi_arena_manage_memory(void* start, size_t size, bool is_committed, 
 bool       _mi_arena_commit(const mi_memid_t* memid, void* p, size_t size);
 bool       _mi_arena_purge(const mi_memid_t* memid, void* p, size_t size);
 bool       _mi_arena_decommit(const mi_memid_t* memid, void* p, size_t size);
-void       _mi_arenas_try_purge(bool force);   /* due purges (all with force); thread-safe */
+/* The due purges (all with force); thread-safe. try_purge never waits: an arena whose pass is in
+   progress elsewhere is left to that pass (the allocator's own activity, the purger). collect
+   (mi_collect) waits for such a pass, so the due purges are done when it returns. */
+void       _mi_arenas_try_purge(bool force);
+void       _mi_arenas_collect(bool force);
+void       _mi_arenas_fork_prepare(void);   /* no arena purge pass runs across a fork */
+void       _mi_arenas_fork_release(void);   /* parent and child */
 bool       _mi_arena_memid_is_suitable(const mi_memid_t* memid, mi_arena_id_t req_arena_id);
 bool       _mi_arena_id_is_valid(mi_arena_id_t id);
 void       _mi_arenas_init_reserve(void);

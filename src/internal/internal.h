@@ -212,7 +212,7 @@ bool       _mi_segment_abandoned_free_last(mi_segment_t* segment, mi_page_t* pag
 mi_segment_t* _mi_segment_page_release_locked(mi_page_t* page, bool purge_now);
 void       _mi_segment_free_released(mi_segment_t* segment);
 void       _mi_segment_abandoned_change(mi_segment_t* segment, int delta);   /* under the lock: +1 abandoned, -1 adopted or released */
-void       _mi_segments_collect(mi_tld_t* tld, bool force);   /* due (all: force) page purges */
+void       _mi_segments_collect(mi_tld_t* tld, bool force, bool wait);   /* due (all: force) purges; wait: mi_collect's */
 void       _mi_segments_free_empty(mi_subproc_t* subproc);    /* the kept empty segments */
 bool       _mi_segments_subproc_done(mi_subproc_t* subproc);  /* mi_subproc_delete: false while in use */
 void       _mi_segments_purge_tick(mi_tld_t* tld);            /* due purges, if any pending */
