@@ -363,7 +363,8 @@ mi_decl_export mi_heap_t* mi_heap_set_default(mi_heap_t* heap);
 mi_decl_export mi_heap_t* mi_heap_get_default(void);
 /* The thread's backing heap (its initial default, lives until thread exit). */
 mi_decl_export mi_heap_t* mi_heap_get_backing(void);
-/* Process delayed frees and return empty pages; `force` also purges. */
+/* Process delayed frees and return empty pages, then purge the memory whose purge delay has
+   passed (`force`: all freed memory, due or not). Done when it returns, as mi_collect. */
 #if !defined(MI_V3_API)   /* v3 mode: mimalloc-v3.h */
 mi_decl_export void mi_heap_collect(mi_heap_t* heap, bool force) mi_attr_noexcept;
 #endif
@@ -560,7 +561,10 @@ mi_decl_export void mi_thread_done(void) mi_attr_noexcept;
 mi_decl_export void mi_thread_set_in_threadpool(void) mi_attr_noexcept;
 /* True only on Windows when the CRT malloc is redirected to this allocator. */
 mi_decl_nodiscard mi_decl_export bool mi_is_redirected(void) mi_attr_noexcept;
-/* Collect the calling thread's default heap. */
+/* Collect the calling thread's default heap (mi_heap_collect). When it returns, the memory whose
+   purge delay has passed is purged (given back to the OS), and with `force` all that can be
+   returned, whatever the background purger thread is doing (it may wait for a purge the purger
+   has in progress). */
 mi_decl_export void mi_collect(bool force) mi_attr_noexcept;
 
 /* Experimental: forced collect, then abandon segments beyond the target. */
