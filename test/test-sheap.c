@@ -266,14 +266,7 @@ static void test_end_used_heap(bool destroy) {
 
 /* ---- 3. fork ----------------------------------------------------------------------------- */
 /* Not under ThreadSanitizer: a child of a process with threads (the purger's, at least) may
-   not start one, and the child's purger would be one. */
-#if defined(__SANITIZE_THREAD__)
-#define TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TEST_TSAN 1
-#endif
-#endif
+   not start one, and the child's purger would be one. (TEST_TSAN: rss-guard.h) */
 #if !defined(_WIN32) && !defined(TEST_TSAN)
 static atomic_bool fork_stop;
 
