@@ -252,8 +252,10 @@ void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool 
   if (mi_unlikely(mi_prof_rate() != 0)) _mi_prof_heap_init(heap);
   /* link into the thread's heaps */
   if (tld->heaps != heap) {
+    mi_live_enter(tld);
     heap->next = tld->heaps;
     tld->heaps = heap;
+    mi_live_leave(tld);
   }
 }
 
@@ -290,6 +292,7 @@ mi_heap_t* _mi_heap_by_tag(mi_heap_t* heap, uint8_t tag) {
    Deletion and destruction
 --------------------------------------------------------------------------------------- */
 static void mi_heap_reset_pages(mi_heap_t* heap) {
+  mi_live_enter(heap->tld);
   for (size_t i = 0; i < MI_PAGES_DIRECT; i++) heap->pages_real_direct[i] = (mi_page_t*)&_mi_page_empty;
   if (heap->prof == NULL) {   /* (else the proxies stay: prof.c) */
     for (size_t i = 0; i < MI_BIN_HUGE_INTERNAL; i++) heap->pages_medium_direct[i] = NULL;
@@ -301,6 +304,7 @@ static void mi_heap_reset_pages(mi_heap_t* heap) {
   heap->page_count = 0;
   heap->page_retired_min = MI_BIN_FULL;
   heap->page_retired_max = 0;
+  mi_live_leave(heap->tld);
 }
 
 /* Release the heap structure (not its pages). */
@@ -314,8 +318,10 @@ static void mi_heap_free(mi_heap_t* heap) {
   mi_heap_t* cur = heap->tld->heaps;
   while (cur != heap && cur != NULL) { prev = cur; cur = cur->next; }
   if (cur == heap) {
+    mi_live_enter(heap->tld);
     if (prev != NULL) prev->next = heap->next;
     else heap->tld->heaps = heap->next;
+    mi_live_leave(heap->tld);
   }
   if (heap->sheap != NULL) _mi_sheap_theap_unlink(heap);
   mi_free(heap);
@@ -331,6 +337,7 @@ static void mi_heap_absorb(mi_heap_t* heap, mi_heap_t* from) {
      churn grew past 20 GiB while a slow child kept its loop going) */
   mi_collect_t normal = MI_NORMAL;
   mi_heap_visit_pages(from, &mi_heap_page_collect, &normal);
+  mi_live_enter(heap->tld);   /* until `from` is empty: a publisher must not see its pages twice */
   for (size_t i = 0; i <= MI_BIN_FULL; i++) {
     _mi_page_queue_append(heap, &heap->pages[i], &from->pages[i]);
   }
@@ -338,6 +345,7 @@ static void mi_heap_absorb(mi_heap_t* heap, mi_heap_t* from) {
   /* no thread pushes on from's delayed list any more (append waited for them) */
   _mi_heap_delayed_free_all(from);
   mi_heap_reset_pages(from);
+  mi_live_leave(heap->tld);
 }
 
 void mi_heap_delete(mi_heap_t* heap) {

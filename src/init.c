@@ -427,6 +427,7 @@ void mi_subproc_delete(mi_subproc_id_t subproc_id) {
    mi_abandoned_visit_blocks holds a lock would deadlock; visitors must not fork.) */
 static void mi_fork_prepare(void) {
   _mi_purger_fork_prepare();   /* first: a pass may take locks */
+  _mi_live_fork_prepare();     /* (the purger's live work is paused now) */
   _mi_prof_fork_prepare();
   _mi_sheap_fork_prepare();
   mi_lock_acquire(&mi_subprocs_lock);
@@ -441,6 +442,7 @@ static void mi_fork_parent(void) {
   }
   mi_lock_release(&mi_subprocs_lock);
   _mi_sheap_fork_release();
+  _mi_live_fork_parent();
   _mi_purger_fork_parent();
   _mi_prof_fork_parent();
 }

@@ -31,7 +31,7 @@
 #include "internal/internal.h"
 #include "prim/prim.h"
 
-#define MI_LIVE_VERSION        (1)
+#define MI_LIVE_VERSION        (2)
 #define MI_LIVE_HEADER_SIZE    (4 * MI_KiB)
 #define MI_LIVE_PROCESS_SIZE   (64 * MI_KiB)
 #define MI_LIVE_SLOT_SIZE      (16 * MI_KiB)
@@ -51,6 +51,8 @@ typedef struct mi_live_header_s {
   uint64_t          process_size;
   uint64_t          slot_size;
   int64_t           pid;
+  int64_t           clock_start_ms;  /* the monotonic clock (ms) when the process started: a
+                                        document's msecs are since then, so a viewer knows its age */
   _Atomic(uint64_t) interval_ms;     /* the viewer may change it (MI_LIVE_MIN..MAX_INTERVAL) */
   _Atomic(uint64_t) reset_request;   /* incremented by the viewer: publishers reset their peaks */
 } mi_live_header_t;
@@ -70,6 +72,14 @@ static size_t mi_live_map_size;
 static char mi_live_path[64];
 static _Atomic(mi_msecs_t) mi_live_process_next;   /* when the process document is due */
 static _Atomic(int) mi_live_starting;               /* mi_option_set from two threads at once: one starts it */
+
+/* The threads whose documents the background thread keeps fresh: slot i's owner, or NULL.
+   Set by the owner at its first publication, cleared at its end, both under the lock, which
+   the background thread holds while it publishes for one of them (so their tld outlives it).
+   Lock order: registry, then a tld's live_lock; an owner never takes the registry while it
+   holds its own live_lock. */
+static mi_lock_t mi_live_registry_lock = MI_LOCK_INIT;
+static mi_tld_t* mi_live_watched[MI_LIVE_SLOTS];
 
 /* The publication interval: the option's, unless a viewer changed it in the header. */
 static mi_msecs_t mi_live_interval(void) {
@@ -111,6 +121,7 @@ void _mi_live_init(void) {
   hdr->process_size = MI_LIVE_PROCESS_SIZE;
   hdr->slot_size = MI_LIVE_SLOT_SIZE;
   hdr->pid = pid;
+  hdr->clock_start_ms = _mi_prim_clock_now() - _mi_process_elapsed();
   mi_atomic_store_relaxed(&hdr->interval_ms, interval);
   mi_live_map = hdr;
   mi_live_map_size = size;
@@ -132,7 +143,12 @@ void _mi_live_done(void) {
    write into the parent's figures) unless it asks with mi_option_set(mi_option_live, 1), which
    starts a file of its own. */
 void _mi_live_fork_child(mi_tld_t* tld) {
+  /* the registry's lock was taken by _mi_live_fork_prepare; the other threads are gone */
+  mi_lock_init(&mi_live_registry_lock);
+  memset(mi_live_watched, 0, sizeof(mi_live_watched));
   if (tld != NULL) {   /* the slot and the counts were the parent's */
+    tld->live_watched = false;
+    tld->live_depth = 0;
     tld->live_doc = NULL;
     tld->live_no_slot = false;
     tld->live_next = 0;
@@ -214,41 +230,50 @@ void _mi_live_page_move(mi_page_t* page, mi_tld_t* from, mi_tld_t* to) {
   }
 }
 
-/* The calling thread's document: its pages' blocks in use per size class. */
-void _mi_live_publish(mi_tld_t* tld, bool force) {
-  if (!__atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE) || tld == NULL) return;
-  const mi_msecs_t now = _mi_prim_clock_now();
-  if (!force && now < tld->live_next) return;
-  tld->live_next = now + mi_live_interval();
-  _mi_stats_merge_thread(tld);   /* the totals include this thread's figures of now */
-  mi_live_publish_process(now, force);
-  if (tld->live_doc == NULL && (tld->live_no_slot || !mi_live_claim_slot(tld))) {
-    tld->live_no_slot = true;
-    return;
-  }
-  /* the figures, from this thread's own pages (only it changes their lists) */
+/* Figures the owner changes outside live_lock (on its fast paths: page->used; on its slow
+   paths: the counts of frees), read by the background thread as they are at that moment. An
+   aligned word is read whole; the figure may be one operation old, which is what a snapshot
+   of a running thread is. (ThreadSanitizer would report each pairing with the owner's plain
+   writes; these reads are the only such ones.) */
+#if defined(__GNUC__)
+__attribute__((no_sanitize("thread"), noinline))
+#endif
+static int64_t mi_live_peek(const void* p, size_t size) {
+  if (size == sizeof(uint16_t)) return (int64_t)__atomic_load_n((const uint16_t*)p, __ATOMIC_RELAXED);
+  if (size == sizeof(uint32_t)) return (int64_t)__atomic_load_n((const uint32_t*)p, __ATOMIC_RELAXED);
+  return __atomic_load_n((const int64_t*)p, __ATOMIC_RELAXED);
+}
+#define mi_live_peek_field(x)   mi_live_peek(&(x), sizeof(x))
+
+/* A thread's document: its pages' blocks in use per size class. Called with tld->live_lock
+   held (so its heap list and page queues stand still), by the thread itself (`owner`) or by
+   the background thread; only the owner changes its pages' flags. */
+static void mi_live_write_thread(mi_tld_t* tld, mi_msecs_t now, bool owner) {
   int64_t blocks[MI_BIN_HUGE_INTERNAL + 1];
   int64_t bytes[MI_BIN_HUGE_INTERNAL + 1];
   memset(blocks, 0, sizeof(blocks));
   memset(bytes, 0, sizeof(bytes));
   size_t heaps = 0, pages = 0;
   const bool counting_starts = !tld->live_exact;   /* the thread had pages before the option was on */
+  mi_assert_internal(owner || !counting_starts);
   for (mi_heap_t* heap = tld->heaps; heap != NULL; heap = heap->next) {
     heaps++;
     for (size_t q = 0; q <= MI_BIN_FULL; q++) {
       for (mi_page_t* page = heap->pages[q].first; page != NULL; page = page->next) {
         const size_t bin = (mi_page_is_huge(page) ? MI_BIN_HUGE_INTERNAL : _mi_bin(page->block_size));
+        const int64_t used = (owner ? (int64_t)page->used : mi_live_peek_field(page->used));
         pages++;
-        blocks[bin] += page->used;
-        bytes[bin] += (int64_t)page->used * (int64_t)page->block_size;
+        blocks[bin] += used;
+        bytes[bin] += used * (int64_t)page->block_size;
         if (counting_starts) mi_page_flag_set(page, MI_PAGE_FREE_HOOK, true);
       }
     }
   }
   int64_t total_blocks = 0, total_bytes = 0;
   for (size_t b = 0; b <= MI_BIN_HUGE_INTERNAL; b++) { total_blocks += blocks[b]; total_bytes += bytes[b]; }
-  const int64_t frees = tld->live_freed;
-  const int64_t allocs = frees + total_blocks - tld->live_used_in;
+  const int64_t frees = (owner ? tld->live_freed : mi_live_peek_field(tld->live_freed));
+  const int64_t used_in = (owner ? tld->live_used_in : mi_live_peek_field(tld->live_used_in));
+  const int64_t allocs = frees + total_blocks - used_in;
   if (counting_starts) {   /* count from now */
     tld->live_allocs_base = allocs;
     tld->live_frees_base = frees;
@@ -267,11 +292,14 @@ void _mi_live_publish(mi_tld_t* tld, bool force) {
   for (size_t b = 0; b <= MI_BIN_HUGE_INTERNAL; b++) {
     if (blocks[b] > tld->live_bin_peak[b]) tld->live_bin_peak[b] = blocks[b];
   }
+  tld->live_published = now;
   mi_live_doc_t* doc = tld->live_doc;
   mi_json_t t = { doc->text, MI_LIVE_SLOT_SIZE - sizeof(mi_live_doc_t), 0 };
   mi_live_write_begin(doc);
-  _mi_json_add(&t, "{ \"tid\": %lld, \"slot\": %zu, \"msecs\": %lld, \"heaps\": %zu, \"pages\": %zu,\n",
-              (long long)mi_atomic_load_relaxed(&doc->tid), tld->live_slot, (long long)_mi_process_elapsed(), heaps, pages);
+  /* msecs: since the program started, when these figures were read; by: who read them */
+  _mi_json_add(&t, "{ \"tid\": %lld, \"slot\": %zu, \"msecs\": %lld, \"by\": \"%s\", \"heaps\": %zu, \"pages\": %zu,\n",
+              (long long)mi_atomic_load_relaxed(&doc->tid), tld->live_slot, (long long)_mi_process_elapsed(),
+              (owner ? "thread" : "background"), heaps, pages);
   _mi_json_add(&t, "  \"blocks\": { \"current\": %lld, \"peak\": %lld }, \"bytes\": { \"current\": %lld, \"peak\": %lld },\n",
               (long long)total_blocks, (long long)tld->live_peak_blocks, (long long)total_bytes, (long long)tld->live_peak_bytes);
   _mi_json_add(&t, "  \"allocs\": %lld, \"frees\": %lld,\n  \"bins\": [", (long long)(allocs - tld->live_allocs_base), (long long)(frees - tld->live_frees_base));
@@ -288,9 +316,74 @@ void _mi_live_publish(mi_tld_t* tld, bool force) {
   mi_live_write_end(doc);
 }
 
+/* The calling thread's document, when due (or `force`: mi_collect). Its first one registers
+   the thread with the background thread, which from then on publishes for it whenever the
+   thread itself has not for an interval (it sleeps, waits in a system call, or allocates only
+   on the fast paths), so no document is older than 1.5 intervals while the thread lives. */
+void _mi_live_publish(mi_tld_t* tld, bool force) {
+  if (!__atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE) || tld == NULL) return;
+  const mi_msecs_t now = _mi_prim_clock_now();
+  if (!force && now < tld->live_next) return;
+  tld->live_next = now + mi_live_interval();
+  _mi_stats_merge_thread(tld);   /* the totals include this thread's figures of now */
+  mi_live_publish_process(now, force);
+  if (tld->live_doc == NULL && (tld->live_no_slot || !mi_live_claim_slot(tld))) {
+    tld->live_no_slot = true;
+    return;
+  }
+  const bool first = !tld->live_watched;
+  if (first) {   /* nobody else knows this tld yet: set up its lock before it is registered */
+    mi_assert_internal(tld->live_depth == 0);
+    mi_lock_init(&tld->live_lock);
+    tld->live_depth = 0;
+    tld->live_watched = true;
+  }
+  mi_live_enter(tld);
+  mi_live_write_thread(tld, now, true);
+  mi_live_leave(tld);
+  if (first) {   /* (after its first document: the background thread only refreshes) */
+    mi_lock_acquire(&mi_live_registry_lock);
+    mi_live_watched[tld->live_slot] = tld;
+    mi_lock_release(&mi_live_registry_lock);
+    _mi_purger_live_wanted();   /* the background thread publishes from now on */
+  }
+}
+
+/* The background thread (purger.c), every half interval while the view is on: the process
+   document when due, and the document of every registered thread that did not publish for an
+   interval. Returns when it wants to run again (0: the view is off). */
+mi_msecs_t _mi_live_background(mi_msecs_t now) {
+  if (!__atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE)) return 0;
+  const mi_msecs_t interval = mi_live_interval();
+  mi_live_publish_process(now, false);
+  mi_lock_acquire(&mi_live_registry_lock);
+  for (size_t i = 0; i < MI_LIVE_SLOTS; i++) {
+    mi_tld_t* const tld = mi_live_watched[i];
+    if (tld == NULL) continue;
+    mi_lock_acquire(&tld->live_lock);   /* the owner holds it only inside a queue change */
+    if (now - tld->live_published >= interval) mi_live_write_thread(tld, now, false);
+    mi_lock_release(&tld->live_lock);
+  }
+  mi_lock_release(&mi_live_registry_lock);
+  return now + (interval / 2 > 0 ? interval / 2 : 1);
+}
+
+/* fork: the child must not inherit the registry's lock held by the background thread (which
+   the child does not have); a tld's lock is only held inside the registry's. */
+void _mi_live_fork_prepare(void) { mi_lock_acquire(&mi_live_registry_lock); }
+void _mi_live_fork_parent(void)  { mi_lock_release(&mi_live_registry_lock); }
+
 /* At thread exit: the slot becomes free (the viewer sees the thread go). */
 void _mi_live_thread_done(mi_tld_t* tld) {
-  if (!__atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE) || tld == NULL || tld->live_doc == NULL) return;
+  if (tld == NULL) return;
+  if (tld->live_watched) {   /* (also when the view ended meanwhile: the registry holds it) */
+    mi_assert_internal(tld->live_depth == 0);
+    mi_lock_acquire(&mi_live_registry_lock);   /* waits for a publication for it in progress */
+    if (mi_live_watched[tld->live_slot] == tld) mi_live_watched[tld->live_slot] = NULL;
+    mi_lock_release(&mi_live_registry_lock);
+    tld->live_watched = false;
+  }
+  if (!__atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE) || tld->live_doc == NULL) return;
   mi_live_doc_t* doc = tld->live_doc;
   tld->live_doc = NULL;
   mi_live_write_begin(doc);

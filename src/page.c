@@ -53,6 +53,7 @@ static mi_decl_always_inline void mi_heap_queue_first_update(mi_heap_t* heap, co
 
 void _mi_page_queue_remove(mi_page_queue_t* pq, mi_page_t* page) {
   mi_heap_t* heap = mi_page_heap(page);
+  mi_live_enter(heap->tld);
   if (page->prev != NULL) page->prev->next = page->next;
   if (page->next != NULL) page->next->prev = page->prev;
   if (page == pq->last) pq->last = page->prev;
@@ -64,11 +65,13 @@ void _mi_page_queue_remove(mi_page_queue_t* pq, mi_page_t* page) {
   page->next = NULL;
   page->prev = NULL;
   mi_page_set_in_full(page, false);
+  mi_live_leave(heap->tld);
 }
 
 /* Push at the front: the most recently used page is found first. */
 void _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
   mi_assert_internal(mi_page_heap(page) == heap);
+  mi_live_enter(heap->tld);
   mi_page_set_in_full(page, mi_page_queue_is_full(pq));
   page->next = pq->first;
   page->prev = NULL;
@@ -77,10 +80,12 @@ void _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) 
   pq->first = page;
   mi_heap_queue_first_update(heap, pq);
   heap->page_count++;
+  mi_live_leave(heap->tld);
 }
 
 static void mi_page_queue_enqueue_from(mi_page_queue_t* to, mi_page_queue_t* from, mi_page_t* page) {
   mi_heap_t* heap = mi_page_heap(page);
+  mi_live_enter(heap->tld);
   _mi_page_queue_remove(from, page);
   /* append at the end so full or unfull pages don't hide the current allocation page */
   mi_page_set_in_full(page, mi_page_queue_is_full(to));
@@ -91,6 +96,7 @@ static void mi_page_queue_enqueue_from(mi_page_queue_t* to, mi_page_queue_t* fro
   to->last = page;
   if (to->first == page) mi_heap_queue_first_update(heap, to);
   heap->page_count++;
+  mi_live_leave(heap->tld);
 }
 
 static void mi_page_queue_move_to_front(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
@@ -114,6 +120,7 @@ size_t _mi_page_queue_append(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_queue
     count++;
   }
   if (append->first == NULL) return 0;
+  mi_live_enter(heap->tld);
   if (pq->last == NULL) {
     pq->first = append->first;
     pq->last = append->last;
@@ -125,6 +132,7 @@ size_t _mi_page_queue_append(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_queue
     pq->last = append->last;
   }
   heap->page_count += count;
+  mi_live_leave(heap->tld);
   return count;
 }
 

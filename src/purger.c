@@ -70,6 +70,8 @@ static _Atomic(int)        mi_purger_busy;    /* 1 while a pass runs */
 static _Atomic(int)        mi_purger_paused;  /* 1: no pass may begin (fork, process done) */
 static bool                mi_purger_wait_ready;     /* the prim wait is initialised (by a starter) */
 static _Atomic(int)        mi_purger_started_once;   /* the verbose line is printed once per process */
+static _Atomic(int)        mi_purger_live;    /* 1: the live view is on (live.c): the thread publishes its
+                                                 figures every half interval and stays while it is on */
 
 _Atomic(int) _mi_purger_wanted;   /* 1: a purge was notified while no thread ran (or it lingered out) */
 
@@ -97,13 +99,31 @@ static void mi_purger_pass(void) {
 }
 
 /* Run a pass unless paused; the pause and the busy flag form a handshake (sequentially
-   consistent): a pauser that then sees busy == 0 knows no pass runs until it unpauses. */
+   consistent): a pauser that then sees busy == 0 knows no pass runs until it unpauses. The
+   live view's work runs the same way (it takes live.c's locks, which a fork child must not
+   inherit held). */
 static bool mi_purger_try_pass(void) {
   mi_atomic_store_seq_cst(&mi_purger_busy, 1);
   const bool run = (mi_atomic_load_seq_cst(&mi_purger_paused) == 0);
   if (run) mi_purger_pass();
   mi_atomic_store_release(&mi_purger_busy, 0);
   return run;
+}
+
+/* The live view's work when due; returns when it is due next (0: the view is off). */
+static mi_msecs_t mi_purger_try_live(mi_msecs_t now) {
+  mi_atomic_store_seq_cst(&mi_purger_busy, 1);
+  mi_msecs_t next = now + 10;   /* paused (a fork): soon again */
+  if (mi_atomic_load_seq_cst(&mi_purger_paused) == 0) next = _mi_live_background(now);
+  mi_atomic_store_release(&mi_purger_busy, 0);
+  if (next == 0) mi_atomic_store_release(&mi_purger_live, 0);
+  return next;
+}
+
+/* Does the live view keep the thread? Not once no thread with a heap is left (it must not keep
+   a process alive whose other threads have ended). */
+static bool mi_purger_live_on(void) {
+  return (mi_atomic_load_acquire(&mi_purger_live) != 0 && mi_atomic_load_seq_cst(&mi_purger_threads) > 0);
 }
 
 /* Pause (or with `stop`, end) the passes; returns once no pass runs. A thread that ended inside
@@ -118,12 +138,18 @@ static void mi_purger_main(void* arg) {
   (void)arg;
   mi_msecs_t last = 0;         /* end of the last pass */
   mi_msecs_t idle_since = 0;   /* when it last found nothing pending (0: work since) */
+  mi_msecs_t live_next = 0;    /* when the live view's work is due next */
   for (;;) {
     const int state = mi_atomic_load_acquire(&mi_purger_state);
     if (state != MI_PURGER_RUNNING && state != MI_PURGER_STARTING) break;   /* (it may run before its starter goes on) */
     mi_atomic_store_seq_cst(&mi_purger_wake, MI_PURGER_AWAKE);
     const mi_msecs_t due = mi_atomic_load_seq_cst(&mi_purger_due);
     const mi_msecs_t now = _mi_prim_clock_now();
+    const bool live = mi_purger_live_on();
+    if (live && live_next <= now) {
+      live_next = mi_purger_try_live(now);
+      continue;
+    }
     const bool enabled = mi_option_is_enabled(mi_option_purge_thread);
     if (due != 0) idle_since = 0;
     else if (idle_since == 0) idle_since = now;
@@ -141,11 +167,11 @@ static void mi_purger_main(void* arg) {
       /* (a notify or a thread's end changes its figure, then reads `wake`; we the reverse) */
       if (mi_atomic_load_seq_cst(&mi_purger_due) != 0 || !mi_purger_keep()) continue;
       mi_sched_point(MI_SCHED_PURGER_WAIT);   /* checked: a wake that comes now must be kept by the wait */
-      _mi_prim_thread_wait(-1);
+      _mi_prim_thread_wait(live ? live_next - now : -1);
       idle_since = 0;   /* (a wake for nothing lingers again before it ends) */
       continue;
     }
-    if (!enabled || (due == 0 && wake <= now)) {
+    if (!live && (!enabled || (due == 0 && wake <= now))) {
       /* nothing to wait for (and none came while it lingered): end, so that this thread never
          keeps a process alive whose other threads have ended (pthread_exit in main); the next
          allocation slow path starts another */
@@ -164,7 +190,7 @@ static void mi_purger_main(void* arg) {
       return;
     }
     /* sleep; a notify that comes after the publication of `wake` sees it and wakes us if need be */
-    const mi_msecs_t planned = wake;
+    const mi_msecs_t planned = (live && (wake <= now || live_next < wake || !enabled) ? live_next : wake);
     mi_atomic_store_seq_cst(&mi_purger_wake, planned);
     if (mi_atomic_load_seq_cst(&mi_purger_due) != due) continue;   /* changed meanwhile */
     _mi_prim_thread_wait(planned - now);
@@ -174,7 +200,7 @@ static void mi_purger_main(void* arg) {
 
 /* Start the thread (from NONE only; again after it ended, and in a fork child). */
 static mi_decl_noinline void mi_purger_start(void) {
-  if (!mi_option_is_enabled(mi_option_purge_thread)) return;
+  if (!mi_option_is_enabled(mi_option_purge_thread) && mi_atomic_load_acquire(&mi_purger_live) == 0) return;
   int expected = MI_PURGER_NONE;
   if (!mi_atomic_cas_strong_acq_rel(&mi_purger_state, &expected, MI_PURGER_STARTING)) return;
   mi_atomic_store_release(&_mi_purger_wanted, 0);   /* (a start from a notify) */
@@ -197,6 +223,16 @@ static mi_decl_noinline void mi_purger_start(void) {
 
 /* The allocation slow path, when _mi_purger_wanted is set: a safe place to start the thread
    (the caller holds no lock of libc's: it asked us for memory, not the other way round). */
+/* The live view is on and a thread registered (live.c): the thread runs for it from now on.
+   Started by the next allocation slow path (the caller may be mi_collect, called anywhere); a
+   running one is woken so that it plans for the view. */
+void _mi_purger_live_wanted(void) {
+  if (mi_atomic_exchange_acq_rel(&mi_purger_live, 1) != 0) return;
+  const int state = mi_atomic_load_acquire(&mi_purger_state);
+  if (state == MI_PURGER_NONE) mi_atomic_store_release(&_mi_purger_wanted, 1);
+  else if (state == MI_PURGER_RUNNING) _mi_prim_thread_wake();
+}
+
 void _mi_purger_start_wanted(void) {
   if (mi_atomic_exchange_acq_rel(&_mi_purger_wanted, 0) == 0) return;
   if (mi_atomic_load_relaxed(&mi_purger_state) == MI_PURGER_NONE) mi_purger_start();   /* (else running, failed or done) */
@@ -273,6 +309,7 @@ void _mi_purger_fork_child(bool thread_has_heap) {
   mi_atomic_store_relaxed(&mi_purger_wake, 0);
   mi_atomic_store_relaxed(&mi_purger_busy, 0);
   mi_atomic_store_relaxed(&mi_purger_paused, 0);
+  mi_atomic_store_relaxed(&mi_purger_live, 0);   /* the child's view is off (live.c) */
   mi_purger_wait_ready = false;   /* its lock may have been held by a thread not in the child */
 }
 

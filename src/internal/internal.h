@@ -387,6 +387,18 @@ void       _mi_live_fork_child(mi_tld_t* tld);        /* a fork child publishes 
 void       _mi_live_publish(mi_tld_t* tld, bool force);   /* the thread's figures, when due */
 void       _mi_live_thread_done(mi_tld_t* tld);       /* frees the thread's slot */
 void       _mi_live_page_move(mi_page_t* page, mi_tld_t* from, mi_tld_t* to);   /* a page with blocks in use changes thread (NULL: none) */
+mi_msecs_t _mi_live_background(mi_msecs_t now);     /* the background thread: publishes what is due; when next (0: off) */
+void       _mi_live_fork_prepare(void);               /* the publisher's locks around fork */
+void       _mi_live_fork_parent(void);
+void       _mi_purger_live_wanted(void);             /* purger.c: its thread runs _mi_live_background from now */
+/* The owner's side of live_lock (types.h): around every change of its page queues and heap
+   list while a publisher may read them; one load and branch otherwise. */
+static inline void mi_live_enter(mi_tld_t* tld) {
+  if (mi_unlikely(tld->live_watched) && tld->live_depth++ == 0) mi_lock_acquire(&tld->live_lock);
+}
+static inline void mi_live_leave(mi_tld_t* tld) {
+  if (mi_unlikely(tld->live_watched) && --tld->live_depth == 0) mi_lock_release(&tld->live_lock);
+}
 void       _mi_stats_at_exit(void);                    /* show_stats, verbose, stats JSON */
 
 /* stats-print.c: the statistics as text, from a snapshot and the process information of the

@@ -622,6 +622,15 @@ typedef struct mi_tld_s {
   bool                live_exact;     /* counting since the thread's start (else from its first
                                          publication: the base below) */
   int64_t             live_allocs_base, live_frees_base;
+  /* While `live_watched` (set by the thread itself at its first publication, cleared at its
+     end), the live view's publisher (another thread, live.c) may read this thread's heap list
+     and page queues under `live_lock`; the thread holds it (mi_live_enter/leave, nesting
+     counted in live_depth) wherever it changes them: the page-queue operations (page.c), the
+     heap list (heap.c) and a heap's absorb. Owned fields: live_watched, live_depth, live_next. */
+  bool                live_watched;
+  int                 live_depth;
+  mi_lock_t           live_lock;
+  mi_msecs_t          live_published; /* when its document was last written (under live_lock) */
   /* the one-entry cache of the shared-heap lookup (sheap.c): the last shared heap this thread
      allocated in and its theap of it, both NULL or sheap_last_theap->sheap == sheap_last and
      in this thread's heaps (cleared when that theap goes) */

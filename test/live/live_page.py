@@ -78,7 +78,7 @@ def expected_view(s):
     ]
     threads = {str(t["tid"]): [t["name"] or "?", str(t["tid"]), fmt_bytes(t["bytes"]["current"]), fmt_bytes(t["bytes"]["peak"]),
                                fmt_count(t["blocks"]["current"]), fmt_count(t["blocks"]["peak"]),
-                               fmt_rate(t["allocs_per_sec"]), fmt_rate(t["frees_per_sec"]), fmt_secs(t["msecs"]), ""]
+                               fmt_rate(t["allocs_per_sec"]), fmt_rate(t["frees_per_sec"]), fmt_secs(t["age_ms"]), ""]
                for t in s["threads"]}
     classes = [[fmt_bytes(c["block_size"]) if c["block_size"] else "huge", fmt_count(c["blocks"]), fmt_count(c["peak"]),
                 fmt_bytes(c["bytes"]), ""]

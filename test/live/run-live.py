@@ -267,14 +267,14 @@ def browser_checks(base, page, snap, tids):
     # a field the page reads that the JSON lacks shows as an error, not as a quiet "–"
     broken = json.loads(json.dumps(snap))
     del broken["process"]["purged"]
-    del broken["threads"][0]["msecs"]
+    del broken["threads"][0]["age_ms"]
     cards, threads, _, _, _ = shown_view(browser_dom(chromium, page, broken))
     marks = {c[0]: c[3] for c in cards}
     check(marks.get("purged") == "process.purged" and all(m is None for k, m in marks.items() if k != "purged"),
           f"browser: without process.purged, the cards' missing marks are {marks}, expected the purged card's only")
     tid0 = str(broken["threads"][0]["tid"])
-    check(threads.get(tid0, ([], None))[1] == "msecs",
-          f"browser: without msecs, thread {tid0}'s missing mark is {threads.get(tid0, ([], None))[1]!r}, expected 'msecs'")
+    check(threads.get(tid0, ([], None))[1] == "age_ms",
+          f"browser: without age_ms, thread {tid0}'s missing mark is {threads.get(tid0, ([], None))[1]!r}, expected 'age_ms'")
     if SHOT:   # the real viewer, as a user sees it
         with tempfile.TemporaryDirectory() as ud:
             subprocess.run([chromium, *BROWSER_FLAGS, f"--user-data-dir={ud}", f"--screenshot={SHOT}", base + "/"],
