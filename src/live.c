@@ -4,9 +4,12 @@
    - the process document: the JSON of MIMALLOC_STATS_JSON (one schema for both);
    - one document per thread: its blocks and bytes in use, in total and per size class, with
      their peaks (read off its own pages: page->used of every page of its heaps).
-   No thread and no socket is added to the program: each thread publishes its own document from
-   its allocation slow path at most once per interval, and the process document is written by
-   whichever thread finds it due first. A viewer reads the file (tools/mimalloc-live).
+   No socket is added to the program. Each thread publishes its own document from its
+   allocation slow path at most once per interval; the background thread (purger.c) publishes,
+   every half interval, the document of every thread that did not for an interval (it sleeps,
+   waits in a system call, or stays on the fast paths) and the process document, so every
+   document is at most 1.5 intervals old (docs/live.md). A viewer reads the file
+   (tools/mimalloc-live).
 
    Layout (all offsets fixed, little-endian as the machine):
      header        MI_LIVE_HEADER_SIZE bytes (mi_live_header_t)
