@@ -7,7 +7,6 @@
    thread checks and frees their blocks, then deletes the heap. Prints the version and the
    mapped library as main.c does; exits nonzero on any failure.
    Usage: consumer-v3 [ignored]   (run-consumers.sh passes the override flag to every consumer) */
-#define _POSIX_C_SOURCE 200809L   /* pthread barriers also with -std=c11 */
 #include <mimalloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -28,7 +27,21 @@ typedef struct worker_s {
 } worker_t;
 
 static int failures = 0;
-static pthread_barrier_t both;   /* both workers run at once: their parts of the heap coexist */
+
+/* the workers meet twice, so that both run at once and their parts of the heap coexist: each
+   waits until `target` arrivals in all (2, then 4); a mutex and a condition variable, as
+   pthread barriers are not everywhere (macOS) */
+static pthread_mutex_t meet_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t meet_cond = PTHREAD_COND_INITIALIZER;
+static int arrived = 0;
+static void meet(int target) {
+  pthread_mutex_lock(&meet_lock);
+  arrived++;
+  pthread_cond_broadcast(&meet_cond);
+  while (arrived < target) pthread_cond_wait(&meet_cond, &meet_lock);
+  pthread_mutex_unlock(&meet_lock);
+}
+
 #define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); failures++; } } while (0)
 
 /* small sizes, with a medium and a large block now and then */
@@ -40,7 +53,7 @@ static size_t block_size(size_t i) {
 
 static void* work(void* arg) {
   worker_t* w = (worker_t*)arg;
-  pthread_barrier_wait(&both);
+  meet(2);
   w->theap = mi_heap_theap(w->heap);   /* v3: this thread's part, made on first use */
   for (size_t i = 0; i < BLOCKS; i++) {
     const size_t size = block_size(i);
@@ -50,7 +63,7 @@ static void* work(void* arg) {
     w->blocks[i] = p;
     w->sizes[i] = size;
   }
-  pthread_barrier_wait(&both);   /* neither part ends before both were taken */
+  meet(4);   /* neither part ends before both were taken */
   return NULL;
 }
 
@@ -72,7 +85,6 @@ int main(void) {
 
   static worker_t workers[2];
   pthread_t threads[2];
-  CHECK(pthread_barrier_init(&both, NULL, 2) == 0);
   for (int t = 0; t < 2; t++) {
     workers[t].heap = heap;
     workers[t].tag = (unsigned char)(0xA0 + t);
@@ -83,7 +95,6 @@ int main(void) {
     CHECK(!workers[t].failed);
     CHECK(workers[t].theap != NULL);
   }
-  pthread_barrier_destroy(&both);
   if (failures > 0) return 1;
   CHECK(workers[0].theap != workers[1].theap);   /* one part per thread */
 
