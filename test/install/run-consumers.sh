@@ -2,13 +2,21 @@
 # SPDX-License-Identifier: MIT
 # Installs a built mimalloc into a temporary prefix and checks it as its users would see it:
 #   (a) the installed files: library symlink chain and SONAME, headers, mimalloc.o, mimalloc.pc,
-#       the CMake package files
+#       mimalloc-v3.pc, the CMake package files
 #   (b) test/install/consumer through find_package(mimalloc 2.1), linking mimalloc (must load
 #       the installed shared library) and mimalloc-static; the package's variables
 #   (c) find_package with unsuitable versions (3.0, 1.0, 2.99) must fail
 #   (d) main.c built with `pkg-config --cflags --libs mimalloc`   (skipped without pkg-config)
 #   (e) main.c linked after the installed mimalloc.o (static override)
 #   (f) a unit in v3 mode (MI_V3_API: mimalloc-v3.h) linked with the installed library
+#   (g) consumer/v3.c, written for mimalloc 3.x, through find_package(mimalloc), linking the
+#       targets mimalloc-v3 (the installed shared library) and mimalloc-v3-static: MI_V3_API
+#       comes from the target, the source does not define it
+#   (h) the same v3.c linking plain mimalloc must fail to compile (on a v3-only name): so (g)
+#       and (i) prove that the target and the module carry the definition
+#   (i) v3.c built with `pkg-config --cflags --libs mimalloc-v3`; the module's flags are
+#       mimalloc's plus -DMI_V3_API; with mimalloc's flags v3.c must not compile
+#       (skipped without pkg-config)
 #
 # usage: run-consumers.sh BUILD_DIR SOURCE_DIR C_COMPILER GENERATOR [--cmake=CMAKE]
 #          [--make-program=PROG] [--basename=mimalloc] --version=X.Y.Z --impl-version=X.Y.Z [--libdir=lib]
@@ -17,7 +25,7 @@
 set -euo pipefail
 
 if [ $# -lt 4 ]; then
-  sed -n '2,14p' "$0" >&2
+  sed -n '2,23p' "$0" >&2
   exit 2
 fi
 build_dir=$1 source_dir=$2 cc=$3 generator=$4
@@ -96,12 +104,13 @@ fi
 
 for file in "$inc/mimalloc.h" "$inc/mimalloc-override.h" "$inc/mimalloc-new-delete.h" \
             "$inc/mimalloc-stats.h" "$inc/mimalloc-v3.h" "$lib/lib$basename.a" "$lib/$basename.o" \
-            "$lib/pkgconfig/mimalloc.pc" "$lib/cmake/mimalloc/mimalloc-config.cmake" \
+            "$lib/pkgconfig/mimalloc.pc" "$lib/pkgconfig/mimalloc-v3.pc" \
+            "$lib/cmake/mimalloc/mimalloc-config.cmake" \
             "$lib/cmake/mimalloc/mimalloc-config-version.cmake" \
             "$lib/cmake/mimalloc/mimalloc-targets.cmake"; do
   [ -f "$file" ] || fail "not installed: $file"
 done
-ok "headers, lib$basename.a, $basename.o, mimalloc.pc and the package files are installed"
+ok "headers, lib$basename.a, $basename.o, mimalloc.pc, mimalloc-v3.pc and the package files are installed"
 # nothing of the build's internals: no object library, no compiled objects besides mimalloc.o
 if find "$prefix" \( -name '*.c.o' -o -name '*.cpp.o' -o -name '*mimalloc-obj*' \) | grep .; then
   fail "build internals were installed"
@@ -200,6 +209,77 @@ int main(void) {
 V3
 (set -x; "$cc" -std=c11 -Wall -Werror -o "$tmp/v3-consumer" "$tmp/v3.c" -I"$inc" -L"$lib" -l"$basename" -Wl,-rpath,"$lib")
 "$tmp/v3-consumer" || fail "the v3-mode consumer failed"
+
+# ---- (g) mimalloc 3's API through the package's v3 targets
+# find_package without a version, as docs/v3-api.md tells v3 users to write it (the package's
+# version is the mimalloc API 2.x one: find_package(mimalloc 3) is refused, step c)
+for target in mimalloc-v3 mimalloc-v3-static; do
+  step "(g) v3 consumer (v3.c) linking $target through find_package(mimalloc REQUIRED)"
+  dir=$tmp/consumer-$target
+  "$cmake" -S "$consumer_src" -B "$dir" "${cmake_generator_args[@]}" \
+    -DCMAKE_PREFIX_PATH="$prefix" -DMI_REQUIRE_VERSION= -DMI_TARGET="$target" -DMI_CONSUMER=v3 \
+    | tee "$tmp/configure.log"
+  grep -qxF -- "-- mimalloc_DIR=$lib/cmake/mimalloc" "$tmp/configure.log" \
+    || fail "find_package did not find the package in $prefix"
+  "$cmake" --build "$dir"
+  if [ "$target" = mimalloc-v3 ]; then
+    run_consumer "$dir/consumer" "$lib/$so.$version"
+  else
+    run_consumer "$dir/consumer" none
+  fi
+done
+
+# a v3 program compiled without MI_V3_API fails on this v3-only name (v2 mode has no such
+# option); the failures below must be that one, not some other error
+v3_only_name=mi_option_page_reclaim_on_free
+
+# ---- (h) the same source with the plain target: no MI_V3_API, so it must not compile
+step "(h) v3 consumer (v3.c) linking plain mimalloc must not compile"
+dir=$tmp/consumer-v3-plain
+"$cmake" -S "$consumer_src" -B "$dir" "${cmake_generator_args[@]}" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DMI_REQUIRE_VERSION= -DMI_TARGET=mimalloc -DMI_CONSUMER=v3 >"$tmp/configure.log" \
+  || { cat "$tmp/configure.log"; fail "configure of the plain-mimalloc v3 consumer failed"; }
+if "$cmake" --build "$dir" >"$tmp/build.log" 2>&1; then
+  cat "$tmp/build.log"
+  fail "v3.c compiled against plain mimalloc: it does not show where MI_V3_API comes from"
+fi
+grep -qF "$v3_only_name" "$tmp/build.log" || { cat "$tmp/build.log"; fail "the build failed, but not on $v3_only_name"; }
+ok "v3.c does not compile against plain mimalloc ($v3_only_name undeclared)"
+
+# ---- (i) pkg-config module mimalloc-v3
+step "(i) pkg-config consumer of mimalloc-v3"
+if command -v pkg-config >/dev/null; then
+  export PKG_CONFIG_PATH=$lib/pkgconfig
+  pc_version=$(pkg-config --modversion mimalloc-v3)
+  [ "$pc_version" = "$version" ] || fail "pkg-config --modversion mimalloc-v3: $pc_version, expected $version"
+  pc_impl=$(pkg-config --variable=implementation_version mimalloc-v3)
+  [ "$pc_impl" = "$impl_version" ] || fail "mimalloc-v3 implementation_version: '$pc_impl', expected $impl_version"
+  # the same library and directories as mimalloc.pc (checked in d), and the definition besides
+  # (pc_words: pkg-config's output as words, single spaces, no trailing blank)
+  # shellcheck disable=SC2046,SC2048,SC2086
+  pc_words() { echo $(pkg-config $*); }
+  for how in --libs "--static --libs"; do
+    [ "$(pc_words $how mimalloc-v3)" = "$(pc_words $how mimalloc)" ] \
+      || fail "pkg-config $how: mimalloc-v3 '$(pc_words $how mimalloc-v3)', mimalloc '$(pc_words $how mimalloc)'"
+  done
+  [ "$(pc_words --cflags mimalloc-v3)" = "$(pc_words --cflags mimalloc) -DMI_V3_API" ] \
+    || fail "pkg-config --cflags mimalloc-v3 is '$(pc_words --cflags mimalloc-v3)', not mimalloc's and -DMI_V3_API"
+  ok "mimalloc-v3.pc: mimalloc.pc's flags (-l$basename) and -DMI_V3_API"
+  flags=$(pkg-config --cflags --libs mimalloc-v3)
+  echo "pkg-config --cflags --libs mimalloc-v3: $flags"
+  # besides the module's flags only -pthread, for v3.c's own threads
+  # shellcheck disable=SC2086
+  (set -x; "$cc" -std=c11 -Wall -Wextra -Werror -o "$tmp/pc-v3-consumer" "$consumer_src/v3.c" $flags -pthread)
+  run_consumer "$tmp/pc-v3-consumer" "$lib/$so.$version"
+  # shellcheck disable=SC2046
+  if "$cc" -std=c11 -c -o "$tmp/pc-v3-plain.o" "$consumer_src/v3.c" $(pkg-config --cflags mimalloc) >"$tmp/build.log" 2>&1; then
+    fail "v3.c compiled with \`pkg-config --cflags mimalloc\`: it does not show where MI_V3_API comes from"
+  fi
+  grep -qF "$v3_only_name" "$tmp/build.log" || { cat "$tmp/build.log"; fail "the compile failed, but not on $v3_only_name"; }
+  ok "v3.c does not compile with mimalloc's flags ($v3_only_name undeclared)"
+else
+  echo "SKIP: pkg-config not found (package pkg-config or pkgconf), mimalloc-v3 pkg-config consumer not tested"
+fi
 
 echo
 echo "all install checks passed"
