@@ -21,8 +21,8 @@ from importlib.machinery import SourceFileLoader
 sys.dont_write_bytecode = True
 PROG, VIEWER = sys.argv[1], sys.argv[2]
 live_mod = SourceFileLoader("mimalloc_live", VIEWER).load_module()
-INTERVAL = 200          # ms
-WATCH = 4.0             # s of snapshots after the bursts
+INTERVAL = 500          # ms (ages may reach 1.5 intervals; the check allows 2, for a loaded machine)
+WATCH = 5.0             # s of snapshots after the bursts
 MAIN = 24000 * 2000     # the bursts (live-fresh.c), as requested sizes: bins are at least this
 SLEEPER = 16000 * 1000
 FREER_BLOCKS, FREER_LATER = 20000, 15000
