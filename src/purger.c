@@ -40,7 +40,9 @@
    through malloc, i.e. through us, from inside the allocation that starts it. That
    allocation is served from static storage (init.c, _mi_static_alloc_begin), so no heap is
    touched in the middle of another operation. A failed start (no threads left) leaves the
-   behaviour of MIMALLOC_PURGE_THREAD=0: purges from allocator activity only.
+   behaviour of MIMALLOC_PURGE_THREAD=0: purges from allocator activity only. The thread
+   names itself "mi-purger" first thing (_mi_prim_thread_set_name: no allocation), so that
+   process listings and debuggers tell it from the program's threads.
 
    Life cycle: fork pauses the thread between passes (a pass may claim arena blocks: a child
    must not inherit such a claim from a thread it does not have) and the child starts a new one
@@ -51,6 +53,7 @@
 
 #define MI_PURGER_GRANULARITY  (100)    /* ms: the least time between two passes */
 #define MI_PURGER_LINGER       (1000)   /* ms: with nothing pending, the wait for work before it ends */
+#define MI_PURGER_THREAD_NAME  "mi-purger"   /* the thread's name, set by itself (ps -L, top -H, gdb) */
 
 typedef enum mi_purger_state_e {
   MI_PURGER_NONE,      /* no thread: not started, ended for want of work, a fork child, option 0 */
@@ -136,6 +139,7 @@ static void mi_purger_pause(void) {
 
 static void mi_purger_main(void* arg) {
   (void)arg;
+  _mi_prim_thread_set_name(MI_PURGER_THREAD_NAME);
   mi_msecs_t last = 0;         /* end of the last pass */
   mi_msecs_t idle_since = 0;   /* when it last found nothing pending (0: work since) */
   mi_msecs_t live_next = 0;    /* when the live view's work is due next */

@@ -222,6 +222,12 @@ bool  _mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)
    _mi_prim_thread_wake: from any thread; never allocates; blocks at most while the sleeper
    holds the wait's lock (a few instructions). Only once a thread was started. */
 int   _mi_prim_thread_start(void (*fun)(void* arg), void* arg, bool init_wait);
+/* Name the calling thread `name` (ASCII, at most 15 characters), as debuggers and process
+   listings show it (Linux: /proc/<pid>/task/<tid>/comm, ps -L, top -H, gdb; macOS; Windows 10
+   1607+: SetThreadDescription, looked up at run time so that older Windows still loads us).
+   Called by the purger's thread on itself; never allocates, keeps errno (and Windows'
+   last-error value); where the OS has no such name, or refuses it, nothing happens. */
+void  _mi_prim_thread_set_name(const char* name);
 /* True only when the process provably never had a second thread (so no thread teardown, which
    frees with the C library's locks held, can be under way): glibc's __libc_single_threaded.
    False where that is unknown (musl, macOS, Windows). */

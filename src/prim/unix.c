@@ -26,6 +26,9 @@
 #include <sys/syscall.h>
 #include <link.h>
 #endif
+#if defined(__linux__)
+#include <sys/prctl.h>            /* PR_SET_NAME */
+#endif
 #if defined(__linux__) || defined(__APPLE__)
 #include <sys/random.h>       /* (getentropy on macOS) */
 #endif
@@ -864,6 +867,18 @@ int _mi_prim_thread_start(void (*fun)(void* arg), void* arg, bool init_wait) {
   pthread_attr_destroy(&attr);
   errno = saved_errno;
   return err;
+}
+
+void _mi_prim_thread_set_name(const char* name) {
+  const int saved_errno = errno;
+#if defined(__linux__)
+  (void)prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);   /* the calling thread's comm (16 bytes with the NUL) */
+#elif defined(__APPLE__)
+  (void)pthread_setname_np(name);   /* (macOS names only the calling thread) */
+#else
+  (void)name;
+#endif
+  errno = saved_errno;
 }
 
 #if defined(__GLIBC__)

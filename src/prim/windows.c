@@ -521,6 +521,28 @@ int _mi_prim_thread_start(void (*fun)(void* arg), void* arg, bool init_wait) {
   return (err == ENOMEM ? EAGAIN : err);
 }
 
+/* SetThreadDescription (kernel32, Windows 10 1607+; Wine) takes a wide string: the ASCII name
+   is widened on the stack. Looked up on each call (once per thread start): no import of it,
+   so that older Windows still loads the library. */
+typedef HRESULT (WINAPI *win_set_thread_description_t)(HANDLE, PCWSTR);
+
+void _mi_prim_thread_set_name(const char* name) {
+  const DWORD saved_error = GetLastError();
+  const int saved_errno = errno;
+  HMODULE kernel32 = GetModuleHandleW(L"kernel32.dll");
+  win_set_thread_description_t set_description = (kernel32 == NULL ? NULL
+    : (win_set_thread_description_t)(void*)GetProcAddress(kernel32, "SetThreadDescription"));
+  if (set_description != NULL) {
+    WCHAR wname[32];
+    size_t i = 0;
+    for (; i + 1 < sizeof(wname) / sizeof(wname[0]) && name[i] != 0; i++) wname[i] = (WCHAR)(unsigned char)name[i];
+    wname[i] = 0;
+    (void)set_description(GetCurrentThread(), wname);
+  }
+  SetLastError(saved_error);
+  errno = saved_errno;
+}
+
 bool _mi_prim_process_single_threaded(void) { return false; }   /* (the loader starts threads of its own) */
 
 void _mi_prim_thread_wait(mi_msecs_t timeout_ms) {

@@ -10,12 +10,14 @@
              Then the RSS must be within MT_IDLE_MARGIN (16 MiB) of the RSS before the
              workload, the `purged` statistic must have grown by at least 200 MiB, the process
              must have had two threads right after the frees (ours and the purger;
-             ThreadSanitizer adds one) and one after the idle time (the purger ends when nothing
-             waits for 1 s), and with MIMALLOC_VERBOSE on the
+             ThreadSanitizer adds one), one of them named "mi-purger" (/proc/self/task/TID/comm:
+             what ps -L, top -H and gdb show), and one after the idle time (the purger ends
+             when nothing waits for 1 s), none named so, and with MIMALLOC_VERBOSE on the
              purger must have said once that it started.
      keep    (MIMALLOC_PURGE_THREAD=0) the same workload: after the 2.5 s the RSS is still at
              least 200 MiB above the start (nothing purges while nobody calls the allocator:
-             this is what `large` would see without the purger, so it can fail), one thread.
+             this is what `large` would see without the purger, so it can fail), one thread,
+             none named "mi-purger".
      nofree  blocks of every kind (small, medium, large, huge) allocated and never freed, then
              300 ms of sleep: the process still has one thread (a program that never frees
              never gets the purger), and the purger never said it started.
@@ -53,6 +55,7 @@
 #include "memory-common.h"
 #include <pthread.h>
 #include <dlfcn.h>
+#include <sys/syscall.h>   /* SYS_getdents64 */
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
 #include <sys/single_threaded.h>
 #endif
@@ -75,6 +78,45 @@ static int mt_threads(void) {
   if (!mt_read_proc("/proc/self/status", buf, sizeof(buf))) return -1;
   const char* t = strstr(buf, "\nThreads:");
   return (t == NULL ? -1 : atoi(t + 9));
+}
+
+/* The number of this process's threads named `name` (/proc/self/task/TID/comm), read without
+   allocating (getdents64 rather than opendir, whose buffer comes from malloc: us). */
+static int mt_threads_named(const char* name) {
+  const int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return -1;
+  int count = 0;
+  char buf[4096];
+  long n;
+  while ((n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
+    for (long off = 0; off < n; ) {
+      const char* entry = buf + off;
+      unsigned short reclen;
+      memcpy(&reclen, entry + 16, sizeof(reclen));   /* d_ino, d_off (8 bytes each), d_reclen, d_type, d_name */
+      const char* tid = entry + 19;
+      off += reclen;
+      if (tid[0] < '0' || tid[0] > '9') continue;   /* . and .. */
+      char path[64], comm[64];
+      snprintf(path, sizeof(path), "/proc/self/task/%s/comm", tid);
+      if (!mt_read_proc(path, comm, sizeof(comm))) continue;   /* (the thread ended meanwhile) */
+      comm[strcspn(comm, "\n")] = 0;
+      if (strcmp(comm, name) == 0) count++;
+    }
+  }
+  close(dir);
+  return count;
+}
+
+/* Threads named "mi-purger" (the purger names itself when it starts: src/purger.c). With a
+   thread besides ours, wait up to 1 s for the name: pthread_create returns before the new
+   thread ran its first instruction. */
+static int mt_purger_named(void) {
+  int named = mt_threads_named("mi-purger");
+  for (int waited = 0; named == 0 && mt_threads() > MT_PURGER_THREADS(1) && waited < 1000; waited += 10) {
+    mt_sleep_ms(10);
+    named = mt_threads_named("mi-purger");
+  }
+  return named;
 }
 
 /* Capture the library's verbose messages (no allocation) to see the purger's start line. */
@@ -137,6 +179,8 @@ static void mt_kick_purger(bool single) {
 
 /* The workload of large, keep and fork: returns the RSS at the peak; *threads: the thread
    count right after the frees (with the purger busy). */
+static int mt_named_busy;   /* mt_alloc_free_idle: threads named mi-purger right after the frees */
+
 static size_t mt_alloc_free_idle(size_t total, int* threads) {
   const size_t n = mt_alloc_huge(total);
   const size_t peak = mt_rss();
@@ -144,6 +188,7 @@ static size_t mt_alloc_free_idle(size_t total, int* threads) {
   mt_free_all(n);
   mt_kick_purger(single);
   *threads = mt_threads();
+  mt_named_busy = mt_purger_named();
   mt_sleep_ms(MT_IDLE_MS);   /* no allocator call from here to the measurement */
   return peak;
 }
@@ -154,6 +199,9 @@ static void mt_check_purger_threads(int busy, int idle) {
   CHECK_GE((size_t)busy, 2);
   CHECK_LE((size_t)busy, (size_t)MT_PURGER_THREADS(2));
   CHECK_LE((size_t)idle, (size_t)MT_PURGER_THREADS(1));
+  CHECK_MSG(mt_named_busy == 1, "%d threads named mi-purger while the purger runs (want 1)", mt_named_busy);
+  const int named_idle = mt_threads_named("mi-purger");
+  CHECK_MSG(named_idle == 0, "%d threads named mi-purger after the idle time (want 0)", named_idle);
 }
 
 static int test_large(bool keep) {
@@ -174,12 +222,16 @@ static int test_large(bool keep) {
   }
   if (keep) CHECK_MSG(purged < (int64_t)(64 * MiB), "purged %.1f MiB without the purger", (double)purged / MiB);
   else CHECK_MSG(purged >= (int64_t)(200 * MiB), "purged only %.1f MiB while idle", (double)purged / MiB);
-  if (keep) { CHECK_EQ(busy_threads, 1); CHECK_EQ(threads, 1); }
+  if (keep) {
+    CHECK_EQ(busy_threads, 1);
+    CHECK_EQ(threads, 1);
+    CHECK_MSG(mt_named_busy == 0, "%d threads named mi-purger with MIMALLOC_PURGE_THREAD=0", mt_named_busy);
+  }
   else mt_check_purger_threads(busy_threads, threads);
   CHECK_EQ(mt_purger_started_lines(), keep ? 0 : 1);
   mt_verbose_end();
-  return test_summary(name, "RSS start %.1f MiB, peak %+.1f MiB, after %d ms idle %+.1f MiB; purged %.1f MiB; threads %d after the frees, %d after the idle time",
-                      mt_mib(rss0), mt_mib_diff(peak, rss0), MT_IDLE_MS, mt_mib_diff(rss1, rss0), (double)purged / MiB, busy_threads, threads);
+  return test_summary(name, "RSS start %.1f MiB, peak %+.1f MiB, after %d ms idle %+.1f MiB; purged %.1f MiB; threads %d after the frees (%d named mi-purger), %d after the idle time",
+                      mt_mib(rss0), mt_mib_diff(peak, rss0), MT_IDLE_MS, mt_mib_diff(rss1, rss0), (double)purged / MiB, busy_threads, mt_named_busy, threads);
 }
 
 static int test_nofree(void) {
@@ -209,6 +261,7 @@ static int test_fork(void) {
   mt_free_all(nf);
   mt_kick_purger(single);
   const int threads = mt_threads();   /* the parent's purger */
+  mt_named_busy = mt_purger_named();
   mt_sleep_ms(MT_IDLE_MS);     /* (so the child starts from purged memory, not from the parent's freed blocks; the purger lingers 1 s) */
   const size_t rss_fork = mt_rss();
   mt_check_purger_threads(threads, mt_threads());
