@@ -413,8 +413,8 @@ void _mi_arenas_init_reserve(void) {
   }
   else {
     const bool decommit = mi_option_is_enabled(mi_option_purge_decommits);
-    _mi_verbose_message("purge policy: unused pages are %s after %ld ms, free arena blocks after %lld ms\n",
-                        (decommit ? "decommitted (MADV_DONTNEED)" : "reset (MADV_FREE)"), delay,
+    _mi_verbose_message("purge policy: unused pages are %s (%s) after %ld ms, free arena blocks after %lld ms\n",
+                        (decommit ? "decommitted" : "reset"), _mi_prim_purge_method(decommit), delay,
                         (long long)mi_arena_purge_delay());
   }
   const long huge = mi_option_get_clamp(mi_option_reserve_huge_os_pages, 0, 128*1024);

@@ -154,6 +154,7 @@ static void mi_report_active(void) {
     if (p != NULL && _mi_segment_map_covers(p)) serves = ", overrides malloc and new/delete";
     free(p);
   }
+  if (_mi_prim_is_redirect_dll()) serves = ", overrides malloc and new/delete through the redirecting DLL";
 #endif
   if (serves == NULL) {
     _mi_verbose_message("allocator loaded but not in use for malloc: " MI_VERSION_TEXT_FMT "; " MI_BUILD_NAME " build)\n", MI_VERSION_TEXT_ARGS);

@@ -84,6 +84,10 @@ int   _mi_prim_decommit(void* addr, size_t size, bool protect);
    MEM_RESET); the range stays usable and its contents are undefined. */
 int   _mi_prim_reset(void* addr, size_t size);
 
+/* The OS call behind _mi_prim_decommit (`decommit`) or _mi_prim_reset, as a user of this OS
+   knows it ("MADV_DONTNEED", "MEM_RESET"): for the verbose start-up line of the purge policy. */
+const char* _mi_prim_purge_method(bool decommit);
+
 /* Make [addr, addr+size) inaccessible (protect) or read/write again; the range is committed
    (Windows cannot protect reserved pages). */
 int   _mi_prim_protect(void* addr, size_t size, bool protect);
@@ -198,6 +202,16 @@ void  _mi_prim_thread_associate_default_heap(mi_heap_t* heap);
 bool  _mi_prim_thread_is_exited(void);
 #else
 static inline bool _mi_prim_thread_is_exited(void) { return false; }
+#endif
+
+/* True when this library is the redirecting DLL (Windows, mimalloc-redirect.dll, built with
+   src/redirect-windows.c): as it loads, it sends the C runtime's malloc, free & co. of every
+   module of the process to this allocator (its DllMain, right after process init). Known by
+   the module's own export table (mi_redirect_imports); for the verbose start-up line. */
+#if defined(_WIN32)
+bool  _mi_prim_is_redirect_dll(void);
+#else
+static inline bool _mi_prim_is_redirect_dll(void) { return false; }
 #endif
 
 /* Run prepare before fork() in the forking thread, parent and child after it; false if the

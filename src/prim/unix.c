@@ -235,6 +235,16 @@ int _mi_prim_reset(void* addr, size_t size) {
 }
 #endif
 
+#if defined(__APPLE__)
+const char* _mi_prim_purge_method(bool decommit) {
+  return (decommit ? "mmap of fresh memory" : "MADV_FREE_REUSABLE");
+}
+#else
+const char* _mi_prim_purge_method(bool decommit) {
+  return (decommit ? "MADV_DONTNEED" : "MADV_FREE");
+}
+#endif
+
 #if defined(__linux__)
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL  102

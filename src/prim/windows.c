@@ -137,6 +137,10 @@ int _mi_prim_reset(void* addr, size_t size) {
   return (VirtualAlloc(addr, size, MEM_RESET, PAGE_READWRITE) != NULL ? 0 : win_last_errno());
 }
 
+const char* _mi_prim_purge_method(bool decommit) {
+  return (decommit ? "MEM_DECOMMIT" : "MEM_RESET");
+}
+
 int _mi_prim_protect(void* addr, size_t size, bool protect) {
   DWORD old = 0;
   return (VirtualProtect(addr, size, (protect ? PAGE_NOACCESS : PAGE_READWRITE), &old) ? 0 : win_last_errno());
@@ -464,6 +468,13 @@ void _mi_prim_thread_init_auto_done(void) {
   (void)GetModuleHandleExA(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_PIN,
                            (LPCSTR)(void*)&win_fls_done, &self);
   mi_atomic_store_release(&win_fls_state, 1);
+}
+
+bool _mi_prim_is_redirect_dll(void) {
+  HMODULE self = NULL;
+  if (!GetModuleHandleExA(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                          (LPCSTR)(void*)&_mi_prim_is_redirect_dll, &self)) return false;
+  return (GetProcAddress(self, "mi_redirect_imports") != NULL);   /* (a program's own exports do not have it) */
 }
 
 void _mi_prim_thread_done_auto_done(void) {
