@@ -635,10 +635,11 @@ int main(int argc, char** argv) {
   RSS_MARGIN = (size_t)test_arg(argc, argv, 4, 8) * MiB;
   /* The RSS bound (rss-guard.h): 2 x the peak of the live bytes (filled blocks) + 192 MiB (scaled
      under the sanitizers). The live bytes peak at 125 MiB in (f) (4000 blocks left behind),
-     but (d) comes first: it holds 1-3 MiB, and its RSS grows by about 1.2 MiB per heap that is
-     deleted while other threads still free into it (160-200 MiB after its 150 heaps: the pages
-     that other threads empty after mi_heap_delete stay resident until the owner thread ends;
-     720-830 MiB after 600 heaps), while the peak so far is 42 MiB (the 40 MiB blocks of (b)).
+     but (d) comes first: it holds 1-3 MiB (its RSS grew by about 1.2 MiB per heap deleted while
+     other threads still freed into it until the backing heap, where a deleted heap's pages go,
+     was collected from any heap's slow path: 160-200 MiB after 150 heaps; the test threads-heaps
+     runs 1000), while the peak so far is 42 MiB (the 40 MiB blocks of (b)). The base below is
+     from before that fix (not re-measured in every build since).
      Measured (2 busy cores): at most 99 MiB above 2 x peak live in Release and Debug (the
      tracking builds 85, secure 24, MI_DEBUG_FULL's smaller run 1); the 192 MiB is that growth
      with a margin. */
