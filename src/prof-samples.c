@@ -404,6 +404,7 @@ void _mi_prof_init_env(void) {
   if (!has_path) { memcpy(path, MI_PROF_BENCH_PATH, sizeof(MI_PROF_BENCH_PATH)); has_path = true; }
 #endif
   if (!has_path) return;
+  _mi_prof_unwinder_load(false);   /* (maybe inside an allocation: the library's constructor loads it) */
   memcpy(mi_prof.path, path, sizeof(mi_prof.path));   /* (NUL-terminated by getenv) */
   const size_t rate = mi_prof_env_size("MIMALLOC_PROFILE_RATE", MI_PROF_DEFAULT_RATE);
   const size_t max_mib = mi_prof_env_size("MIMALLOC_PROFILE_MAX", MI_PROF_DEFAULT_MAX);
@@ -577,6 +578,7 @@ void _mi_prof_init_env(void) {
 bool mi_profile_start(size_t rate) mi_attr_noexcept {
 #if MI_PROF_AVAILABLE
   mi_process_init();
+  _mi_prof_unwinder_load(true);   /* (before the profiler is on: the loader's allocations are not sampled) */
   return mi_prof_start(rate, mi_prof_env_size("MIMALLOC_PROFILE_MAX", MI_PROF_DEFAULT_MAX),
                        mi_prof_env_size("MIMALLOC_PROFILE_DEPTH", MI_PROF_DEPTH_MAX));
 #else

@@ -9,11 +9,18 @@
 
    On x86-64 each step is therefore taken from a cache keyed by the return address: the rule that
    the frame's unwind program gives at that address (CFA = rsp or rbp + offset; where rbp was
-   saved; the return address at CFA - 8), worked out once from the frame's FDE (found with
-   libgcc's _Unwind_Find_FDE) and then applied in a few instructions. A program this code does not
-   follow (a CFA given by an expression, registers saved in other registers, signal frames) marks
-   the address "not cached", and a stack through such a frame is taken with _Unwind_Backtrace
-   instead. Other targets always use _Unwind_Backtrace.
+   saved; the return address at CFA - 8), worked out once from the frame's FDE (found through
+   glibc's _dl_find_object and the object's .eh_frame_hdr table) and then applied in a few
+   instructions. A program this code does not follow (a CFA given by an expression, registers
+   saved in other registers, signal frames) marks the address "not cached", and a stack through
+   such a frame is taken with _Unwind_Backtrace instead. Other targets always use
+   _Unwind_Backtrace.
+
+   libgcc_s is not a dependency of the library (every program would load it at start-up, profiler
+   or not): its functions are weak references, bound when the program has it loaded from the
+   start (C++ programs), and otherwise looked up with dlopen when the profiler is switched on at a
+   point where the loader may run (mi_profile_start; the constructor below for MIMALLOC_PROFILE).
+   Until then a stack through a frame the cache does not follow ends at that frame.
 
    The cache is shared and changed under the profiler's store lock, which the caller holds. */
 #include "internal/internal.h"
@@ -23,6 +30,92 @@
 #if MI_PROF_AVAILABLE
 #include <unwind.h>
 #include <link.h>
+#include <dlfcn.h>
+
+/* ------------------------------------------------------------------------------------------
+   libgcc's unwinder, found when the profiler is switched on
+------------------------------------------------------------------------------------------ */
+/* what libgcc returns with _Unwind_Find_FDE (unwind-dw2-fde.h): func is the FDE's pc_begin */
+struct mi_dwarf_eh_bases { void* tbase; void* dbase; void* func; };
+extern const void* _Unwind_Find_FDE(void* pc, struct mi_dwarf_eh_bases* bases);
+/* weak: no NEEDED entry for libgcc_s (the library links with --as-needed, which counts only
+   strong references); non-NULL when the program has libgcc_s (or libgcc_eh) from the start */
+#pragma weak _Unwind_Backtrace
+#pragma weak _Unwind_GetIP
+#pragma weak _Unwind_Find_FDE
+
+typedef _Unwind_Reason_Code mi_unwind_backtrace_fun(_Unwind_Trace_Fn trace, void* arg);
+typedef _Unwind_Ptr         mi_unwind_get_ip_fun(struct _Unwind_Context* ctx);
+typedef const void*         mi_unwind_find_fde_fun(void* pc, struct mi_dwarf_eh_bases* bases);
+static mi_unwind_get_ip_fun*   mi_libgcc_get_ip;      /* set before mi_libgcc_backtrace */
+static mi_unwind_find_fde_fun* mi_libgcc_find_fde;    /* set before mi_libgcc_backtrace */
+static _Atomic(uintptr_t)      mi_libgcc_backtrace;   /* mi_unwind_backtrace_fun*, or 0: not found (yet) */
+
+static mi_unwind_backtrace_fun* mi_prof_libgcc(void) {
+  return (mi_unwind_backtrace_fun*)mi_atomic_load_acquire(&mi_libgcc_backtrace);
+}
+
+/* glibc 2.35's _dl_find_object (<dlfcn.h>): which object holds an address, and its unwind
+   tables; no lock, no allocation. Looked up rather than referenced: a reference would make the
+   library need glibc 2.35. */
+#if defined(DLFO_STRUCT_HAS_EH_DBASE)
+typedef int mi_dl_find_object_fun(void* pc, struct dl_find_object* result);
+static _Atomic(uintptr_t) mi_dl_find_object;   /* mi_dl_find_object_fun*, or 0 */
+static void mi_prof_find_object_load(void) {
+  if (mi_atomic_load_relaxed(&mi_dl_find_object) != 0) return;
+  mi_atomic_store_release(&mi_dl_find_object, (uintptr_t)_mi_prim_loaded_function("_dl_find_object"));
+}
+#else
+static void mi_prof_find_object_load(void) { }
+#endif
+
+/* weak as well: a program linked with -static (libc.a) gets no dlopen through us (glibc warns
+   that it needs the shared libraries at run time); libc.so has them */
+#pragma weak dlopen
+#pragma weak dlsym
+static void* mi_prof_dlsym(void* handle, const char* name) {
+  return (handle == NULL ? NULL : dlsym(handle, name));
+}
+
+/* Find libgcc's unwinder: bound already (weak references), or, with may_load, dlopen'ed. dlopen
+   allocates (through us) and takes the loader's lock: may_load only where a program could call
+   dlopen itself, never from inside an allocation (whose caller may be the loader). The library
+   stays loaded (never dlclose'd), so the pointers stay valid in forked children too. */
+void _mi_prof_unwinder_load(bool may_load) {
+  mi_prof_find_object_load();
+  if (mi_prof_libgcc() != NULL) return;
+  mi_unwind_backtrace_fun* backtrace = NULL;
+  if (&_Unwind_Backtrace != NULL && &_Unwind_GetIP != NULL && &_Unwind_Find_FDE != NULL) {
+    mi_libgcc_get_ip = &_Unwind_GetIP;
+    mi_libgcc_find_fde = &_Unwind_Find_FDE;
+    backtrace = &_Unwind_Backtrace;
+  }
+  else if (may_load) {
+    /* (two threads starting the profiler at once both get the same handle and functions) */
+    void* const handle = (&dlopen != NULL && &dlsym != NULL ? dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL) : NULL);
+    void* const get_ip = mi_prof_dlsym(handle, "_Unwind_GetIP");
+    void* const find_fde = mi_prof_dlsym(handle, "_Unwind_Find_FDE");
+    void* const bt = mi_prof_dlsym(handle, "_Unwind_Backtrace");
+    if (get_ip == NULL || find_fde == NULL || bt == NULL) {
+      _mi_verbose_message("profiler: libgcc_s.so.1 not loaded: stacks end at frames the profiler's own walk does not follow\n");
+      return;
+    }
+    mi_libgcc_get_ip = (mi_unwind_get_ip_fun*)get_ip;
+    mi_libgcc_find_fde = (mi_unwind_find_fde_fun*)find_fde;
+    backtrace = (mi_unwind_backtrace_fun*)bt;
+    _mi_verbose_message("profiler: loaded libgcc_s.so.1 for its unwinder\n");
+  }
+  if (backtrace != NULL) mi_atomic_store_release(&mi_libgcc_backtrace, (uintptr_t)backtrace);
+}
+
+/* MIMALLOC_PROFILE switches the profiler on at process init, which may run inside the first
+   allocation (whose caller may be the loader): the unwinder is loaded here instead, where a
+   constructor may dlopen. (Init is idempotent: whichever of the library's constructors runs
+   first does it.) */
+__attribute__((constructor)) static void mi_prof_unwinder_at_load(void) {
+  mi_process_init();
+  if (mi_prof_rate() != 0) _mi_prof_unwinder_load(true);
+}
 
 /* ------------------------------------------------------------------------------------------
    libgcc's walk
@@ -37,16 +130,19 @@ typedef struct mi_prof_unwind_s {
 
 static _Unwind_Reason_Code mi_prof_unwind_step(struct _Unwind_Context* ctx, void* arg) {
   mi_prof_unwind_t* const u = (mi_prof_unwind_t*)arg;
-  const uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
+  const uintptr_t ip = (uintptr_t)mi_libgcc_get_ip(ctx);
   if (ip == 0) return _URC_END_OF_STACK;
   if (u->n == 0 && ip >= u->skip_lo && ip < u->skip_hi) { u->last_skipped = ip; return _URC_NO_REASON; }
   u->pcs[u->n++] = ip;
   return (u->n >= u->max ? _URC_END_OF_STACK : _URC_NO_REASON);
 }
 
+/* SIZE_MAX: libgcc is not loaded */
 static size_t mi_prof_backtrace_libgcc(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uintptr_t skip_hi) {
+  mi_unwind_backtrace_fun* const backtrace = mi_prof_libgcc();
+  if (backtrace == NULL) return SIZE_MAX;
   mi_prof_unwind_t u = { pcs, 0, max, skip_lo, skip_hi, 0 };
-  _Unwind_Backtrace(&mi_prof_unwind_step, &u);
+  backtrace(&mi_prof_unwind_step, &u);
   if (u.n == 0 && u.last_skipped != 0) { pcs[0] = u.last_skipped; u.n = 1; }   /* only our frames (a call of ours) */
   return u.n;
 }
@@ -55,10 +151,6 @@ static size_t mi_prof_backtrace_libgcc(uintptr_t* pcs, size_t max, uintptr_t ski
 /* ------------------------------------------------------------------------------------------
    The cached walk (x86-64)
 ------------------------------------------------------------------------------------------ */
-/* what libgcc returns with _Unwind_Find_FDE (unwind-dw2-fde.h): func is the FDE's pc_begin */
-struct mi_dwarf_eh_bases { void* tbase; void* dbase; void* func; };
-extern const void* _Unwind_Find_FDE(void* pc, struct mi_dwarf_eh_bases* bases);
-
 #define MI_DW_RBP   6
 #define MI_DW_RSP   7
 #define MI_DW_RA    16
@@ -251,12 +343,62 @@ static bool mi_cfa_run(const uint8_t* p, const uint8_t* end, uintptr_t* loc, uin
   return true;
 }
 
+static uint64_t mi_read_unsigned(const uint8_t* p, size_t size) {
+  if (size == 8) { uint64_t x; memcpy(&x, p, 8); return x; }
+  if (size == 2) { uint16_t x; memcpy(&x, p, 2); return x; }
+  return mi_read_u32(p);
+}
+
+/* The FDE that covers pc, from the binary search table in the object's .eh_frame_hdr (what
+   libgcc does too): _dl_find_object names the object and its PT_GNU_EH_FRAME segment without a
+   lock or an allocation. Addresses outside every object (JIT code with tables registered through
+   libgcc's __register_frame) and objects without the table go to libgcc's _Unwind_Find_FDE, if
+   it is loaded. *func: the FDE's pc_begin. */
+typedef enum mi_fde_found_e { MI_FDE_FOUND, MI_FDE_NONE, MI_FDE_UNKNOWN } mi_fde_found_t;
+static mi_fde_found_t mi_prof_find_fde(uintptr_t pc, const uint8_t** fde, uintptr_t* func) {
+  bool in_object = false;
+#if defined(DLFO_STRUCT_HAS_EH_DBASE)
+  mi_dl_find_object_fun* const find_object = (mi_dl_find_object_fun*)mi_atomic_load_acquire(&mi_dl_find_object);
+  struct dl_find_object obj;
+  if (find_object != NULL && find_object((void*)pc, &obj) == 0) {
+    in_object = true;
+    const uint8_t* const hdr = (const uint8_t*)obj.dlfo_eh_frame;
+    if (hdr == NULL) return MI_FDE_NONE;   /* no unwind tables */
+    const size_t ptr_size = mi_eh_size(hdr[1]), count_size = mi_eh_size(hdr[2]);
+    if (hdr[0] == 1 && hdr[3] == 0x3B && ptr_size != 0 && count_size != 0) {   /* (version 1; table: datarel sdata4) */
+      const uint8_t* const count_at = hdr + 4 + ptr_size;
+      const uint8_t* const table = count_at + count_size;   /* {pc_begin, fde} pairs, relative to hdr, sorted */
+      const uint64_t count = mi_read_unsigned(count_at, count_size);
+      const int64_t rel = (int64_t)(pc - (uintptr_t)hdr);
+      uint64_t lo = 0, hi = count;   /* the first entry whose pc_begin is above pc */
+      while (lo < hi) {
+        const uint64_t mid = lo + (hi - lo) / 2;
+        if ((int32_t)mi_read_u32(table + 8 * mid) <= rel) lo = mid + 1; else hi = mid;
+      }
+      if (lo == 0) return MI_FDE_NONE;
+      *func = (uintptr_t)hdr + (uintptr_t)(intptr_t)(int32_t)mi_read_u32(table + 8 * (lo - 1));
+      *fde = hdr + (intptr_t)(int32_t)mi_read_u32(table + 8 * (lo - 1) + 4);
+      return MI_FDE_FOUND;
+    }
+  }
+#endif
+  if (mi_prof_libgcc() != NULL) {
+    struct mi_dwarf_eh_bases bases = { NULL, NULL, NULL };
+    *fde = (const uint8_t*)mi_libgcc_find_fde((void*)pc, &bases);
+    *func = (uintptr_t)bases.func;
+    return (*fde == NULL ? MI_FDE_NONE : MI_FDE_FOUND);
+  }
+  return (in_object ? MI_FDE_UNKNOWN : MI_FDE_NONE);   /* (outside every object: as libgcc, if its registry is empty) */
+}
+
 /* The step rule at `pc` (pc = return address - 1, or the first frame's own address). */
 static void mi_prof_step_compute(uintptr_t pc, mi_prof_step_t* step) {
   step->kind = MI_STEP_SLOW;
-  struct mi_dwarf_eh_bases bases = { NULL, NULL, NULL };
-  const uint8_t* const fde = (const uint8_t*)_Unwind_Find_FDE((void*)pc, &bases);
-  if (fde == NULL) { step->kind = MI_STEP_END; return; }   /* no unwind information: the stack ends here */
+  const uint8_t* fde = NULL;
+  uintptr_t func = 0;
+  const mi_fde_found_t found = mi_prof_find_fde(pc, &fde, &func);
+  if (found == MI_FDE_UNKNOWN) return;
+  if (found == MI_FDE_NONE) { step->kind = MI_STEP_END; return; }   /* no unwind information: the stack ends here */
   const uint32_t fde_len = mi_read_u32(fde);
   if (fde_len == 0 || fde_len == 0xFFFFFFFFu) return;
   const uint8_t* const fde_end = fde + 4 + fde_len;
@@ -290,19 +432,20 @@ static void mi_prof_step_compute(uintptr_t pc, mi_prof_step_t* step) {
     p = aug_end;
   }
   const uint8_t* const cie_insns = p;
-  /* the FDE: pc_begin (bases.func gives its value), pc_range, augmentation data, program */
+  /* the FDE: pc_begin (func gives its value), pc_range, augmentation data, program */
   const size_t ptr_size = mi_eh_size(fde_enc);
   if (ptr_size == 0) return;
+  if (pc - func >= mi_read_unsigned(fde + 8 + ptr_size, ptr_size)) { step->kind = MI_STEP_END; return; }   /* (between functions) */
   const uint8_t* q = fde + 8 + 2 * ptr_size;
   if (has_aug) { const uint64_t len = mi_read_uleb(&q, fde_end); q += len; }
   if (q > fde_end) return;
   mi_cfa_state_t st = { MI_DW_RSP, 8, 0, -8, false, false };
   mi_cfa_state_t stack[8];
   int depth = 0;
-  uintptr_t loc = (uintptr_t)bases.func;
+  uintptr_t loc = func;
   if (!mi_cfa_run(cie_insns, cie_end, &loc, UINTPTR_MAX, caf, daf, &st, &st, stack, &depth)) return;
   const mi_cfa_state_t initial = st;
-  loc = (uintptr_t)bases.func;
+  loc = func;
   if (!mi_cfa_run(q, fde_end, &loc, pc, caf, daf, &st, &initial, stack, &depth)) return;
   if (st.ra_undefined) { step->kind = MI_STEP_END; return; }   /* the outermost frame (_start, clone) */
   if ((st.cfa_reg != MI_DW_RSP && st.cfa_reg != MI_DW_RBP) || st.ra_off != -8 ||
@@ -327,7 +470,8 @@ static const mi_prof_step_t* mi_prof_step_of(uintptr_t ip, bool is_return_addres
   return step;
 }
 
-/* false: a frame it does not follow (the caller then takes libgcc's walk) */
+/* false: a frame it does not follow (the caller then takes libgcc's walk); *count is then the
+   frames up to that one */
 static mi_decl_noinline bool mi_prof_backtrace_cached(uintptr_t* pcs, size_t max, size_t* count, uintptr_t skip_lo, uintptr_t skip_hi, const uintptr_t* start) {
   uintptr_t ip, sp, bp;
   bool is_ra = false;
@@ -338,7 +482,7 @@ static mi_decl_noinline bool mi_prof_backtrace_cached(uintptr_t* pcs, size_t max
   for (size_t frames = 0; frames < max + 64; frames++) {
     const mi_prof_step_t* const step = mi_prof_step_of(ip, is_ra);
     const uint8_t kind = (step->kind & ~MI_STEP_RA);
-    if (kind == MI_STEP_SLOW) return false;
+    if (kind == MI_STEP_SLOW) { *count = (n == 0 && last_skipped != 0 ? (pcs[0] = last_skipped, 1) : n); return false; }
     if (is_ra) {   /* ip is a frame of the stack */
       if (n == 0 && ip >= skip_lo && ip < skip_hi) last_skipped = ip;
       else { pcs[n++] = ip; if (n >= max) break; }
@@ -363,13 +507,14 @@ static mi_decl_noinline bool mi_prof_backtrace_cached(uintptr_t* pcs, size_t max
    [skip_lo, skip_hi) at its top (the allocator's); at most max. Under the store lock. */
 size_t _mi_prof_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uintptr_t skip_hi, const unsigned long long loader[2],
                           const uintptr_t* start) {
+  size_t n = 0;
 #if MI_PROF_UNWIND_CACHE
   mi_prof_steps_check(loader);
-  size_t n = 0;
   if (mi_prof_backtrace_cached(pcs, max, &n, skip_lo, skip_hi, start)) return n;
 #endif
   (void)loader; (void)start;   /* (libgcc's walk starts here and skips our frames by address) */
-  return mi_prof_backtrace_libgcc(pcs, max, skip_lo, skip_hi);
+  const size_t m = mi_prof_backtrace_libgcc(pcs, max, skip_lo, skip_hi);
+  return (m == SIZE_MAX ? n : m);   /* (libgcc not loaded (yet): the stack up to the frame not followed) */
 }
 #if !MI_PROF_UNWIND_CACHE
 void _mi_prof_loader_generation(unsigned long long counts[2]) { counts[0] = counts[1] = 0; }

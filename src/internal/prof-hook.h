@@ -57,6 +57,7 @@ size_t     _mi_prof_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uin
 #elif !defined(MI_PROF_UNWIND_CACHE)
 #define MI_PROF_UNWIND_CACHE 0
 #endif
+void       _mi_prof_unwinder_load(bool may_load);   /* libgcc's unwinder, if loaded (may_load: dlopen it) */
 void       _mi_prof_loader_generation(unsigned long long counts[2]);   /* before taking the store lock */
 void       _mi_prof_loader_fork_prepare(void);   /* fork: no thread in the loader's lock (prof-stack.c) */
 void       _mi_prof_loader_fork_parent(void);

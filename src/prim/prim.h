@@ -159,6 +159,12 @@ bool  _mi_prim_getenv(const char* name, char* result, size_t result_size);
    once (dladdr of `self`). Called after process init, only with verbose or show_errors. */
 int   _mi_prim_symbol_provider(const char* name, const void* self, void** addr, char* path, size_t path_size);
 
+/* The first definition of the function `name` among the loaded objects, or NULL: for a function
+   that not every supported libc version has (a plain reference would raise the version the
+   library needs). Reads the symbol tables in place; no lock, never allocates, so it may run
+   inside an allocation. Unix with glibc only (the profiler's, prof-stack.c). */
+void* _mi_prim_loaded_function(const char* name);
+
 /* Point the PLT slots through which the loaded objects (not this library) call names[k] at
    to[k], where they are bound to from[k] or not bound yet; returns how many were rewritten.
    Only where the profiler's counted entry points are (MI_PROF_ENTRIES: Linux with glibc);

@@ -637,6 +637,17 @@ int _mi_prim_symbol_provider(const char* name, const void* self, void** addr, ch
 #endif
 }
 
+void* _mi_prim_loaded_function(const char* name) {
+#if defined(__GLIBC__)
+  for (struct link_map* map = _r_debug.r_map; map != NULL; map = map->l_next) {
+    void* const addr = mi_elf_defines(map, name);
+    if (addr != NULL) return addr;
+  }
+#endif
+  (void)name;
+  return NULL;
+}
+
 #if MI_PROF_ENTRIES
 /* Rebinding PLT slots (the profiler's counted entry points, override.c). A call from a loaded
    object to an imported function jumps through the object's slot for it (a JUMP_SLOT
