@@ -185,7 +185,7 @@ size_t     _mi_os_numa_node_count(void);   /* detected, capped by use_numa_nodes
 int        _mi_os_numa_node(void);         /* node of the calling thread, < count */
 size_t     _mi_os_good_alloc_size(size_t size);
 
-#include "arena.h"   /* arena.c and purger.c */
+#include "arena.h"   /* arena.c, arena-purge.c and purger.c */
 
 /* ------------------------------------------------------------------------------------------
    segment.c: segments (shared by the threads of a subprocess), the segment map, page slots
