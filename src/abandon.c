@@ -74,7 +74,7 @@ static mi_segment_t* mi_abandoned_page_release(mi_page_t* page) {
    page (taken off its heap, delayed state MI_NEVER_DELAYED_FREE) is left to the subprocess, or,
    a page of a theap (`sheap`: its shared heap, which the theap keeps alive while it is linked),
    to that shared heap's lists, where only a later theap of the heap finds it (types.h). */
-void _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld, mi_sheap_t* sheap) {
+void _mi_abandoned_add_page(mi_page_t* page, mi_tld_t* tld, mi_sheap_t* sheap) {
   mi_segment_t* segment = _mi_page_segment(page);
   mi_subproc_t* subproc = segment->subproc;   /* the creator's: never changes (free reads it) */
   if (sheap != NULL && sheap->subproc != subproc) sheap = NULL;   /* (its lists are under its subprocess' lock) */
@@ -106,7 +106,7 @@ void _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld, mi_sheap_t* sheap)
    MI_TF_ABANDONED_BASE - 1: every push is made under the lock then). Pushes the block, and
    releases the page if it is listed; an unlisted page is being adopted or abandoned by a thread
    that looks at it after the lock. False if the page is owned again (the caller frees as usual). */
-bool _mi_segment_abandoned_free_last(mi_segment_t* segment, mi_page_t* page, mi_block_t* block) {
+bool _mi_abandoned_free_last(mi_segment_t* segment, mi_page_t* page, mi_block_t* block) {
   mi_subproc_t* subproc = segment->subproc;   /* stable: our block keeps the segment alive */
   mi_lock_acquire(&subproc->lock);
   uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
@@ -193,7 +193,7 @@ static bool mi_abandoned_reclaim_from(mi_heap_t* heap, mi_subproc_t* subproc, _A
    heap's blocks, so a theap that may be destroyed takes them too; the theap keeps the shared
    heap alive), then, like any heap that is never destroyed, at its subprocess'. Returns true
    if it adopted one. */
-bool _mi_segment_reclaim_for_bin(mi_heap_t* heap, size_t block_size) {
+bool _mi_abandoned_reclaim_for_bin(mi_heap_t* heap, size_t block_size) {
   if (block_size > MI_LARGE_OBJ_SIZE_MAX) return false;
   const size_t bin = _mi_bin(block_size);
   mi_sheap_t* const sheap = heap->sheap;
@@ -208,7 +208,7 @@ bool _mi_segment_reclaim_for_bin(mi_heap_t* heap, size_t block_size) {
    local. Returns true if it did (the page is then this thread's). Not a page of one block (a
    large or huge one): its free releases it anyway, and the release of a huge block by
    mi_free_block_mt gives its memory back at once. */
-bool _mi_segment_reclaim_on_free(mi_page_t* page) {
+bool _mi_abandoned_reclaim_on_free(mi_page_t* page) {
   if (page->reserved <= 1 || !mi_option_is_enabled(mi_option_abandoned_reclaim_on_free)) return false;
   mi_heap_t* heap = mi_prim_get_default_heap();
   if (!mi_heap_is_initialized(heap) || heap->allow_destroy) return false;
@@ -228,7 +228,7 @@ bool _mi_segment_reclaim_on_free(mi_page_t* page) {
 }
 
 /* mi_collect(true): adopt every abandoned page that may serve `heap`. */
-void _mi_segment_reclaim_all_abandoned(mi_heap_t* heap) {
+void _mi_abandoned_reclaim_all(mi_heap_t* heap) {
   mi_subproc_t* subproc = heap->tld->subproc;
   mi_page_t* taken = NULL;
   mi_lock_acquire(&subproc->lock);
@@ -311,7 +311,7 @@ size_t _mi_abandoned_sheap_pages(mi_sheap_t* sheap, void (*fn)(const mi_page_t* 
    which holds it, may ask): the field is NULL or such a heap while the page is in use (types.h),
    the heap is not freed while the page is listed or its theap lives, nor the page released
    while the caller's block lives. */
-mi_heap_t* _mi_segment_abandoned_heap_of(mi_page_t* page) {
+mi_heap_t* _mi_abandoned_heap_of(mi_page_t* page) {
   return (mi_heap_t*)mi_atomic_load_acquire(&page->sheap);
 }
 
@@ -330,7 +330,7 @@ static mi_segment_t* mi_abandoned_page_destroy(mi_page_t* page) {
    guarded object: only the free of that block removes its guard page); deleted, each page goes
    to the subprocess' lists, an ordinary abandoned page any heap may adopt, whose blocks stay
    valid. One page per lock hold when pages are freed (each may release its segment). */
-void _mi_segment_abandoned_sheap_done(mi_sheap_t* sheap, bool destroy) {
+void _mi_abandoned_sheap_done(mi_sheap_t* sheap, bool destroy) {
   mi_subproc_t* subproc = sheap->subproc;
   size_t bin = 0;
   bool freed = false;

@@ -4,98 +4,30 @@
    from memory the program hands us (mi_manage_os_memory), from an explicit reservation
    (mi_reserve_os_memory) or from 1 GiB huge OS pages (mi_reserve_huge_os_pages_*).
 
-   Per arena four bitmaps with one bit per block (bitmap.h), all changed with atomic operations,
-   so arenas are never locked:
-     inuse      the block belongs to a segment, or to a purge in progress (a claim);
-     committed  the block is committed (counted in the committed statistic);
-     dirty      the block may hold non-zero bytes;
-     purge      the block is free and waits for its delayed purge.
-   Invariants: purge ⊆ committed; a block in use is committed unless its segment commits page
-   by page itself (it gives the blocks back fully committed); pinned arenas (large/huge OS
-   pages) are committed from the start and never purged. Only a claimer of the inuse bits
-   changes the other bits of its blocks, so a purge and an allocation of the same blocks never
-   overlap: both claim the inuse bits first.
-
-   Purging: a freed block is purged once it has been free for purge_delay * arena_purge_mult
-   ms, or only purge_delay ms while more than a budget of MI_ARENA_UNPURGED_MAX bytes (adaptive:
-   mi_arenas_unpurged_max) wait (purge_delay 0:
-   at once, -1: never). Every block has its own deadline (purge_due), so a pass purges only the
-   blocks that are due, never one freed a moment ago (which is the one most likely to be reused
-   right away); the arena's purge_expire is the earliest deadline.
-
-   Release: an arena reserved on demand whose blocks are all free is unmapped by the purge pass
-   that finds it so (after the arena purge delay; never with purge_delay < 0), except the
-   lowest-numbered such arena, which stays for the next allocations. Its slot keeps the
-   descriptor with every block claimed, so nothing allocates there, and is mapped again before
-   a new arena is reserved. So the address space follows the memory in use: at most one empty
-   reservation beyond it. Due purges run from ordinary allocator activity (arena allocation and
-   free, the allocation slow path), from the purger thread (purger.c), which every scheduled
-   deadline is told of (mi_arenas_purge_scheduled, also for the deadlines a pass leaves), and
-   from mi_collect, which waits for a pass in progress and then does the due work itself
-   (_mi_arenas_collect; the others never wait). Both entry points are thread-safe and need no
-   thread state. */
+   Per arena four bitmaps with one bit per block, all changed with atomic operations, so arenas
+   are never locked; mi_arena_t (internal/arena.h) states them and their invariants. This file
+   makes arenas, hands out and takes back their blocks and commits them; the delayed purge of
+   free blocks and the release of empty arenas reserved on demand are arena-purge.c's. */
 #include "internal/internal.h"
 #include "internal/bitmap.h"
 #include "prim/prim.h"
 
-typedef enum mi_arena_state_e { MI_ARENA_MAPPED, MI_ARENA_RELEASED, MI_ARENA_BUSY } mi_arena_state_t;
-
-typedef struct mi_arena_s {
-  _Atomic(uint8_t*)    start;            /* NULL while released */
-  size_t               block_count;
-  size_t               field_count;
-  size_t               meta_size;        /* bytes of this descriptor (mi_arena_meta_alloc) */
-  int                  numa_node;        /* -1: any */
-  bool                 exclusive;
-  bool                 is_pinned;        /* large or huge OS pages */
-  bool                 commit_syscall;   /* reserved inaccessible: commit with mprotect (or commit_fun) */
-  mi_arena_commit_fun_t* commit_fun;     /* the program's commit and decommit (mi_manage_memory), or
-                                            NULL: the OS's. Set: commit_syscall too, never on_demand */
-  void*                commit_fun_arg;
-  bool                 is_huge_pages;    /* 1 GiB pages */
-  bool                 purge_zeroes;     /* our private anonymous memory: a decommit zeroes it
-                                            (not so for memory we manage, e.g. a shared file) */
-  bool                 on_demand;        /* reserved by us when memory ran out: released when
-                                            it is entirely free (except the first such arena)
-                                            and mapped again when needed (mi_arena_try_release) */
-  _Atomic(int)         state;            /* mi_arena_state_t (always MAPPED unless on_demand) */
-  _Atomic(size_t)      blocks_used;      /* blocks handed out */
-  _Atomic(mi_msecs_t)  purge_expire;     /* 0: no purge scheduled; else <= every waiting block's deadline
-                                            (while no pass holds purge_lock) */
-  mi_lock_t            purge_lock;       /* held by the one purge pass of the arena (see Purging) */
-  bool                 purge_fork_held;  /* purge_lock is held by the forking thread (fork handlers) */
-  _Atomic(mi_msecs_t)* purge_due;        /* per block: deadline of its purge while its purge bit is
-                                            set; after a purge: the time of the purge (or 0) */
-  mi_bitmap_field_t*   blocks_committed;
-  mi_bitmap_field_t*   blocks_dirty;
-  mi_bitmap_field_t*   blocks_purge;
-  mi_bitmap_field_t    blocks_inuse[1];  /* field_count fields, then the three other bitmaps */
-} mi_arena_t;
-
 static _Atomic(mi_arena_t*) mi_arenas[MI_MAX_ARENAS];
 static _Atomic(size_t)      mi_arena_count;   /* slots taken (a slot may still be NULL briefly) */
-_Atomic(size_t)             _mi_arenas_purge_pending;   /* some arena may have a purge scheduled */
-static _Atomic(size_t)      mi_arenas_unpurged;         /* blocks with their purge bit set */
-static _Atomic(size_t)      mi_arenas_inuse;            /* blocks handed out (in use by segments) */
-static _Atomic(size_t)      mi_arenas_backoff;          /* the budget is MI_ARENA_UNPURGED_MAX << this */
-static _Atomic(mi_msecs_t)  mi_arenas_backoff_time;     /* last change of the backoff */
+_Atomic(size_t)             _mi_arenas_inuse;           /* blocks handed out (in use by segments) */
 
-static uint8_t* mi_arena_start(mi_arena_t* arena) {
-  return mi_atomic_load_relaxed(&arena->start);
-}
-
-static mi_arena_t* mi_arena_at(size_t idx) {
+mi_arena_t* _mi_arena_at(size_t idx) {
   return (idx < MI_MAX_ARENAS ? mi_atomic_load_acquire(&mi_arenas[idx]) : NULL);
 }
 
-static size_t mi_arenas_count(void) {
+size_t _mi_arena_slots(void) {
   size_t n = mi_atomic_load_acquire(&mi_arena_count);
   return (n > MI_MAX_ARENAS ? MI_MAX_ARENAS : n);
 }
 
 static mi_arena_t* mi_arena_from_id(mi_arena_id_t id) {
   if (id <= 0 || id > MI_MAX_ARENAS) return NULL;
-  return mi_arena_at((size_t)id - 1);
+  return _mi_arena_at((size_t)id - 1);
 }
 
 bool _mi_arena_id_is_valid(mi_arena_id_t id) {
@@ -111,14 +43,8 @@ bool _mi_arena_memid_is_suitable(const mi_memid_t* memid, mi_arena_id_t req_aren
 
 bool _mi_arena_memid_on_node(const mi_memid_t* memid, int numa_node) {
   if (numa_node < 0 || memid->arena_idx < 0) return true;
-  const mi_arena_t* const arena = mi_arena_at((size_t)memid->arena_idx);
+  const mi_arena_t* const arena = _mi_arena_at((size_t)memid->arena_idx);
   return (arena == NULL || arena->numa_node < 0 || arena->numa_node == numa_node);
-}
-
-static mi_msecs_t mi_arena_purge_delay(void) {
-  const long delay = mi_option_get(mi_option_purge_delay);
-  if (delay < 0) return -1;
-  return (mi_msecs_t)delay * (mi_msecs_t)mi_option_get_clamp(mi_option_arena_purge_mult, 0, 1000000);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -179,7 +105,7 @@ static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_p
     _mi_warning_message("cannot use OS memory at %p as an arena: beyond the address range this allocator maps\n", start);
     return false;
   }
-  if (mi_arenas_count() >= MI_MAX_ARENAS) {
+  if (_mi_arena_slots() >= MI_MAX_ARENAS) {
     _mi_warning_message("cannot add an arena: all %d arena slots are in use\n", MI_MAX_ARENAS);
     return false;
   }
@@ -272,13 +198,13 @@ int mi_reserve_os_memory(size_t size, bool commit, bool allow_large) mi_attr_noe
   return mi_reserve_os_memory_ex(size, commit, allow_large, false, NULL);
 }
 
-/* Map a released arena (see the top of this file) of at least `size` bytes again, with the
+/* Map a released arena (arena-purge.c, "Release") of at least `size` bytes again, with the
    same properties (its NUMA node: numa_node's or none, if numa_node >= 0); false if there is
    none or the OS refuses. */
 static bool mi_arena_try_revive(size_t size, bool commit, bool allow_large, int numa_node, mi_arena_id_t* arena_id) {
-  const size_t n = mi_arenas_count();
+  const size_t n = _mi_arena_slots();
   for (size_t i = 0; i < n; i++) {
-    mi_arena_t* arena = mi_arena_at(i);
+    mi_arena_t* arena = _mi_arena_at(i);
     if (arena == NULL || !arena->on_demand || arena->block_count * MI_ARENA_BLOCK_SIZE < size) continue;
     if (numa_node >= 0 && arena->numa_node >= 0 && arena->numa_node != numa_node) continue;
     int expected = MI_ARENA_RELEASED;
@@ -309,7 +235,7 @@ static bool mi_arena_reserve_on_demand(size_t size, bool allow_large, int numa_n
   size_t reserve = mi_option_get_size(mi_option_arena_reserve);
   if (reserve == 0) return false;
   reserve = _mi_align_up(reserve, MI_ARENA_BLOCK_SIZE);
-  const size_t count = mi_arenas_count();
+  const size_t count = _mi_arena_slots();
   if (count >= 8 && count <= 128) {
     const size_t shift = count / 8;
     if (reserve <= (MI_MAX_ALLOC_SIZE >> 4) >> shift) reserve <<= shift;
@@ -401,22 +327,13 @@ int mi_reserve_huge_os_pages(size_t pages, double max_secs, size_t* pages_reserv
   return err;
 }
 
-/* At process start (mi_process_init): say which purge policy is active (verbose), then make
-   the reservations asked for by options. */
+/* At process start (mi_process_init): say which purge policy is active (verbose, arena-purge.c),
+   then make the reservations asked for by options. */
 void _mi_arenas_init_reserve(void) {
   if (mi_option_is_enabled(mi_option_verbose)) {
     (void)_mi_os_numa_node_count();   /* its verbose line belongs to start-up; else on first need */
   }
-  const long delay = mi_option_get(mi_option_purge_delay);
-  if (delay < 0) {
-    _mi_verbose_message("purging is off (purge_delay=-1): unused memory stays resident until it is reused or unmapped\n");
-  }
-  else {
-    const bool decommit = mi_option_is_enabled(mi_option_purge_decommits);
-    _mi_verbose_message("purge policy: unused pages are %s (%s) after %ld ms, free arena blocks after %lld ms\n",
-                        (decommit ? "decommitted" : "reset"), _mi_prim_purge_method(decommit), delay,
-                        (long long)mi_arena_purge_delay());
-  }
+  _mi_arenas_show_purge_policy();
   const long huge = mi_option_get_clamp(mi_option_reserve_huge_os_pages, 0, 128*1024);
   if (huge > 0) {
     const long at = mi_option_get(mi_option_reserve_huge_os_pages_at);
@@ -451,7 +368,7 @@ static bool mi_arena_mem_commit(mi_arena_t* arena, void* p, size_t size) {
 
 /* True if the memory was decommitted (it needs a commit before use), false if it stays
    committed (the OS only discarded it, or the program's function refused). */
-static bool mi_arena_mem_decommit(mi_arena_t* arena, void* p, size_t size, bool purge) {
+bool _mi_arena_mem_decommit(mi_arena_t* arena, void* p, size_t size, bool purge) {
   if (arena->commit_fun == NULL) return (purge ? _mi_os_purge(p, size, arena->commit_syscall) : _mi_os_decommit(p, size, true));
   if (purge) {
     mi_os_stat_counter_increase(purge_calls, 1);
@@ -464,7 +381,7 @@ static bool mi_arena_mem_decommit(mi_arena_t* arena, void* p, size_t size, bool 
 
 static mi_arena_t* mi_arena_of_memid(const mi_memid_t* memid) {
   mi_assert_internal(memid->commit_fun && memid->arena_idx >= 0);
-  return mi_arena_at((size_t)memid->arena_idx);   /* (never released: an arena with a commit
+  return _mi_arena_at((size_t)memid->arena_idx);   /* (never released: an arena with a commit
                                                       function is not on_demand) */
 }
 
@@ -475,70 +392,30 @@ bool _mi_arena_commit(const mi_memid_t* memid, void* p, size_t size) {
 
 bool _mi_arena_purge(const mi_memid_t* memid, void* p, size_t size) {
   if (!memid->commit_fun) return _mi_os_purge(p, size, memid->commit_syscall);
-  return mi_arena_mem_decommit(mi_arena_of_memid(memid), p, size, true);
+  return _mi_arena_mem_decommit(mi_arena_of_memid(memid), p, size, true);
 }
 
 bool _mi_arena_decommit(const mi_memid_t* memid, void* p, size_t size) {
   if (!memid->commit_fun) return _mi_os_decommit(p, size, true);
-  return mi_arena_mem_decommit(mi_arena_of_memid(memid), p, size, false);
+  return _mi_arena_mem_decommit(mi_arena_of_memid(memid), p, size, false);
 }
 
 static bool mi_arena_commit_blocks(mi_arena_t* arena, size_t idx, size_t count) {
   for (size_t i = idx; i < idx + count; i++) {
     if (_mi_bitmap_is_all_set(arena->blocks_committed, i, 1)) continue;
-    if (!mi_arena_mem_commit(arena, mi_arena_start(arena) + i * MI_ARENA_BLOCK_SIZE, MI_ARENA_BLOCK_SIZE)) return false;
+    if (!mi_arena_mem_commit(arena, _mi_arena_start(arena) + i * MI_ARENA_BLOCK_SIZE, MI_ARENA_BLOCK_SIZE)) return false;
     _mi_bitmap_set(arena->blocks_committed, i, 1, NULL);
   }
   return true;
 }
 
-/* The budget of unpurged free blocks adapts like the slot purge delay (segment.c): blocks taken
-   again soon after their purge (freed and reused more slowly than purge_delay, e.g. big blocks
-   that come and go) double it, up to 32 times; each second without such a reuse halves it.
-   Beyond MI_ARENA_UNPURGED_MAX it never exceeds the memory in use: a program that keeps
-   churning keeps at most as much free memory at hand as it uses, and does not grow. */
-static size_t mi_arenas_unpurged_max(void) {
-  const size_t budget = MI_ARENA_UNPURGED_MAX << mi_atomic_load_relaxed(&mi_arenas_backoff);
-  const size_t inuse = mi_atomic_load_relaxed(&mi_arenas_inuse) * MI_ARENA_BLOCK_SIZE;
-  const size_t cap = (inuse > MI_ARENA_UNPURGED_MAX ? inuse : MI_ARENA_UNPURGED_MAX);
-  return (budget < cap ? budget : cap);
-}
-
-static void mi_arenas_backoff_step(bool up, mi_msecs_t now) {
-  size_t b = mi_atomic_load_relaxed(&mi_arenas_backoff);
-  if (up ? b < 5 : b > 0) {
-    if (mi_atomic_cas_strong_acq_rel(&mi_arenas_backoff, &b, up ? b + 1 : b - 1)) {
-      mi_atomic_store_relaxed(&mi_arenas_backoff_time, now);
-    }
-  }
-  else if (up) mi_atomic_store_relaxed(&mi_arenas_backoff_time, now);
-}
-
-/* Claimed blocks [idx, idx+count): those purged less than 4 short delays ago were purged in vain. */
-static void mi_arenas_note_reuse(mi_arena_t* arena, size_t idx, size_t count) {
-  const long delay = mi_option_get(mi_option_purge_delay);
-  if (delay <= 0) return;
-  mi_msecs_t now = 0;
-  for (size_t i = idx; i < idx + count; i++) {
-    if (_mi_bitmap_is_all_set(arena->blocks_purge, i, 1)) continue;   /* not purged: a deadline */
-    const mi_msecs_t purged = mi_atomic_load_relaxed(&arena->purge_due[i]);
-    if (purged == 0) continue;
-    mi_atomic_store_relaxed(&arena->purge_due[i], 0);
-    if (now == 0) now = _mi_prim_clock_now();
-    if (now - purged < 4 * (mi_msecs_t)delay) { mi_arenas_backoff_step(true, now); return; }
-  }
-}
-
 /* Blocks [idx, idx+count) whose inuse bits the caller just claimed: cancel their pending purge,
    commit them when asked (or when partly committed), describe them in memid. NULL (and the
    claim undone) when the commit fails. */
-static void mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count);
 static void* mi_arena_take(mi_arena_t* arena, size_t arena_idx, size_t idx, size_t count, bool commit, mi_memid_t* memid) {
-  mi_atomic_add_relaxed(&mi_arenas_inuse, count);
+  mi_atomic_add_relaxed(&_mi_arenas_inuse, count);
   mi_atomic_add_relaxed(&arena->blocks_used, count);
-  mi_arenas_note_reuse(arena, idx, count);
-  const size_t unscheduled = _mi_bitmap_clear_count(arena->blocks_purge, idx, count);   /* reused before its purge */
-  if (unscheduled > 0) mi_atomic_sub_relaxed(&mi_arenas_unpurged, unscheduled);
+  _mi_arena_unschedule_purge(arena, idx, count);
   bool was_dirty = false;
   _mi_bitmap_set(arena->blocks_dirty, idx, count, &was_dirty);
   const bool all_committed = _mi_bitmap_is_all_set(arena->blocks_committed, idx, count);
@@ -550,10 +427,10 @@ static void* mi_arena_take(mi_arena_t* arena, size_t arena_idx, size_t idx, size
       /* the blocks committed before the refusal are free again: purged in time like any
          free committed block (else they stay committed and counted until reused) */
       for (size_t i = idx; i < idx + count; i++) {
-        if (_mi_bitmap_is_all_set(arena->blocks_committed, i, 1)) mi_arena_schedule_purge(arena, i, 1);
+        if (_mi_bitmap_is_all_set(arena->blocks_committed, i, 1)) _mi_arena_schedule_purge(arena, i, 1);
       }
       _mi_bitmap_clear(arena->blocks_inuse, idx, count);
-      mi_atomic_sub_relaxed(&mi_arenas_inuse, count);
+      mi_atomic_sub_relaxed(&_mi_arenas_inuse, count);
       mi_atomic_sub_relaxed(&arena->blocks_used, count);
       return NULL;
     }
@@ -568,7 +445,7 @@ static void* mi_arena_take(mi_arena_t* arena, size_t arena_idx, size_t idx, size
   memid->initially_committed = (all_committed || commit || any_committed);
   memid->initially_zero = !was_dirty;
   memid->purge_zeroes = arena->purge_zeroes;
-  return mi_arena_start(arena) + idx * MI_ARENA_BLOCK_SIZE;
+  return _mi_arena_start(arena) + idx * MI_ARENA_BLOCK_SIZE;
 }
 
 static void* mi_arena_try_alloc_in(mi_arena_t* arena, size_t arena_idx, size_t count, bool commit, mi_memid_t* memid) {
@@ -582,7 +459,7 @@ static void* mi_arena_try_alloc_in(mi_arena_t* arena, size_t arena_idx, size_t c
 
 bool _mi_arena_try_expand(mi_memid_t* memid, size_t newsize, bool* ext_zero) {
   if (memid->arena_idx < 0 || newsize > MI_ARENA_MAX_OBJ_SIZE) return false;
-  mi_arena_t* arena = mi_arena_at((size_t)memid->arena_idx);
+  mi_arena_t* arena = _mi_arena_at((size_t)memid->arena_idx);
   if (arena == NULL) return false;
   const size_t count = memid->size / MI_ARENA_BLOCK_SIZE;
   const size_t newcount = _mi_divide_up(newsize, MI_ARENA_BLOCK_SIZE);
@@ -606,12 +483,12 @@ static void* mi_arenas_try_alloc(size_t count, bool commit, mi_arena_id_t req_ar
     mi_arena_t* arena = mi_arena_from_id(req_arena_id);
     return (arena == NULL ? NULL : mi_arena_try_alloc_in(arena, (size_t)req_arena_id - 1, count, commit, memid));
   }
-  const size_t n = mi_arenas_count();
+  const size_t n = _mi_arena_slots();
   if (n == 0) return NULL;
   const int numa_node = (req_numa_node >= 0 ? req_numa_node : (_mi_os_numa_node_count() > 1 ? _mi_os_numa_node() : -1));
   for (int pass = 0; pass < (req_numa_node >= 0 ? 1 : 2); pass++) {
     for (size_t i = 0; i < n; i++) {
-      mi_arena_t* arena = mi_arena_at(i);
+      mi_arena_t* arena = _mi_arena_at(i);
       if (arena == NULL || arena->exclusive) continue;
       const bool local = (numa_node < 0 || arena->numa_node < 0 || arena->numa_node == numa_node);
       if (local != (pass == 0)) continue;
@@ -662,40 +539,6 @@ void* _mi_arena_alloc_aligned(size_t size, size_t alignment, size_t align_offset
   return p;
 }
 
-/* Lower the arena's purge_expire to `due` (0 counts as "none"). */
-static void mi_arena_expire_at_most(mi_arena_t* arena, mi_msecs_t due) {
-  mi_msecs_t expire = mi_atomic_load_relaxed(&arena->purge_expire);
-  while ((expire == 0 || expire > due) && !mi_atomic_cas_weak_acq_rel(&arena->purge_expire, &expire, due)) { }
-}
-
-/* A purge is scheduled, due at `due`: the passes look again (_mi_arenas_try_purge), and the
-   purger thread wakes by then (purger.c). After the deadlines and bits are written. */
-static void mi_arenas_purge_scheduled(mi_msecs_t due) {
-  mi_atomic_store_release(&_mi_arenas_purge_pending, 1);
-  _mi_purger_notify(due);
-}
-
-/* Schedule (or with purge_delay 0 do) the purge of blocks the caller still holds in use. */
-static void mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count) {
-  const mi_msecs_t delay = mi_arena_purge_delay();
-  if (arena->is_pinned || delay < 0) return;
-  if (delay == 0) {
-    if (mi_arena_mem_decommit(arena, mi_arena_start(arena) + idx * MI_ARENA_BLOCK_SIZE, count * MI_ARENA_BLOCK_SIZE, true)) {
-      _mi_bitmap_clear(arena->blocks_committed, idx, count);
-      if (arena->purge_zeroes) _mi_bitmap_clear(arena->blocks_dirty, idx, count);
-    }
-    return;
-  }
-  const size_t unpurged = mi_atomic_add_relaxed(&mi_arenas_unpurged, count) + count;
-  /* over the budget: due after the short delay */
-  const mi_msecs_t due = _mi_prim_clock_now() + (unpurged * MI_ARENA_BLOCK_SIZE > mi_arenas_unpurged_max()
-                                                 ? (mi_msecs_t)mi_option_get_clamp(mi_option_purge_delay, 0, 1000000) : delay);
-  for (size_t i = idx; i < idx + count; i++) mi_atomic_store_relaxed(&arena->purge_due[i], due);
-  _mi_bitmap_set(arena->blocks_purge, idx, count, NULL);   /* (release: the deadlines first) */
-  mi_arena_expire_at_most(arena, due);
-  mi_arenas_purge_scheduled(due);
-}
-
 void _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_memid_t* memid) {
   if (p == NULL || size == 0) return;
   mi_assert_internal(committed_size == 0 || committed_size == memid->size);
@@ -703,9 +546,9 @@ void _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_memid_
     _mi_os_free_ex(p, memid->size, committed_size);
     return;
   }
-  mi_arena_t* arena = mi_arena_at((size_t)memid->arena_idx);
+  mi_arena_t* arena = _mi_arena_at((size_t)memid->arena_idx);
   const size_t count = memid->size / MI_ARENA_BLOCK_SIZE;
-  if (arena == NULL || memid->block_index + count > arena->block_count || (uint8_t*)p != mi_arena_start(arena) + memid->block_index * MI_ARENA_BLOCK_SIZE) {
+  if (arena == NULL || memid->block_index + count > arena->block_count || (uint8_t*)p != _mi_arena_start(arena) + memid->block_index * MI_ARENA_BLOCK_SIZE) {
     _mi_error_message(EINVAL, "trying to free arena memory that is not from this arena (%p)\n", p);
     return;
   }
@@ -718,209 +561,18 @@ void _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_memid_
   }
   else {
     _mi_bitmap_set(arena->blocks_committed, memid->block_index, count, NULL);
-    mi_arena_schedule_purge(arena, memid->block_index, count);
+    _mi_arena_schedule_purge(arena, memid->block_index, count);
   }
   if (!_mi_bitmap_clear(arena->blocks_inuse, memid->block_index, count)) {
     _mi_error_message(EFAULT, "arena blocks freed twice (%p, %zu bytes)\n", p, size);
   }
   else {
-    mi_atomic_sub_relaxed(&mi_arenas_inuse, count);
-    if (mi_atomic_sub_relaxed(&arena->blocks_used, count) == count && arena->on_demand && mi_arena_purge_delay() >= 0) {
-      /* empty: the purge pass releases it when it is still empty after the delay */
-      const mi_msecs_t due = _mi_prim_clock_now() + mi_arena_purge_delay();
-      mi_arena_expire_at_most(arena, due);
-      mi_arenas_purge_scheduled(due);
+    mi_atomic_sub_relaxed(&_mi_arenas_inuse, count);
+    if (mi_atomic_sub_relaxed(&arena->blocks_used, count) == count && arena->on_demand) {
+      _mi_arena_schedule_release(arena);
     }
   }
   _mi_arenas_try_purge(false);
-}
-
-/* ------------------------------------------------------------------------------------------
-   Purging
------------------------------------------------------------------------------------------- */
-/* Is block i scheduled and due (or any scheduled one when forced)? */
-static bool mi_arena_block_is_due(mi_arena_t* arena, size_t i, mi_msecs_t now, bool force) {
-  if (!_mi_bitmap_is_all_set(arena->blocks_purge, i, 1)) return false;
-  return (force || mi_atomic_load_relaxed(&arena->purge_due[i]) <= now);
-}
-
-/* Purge the blocks of [idx, idx+count) that are still scheduled and due, in runs; the caller
-   has claimed their inuse bits, so their purge bits and deadlines are stable (a block of the
-   caller's snapshot may have been reused, freed again or purged meanwhile: re-read here). */
-static size_t mi_arena_purge_claimed(mi_arena_t* arena, size_t idx, size_t count, mi_msecs_t now, bool force) {
-  size_t purged = 0;
-  size_t i = idx;
-  while (i < idx + count) {
-    if (!mi_arena_block_is_due(arena, i, now, force)) { i++; continue; }
-    size_t len = 1;
-    while (i + len < idx + count && mi_arena_block_is_due(arena, i + len, now, force)) len++;
-    const bool ok = mi_arena_mem_decommit(arena, mi_arena_start(arena) + i * MI_ARENA_BLOCK_SIZE, len * MI_ARENA_BLOCK_SIZE, true);
-    if (ok) {
-      _mi_bitmap_clear(arena->blocks_committed, i, len);
-      if (arena->purge_zeroes) _mi_bitmap_clear(arena->blocks_dirty, i, len);
-    }
-    for (size_t k = i; k < i + len; k++) mi_atomic_store_relaxed(&arena->purge_due[k], ok ? now : 0);
-    const size_t done = _mi_bitmap_clear_count(arena->blocks_purge, i, len);
-    if (done > 0) mi_atomic_sub_relaxed(&mi_arenas_unpurged, done);
-    purged += done;
-    i += len;
-  }
-  return purged;
-}
-
-/* Purge the scheduled blocks that are due and not in use (a concurrent allocation clears the
-   purge bits of the blocks it takes itself); returns the earliest deadline of the scheduled
-   blocks left, or 0 if none; *purged: the number of blocks purged. */
-static mi_msecs_t mi_arena_purge_due(mi_arena_t* arena, mi_msecs_t now, bool force, size_t* purged) {
-  mi_msecs_t next = 0;
-  *purged = 0;
-  for (size_t f = 0; f < arena->field_count; f++) {
-    size_t bits = mi_atomic_load_relaxed(&arena->blocks_purge[f]);
-    /* the due ones of this field; the others give the next deadline */
-    size_t due_bits = 0;
-    for (size_t b = bits; b != 0; b &= b - 1) {
-      const size_t bit = (size_t)__builtin_ctzll((unsigned long long)b);
-      const mi_msecs_t due = mi_atomic_load_relaxed(&arena->purge_due[f * MI_BITMAP_FIELD_BITS + bit]);
-      if (force || due <= now) due_bits |= (size_t)1 << bit;
-      else if (next == 0 || due < next) next = due;
-    }
-    while (due_bits != 0) {
-      const size_t start = (size_t)__builtin_ctzll((unsigned long long)due_bits);
-      size_t len = 1;
-      while (start + len < MI_BITMAP_FIELD_BITS && ((due_bits >> (start + len)) & 1) != 0) len++;
-      const size_t idx = f * MI_BITMAP_FIELD_BITS + start;
-      if (_mi_bitmap_try_claim(arena->blocks_inuse, idx, len)) {
-        *purged += mi_arena_purge_claimed(arena, idx, len, now, force);
-        mi_sched_point(MI_SCHED_ARENA_PURGE);   /* purged, still claimed: others must look elsewhere */
-        _mi_bitmap_clear(arena->blocks_inuse, idx, len);
-      }
-      else {
-        /* partly reused meanwhile: purge block by block what is still free */
-        for (size_t i = idx; i < idx + len; i++) {
-          if (!_mi_bitmap_try_claim(arena->blocks_inuse, i, 1)) continue;
-          *purged += mi_arena_purge_claimed(arena, i, 1, now, force);
-          _mi_bitmap_clear(arena->blocks_inuse, i, 1);
-        }
-      }
-      const size_t run_mask = (len >= MI_BITMAP_FIELD_BITS ? ~(size_t)0 : (((size_t)1 << len) - 1) << start);
-      due_bits &= ~run_mask;
-    }
-  }
-  return next;
-}
-
-/* Unmap arena `idx` if it was reserved on demand, is entirely free and is not the lowest-
-   numbered such arena still mapped (see the top of this file). */
-static void mi_arena_try_release(mi_arena_t* arena, size_t idx) {
-  if (!arena->on_demand || mi_atomic_load_relaxed(&arena->blocks_used) != 0 || mi_arena_purge_delay() < 0) return;
-  bool other = false;
-  for (size_t j = 0; j < idx && !other; j++) {
-    mi_arena_t* a = mi_arena_at(j);
-    other = (a != NULL && a->on_demand && mi_atomic_load_relaxed(&a->state) == MI_ARENA_MAPPED);
-  }
-  if (!other) return;
-  int expected = MI_ARENA_MAPPED;
-  if (!mi_atomic_cas_strong_acq_rel(&arena->state, &expected, MI_ARENA_BUSY)) return;
-  const size_t n = arena->block_count;
-  if (!_mi_bitmap_try_claim(arena->blocks_inuse, 0, n)) {   /* taken meanwhile */
-    mi_atomic_store_release(&arena->state, MI_ARENA_MAPPED);
-    return;
-  }
-  /* every block is ours: nothing allocates, frees or purges here any more */
-  const size_t unpurged = _mi_bitmap_clear_count(arena->blocks_purge, 0, n);
-  if (unpurged > 0) mi_atomic_sub_relaxed(&mi_arenas_unpurged, unpurged);
-  const size_t committed = _mi_bitmap_clear_count(arena->blocks_committed, 0, n);
-  _mi_bitmap_clear(arena->blocks_dirty, 0, n);
-  for (size_t i = 0; i < n; i++) mi_atomic_store_relaxed(&arena->purge_due[i], 0);
-  uint8_t* start = mi_atomic_exchange_acq_rel(&arena->start, NULL);
-  _mi_os_free_ex(start, n * MI_ARENA_BLOCK_SIZE, committed * MI_ARENA_BLOCK_SIZE);
-  _mi_verbose_message("released an empty arena of %zu MiB\n", n * MI_ARENA_BLOCK_SIZE / MI_MiB);
-  mi_atomic_store_release(&arena->state, MI_ARENA_RELEASED);
-}
-
-/* One pass over the arena: its due purges (all with force). Passes of an arena take turns
-   under its purge_lock, so while none holds it, purge_expire is at most the deadline of every
-   block that waits (0: none); a pass takes the deadline (0) and leaves the earliest one it did
-   not purge. The allocator's own passes and the purger's only try the lock: the holder does the
-   work and tells the purger what it leaves. An explicit collect (`wait`) must not leave it so:
-   the holder may be preempted in the middle (the purger on a loaded machine), with the due
-   blocks it has not reached, and those it has claimed, waiting on it (issue 49: 120-190 MiB
-   still resident after mi_collect(false)). So it waits for the lock, then purges what is due by
-   then. Returns the earliest deadline left, as far as this pass knows (0: none). */
-static mi_msecs_t mi_arena_try_purge(mi_arena_t* arena, size_t idx, mi_msecs_t now, bool force, bool wait) {
-  if (!wait) {
-    const mi_msecs_t expire = mi_atomic_load_acquire(&arena->purge_expire);
-    if (expire == 0 || (!force && expire > now)) return expire;
-    if (!mi_lock_try_acquire(&arena->purge_lock)) return expire;   /* the holder leaves it notified */
-  }
-  else if (!mi_lock_try_acquire(&arena->purge_lock)) {
-    mi_lock_acquire(&arena->purge_lock);
-    now = _mi_prim_clock_now();   /* (what became due while it waited is due too) */
-  }
-  /* under the lock only frees (and the validators) write the deadline, and only lower it */
-  const mi_msecs_t expire = mi_atomic_load_acquire(&arena->purge_expire);
-  if (expire == 0 || (!force && expire > now)) {
-    mi_lock_release(&arena->purge_lock);
-    return expire;
-  }
-  mi_atomic_exchange_acq_rel(&arena->purge_expire, 0);   /* (acquire: the purge bits of the deadlines lowered meanwhile) */
-  size_t purged;
-  const mi_msecs_t next = mi_arena_purge_due(arena, now, force, &purged);
-  if (purged > 0) mi_os_stat_counter_increase(arena_purges, 1);
-  if (next != 0) mi_arena_expire_at_most(arena, next);
-  else mi_arena_try_release(arena, idx);
-  mi_lock_release(&arena->purge_lock);
-  return next;
-}
-
-static void mi_arenas_purge(bool force, bool wait) {
-  if (!force && !wait && mi_atomic_load_relaxed(&_mi_arenas_purge_pending) == 0) return;
-  const size_t n = mi_arenas_count();
-  const mi_msecs_t now = _mi_prim_clock_now();
-  mi_msecs_t next_due = 0;   /* the earliest deadline left (0: none) */
-  if (now - mi_atomic_load_relaxed(&mi_arenas_backoff_time) >= 1000) mi_arenas_backoff_step(false, now);
-  mi_atomic_store_relaxed(&_mi_arenas_purge_pending, 0);
-  for (size_t i = 0; i < n; i++) {
-    mi_arena_t* arena = mi_arena_at(i);
-    if (arena == NULL || arena->is_pinned) continue;
-    const mi_msecs_t next = mi_arena_try_purge(arena, i, now, force, wait);
-    if (next != 0 && (next_due == 0 || next < next_due)) next_due = next;
-  }
-  if (next_due != 0) mi_arenas_purge_scheduled(next_due);
-  mi_assert_expensive(_mi_arenas_validate());
-}
-
-/* The allocator's own passes and the purger's: never wait */
-void _mi_arenas_try_purge(bool force) {
-  mi_arenas_purge(force, false);
-}
-
-/* mi_collect: the due purges (all with force) are done when this returns, whoever does them */
-void _mi_arenas_collect(bool force) {
-  mi_arenas_purge(force, true);
-}
-
-/* fork: no arena purge pass runs across it (a pass holds its arena's lock and claims blocks:
-   the child has no thread to give them back). Each arena's lock is taken by the forking
-   thread, which alone reads and writes purge_fork_held. */
-void _mi_arenas_fork_prepare(void) {
-  const size_t n = mi_arenas_count();
-  for (size_t i = 0; i < n; i++) {
-    mi_arena_t* arena = mi_arena_at(i);
-    if (arena == NULL) continue;
-    mi_lock_acquire(&arena->purge_lock);
-    arena->purge_fork_held = true;
-  }
-}
-
-void _mi_arenas_fork_release(void) {
-  const size_t n = mi_arenas_count();
-  for (size_t i = 0; i < n; i++) {
-    mi_arena_t* arena = mi_arena_at(i);
-    if (arena == NULL || !arena->purge_fork_held) continue;   /* (added after the prepare) */
-    arena->purge_fork_held = false;
-    mi_lock_release(&arena->purge_lock);
-  }
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -931,14 +583,14 @@ void* mi_arena_area(mi_arena_id_t arena_id, size_t* size) {
   mi_arena_t* arena = mi_arena_from_id(arena_id);
   if (arena == NULL) return NULL;
   if (size != NULL) *size = arena->block_count * MI_ARENA_BLOCK_SIZE;
-  return mi_arena_start(arena);
+  return _mi_arena_start(arena);
 }
 
 /* (mimalloc v3) p lies in the arena's area; an on-demand arena that is released holds nothing */
 bool mi_arena_contains(mi_arena_id_t arena_id, const void* p) {
   mi_arena_t* arena = mi_arena_from_id(arena_id);
   if (arena == NULL || p == NULL) return false;
-  const uint8_t* start = mi_arena_start(arena);
+  const uint8_t* start = _mi_arena_start(arena);
   return (start != NULL && (const uint8_t*)p >= start && (const uint8_t*)p < start + arena->block_count * MI_ARENA_BLOCK_SIZE);
 }
 
@@ -969,11 +621,11 @@ static size_t mi_debug_show_bitmap(const char* header, mi_bitmap_field_t* bitmap
 }
 
 void mi_debug_show_arenas(void) mi_attr_noexcept {
-  const size_t n = mi_arenas_count();
+  const size_t n = _mi_arena_slots();
   size_t inuse_total = 0;
   size_t shown = 0;
   for (size_t i = 0; i < n; i++) {
-    mi_arena_t* arena = mi_arena_at(i);
+    mi_arena_t* arena = _mi_arena_at(i);
     if (arena == NULL) continue;
     shown++;
     if (mi_atomic_load_relaxed(&arena->state) == MI_ARENA_RELEASED) {
@@ -981,7 +633,7 @@ void mi_debug_show_arenas(void) mi_attr_noexcept {
       continue;
     }
     _mi_message("arena %zu: %zu blocks of %zu MiB at %p%s%s%s%s, numa node %d\n", i + 1, arena->block_count,
-                MI_ARENA_BLOCK_SIZE / MI_MiB, (void*)mi_arena_start(arena),
+                MI_ARENA_BLOCK_SIZE / MI_MiB, (void*)_mi_arena_start(arena),
                 (arena->is_pinned ? ", pinned" : ""), (arena->is_huge_pages ? " (1 GiB pages)" : ""),
                 (arena->exclusive ? ", exclusive" : ""), (arena->commit_fun != NULL ? ", the program's commit" : ""),
                 arena->numa_node);
@@ -997,9 +649,9 @@ void mi_debug_show_arenas(void) mi_attr_noexcept {
 /* For the validators (validate.c, checked builds only): arena `idx`'s descriptor as a view;
    false if the slot is empty or out of range. */
 bool _mi_arena_view(size_t idx, mi_arena_view_t* view) {
-  mi_arena_t* arena = mi_arena_at(idx);
+  mi_arena_t* arena = _mi_arena_at(idx);
   if (arena == NULL) return false;
-  view->start = mi_arena_start(arena);
+  view->start = _mi_arena_start(arena);
   view->block_count = arena->block_count;
   view->field_count = arena->field_count;
   view->is_pinned = arena->is_pinned;
@@ -1015,10 +667,6 @@ bool _mi_arena_view(size_t idx, mi_arena_view_t* view) {
   view->purge_due = arena->purge_due;
   view->purge_expire = &arena->purge_expire;
   return true;
-}
-
-size_t _mi_arena_slots(void) {
-  return mi_arenas_count();
 }
 #endif
 

@@ -260,7 +260,7 @@ void _mi_debug_fill_new_blocks(mi_page_t* page, uint8_t* start, size_t count) {
 bool _mi_debug_malloc_check(mi_page_t* page, mi_block_t* block) {
   mi_block_t* next = mi_block_next(page, block);
   if (mi_unlikely(!mi_page_block_valid(page, next))) {
-    _mi_page_list_corrupt(page, block, next);
+    _mi_secure_page_list_corrupt(page, block, next);
     return false;
   }
   if (!mi_page_is_huge(page)) {
@@ -338,7 +338,7 @@ bool _mi_debug_free(mi_segment_t* segment, mi_page_t* page, void* p, bool is_loc
   (void)segment;
   if (!page->segment_in_use || page->block_size == 0) return true;   /* _mi_free_generic reports it */
   const size_t bsize = page->block_size;
-  mi_block_t* block = _mi_checked_free_block(page, p);
+  mi_block_t* block = _mi_secure_checked_free_block(page, p);
   if (block == NULL) return false;
 #if MI_DEBUG > 0
   /* double free: a freed block is filled (the huge ones are not: always look) */
@@ -352,8 +352,8 @@ bool _mi_debug_free(mi_segment_t* segment, mi_page_t* page, void* p, bool is_loc
     const mi_padding_t* pad = mi_block_padding(page, block);
     const bool padding_freed = !huge && (mi_padding_is_freed(page, block) ||
                                mi_bytes_are((const uint8_t*)pad, sizeof(uint32_t), MI_DEBUG_FREED, NULL));
-    const bool found = padding_freed || _mi_list_contains(page, mi_page_thread_free_acquire(page), block) ||
-                       (is_local && (_mi_list_contains(page, page->free, block) || _mi_list_contains(page, page->local_free, block)));
+    const bool found = padding_freed || _mi_secure_list_contains(page, mi_page_thread_free_acquire(page), block) ||
+                       (is_local && (_mi_secure_list_contains(page, page->free, block) || _mi_secure_list_contains(page, page->local_free, block)));
     if (found) {
       /* the size the program asked for, when the freed padding still says it */
       const size_t usable = (size_t)((const uint8_t*)pad - (const uint8_t*)p);

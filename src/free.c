@@ -48,7 +48,7 @@ static void mi_free_block_mt(mi_block_t* block, mi_page_t* page, mi_segment_t* s
     if (mi_unlikely(mi_tf_is_abandoned(tfree))) {
       if (mi_tf_count(tfree) + 1 >= MI_TF_ABANDONED_BASE) {   /* the last live block */
         mi_sched_point(MI_SCHED_FREE_LAST);   /* before the lock: an adopter may own the page meanwhile */
-        if (_mi_segment_abandoned_free_last(segment, page, block)) return;
+        if (_mi_abandoned_free_last(segment, page, block)) return;
         tfree = mi_atomic_load_relaxed(&page->xthread_free);   /* owned again */
         continue;
       }
@@ -142,7 +142,7 @@ void _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) {
   }
 #endif
   if (owner == _mi_thread_id()) mi_free_block_local(page, block);
-  else if (owner == 0 && _mi_segment_reclaim_on_free(page)) {
+  else if (owner == 0 && _mi_abandoned_reclaim_on_free(page)) {
     /* adopted: the page is ours now (mi_free took the block for a foreign one and did not
        count it: counted here, as for a delayed block) */
     _mi_stat_blocks_freed(page, mi_page_heap(page)->tld, 1);

@@ -158,7 +158,7 @@ void* _mi_guarded_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) {
   return _mi_heap_malloc_zero_unsampled(heap, size, zero);
 }
 
-void _mi_heap_guarded_init(mi_heap_t* heap) {
+void _mi_guarded_heap_init(mi_heap_t* heap) {
   mi_heap_guarded_set_sample_rate(heap, (size_t)mi_option_get(mi_option_guarded_sample_rate),
                                   (size_t)mi_option_get(mi_option_guarded_sample_seed));
   mi_heap_guarded_set_size_bound(heap, (size_t)mi_option_get(mi_option_guarded_min),

@@ -130,9 +130,9 @@ static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
   }
   _mi_heap_delayed_free_all(heap);
   if (collect == MI_FORCE && mi_heap_is_backing(heap) && !heap->allow_destroy) {
-    _mi_segment_reclaim_all_abandoned(heap);   /* memory of ended threads */
+    _mi_abandoned_reclaim_all(heap);   /* memory of ended threads */
   }
-  _mi_heap_collect_retired(heap, force);
+  _mi_page_collect_retired(heap, force);
   mi_heap_visit_pages(heap, &mi_heap_page_collect, &collect);
   /* due purges; all of them on mi_collect(true) (not at thread exit: other threads may reuse
      the memory a thread frees as it ends); an explicit call does them whatever the purger
@@ -252,7 +252,7 @@ void _mi_heap_init_unlisted(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_
   heap->page_retired_min = MI_BIN_FULL;
   heap->page_retired_max = 0;
 #if MI_GUARDED > 0
-  _mi_heap_guarded_init(heap);
+  _mi_guarded_heap_init(heap);
 #endif
 }
 
@@ -550,7 +550,7 @@ mi_heap_t* mi_heap_of(const void* p) {
      least the one set with this owner (a relaxed read could see the mark from before an
      adoption, NULL, and name the other thread's theap) */
   mi_heap_t* const owner = mi_atomic_load_acquire(&page->xheap);
-  if (owner == NULL) return _mi_segment_abandoned_heap_of(page);
+  if (owner == NULL) return _mi_abandoned_heap_of(page);
   if (mi_page_owner(page) != _mi_thread_id()) {
     mi_sheap_t* const sheap = mi_atomic_load_relaxed(&page->sheap);   /* (set before xheap) */
     return (sheap != NULL ? (mi_heap_t*)sheap : owner);

@@ -224,7 +224,7 @@ static void mi_page_thread_free_collect(mi_page_t* page) {
   while ((next = mi_block_next(page, tail)) != NULL && count <= max_count) {
 #if MI_DEBUG > 0 || MI_SECURE > 0
     if (mi_unlikely(!mi_page_block_valid(page, next))) {
-      _mi_page_link_report(page, tail, next);
+      _mi_secure_page_link_report(page, tail, next);
       return;   /* leak the list rather than corrupt the page */
     }
 #endif
@@ -309,7 +309,7 @@ void _mi_page_free_collect(mi_page_t* page, bool force) {
     size_t count = 0;
     while ((next = mi_block_next(page, tail)) != NULL) {
       if (mi_unlikely((MI_DEBUG > 0 || MI_SECURE > 0) && (!mi_page_block_valid(page, next) || ++count > page->capacity))) {
-        _mi_page_link_report(page, tail, next);
+        _mi_secure_page_link_report(page, tail, next);
         page->local_free = NULL;   /* leak the list rather than corrupt the page */
         return;
       }
@@ -407,7 +407,7 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
   mi_page_set_heap(page, heap);   /* (also the shared heap mark: the slot's purge_expire until now, types.h) */
   page->heap_tag = heap->tag;
 #if MI_SECURE > 0
-  _mi_page_init_keys(page);   /* before the first link is written */
+  _mi_secure_page_init_keys(page);   /* before the first link is written */
 #endif
   if (segment->page_kind == MI_PAGE_HUGE) {
     /* start and block size were set by the segment; one block */
@@ -497,7 +497,7 @@ void _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq) {
   /* frees leave the fast path: a page without heap only takes frees on its thread_free list
      (also from this thread, after mi_heap_delete of an arena heap) */
   mi_page_set_in_full(page, true);
-  _mi_segment_page_abandon(page, tld, heap->pages_sheap);   /* a theap's page, sampled or not, stays its shared heap's (abandon.c) */
+  _mi_abandoned_add_page(page, tld, heap->pages_sheap);   /* a theap's page, sampled or not, stays its shared heap's (abandon.c) */
 }
 
 /* A page became empty. If it is the only page of its size class, keep it for a few heartbeats
@@ -520,7 +520,7 @@ void _mi_page_retire(mi_page_t* page) {
 }
 
 /* Free retired pages whose time is up (or all of them when forced). */
-void _mi_heap_collect_retired(mi_heap_t* heap, bool force) {
+void _mi_page_collect_retired(mi_heap_t* heap, bool force) {
   size_t min = MI_BIN_FULL;
   size_t max = 0;
   for (size_t bin = heap->page_retired_min; bin <= heap->page_retired_max && bin < MI_BIN_FULL; bin++) {
@@ -584,9 +584,9 @@ static mi_page_t* mi_page_queue_find_free(mi_heap_t* heap, mi_page_queue_t* pq, 
   mi_stat_counter_increase(heap->tld, page_searches, searched);
   mi_stat_counter_increase(heap->tld, page_searches_count, 1);
   if (page == NULL) {
-    _mi_heap_collect_retired(heap, false);
+    _mi_page_collect_retired(heap, false);
     /* an ended thread's page of this class with room comes before a fresh page */
-    if (first_try && _mi_segment_reclaim_for_bin(heap, pq->block_size)) {
+    if (first_try && _mi_abandoned_reclaim_for_bin(heap, pq->block_size)) {
       return mi_page_queue_find_free(heap, pq, false);
     }
     page = mi_page_fresh(heap, pq, searched > 0);   /* busy: its pages were all full */

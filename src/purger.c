@@ -6,7 +6,7 @@
    Started lazily, and never from inside a free: glibc calls free while it holds the lock that
    pthread_create takes (pthread_join frees the ended thread's TLS under the stack cache lock;
    musl's dlopen holds its thread-creation lock), so a start there can deadlock. A notify
-   (arena.c and segment.c call it wherever they set a purge deadline) that finds no thread
+   (arena-purge.c and segment.c call it wherever they set a purge deadline) that finds no thread
    sets _mi_purger_wanted, and the next allocation slow path (_mi_malloc_generic) starts the
    thread. The one exception: a process that provably never had a second thread
    (_mi_prim_process_single_threaded, glibc's __libc_single_threaded) starts it in the notify,
@@ -34,7 +34,7 @@
    heap, no tld: the thread never allocates, is not counted in the `threads` statistic and has
    no thread-exit work). A pass forgets the deadlines notified before it (mi_purger_due is
    reset first): every purge pass called from here must notify the deadlines it leaves, as
-   arena.c does when it lowers an arena's next deadline.
+   arena-purge.c does when it lowers an arena's next deadline.
 
    Starting it: pthread_create allocates the thread's TLS vector (glibc: about 300 bytes)
    through malloc, i.e. through us, from inside the allocation that starts it. That
@@ -290,7 +290,7 @@ void _mi_purger_notify(mi_msecs_t due) {
 /* Fork: no pass may run across it (init.c calls these before taking its locks, and after). */
 void _mi_purger_fork_prepare(void) {
   if (mi_atomic_load_acquire(&mi_purger_state) != MI_PURGER_NONE) mi_purger_pause();
-  _mi_arenas_fork_prepare();   /* nor another thread's arena pass (arena.c) */
+  _mi_arenas_fork_prepare();   /* nor another thread's arena pass (arena-purge.c) */
 }
 
 void _mi_purger_fork_parent(void) {

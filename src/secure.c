@@ -10,7 +10,7 @@
 
 /* A free-list link of the page leads outside its blocks (EFAULT: aborts in checked builds unless
    an error handler is registered). */
-mi_decl_noinline void _mi_page_link_report(const mi_page_t* page, const mi_block_t* block, const mi_block_t* next) {
+mi_decl_noinline void _mi_secure_page_link_report(const mi_page_t* page, const mi_block_t* block, const mi_block_t* next) {
   _mi_error_message(EFAULT, "corrupted free list: free block %p (size %zu) links to %p, not a block of its page (written after it was freed?)\n",
                     (const void*)block, page->block_size, (const void*)next);
 }
@@ -20,8 +20,8 @@ mi_decl_noinline void _mi_page_link_report(const mi_page_t* page, const mi_block
 /* A link of one of the page's lists leads outside the page: the block holding it was written
    after its free. Report and drop the page's lists: their blocks are lost, never handed out;
    `used` becomes an over-count so the page is never taken for empty. */
-mi_decl_noinline void _mi_page_list_corrupt(mi_page_t* page, const mi_block_t* block, const mi_block_t* next) {
-  _mi_page_link_report(page, block, next);
+mi_decl_noinline void _mi_secure_page_list_corrupt(mi_page_t* page, const mi_block_t* block, const mi_block_t* next) {
+  _mi_secure_page_link_report(page, block, next);
   page->free = NULL;
   page->local_free = NULL;
   page->used += page->capacity;
@@ -30,7 +30,7 @@ mi_decl_noinline void _mi_page_list_corrupt(mi_page_t* page, const mi_block_t* b
 /* Is block on this list? Follows only valid links, at most capacity of them (a list that is
    being changed by its owner while another thread looks ends at the first link that does not
    lead to a block of the page). */
-bool _mi_list_contains(const mi_page_t* page, const mi_block_t* list, const mi_block_t* block) {
+bool _mi_secure_list_contains(const mi_page_t* page, const mi_block_t* list, const mi_block_t* block) {
   const size_t capacity = mi_page_capacity_any(page);   /* also from non-owner threads */
   size_t steps = 0;
   while (list != NULL && steps++ <= capacity) {
@@ -44,7 +44,7 @@ bool _mi_list_contains(const mi_page_t* page, const mi_block_t* list, const mi_b
 
 /* The block that p frees, or NULL (reported, EINVAL) when p is not the start of a block that
    was handed out of the page (an aligned block may be freed through any pointer into it). */
-mi_block_t* _mi_checked_free_block(mi_page_t* page, void* p) {
+mi_block_t* _mi_secure_checked_free_block(mi_page_t* page, void* p) {
   const size_t bsize = page->block_size;
   const uint8_t* start = mi_page_start(page);
   if ((uint8_t*)p < start) {
@@ -66,17 +66,17 @@ mi_block_t* _mi_checked_free_block(mi_page_t* page, void* p) {
 #endif
 
 #if MI_SECURE > 0
-void _mi_page_init_keys(mi_page_t* page) {
+void _mi_secure_page_init_keys(mi_page_t* page) {
   page->keys[0] = _mi_random_next();
   page->keys[1] = _mi_random_next();
 }
 
-mi_decl_noinline void* _mi_page_malloc_corrupt(mi_heap_t* heap, mi_page_t* page, const mi_block_t* block, const mi_block_t* next, size_t size, bool zero) {
-  _mi_page_list_corrupt(page, block, next);
+mi_decl_noinline void* _mi_secure_page_malloc_corrupt(mi_heap_t* heap, mi_page_t* page, const mi_block_t* block, const mi_block_t* next, size_t size, bool zero) {
+  _mi_secure_page_list_corrupt(page, block, next);
   return _mi_malloc_generic(size, heap, zero, 0, 0);
 }
 
-/* Read another thread's list head: the search below is a heuristic (see _mi_list_contains). */
+/* Read another thread's list head: the search below is a heuristic (see _mi_secure_list_contains). */
 static mi_block_t* mi_list_peek(mi_block_t* const* head) {
   return mi_atomic_load_relaxed((_Atomic(mi_block_t*) const*)head);
 }
@@ -86,13 +86,13 @@ static mi_block_t* mi_list_peek(mi_block_t* const* head) {
    pointer or a block that is free already. */
 mi_decl_noinline bool _mi_secure_free_check(mi_page_t* page, void* p, bool is_local) {
   if (!page->segment_in_use || page->block_size == 0) return true;   /* _mi_free_generic reports it */
-  mi_block_t* block = _mi_checked_free_block(page, p);
+  mi_block_t* block = _mi_secure_checked_free_block(page, p);
   if (block == NULL) return false;
   const mi_block_t* next = mi_block_next(page, block);
   if (!mi_page_block_valid(page, next)) return true;   /* user data, not a link of this page */
-  const bool found = _mi_list_contains(page, mi_page_thread_free_acquire(page), block) ||
-                     _mi_list_contains(page, mi_list_peek(&page->free), block) ||
-                     _mi_list_contains(page, mi_list_peek(&page->local_free), block);
+  const bool found = _mi_secure_list_contains(page, mi_page_thread_free_acquire(page), block) ||
+                     _mi_secure_list_contains(page, mi_list_peek(&page->free), block) ||
+                     _mi_secure_list_contains(page, mi_list_peek(&page->local_free), block);
   if (found || (is_local && page->used == 0)) {
     _mi_error_message(EAGAIN, "double free detected of block %p with size %zu (ignored)\n", p, page->block_size);
     return false;

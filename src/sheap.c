@@ -186,7 +186,7 @@ mi_heap_t* _mi_sheap_theap(mi_heap_t* sheap, bool create) {
 static void mi_sheap_free(mi_sheap_t* sh) {
   /* pages a theap abandoned to the heap after its delete or destroy looked (a thread that ended
      meanwhile); no theap is left to add more */
-  _mi_segment_abandoned_sheap_done(sh, mi_atomic_load_relaxed(&sh->state) == (int)MI_SHEAP_DESTROYED);
+  _mi_abandoned_sheap_done(sh, mi_atomic_load_relaxed(&sh->state) == (int)MI_SHEAP_DESTROYED);
   mi_assert_internal(sh->abandoned_count == 0);
   mi_lock_acquire(&mi_sheaps_lock);
   if (sh->prev != NULL) sh->prev->next = sh->next;
@@ -323,7 +323,7 @@ void _mi_sheap_delete(mi_heap_t* sheap, bool destroy) {
   /* the pages of its theaps that ended: freed with their blocks, or handed over; while the heap
      is live, so no other thread frees it meanwhile (a delete or destroy by another thread at
      the same time is the program's error, reported below) */
-  if (state == (int)MI_SHEAP_LIVE) _mi_segment_abandoned_sheap_done(sh, destroy);
+  if (state == (int)MI_SHEAP_LIVE) _mi_abandoned_sheap_done(sh, destroy);
   mi_lock_acquire(&sh->lock);
   state = mi_atomic_load_relaxed(&sh->state);
   if (state == (int)MI_SHEAP_LIVE) {

@@ -19,6 +19,7 @@ void _mi_text_begin(void) { }
 #include "abandon.c"
 #include "aligned.c"
 #include "arena.c"
+#include "arena-purge.c"
 #include "bitmap.c"
 #include "debug.c"
 #include "free.c"

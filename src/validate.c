@@ -467,7 +467,7 @@ bool _mi_arenas_validate(void) {
       mi_check_eq(S, A, "blocks_purge (pinned: none)", 0, _mi_bitmap_is_any_set(a.purge, 0, a.block_count));
       continue;
     }
-    /* the free blocks: claimed one at a time (as a purge does, arena.c), so their bits are stable
+    /* the free blocks: claimed one at a time (as a purge does, arena-purge.c), so their bits are stable
        while looked at: a block waiting for its purge is committed and has a deadline */
     for (size_t i = 0; i < a.block_count; i++) {
       if (!_mi_bitmap_try_claim(a.inuse, i, 1)) continue;   /* in use, or claimed by another thread */
@@ -477,7 +477,7 @@ bool _mi_arenas_validate(void) {
       _mi_bitmap_clear(a.inuse, i, 1);
       if (purge && due > 0) {
         /* a purge pass that found the block claimed here skipped it: make sure one looks again
-           (as arena.c does when it schedules a purge, telling the purger thread too) */
+           (as arena-purge.c does when it schedules a purge, telling the purger thread too) */
         mi_msecs_t expire = mi_atomic_load_relaxed(a.purge_expire);
         while ((expire == 0 || expire > due) && !mi_atomic_cas_weak_acq_rel(a.purge_expire, &expire, due)) { }
         mi_atomic_store_release(&_mi_arenas_purge_pending, 1);

@@ -21,7 +21,7 @@ LAYERS = {
     # The schedule fuzzer (test builds) stands for the OS's scheduler: prim, calling only prim.
     "prim/unix.c": 1, "prim/windows.c": 1, "prim/failinject.c": 1, "prim/sched-fuzz.c": 1,
     "os.c": 2, "bitmap.c": 2, "random.c": 2,
-    "arena.c": 3, "segment-map.c": 3,
+    "arena.c": 3, "arena-purge.c": 3, "segment-map.c": 3,
     "segment.c": 4, "abandon.c": 4, "page.c": 4, "purger.c": 4,
     "heap.c": 5, "init.c": 5, "sheap.c": 5,
     "alloc.c": 6, "free.c": 6, "aligned.c": 6,
@@ -57,7 +57,7 @@ HOOKS = {
     # its heap when its room is used up.
     ("init.c", "_mi_malloc_generic"): "static allocation falls back on its heap",
     # A scheduled arena purge wakes the purger thread (which runs the purges of both layers).
-    ("arena.c", "_mi_purger_notify"): "a scheduled arena purge wakes the purger",
+    ("arena-purge.c", "_mi_purger_notify"): "a scheduled arena purge wakes the purger",
     # MIMALLOC_VERBOSE on Windows: one block through the program's malloc tells whether the static
     # override (override-windows.c) serves it.
     ("init.c", "malloc"): "Windows' verbose start-up line asks the program's malloc who serves it",

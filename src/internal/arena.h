@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* Arenas and the purge of their free blocks (src/arena.c), and the background thread that runs
-   due purges (src/purger.c): what the segments, the OS layer's users and the validators need of
-   them. Part of internal.h, which includes it after the OS layer's declarations. */
+/* Arenas (src/arena.c) and the purge of their free blocks (src/arena-purge.c), and the
+   background thread that runs due purges (src/purger.c): what the segments, the OS layer's users
+   and the validators need of them, and the descriptor the two arena files share. Part of
+   internal.h, which includes it after the OS layer's declarations. */
 #pragma once
 
 #include "types.h"
+#include "bitmap.h"
 
 /* ------------------------------------------------------------------------------------------
-   arena.c: arenas and purging of free arena blocks
+   arena.c: arenas
 ------------------------------------------------------------------------------------------ */
-extern _Atomic(size_t) _mi_arenas_purge_pending;
 /* Memory for a segment: from the arenas (only req_arena_id's if not 0) when the size and
    alignment fit, else straight from the OS; NULL with errno ENOMEM when that is not allowed.
    numa_node >= 0: only memory of that node or of none (arenas, one reserved on demand for it),
@@ -35,17 +36,10 @@ bool       _mi_arena_manage_memory(void* start, size_t size, bool is_committed, 
 bool       _mi_arena_commit(const mi_memid_t* memid, void* p, size_t size);
 bool       _mi_arena_purge(const mi_memid_t* memid, void* p, size_t size);
 bool       _mi_arena_decommit(const mi_memid_t* memid, void* p, size_t size);
-/* The due purges (all with force); thread-safe. try_purge never waits: an arena whose pass is in
-   progress elsewhere is left to that pass (the allocator's own activity, the purger). collect
-   (mi_collect) waits for such a pass, so the due purges are done when it returns. */
-void       _mi_arenas_try_purge(bool force);
-void       _mi_arenas_collect(bool force);
-void       _mi_arenas_fork_prepare(void);   /* no arena purge pass runs across a fork */
-void       _mi_arenas_fork_release(void);   /* parent and child */
 bool       _mi_arena_memid_is_suitable(const mi_memid_t* memid, mi_arena_id_t req_arena_id);
 bool       _mi_arena_id_is_valid(mi_arena_id_t id);
 void       _mi_arenas_init_reserve(void);
-/* An arena's descriptor as the validators see it (validate.c): the four bitmaps of arena.c */
+/* An arena's descriptor as the validators see it (validate.c): the four bitmaps of mi_arena_t (below) */
 typedef struct mi_arena_view_s {
   uint8_t*            start;          /* NULL while released */
   size_t              block_count;
@@ -65,6 +59,87 @@ typedef struct mi_arena_view_s {
 } mi_arena_view_t;
 bool       _mi_arena_view(size_t idx, mi_arena_view_t* view);
 size_t     _mi_arena_slots(void);         /* arena slots taken (some may be empty briefly) */
+
+/* ------------------------------------------------------------------------------------------
+   arena-purge.c: the delayed purge of free arena blocks, and the release of empty arenas
+------------------------------------------------------------------------------------------ */
+extern _Atomic(size_t) _mi_arenas_purge_pending;   /* some arena may have a purge scheduled */
+/* The due purges (all with force); thread-safe. try_purge never waits: an arena whose pass is in
+   progress elsewhere is left to that pass (the allocator's own activity, the purger). collect
+   (mi_collect) waits for such a pass, so the due purges are done when it returns. */
+void       _mi_arenas_try_purge(bool force);
+void       _mi_arenas_collect(bool force);
+void       _mi_arenas_fork_prepare(void);   /* no arena purge pass runs across a fork */
+void       _mi_arenas_fork_release(void);   /* parent and child */
+void       _mi_arenas_show_purge_policy(void);   /* the verbose line of the purge policy (start-up) */
+
+/* ------------------------------------------------------------------------------------------
+   The arena descriptor, and the helpers arena.c and arena-purge.c share (no other file uses
+   them: the validators see an arena through mi_arena_view_t)
+
+   Per arena four bitmaps with one bit per block (bitmap.h), all changed with atomic operations,
+   so arenas are never locked:
+     inuse      the block belongs to a segment, or to a purge in progress (a claim);
+     committed  the block is committed (counted in the committed statistic);
+     dirty      the block may hold non-zero bytes;
+     purge      the block is free and waits for its delayed purge.
+   Invariants: purge ⊆ committed; a block in use is committed unless its segment commits page
+   by page itself (it gives the blocks back fully committed); pinned arenas (large/huge OS
+   pages) are committed from the start and never purged. Only a claimer of the inuse bits
+   changes the other bits of its blocks, so a purge and an allocation of the same blocks never
+   overlap: both claim the inuse bits first.
+------------------------------------------------------------------------------------------ */
+typedef enum mi_arena_state_e { MI_ARENA_MAPPED, MI_ARENA_RELEASED, MI_ARENA_BUSY } mi_arena_state_t;
+
+typedef struct mi_arena_s {
+  _Atomic(uint8_t*)    start;            /* NULL while released */
+  size_t               block_count;
+  size_t               field_count;
+  size_t               meta_size;        /* bytes of this descriptor (mi_arena_meta_alloc) */
+  int                  numa_node;        /* -1: any */
+  bool                 exclusive;
+  bool                 is_pinned;        /* large or huge OS pages */
+  bool                 commit_syscall;   /* reserved inaccessible: commit with mprotect (or commit_fun) */
+  mi_arena_commit_fun_t* commit_fun;     /* the program's commit and decommit (mi_manage_memory), or
+                                            NULL: the OS's. Set: commit_syscall too, never on_demand */
+  void*                commit_fun_arg;
+  bool                 is_huge_pages;    /* 1 GiB pages */
+  bool                 purge_zeroes;     /* our private anonymous memory: a decommit zeroes it
+                                            (not so for memory we manage, e.g. a shared file) */
+  bool                 on_demand;        /* reserved by us when memory ran out: released when
+                                            it is entirely free (except the first such arena)
+                                            and mapped again when needed (arena-purge.c, Release) */
+  _Atomic(int)         state;            /* mi_arena_state_t (always MAPPED unless on_demand) */
+  _Atomic(size_t)      blocks_used;      /* blocks handed out */
+  _Atomic(mi_msecs_t)  purge_expire;     /* 0: no purge scheduled; else <= every waiting block's deadline
+                                            (while no pass holds purge_lock) */
+  mi_lock_t            purge_lock;       /* held by the one purge pass of the arena (arena-purge.c) */
+  bool                 purge_fork_held;  /* purge_lock is held by the forking thread (fork handlers) */
+  _Atomic(mi_msecs_t)* purge_due;        /* per block: deadline of its purge while its purge bit is
+                                            set; after a purge: the time of the purge (or 0) */
+  mi_bitmap_field_t*   blocks_committed;
+  mi_bitmap_field_t*   blocks_dirty;
+  mi_bitmap_field_t*   blocks_purge;
+  mi_bitmap_field_t    blocks_inuse[1];  /* field_count fields, then the three other bitmaps */
+} mi_arena_t;
+
+extern _Atomic(size_t) _mi_arenas_inuse;   /* blocks handed out (in use by segments), all arenas */
+mi_arena_t* _mi_arena_at(size_t idx);      /* the arena in slot idx; NULL if empty or out of range */
+static inline uint8_t* _mi_arena_start(mi_arena_t* arena) {   /* NULL while released */
+  return mi_atomic_load_relaxed(&arena->start);
+}
+/* Decommit [p, p+size) of the arena (purge: as a purge, which the OS may do by discarding), by
+   the OS or the program's function; true if decommitted, false if it stays committed. */
+bool       _mi_arena_mem_decommit(mi_arena_t* arena, void* p, size_t size, bool purge);
+/* Blocks [idx, idx+count) the caller holds in use (claimed) and gives back: their purge is
+   scheduled after the delay (done now with purge_delay 0; never for a pinned arena). */
+void       _mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count);
+/* Blocks [idx, idx+count) the caller just claimed for use: their pending purge is cancelled
+   (and one done shortly before counts as done in vain: the budget grows). */
+void       _mi_arena_unschedule_purge(mi_arena_t* arena, size_t idx, size_t count);
+/* An arena reserved on demand became entirely free: a pass releases it after the delay if it
+   is still free then (never with purge_delay < 0). */
+void       _mi_arena_schedule_release(mi_arena_t* arena);
 
 /* ------------------------------------------------------------------------------------------
    purger.c: the background thread that runs due purges (MIMALLOC_PURGE_THREAD)

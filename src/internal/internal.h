@@ -185,7 +185,7 @@ size_t     _mi_os_numa_node_count(void);   /* detected, capped by use_numa_nodes
 int        _mi_os_numa_node(void);         /* node of the calling thread, < count */
 size_t     _mi_os_good_alloc_size(size_t size);
 
-#include "arena.h"   /* arena.c and purger.c */
+#include "arena.h"   /* arena.c, arena-purge.c and purger.c */
 
 /* ------------------------------------------------------------------------------------------
    segment.c: segments (shared by the threads of a subprocess), the segment map, page slots
@@ -197,16 +197,16 @@ size_t     _mi_os_good_alloc_size(size_t size);
 mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t page_alignment, size_t align_offset, bool busy);
 void       _mi_segments_set_main_numa(int numa_node);   /* the backing heaps' NUMA node, -1: none (mi_heap_set_numa_affinity) */
 void       _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld);
-void       _mi_segment_page_abandon(mi_page_t* page, mi_tld_t* tld, mi_sheap_t* sheap);   /* sheap: a theap's page stays its shared heap's */
-void       _mi_segment_abandoned_sheap_done(mi_sheap_t* sheap, bool destroy);   /* sheap.c: its abandoned pages freed (destroy) or handed to the subprocess */
-mi_heap_t* _mi_segment_abandoned_heap_of(mi_page_t* page);   /* mi_heap_of, a page without heap: its shared heap, or NULL */
-void       _mi_segment_reclaim_all_abandoned(mi_heap_t* heap);   /* mi_collect(true) */
-bool       _mi_segment_reclaim_for_bin(mi_heap_t* heap, size_t block_size);   /* page.c, before a fresh page */
-bool       _mi_segment_reclaim_on_free(mi_page_t* page);   /* option abandoned_reclaim_on_free */
+void       _mi_abandoned_add_page(mi_page_t* page, mi_tld_t* tld, mi_sheap_t* sheap);   /* sheap: a theap's page stays its shared heap's */
+void       _mi_abandoned_sheap_done(mi_sheap_t* sheap, bool destroy);   /* sheap.c: its abandoned pages freed (destroy) or handed to the subprocess */
+mi_heap_t* _mi_abandoned_heap_of(mi_page_t* page);   /* mi_heap_of, a page without heap: its shared heap, or NULL */
+void       _mi_abandoned_reclaim_all(mi_heap_t* heap);   /* mi_collect(true) */
+bool       _mi_abandoned_reclaim_for_bin(mi_heap_t* heap, size_t block_size);   /* page.c, before a fresh page */
+bool       _mi_abandoned_reclaim_on_free(mi_page_t* page);   /* option abandoned_reclaim_on_free */
 /* Free `block`, the last live block of `page` (abandoned form, internal.h), under the
    subprocess' lock, releasing the page (and the segment with its last page). False when the
    page was owned again meanwhile: nothing done, the caller frees the block as into an owned page. */
-bool       _mi_segment_abandoned_free_last(mi_segment_t* segment, mi_page_t* page, mi_block_t* block);
+bool       _mi_abandoned_free_last(mi_segment_t* segment, mi_page_t* page, mi_block_t* block);
 /* Under the subprocess' lock: an empty page leaves its segment; returns a segment to release
    with _mi_segment_free_released once the lock is dropped (NULL: none). */
 mi_segment_t* _mi_segment_page_release_locked(mi_page_t* page, bool purge_now);
@@ -223,12 +223,9 @@ size_t     _mi_abandoned_pages_listed(void);                   /* pages of ended
 void       _mi_subprocs_visit(void (*visit)(mi_subproc_t* subproc, void* arg), void* arg);   /* init.c: every subprocess, under the list's lock */
 bool       _mi_segment_map_can_hold(const void* start, size_t size);
 /* segment-map.c: the covered map's parts for [start, start + size) (false: out of memory); a
-   segment's entries set (on) or cleared; a segment's memory from the arenas (NULL when beyond
-   the range the maps cover, or the parts cannot be had) */
+   segment's entries set (on) or cleared */
 bool       _mi_segment_map_prepare(const void* start, size_t size);
 void       _mi_segment_map_set(const mi_segment_t* segment, bool on);
-mi_segment_t* _mi_segment_os_alloc(size_t size, size_t alignment, size_t align_offset, bool commit,
-                                   mi_arena_id_t req_arena_id, int numa_node, mi_memid_t* memid);
 /* realloc: grow the huge block p (its page's start, segment owned by the calling thread) in
    place so that [p, p + size) fits, taking the free arena blocks after it; *ext_zero tells
    whether the added bytes are zero. False, and nothing changed, when that is not possible. */
@@ -275,7 +272,7 @@ void       _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* 
 void       _mi_page_queue_remove(mi_page_queue_t* pq, mi_page_t* page);
 size_t     _mi_page_queue_append(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_queue_t* append);
 mi_page_queue_t* _mi_page_queue_of(const mi_page_t* page);
-void       _mi_heap_collect_retired(mi_heap_t* heap, bool force);
+void       _mi_page_collect_retired(mi_heap_t* heap, bool force);
 size_t     _mi_bin_size(size_t bin);
 
 /* ------------------------------------------------------------------------------------------
@@ -329,7 +326,7 @@ size_t     _mi_usable_size(const void* p);
    guarded.c (MI_GUARDED builds): sampled objects placed against a guard page
 ------------------------------------------------------------------------------------------ */
 #if MI_GUARDED > 0
-void       _mi_heap_guarded_init(mi_heap_t* heap);   /* sampling from the options */
+void       _mi_guarded_heap_init(mi_heap_t* heap);   /* sampling from the options */
 void*      _mi_guarded_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) mi_decl_noinline;
 /* free of p in a page with guarded blocks: true if p was a guarded object's (freed, or
    reported as a double or interior free); false: not one, free it as usual */
@@ -435,17 +432,17 @@ size_t     _mi_debug_requested_size(const mi_page_t* page, const mi_block_t* blo
    zero again the slack marking that the allocation wrote after p's requested size. */
 void       _mi_debug_rezero_slack(void* p, void* aligned, size_t size);
 /* secure.c (checked builds): is block on the page's list (validated walk)? */
-bool       _mi_list_contains(const mi_page_t* page, const mi_block_t* list, const mi_block_t* block);
+bool       _mi_secure_list_contains(const mi_page_t* page, const mi_block_t* list, const mi_block_t* block);
 /* secure.c: the block a checked free of p releases, or NULL (reported) if p is no block start */
-mi_block_t* _mi_checked_free_block(mi_page_t* page, void* p);
+mi_block_t* _mi_secure_checked_free_block(mi_page_t* page, void* p);
 /* secure.c: report (EFAULT) a link of the page's lists that leads outside its blocks */
-void       _mi_page_link_report(const mi_page_t* page, const mi_block_t* block, const mi_block_t* next) mi_decl_noinline;
+void       _mi_secure_page_link_report(const mi_page_t* page, const mi_block_t* block, const mi_block_t* next) mi_decl_noinline;
 /* secure.c (secure builds): fresh link keys for a page being set up */
-void       _mi_page_init_keys(mi_page_t* page);
+void       _mi_secure_page_init_keys(mi_page_t* page);
 /* secure.c (checked builds): a link of the page's lists leads outside it: report and drop the lists */
-void       _mi_page_list_corrupt(mi_page_t* page, const mi_block_t* block, const mi_block_t* next);
-/* secure.c: malloc found the link of `block` corrupted: _mi_page_list_corrupt, then the generic path */
-void*      _mi_page_malloc_corrupt(mi_heap_t* heap, mi_page_t* page, const mi_block_t* block, const mi_block_t* next, size_t size, bool zero);
+void       _mi_secure_page_list_corrupt(mi_page_t* page, const mi_block_t* block, const mi_block_t* next);
+/* secure.c: malloc found the link of `block` corrupted: _mi_secure_page_list_corrupt, then the generic path */
+void*      _mi_secure_page_malloc_corrupt(mi_heap_t* heap, mi_page_t* page, const mi_block_t* block, const mi_block_t* next, size_t size, bool zero);
 /* secure.c: the full check of a free in secure builds; false (reported) to ignore the free */
 bool       _mi_secure_free_check(mi_page_t* page, void* p, bool is_local);
 /* New blocks of a page (extend): filled as freed blocks. */
@@ -915,7 +912,7 @@ static mi_decl_always_inline void* _mi_page_malloc(mi_heap_t* heap, mi_page_t* p
   mi_block_t* const next = mi_block_next(page, block);
 #if MI_SECURE > 0
   if (mi_unlikely(!mi_page_link_ok(page, next))) {
-    return _mi_page_malloc_corrupt(heap, page, block, next, size, zero);   /* a tail call: no frame here */
+    return _mi_secure_page_malloc_corrupt(heap, page, block, next, size, zero);   /* a tail call: no frame here */
   }
   block->next = NULL;   /* a live block holds no link: a later free of it is not mistaken for a double free */
 #endif

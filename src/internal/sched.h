@@ -18,7 +18,7 @@
   X(FREE_DELAYED,  "free-delayed")   /* free.c: a page in MI_DELAYED_FREEING, before the delayed push */ \
   X(DELAYED_DRAIN, "delayed-drain")  /* heap.c: the heap's delayed list taken, before its blocks are freed */ \
   X(SEGMENT_PURGE, "segment-purge")  /* segment.c: a slot purge pass between two holds of the lock */ \
-  X(ARENA_PURGE,   "arena-purge")    /* arena.c: arena blocks claimed and purged, before the claim is released */ \
+  X(ARENA_PURGE,   "arena-purge")    /* arena-purge.c: arena blocks claimed and purged, before the claim is released */ \
   X(PURGER_START,  "purger-start")   /* purger.c: the thread started, its state still STARTING */ \
   X(PURGER_PASS,   "purger-pass")    /* purger.c: between the slot and the arena purges of a pass */ \
   X(PURGER_WAIT,   "purger-wait")    /* purger.c: nothing due, pages of ended threads wait: before it sleeps until notified */ \

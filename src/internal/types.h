@@ -184,7 +184,7 @@
 /* Free arena blocks waiting for their (long) arena purge delay, over all arenas: a block freed
    while more than this amount waits is due after the short purge_delay. A few segments
    churning keep their memory for reuse; a program that shrinks returns the bulk promptly.
-   The budget in force adapts (arena.c, mi_arenas_unpurged_max): up to 32 times this. */
+   The budget in force adapts (arena-purge.c, mi_arenas_unpurged_max): up to 32 times this. */
 #define MI_ARENA_UNPURGED_MAX (8 * MI_ARENA_BLOCK_SIZE)     /* 32 MiB */
 
 /* ------------------------------------------------------------------------------------------
@@ -200,7 +200,7 @@ typedef int64_t mi_msecs_t;   /* milliseconds (monotonic clock) */
 
 /* Where a segment's memory came from (arena.c) and its state when handed out. Memory from
    an arena is a run of whole arena blocks; memory straight from the OS is page-rounded.
-   Invariants (arena.c's bitmaps; checked by validate.c):
+   Invariants (the arena bitmaps, mi_arena_t in internal/arena.h; checked by validate.c):
      while a segment holds arena blocks [block_index, block_index + size / MI_ARENA_BLOCK_SIZE):
        their inuse and dirty bits are set and their purge bits clear, their committed bits are
        all set if initially_committed or is_pinned and all clear otherwise (the segment commits

@@ -31,7 +31,7 @@ import time
 KINDS = ["map", "large", "unmap", "commit", "decommit", "reset", "protect", "guard", "huge", "random", "thread"]
 SEGMENT = 4 << 20
 # a refused call may make the allocator reserve one more arena, released when empty; its
-# descriptor (4 KiB for 1 GiB) stays in its slot by design (src/arena.c, "Release") and counts
+# descriptor (4 KiB for 1 GiB) stays in its slot by design (src/arena-purge.c, "Release") and counts
 # as reserved and committed metadata. Less than the smallest page (64 KiB): a lost page shows.
 META = 16 << 10
 SLACK = 8 << 20   # address space: thread stacks and libc's own mappings may differ a little
