@@ -311,6 +311,7 @@ void _mi_arenas_fork_prepare(void) {
     mi_arena_t* arena = _mi_arena_at(i);
     if (arena == NULL) continue;
     mi_lock_acquire(&arena->purge_lock);
+    if (arena->commit_fun != NULL) mi_lock_acquire(&arena->commit_lock);   /* (a call in progress ends first) */
     arena->purge_fork_held = true;
   }
 }
@@ -321,6 +322,7 @@ void _mi_arenas_fork_release(void) {
     mi_arena_t* arena = _mi_arena_at(i);
     if (arena == NULL || !arena->purge_fork_held) continue;   /* (added after the prepare) */
     arena->purge_fork_held = false;
+    if (arena->commit_fun != NULL) mi_lock_release(&arena->commit_lock);
     mi_lock_release(&arena->purge_lock);
   }
 }

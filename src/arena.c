@@ -115,6 +115,7 @@ static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_p
   mi_arena_t* arena = mi_arena_meta_alloc(meta_size);   /* zeroed */
   if (arena == NULL) return false;
   mi_lock_init(&arena->purge_lock);
+  mi_lock_init(&arena->commit_lock);
   mi_atomic_store_relaxed(&arena->start, (uint8_t*)astart);
   arena->block_count = block_count;
   arena->field_count = fields;
@@ -146,6 +147,7 @@ static bool mi_arena_manage(void* start, size_t size, bool accessible, bool is_p
   if (!mi_arena_add(arena, arena_id)) {
     if (committed) mi_os_stat_decrease(committed, block_count * MI_ARENA_BLOCK_SIZE);
     mi_lock_done(&arena->purge_lock);
+    mi_lock_done(&arena->commit_lock);
     mi_arena_meta_free(arena, meta_size);
     _mi_warning_message("cannot add an arena: all %d arena slots are in use\n", MI_MAX_ARENAS);
     return false;
@@ -353,12 +355,20 @@ void _mi_arenas_init_reserve(void) {
 /* Commit and purge of an arena's memory: through the program's function for an arena of
    mi_manage_memory (its decommit is the purge: we never discard the program's memory behind
    its back), else the OS's (os.c). The statistics count both alike. The function runs where
-   the allocator may hold its locks: it must not allocate with this allocator. */
+   the allocator may hold its locks (it must not allocate with this allocator), one call at a
+   time per arena (commit_lock). */
+static bool mi_arena_commit_fun_call(mi_arena_t* arena, bool commit, void* p, size_t size, bool* is_zero) {
+  mi_lock_acquire(&arena->commit_lock);
+  const bool ok = arena->commit_fun(commit, p, size, is_zero, arena->commit_fun_arg);
+  mi_lock_release(&arena->commit_lock);
+  return ok;
+}
+
 static bool mi_arena_mem_commit(mi_arena_t* arena, void* p, size_t size) {
   if (arena->commit_fun == NULL) return _mi_os_commit(p, size, arena->commit_syscall);
   bool is_zero = false;   /* (not used: the arena's dirty bits decide what reads as zero) */
   mi_os_stat_counter_increase(commit_calls, 1);
-  if (!arena->commit_fun(true, p, size, &is_zero, arena->commit_fun_arg)) {
+  if (!mi_arena_commit_fun_call(arena, true, p, size, &is_zero)) {
     _mi_warning_message("the program's commit function refused to commit %zu KiB at %p\n", size / MI_KiB, p);
     return false;
   }
@@ -374,7 +384,7 @@ bool _mi_arena_mem_decommit(mi_arena_t* arena, void* p, size_t size, bool purge)
     mi_os_stat_counter_increase(purge_calls, 1);
     mi_os_stat_counter_increase(purged, size);
   }
-  if (!arena->commit_fun(false, p, size, NULL, arena->commit_fun_arg)) return false;
+  if (!mi_arena_commit_fun_call(arena, false, p, size, NULL)) return false;
   mi_os_stat_decrease(committed, size);
   return true;
 }

@@ -452,10 +452,23 @@ typedef struct commit_state_s {
   size_t   commits_before_decommit;   /* commits while nothing was ever decommitted */
   bool     refuse;           /* fail every commit */
   long     bad_calls;        /* a range outside the memory, unaligned, or is_zero misused */
+  atomic_int  inside;        /* calls in progress */
+  atomic_long overlaps;      /* calls that began while another was in progress (the allocator
+                                serialises them: docs/v3-api.md) */
 } commit_state_t;
+
+static bool commit_fun_body(bool commit, void* start, size_t size, bool* is_zero, commit_state_t* st);
 
 static bool commit_fun(bool commit, void* start, size_t size, bool* is_zero, void* arg) {
   commit_state_t* st = (commit_state_t*)arg;
+  if (atomic_fetch_add(&st->inside, 1) != 0) atomic_fetch_add(&st->overlaps, 1);
+  for (int i = 0; i < 20; i++) sched_yield();   /* (a window for a second call to show) */
+  const bool ok = commit_fun_body(commit, start, size, is_zero, st);
+  atomic_fetch_sub(&st->inside, 1);
+  return ok;
+}
+
+static bool commit_fun_body(bool commit, void* start, size_t size, bool* is_zero, commit_state_t* st) {
   uint8_t* p = (uint8_t*)start;
   if (p < st->base || size == 0 || p + size > st->base + st->size ||
       (uintptr_t)p % st->page != 0 || size % st->page != 0 || (commit != (is_zero != NULL))) {
@@ -503,6 +516,18 @@ static bool fill_arena_heap(commit_state_t* st, mi_arena_id_t arena) {
   for (int i = 0; i < N; i++) mi_free(blocks[i]);
   mi_heap_delete(h);
   return all;
+}
+
+/* A thread that fills the arena's heaps again and again (its commits beside others' purges). */
+static mi_arena_id_t manage_churn_arena;
+static commit_state_t* manage_churn_state;
+static void* manage_churn(void* arg) {
+  (void)arg;
+  for (int r = 0; r < 40; r++) {
+    CHECK(fill_arena_heap(manage_churn_state, manage_churn_arena));
+    mi_collect(false);
+  }
+  return NULL;
 }
 
 static void test_manage_memory(void) {
@@ -596,7 +621,20 @@ static void test_manage_memory(void) {
   mi_arena_id_t none = (mi_arena_id_t)(uintptr_t)1;
   CHECK(!mi_manage_memory(too_small, sizeof(too_small), true, false, false, -1, true, NULL, NULL, &none));
   CHECK(none == NULL);
+  /* calls never overlap: two threads commit while collects purge (a purge delay of 0 purges at
+     every free; the purger thread purges too) */
+  const long delay = mi_option_get(mi_option_purge_delay);
+  mi_option_set(mi_option_purge_delay, 0);
+  manage_churn_arena = a0;
+  manage_churn_state = &st[0];
+  pthread_t churn[2];
+  for (int i = 0; i < 2; i++) CHECK_EQ(pthread_create(&churn[i], NULL, &manage_churn, NULL), 0);
+  for (int r = 0; r < 200; r++) { mi_collect(true); sched_yield(); }
+  for (int i = 0; i < 2; i++) CHECK_EQ(pthread_join(churn[i], NULL), 0);
+  mi_option_set(mi_option_purge_delay, delay);
+  CHECK_GE(st[0].commits, 10);
   for (int k = 0; k < 3; k++) CHECK_EQ(st[k].bad_calls, 0);
+  for (int k = 0; k < 3; k++) { const long overlaps = atomic_load(&st[k].overlaps); CHECK_EQ(overlaps, 0); }
 }
 #endif
 

@@ -115,6 +115,10 @@ typedef struct mi_arena_s {
                                             (while no pass holds purge_lock) */
   mi_lock_t            purge_lock;       /* held by the one purge pass of the arena (arena-purge.c) */
   bool                 purge_fork_held;  /* purge_lock is held by the forking thread (fork handlers) */
+  mi_lock_t            commit_lock;      /* held around every call of commit_fun: the program's
+                                            function is never called twice at once for an arena
+                                            (an allocation's commit beside a purge pass's
+                                            decommit), so it needs no lock of its own; a leaf */
   _Atomic(mi_msecs_t)* purge_due;        /* per block: deadline of its purge while its purge bit is
                                             set; after a purge: the time of the purge (or 0) */
   mi_bitmap_field_t*   blocks_committed;
