@@ -40,6 +40,24 @@ jobs=$(nproc 2>/dev/null || echo 2)
 gen=()
 command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
 
+# Elapsed time per step: `step_time NAME` prints the seconds since the previous step ended (or
+# since the start) and keeps them for the summary that ends the run, also a failed one.
+step_t0=$SECONDS
+step_names=() step_secs=()
+step_time() {
+  local s=$((SECONDS - step_t0))
+  step_names+=("$1") step_secs+=("$s")
+  echo "=== time: $1: $s s"
+  step_t0=$SECONDS
+}
+step_summary() {
+  [ ${#step_names[@]} -gt 0 ] || return 0
+  echo "=== time per step (seconds; total $SECONDS s):"
+  local i
+  for i in "${!step_names[@]}"; do printf '  %6d  %s\n' "${step_secs[$i]}" "${step_names[$i]}"; done
+}
+trap step_summary EXIT
+
 run_suite() {   # name, extra cmake args..., then ctest args after --
   local name=$1; shift
   local cmake_args=() ctest_args=()
@@ -50,8 +68,10 @@ run_suite() {   # name, extra cmake args..., then ctest args after --
   echo "=== $name: configure and build ($dir)"
   cmake -S "$root" -B "$dir" "${gen[@]}" "${cmake_args[@]}" >/dev/null
   cmake --build "$dir" -j "$jobs"
+  step_time "$name: build"
   echo "=== $name: ctest ${ctest_args[*]:-}"
   ctest --test-dir "$dir" --output-on-failure -j "$jobs" "${ctest_args[@]}"
+  step_time "$name: ctest"
 }
 
 run_suite release -DCMAKE_BUILD_TYPE=Release
@@ -83,6 +103,7 @@ skipped=()
 echo "=== model-mt: random seeds, 30 s on release and 30 s on asan"
 "$root/build-test-release/test/test-model-mt" --seconds 30
 "$root/build-test-asan/test/test-model-mt" --seconds 30 --steps 6000
+step_time "model-mt: random seeds"
 fuzz_probe="$root/build-test-fuzz/libfuzzer-probe"
 mkdir -p "$root/build-test-fuzz"
 if command -v clang >/dev/null 2>&1 && echo 'int LLVMFuzzerTestOneInput(const char* d, unsigned long n) { (void)d; (void)n; return 0; }' \
@@ -100,6 +121,7 @@ if command -v clang >/dev/null 2>&1 && echo 'int LLVMFuzzerTestOneInput(const ch
     exit 1
   fi
   grep -E '^(Done|stat::)' "$fuzz_log"
+  step_time "model-mt: libFuzzer build and run"
 elif [ "${MI_TEST_REQUIRE_ALL:-0}" = 1 ]; then
   echo "=== model-mt libFuzzer: missing clang or its libFuzzer (apt-get install clang libclang-rt-14-dev)"; exit 1
 else
@@ -115,6 +137,7 @@ fi
 # needs); a failure prints the seed and the commands that replay it. test/soak.sh runs rounds
 # of it for hours.
 bash "$root/test/loaded.sh" --build-dir "$root/build-test-loaded" --rounds 1
+step_time "loaded: build and round"
 # ---- end of the loaded round ----
 
 for suite in "${OPTIONAL_SUITES[@]}"; do
@@ -129,6 +152,7 @@ for suite in "${OPTIONAL_SUITES[@]}"; do
   fi
   echo "=== $name: $script"
   bash "$root/$script"
+  step_time "$name"
 done
 if [ ${#skipped[@]} -gt 0 ]; then
   echo "=== all test suites passed; skipped for want of a toolchain: ${skipped[*]}"
