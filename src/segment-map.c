@@ -120,3 +120,21 @@ void _mi_segment_map_visit(void (*visit)(mi_segment_t* segment, void* arg), void
     }
   }
 }
+
+/* Memory for a segment from the arenas or the OS (arena.c), refused (so the allocation fails)
+   in the unlikely case that the OS places it beyond the address range of the segment map, or
+   when the map's parts for it cannot be had (_mi_segment_map_prepare). */
+mi_segment_t* _mi_segment_map_alloc(size_t size, size_t alignment, size_t align_offset, bool commit,
+                                    mi_arena_id_t req_arena_id, int numa_node, mi_memid_t* memid) {
+  void* p = _mi_arena_alloc_aligned(size, alignment, align_offset, commit, req_arena_id, numa_node, memid);
+  if (p != NULL && !_mi_segment_map_can_hold(p, memid->size)) {
+    _mi_warning_message("the OS returned memory at %p, beyond the %d-bit range this allocator maps\n", p, MI_SEGMENT_MAP_ADDR_BITS);
+    _mi_arena_free(p, memid->size, (memid->initially_committed ? memid->size : 0), memid);
+    return NULL;
+  }
+  if (p != NULL && !_mi_segment_map_prepare(p, memid->size)) {
+    _mi_arena_free(p, memid->size, (memid->initially_committed ? memid->size : 0), memid);
+    return NULL;
+  }
+  return (mi_segment_t*)p;
+}

@@ -531,24 +531,6 @@ static bool mi_segment_guards_done(mi_segment_t* segment) {
 }
 #endif
 
-/* Memory for a segment from the arenas or the OS (arena.c), refused (so the allocation fails)
-   in the unlikely case that the OS places it beyond the address range of the segment map, or
-   when the map's parts for it cannot be had (segment-map.c). */
-static mi_segment_t* mi_segment_os_alloc(size_t size, size_t alignment, size_t align_offset, bool commit,
-                                         mi_arena_id_t req_arena_id, int numa_node, mi_memid_t* memid) {
-  void* p = _mi_arena_alloc_aligned(size, alignment, align_offset, commit, req_arena_id, numa_node, memid);
-  if (p != NULL && !_mi_segment_map_can_hold(p, memid->size)) {
-    _mi_warning_message("the OS returned memory at %p, beyond the %d-bit range this allocator maps\n", p, MI_SEGMENT_MAP_ADDR_BITS);
-    _mi_arena_free(p, memid->size, (memid->initially_committed ? memid->size : 0), memid);
-    return NULL;
-  }
-  if (p != NULL && !_mi_segment_map_prepare(p, memid->size)) {
-    _mi_arena_free(p, memid->size, (memid->initially_committed ? memid->size : 0), memid);
-    return NULL;
-  }
-  return (mi_segment_t*)p;
-}
-
 /* A standard (MI_SEGMENT_SIZE) segment for small or medium (and large) pages, not yet on its
    free queue (no lock held: arena allocation is lock-free). The first eager_commit_delay
    segments a thread creates commit page by page (a thread that allocates little commits
@@ -558,7 +540,7 @@ static mi_segment_t* mi_segment_alloc_standard(mi_page_kind_t kind, mi_arena_id_
   const bool eager = (mi_option_is_enabled(mi_option_eager_commit) &&
                       tld->segments.created >= (size_t)mi_option_get_clamp(mi_option_eager_commit_delay, 0, 1024));
   mi_memid_t memid;
-  mi_segment_t* segment = mi_segment_os_alloc(MI_SEGMENT_SIZE, MI_SEGMENT_SIZE, 0, eager, req_arena_id, numa_node, &memid);
+  mi_segment_t* segment = _mi_segment_map_alloc(MI_SEGMENT_SIZE, MI_SEGMENT_SIZE, 0, eager, req_arena_id, numa_node, &memid);
   if (segment == NULL) return NULL;
   const size_t page_shift = mi_segment_page_shift(kind);
   const size_t capacity = MI_SEGMENT_SIZE >> page_shift;
@@ -936,8 +918,8 @@ static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_
   mi_memid_t memid;
   const int numa_node = mi_heap_numa_node(heap);
   mi_segment_t* segment = NULL;
-  if (numa_node >= 0) segment = mi_segment_os_alloc(segment_size, os_alignment, os_offset, true, heap->arena_id, numa_node, &memid);
-  if (segment == NULL) segment = mi_segment_os_alloc(segment_size, os_alignment, os_offset, true, heap->arena_id, -1, &memid);
+  if (numa_node >= 0) segment = _mi_segment_map_alloc(segment_size, os_alignment, os_offset, true, heap->arena_id, numa_node, &memid);
+  if (segment == NULL) segment = _mi_segment_map_alloc(segment_size, os_alignment, os_offset, true, heap->arena_id, -1, &memid);
   if (segment == NULL) return NULL;
   mi_segment_init_header(segment, segment_size, info_size, MI_PAGE_HUGE, 1, MI_HUGE_PAGE_SHIFT, &memid, true, heap->tld->subproc);
 #if MI_SECURE > 0

@@ -225,6 +225,8 @@ bool       _mi_segment_map_can_hold(const void* start, size_t size);
 /* segment-map.c: the covered map's parts for [start, start + size) (false: out of memory); a
    segment's entries set (on) or cleared */
 bool       _mi_segment_map_prepare(const void* start, size_t size);
+mi_segment_t* _mi_segment_map_alloc(size_t size, size_t alignment, size_t align_offset, bool commit,
+                                    mi_arena_id_t req_arena_id, int numa_node, mi_memid_t* memid);   /* memory the map can hold, from the arenas */
 void       _mi_segment_map_set(const mi_segment_t* segment, bool on);
 /* realloc: grow the huge block p (its page's start, segment owned by the calling thread) in
    place so that [p, p + size) fits, taking the free arena blocks after it; *ext_zero tells
