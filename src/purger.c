@@ -105,20 +105,26 @@ static void mi_purger_pass(void) {
    consistent): a pauser that then sees busy == 0 knows no pass runs until it unpauses. The
    live view's work runs the same way (it takes live.c's locks, which a fork child must not
    inherit held). */
-static bool mi_purger_try_pass(void) {
+static bool mi_purger_busy_begin(void) {
   mi_atomic_store_seq_cst(&mi_purger_busy, 1);
-  const bool run = (mi_atomic_load_seq_cst(&mi_purger_paused) == 0);
-  if (run) mi_purger_pass();
+  return (mi_atomic_load_seq_cst(&mi_purger_paused) == 0);
+}
+static void mi_purger_busy_end(void) {
   mi_atomic_store_release(&mi_purger_busy, 0);
+}
+
+static bool mi_purger_try_pass(void) {
+  const bool run = mi_purger_busy_begin();
+  if (run) mi_purger_pass();
+  mi_purger_busy_end();
   return run;
 }
 
 /* The live view's work when due; returns when it is due next (0: the view is off). */
 static mi_msecs_t mi_purger_try_live(mi_msecs_t now) {
-  mi_atomic_store_seq_cst(&mi_purger_busy, 1);
   mi_msecs_t next = now + 10;   /* paused (a fork): soon again */
-  if (mi_atomic_load_seq_cst(&mi_purger_paused) == 0) next = _mi_live_background(now);
-  mi_atomic_store_release(&mi_purger_busy, 0);
+  if (mi_purger_busy_begin()) next = _mi_live_background(now);
+  mi_purger_busy_end();
   if (next == 0) mi_atomic_store_release(&mi_purger_live, 0);
   return next;
 }
