@@ -11,7 +11,7 @@ message when that is not available).
 2. Programs: bench/workloads/*.c and bench/bench-mem.c, each built with
    `cc -std=c11 -O2 -Wall -Wextra -pthread <src> -o <exe> -ldl -lm` (CC overrides cc), and
    bench/origin.c as a shared library (-shared -fPIC), all in a temporary directory.
-   Real programs (redis, python, g++, sqlite) come from bench/benchlib/real.py when it exists.
+   Real programs (redis, python, g++, sqlite, espresso-real) come from bench/benchlib/real.py when it exists.
 3. Allocators: ours, plus the peers of bench/benchlib/peers.py (glibc; Debian's mimalloc 2.0.9,
    jemalloc, tcmalloc, tbbmalloc; the newest mimalloc v2 and v3, snmalloc and rpmalloc built from
    the sources bundled in crates.io crates, cached under ~/.cache/alloc-bench/).
