@@ -5,8 +5,9 @@
 Every function of src/ belongs to the file that defines it, and every file to a layer (LAYERS
 below). A reference from a function to a function of a higher layer (a call, or its address
 taken) is an up-call; each one must be a named hook in HOOKS, with the reason it exists. Inline
-helpers of src/internal/*.h belong to no layer: a reference to one counts as the references it
-makes itself. Cross-cutting files (options, statistics, checks of checked builds, tracking) may be
+helpers and macros of src/internal/*.h belong to no layer: a reference to one counts as the
+references it makes itself (a macro's body in every #if branch); so does a reference to a macro
+of the file itself, and each such macro is also checked where it is defined. Cross-cutting files (options, statistics, checks of checked builds, tracking) may be
 used from any layer, and use any layer.
 
 docs/design.md's list of the hooks is generated from HOOKS (between its "hooks:" markers), so the
@@ -82,9 +83,9 @@ IDENT = re.compile(r"[A-Za-z_]\w*")
 REF = re.compile(r"(?<![\w.>])[A-Za-z_]\w*")
 
 
-def strip(text):
+def strip(text, keep_pp=False):
     """Text with comments, string and character literals blanked and preprocessor lines removed
-    (line numbers kept)."""
+    (kept with keep_pp; line numbers kept)."""
     out, i, n = [], 0, len(text)
     while i < n:
         c = text[i]
@@ -106,6 +107,8 @@ def strip(text):
         else:
             out.append(c)
             i += 1
+    if keep_pp:
+        return "".join(out)
     lines = "".join(out).split("\n")
     kept, cont = [], False
     for line in lines:
@@ -113,6 +116,32 @@ def strip(text):
         cont = is_pp and line.rstrip().endswith("\\")
         kept.append("" if is_pp else line)
     return "\n".join(kept)
+
+
+DEFINE = re.compile(r"#\s*define\s+([A-Za-z_]\w*)(\([^)]*\))?(.*)", re.S)
+
+
+def macros(text):
+    """{name: set of identifiers its body references} for the macros a source text defines (in
+    any branch of its #if: every configuration's body counts), its parameters left out. A
+    reference to a macro counts as the references its body makes, like an inline helper."""
+    out, lines, i = {}, strip_comments(text).split("\n"), 0
+    while i < len(lines):
+        line = lines[i]
+        while line.rstrip().endswith("\\") and i + 1 < len(lines):
+            i += 1
+            line = line.rstrip()[:-1] + " " + lines[i]
+        i += 1
+        m = DEFINE.match(line.strip())
+        if m:
+            params = set(IDENT.findall(m.group(2) or ""))
+            out.setdefault(m.group(1), set()).update(set(REF.findall(m.group(3))) - params)
+    return out
+
+
+def strip_comments(text):
+    """Text with comments and literals blanked, preprocessor lines kept (for macros)."""
+    return strip(text, keep_pp=True)
 
 
 def functions(text):
@@ -215,14 +244,19 @@ def main():
     write = len(args) < len(sys.argv) - 1
     src = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
     owner, refs = {}, {}   # function -> file; (file, function) -> referenced identifiers
+    local = {}             # file -> its own macros -> identifiers their bodies reference
     for rel in LAYERS:
         path = os.path.join(src, rel)
         if not os.path.exists(path):
             print(f"layers.py: {rel} is in LAYERS but not in {src}")
             return 1
-        for name, ids in functions(strip(open(path, encoding="utf-8").read())).items():
+        text = open(path, encoding="utf-8").read()
+        for name, ids in functions(strip(text)).items():
             owner.setdefault(name, rel)
             refs.setdefault((rel, name), set()).update(ids)
+        local[rel] = macros(text)
+        for name, ids in local[rel].items():   # a macro of the file is checked where it is defined
+            refs.setdefault((rel, "#define " + name), set()).update(ids)
     listed = set(LAYERS)
     for dirpath, _, files in os.walk(src):
         for f in files:
@@ -230,21 +264,25 @@ def main():
             if f.endswith(".c") and rel not in listed:
                 print(f"layers.py: {rel} has no layer: add it to LAYERS (and to docs/design.md, Layers)")
                 return 1
-    inline = {}   # header inline helper -> identifiers it references
+    inline = {}   # header inline helper or macro -> identifiers it references
     hdir = os.path.join(src, "internal")
     for f in sorted(os.listdir(hdir)):
         if f.endswith(".h"):
-            for name, ids in functions(strip(open(os.path.join(hdir, f), encoding="utf-8").read())).items():
+            text = open(os.path.join(hdir, f), encoding="utf-8").read()
+            for name, ids in list(functions(strip(text)).items()) + list(macros(text).items()):
                 inline.setdefault(name, set()).update(ids)
 
-    def expand(ids, seen):
+    def expand(ids, seen, mine):
+        """The functions of src/ that references ids make, through the file's own macros (mine)
+        and the headers' inline helpers and macros."""
         out = set()
         for x in ids:
-            if x in inline and x not in seen:
-                seen.add(x)
-                out |= expand(inline[x], seen)
-            elif x in owner:
+            if x in owner:
                 out.add(x)
+            body = mine.get(x, inline.get(x))
+            if body is not None and x not in seen:
+                seen.add(x)
+                out |= expand(body, seen, mine)
         return out
 
     bad, used = [], set()
@@ -252,7 +290,7 @@ def main():
         lo = LAYERS[rel]
         if lo is None:
             continue
-        for callee in sorted(expand(ids, set())):
+        for callee in sorted(expand(ids, set(), local[rel])):
             hi = LAYERS[owner[callee]]
             if hi is not None and hi > lo:
                 if (rel, callee) in HOOKS:
