@@ -10,12 +10,6 @@
    load of the segment header cost free 5 instructions and a cache line. */
 #define MI_CHECK_FREE  (MI_DEBUG > 0)
 
-mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p) {
-  const size_t diff   = (size_t)((const uint8_t*)p - mi_page_start(page));
-  const size_t adjust = diff % page->block_size;
-  return (mi_block_t*)((uintptr_t)p - adjust);
-}
-
 /* Free by the owning thread into a page that needs attention (full, or empty afterwards, or
    with MI_PAGE_FREE_HOOK: counted by the live view, or holding profiler samples). */
 static void mi_free_block_local(mi_page_t* page, mi_block_t* block) {

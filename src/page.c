@@ -16,6 +16,14 @@ size_t _mi_bin_size(size_t bin) {
   return ((9 + (k % 8)) << (b - 3)) * sizeof(uintptr_t);
 }
 
+/* The block of the page that p points into (an interior pointer of an aligned block); here,
+   below free.c, for the checks and trackers of the page layer (debug.c, track.c). */
+mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p) {
+  const size_t diff   = (size_t)((const uint8_t*)p - mi_page_start(page));
+  const size_t adjust = diff % page->block_size;
+  return (mi_block_t*)((uintptr_t)p - adjust);
+}
+
 /* ------------------------------------------------------------------------------------------
    Page queues
 ------------------------------------------------------------------------------------------ */
