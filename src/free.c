@@ -129,7 +129,7 @@ void _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) {
   mi_block_t* block = (mi_page_has_aligned(page) ? _mi_page_ptr_unalign(page, p) : (mi_block_t*)p);
 #if MI_PROF_AVAILABLE
   if (mi_unlikely(mi_page_prof_samples(page) != 0)) {   /* before the block can be handed out again */
-    _mi_prof_freed(page, block);
+    _mi_observe_free(page, block);
     if (owner == _mi_thread_id() && mi_page_prof_samples(page) == 0 && !mi_live_enabled()) {
       mi_page_flag_set(page, MI_PAGE_FREE_HOOK, false);   /* its last sample: frees take the fast path again */
     }

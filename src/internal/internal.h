@@ -459,7 +459,7 @@ void       _mi_debug_set_caller(const mi_page_t* page, const mi_block_t* block, 
    validate.c (checked builds): one validator per structure, checking the invariants of
    types.h; each returns true or reports the field (expected and found values) and aborts.
    MI_DEBUG >= 3 (CMake MI_DEBUG_FULL) calls them at the slow-path boundaries through
-   mi_assert_expensive; tests may call them in any debug build. See validate.c for who may
+   mi_assert_expensive(_mi_observe_check(...)) (observe.h); tests may call them in any debug build. See validate.c for who may
    call which.
 ------------------------------------------------------------------------------------------ */
 bool       _mi_page_validate(const mi_page_t* page);
@@ -478,6 +478,7 @@ bool       _mi_thread_validate(const mi_heap_t* heap);         /* all of the abo
    random.c
 ------------------------------------------------------------------------------------------ */
 #include "prof-hook.h"   /* the sampling profiler (prof.c and its files) */
+#include "observe.h"     /* the observers' hooks: the core's only way up to them */
 uintptr_t  _mi_random_next(void);     /* process-wide, thread-safe, not for cryptography */
 uintptr_t  _mi_random_shuffle(uintptr_t x);
 
