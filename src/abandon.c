@@ -96,7 +96,7 @@ void _mi_abandoned_add_page(mi_page_t* page, mi_tld_t* tld, mi_sheap_t* sheap) {
       released = mi_abandoned_page_release(page);
     }
   }
-  mi_assert_expensive(_mi_subproc_validate_locked(subproc));
+  mi_assert_expensive(_mi_observe_check(MI_CHECK_SUBPROC_LOCKED, subproc, NULL));
   mi_lock_release(&subproc->lock);
   _mi_segment_free_released(released);
   _mi_segments_notify_purger(subproc);
@@ -145,7 +145,7 @@ static void mi_page_adopt(mi_page_t* page, mi_heap_t* heap) {
   page->heap_tag = target->tag;   /* (no heap of its tag: the page joins `heap`, types.h) */
   mi_os_stat_decrease(pages_abandoned, 1);
   _mi_stat_page_transfer(page, NULL, tld);   /* before collecting: the collect decreases */
-  if (mi_unlikely(mi_live_enabled())) _mi_live_page_move(page, NULL, tld);
+  if (mi_unlikely(mi_live_enabled())) _mi_observe_page_move(page, NULL, tld);
   else if (mi_unlikely((mi_page_flags(page) & MI_PAGE_FREE_HOOK) != 0) && mi_page_prof_samples(page) == 0) {
     mi_page_flag_set(page, MI_PAGE_FREE_HOOK, false);   /* counted by a view now off (a fork child's parent) */
   }
@@ -356,7 +356,7 @@ void _mi_abandoned_sheap_done(mi_sheap_t* sheap, bool destroy) {
     }
     /* (a theap ending at the same time may list a page in a bin passed already: whoever frees
        the heap, after that theap is gone, finds it) */
-    mi_assert_expensive(_mi_subproc_validate_locked(subproc));
+    mi_assert_expensive(_mi_observe_check(MI_CHECK_SUBPROC_LOCKED, subproc, NULL));
     mi_lock_release(&subproc->lock);
     if (released == NULL) break;
     _mi_segment_free_released(released);

@@ -91,7 +91,7 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
       if (!mi_heap_is_dead_default(heap)) heap = mi_malloc_sheaps_dying(heap);   /* (its sweep: the profiler's only chance but mi_collect) */
       else if (bheap->prof != NULL && !*(const bool*)bheap->prof) heap = mi_heap_default_back(heap);   /* (else at mi_collect) */
     }
-    return _mi_prof_malloc(size, heap, zero, huge_alignment, align_offset);
+    return _mi_observe_malloc(size, heap, zero, huge_alignment, align_offset);
   }
   if (mi_unlikely(!mi_heap_is_initialized(heap))) {
     if (mi_unlikely(_mi_thread_id_is(mi_atomic_load_relaxed(&_mi_static_alloc_thread)))) {
@@ -119,7 +119,7 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
   if (mi_likely((beat % MI_GENERIC_WORK_EVERY) != 0 && psize <= MI_MEDIUM_OBJ_SIZE_MAX && huge_alignment == 0)) {
     mi_page_t* const page = _mi_page_first_available(heap, psize);
     if (page != NULL) {
-      mi_assert_expensive(_mi_page_validate(page));
+      mi_assert_expensive(_mi_observe_check(MI_CHECK_PAGE, page, NULL));
       return _mi_page_malloc(heap, page, size, zero);
     }
   }
@@ -128,7 +128,7 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
   const size_t dying = mi_atomic_load_relaxed(&_mi_sheaps_dying);
   if (mi_unlikely((dying | mi_prof_rate()) != 0) && heap->prof == NULL) {
     if (dying != 0) heap = mi_malloc_sheaps_dying(heap);
-    if (mi_prof_rate() != 0) _mi_prof_thread_start(heap->tld);   /* mi_profile_start by another thread */
+    if (mi_prof_rate() != 0) _mi_observe_thread_start(heap->tld);   /* mi_profile_start by another thread */
   }
   _mi_deferred_free(heap, false);
   _mi_heap_delayed_free_partial(heap);
@@ -138,8 +138,7 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
   }
   if (mi_unlikely((beat % (4 * MI_GENERIC_WORK_EVERY)) == 0)) {
     _mi_heap_collect_periodic(heap);      /* looks at the clock */
-    if (mi_unlikely(mi_live_enabled())) _mi_live_publish(heap->tld, false);   /* MIMALLOC_LIVE */
-    if (mi_unlikely(_mi_prof_interval != 0)) _mi_prof_periodic();   /* MIMALLOC_PROFILE_INTERVAL */
+    if (mi_unlikely(mi_observe_beat_wanted())) _mi_observe_heartbeat(heap->tld);   /* MIMALLOC_LIVE, MIMALLOC_PROFILE_INTERVAL */
   }
 
   mi_page_t* page = _mi_page_find(heap, psize, huge_alignment, align_offset);
@@ -155,7 +154,7 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
     return NULL;
   }
   mi_assert_internal(mi_page_immediate_available(page));
-  mi_assert_expensive(_mi_page_validate(page));
+  mi_assert_expensive(_mi_observe_check(MI_CHECK_PAGE, page, NULL));
   return mi_page_malloc_last(heap, page, size, zero);
 }
 

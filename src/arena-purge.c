@@ -289,7 +289,7 @@ static void mi_arenas_purge(bool force, bool wait) {
     if (next != 0 && (next_due == 0 || next < next_due)) next_due = next;
   }
   if (next_due != 0) mi_arenas_purge_scheduled(next_due);
-  mi_assert_expensive(_mi_arenas_validate());
+  mi_assert_expensive(_mi_observe_check(MI_CHECK_ARENAS, NULL, NULL));
 }
 
 /* The allocator's own passes and the purger's: never wait */

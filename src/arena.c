@@ -520,7 +520,7 @@ void* _mi_arena_alloc_aligned(size_t size, size_t alignment, size_t align_offset
     const size_t count = _mi_divide_up(size, MI_ARENA_BLOCK_SIZE);
     void* p = mi_arenas_try_alloc(count, commit, req_arena_id, numa_node, memid);
     if (p != NULL) {
-      mi_assert_expensive(_mi_arena_memid_validate(p, memid));
+      mi_assert_expensive(_mi_observe_check(MI_CHECK_ARENA_MEMID, p, memid));
       return p;
     }
     if (req_arena_id == 0 && !mi_option_is_enabled(mi_option_disallow_os_alloc)) {
@@ -528,7 +528,7 @@ void* _mi_arena_alloc_aligned(size_t size, size_t alignment, size_t align_offset
       if (mi_arena_reserve_on_demand(size, allow_large, numa_node, &id)) {
         p = mi_arena_try_alloc_in(mi_arena_from_id(id), (size_t)id - 1, count, commit, memid);
         if (p != NULL) {
-          mi_assert_expensive(_mi_arena_memid_validate(p, memid));
+          mi_assert_expensive(_mi_observe_check(MI_CHECK_ARENA_MEMID, p, memid));
           return p;
         }
       }
@@ -562,7 +562,7 @@ void _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_memid_
     _mi_error_message(EINVAL, "trying to free arena memory that is not from this arena (%p)\n", p);
     return;
   }
-  mi_assert_expensive(_mi_arena_memid_validate(p, memid));
+  mi_assert_expensive(_mi_observe_check(MI_CHECK_ARENA_MEMID, p, memid));
   if (arena->is_pinned) {
     /* always committed */
   }

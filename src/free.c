@@ -10,12 +10,6 @@
    load of the segment header cost free 5 instructions and a cache line. */
 #define MI_CHECK_FREE  (MI_DEBUG > 0)
 
-mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p) {
-  const size_t diff   = (size_t)((const uint8_t*)p - mi_page_start(page));
-  const size_t adjust = diff % page->block_size;
-  return (mi_block_t*)((uintptr_t)p - adjust);
-}
-
 /* Free by the owning thread into a page that needs attention (full, or empty afterwards, or
    with MI_PAGE_FREE_HOOK: counted by the live view, or holding profiler samples). */
 static void mi_free_block_local(mi_page_t* page, mi_block_t* block) {
@@ -135,7 +129,7 @@ void _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) {
   mi_block_t* block = (mi_page_has_aligned(page) ? _mi_page_ptr_unalign(page, p) : (mi_block_t*)p);
 #if MI_PROF_AVAILABLE
   if (mi_unlikely(mi_page_prof_samples(page) != 0)) {   /* before the block can be handed out again */
-    _mi_prof_freed(page, block);
+    _mi_observe_free(page, block);
     if (owner == _mi_thread_id() && mi_page_prof_samples(page) == 0 && !mi_live_enabled()) {
       mi_page_flag_set(page, MI_PAGE_FREE_HOOK, false);   /* its last sample: frees take the fast path again */
     }

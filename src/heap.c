@@ -106,18 +106,18 @@ void _mi_heap_after_fork_child(mi_heap_t* heap) {
   if (!mi_heap_is_initialized(heap)) return;
   for (mi_heap_t* h = heap->tld->heaps; h != NULL; h = h->next) {
     mi_heap_visit_pages(h, &mi_heap_page_fork_repair, NULL);
-    mi_heap_t* const sampled = _mi_prof_sample_heap(h);   /* (not in the list) */
+    mi_heap_t* const sampled = _mi_observe_heap_companion(h);   /* (not in the list) */
     if (sampled != NULL) mi_heap_visit_pages(sampled, &mi_heap_page_fork_repair, NULL);
   }
 }
 
 static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
   if (!mi_heap_is_initialized(heap)) return;
-  mi_assert_expensive(_mi_heap_validate(heap));
+  mi_assert_expensive(_mi_observe_check(MI_CHECK_HEAP, heap, NULL));
   const bool force = (collect >= MI_FORCE);
   if (mi_unlikely(heap->prof != NULL)) {
-    _mi_prof_return_all(heap);   /* leased blocks back on their pages */
-    mi_heap_t* const sampled = _mi_prof_sample_heap(heap);
+    _mi_observe_heap_release(heap);   /* leased blocks back on their pages */
+    mi_heap_t* const sampled = _mi_observe_heap_companion(heap);
     if (sampled != NULL) mi_heap_collect_ex(sampled, collect);   /* its pages hold blocks of this heap */
   }
   _mi_deferred_free(heap, force);
@@ -138,7 +138,8 @@ static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
      the memory a thread frees as it ends); an explicit call does them whatever the purger
      thread is doing (docs/memory.md) */
   _mi_segments_collect(heap->tld, collect == MI_FORCE, collect == MI_NORMAL || collect == MI_FORCE);
-  mi_assert_expensive(_mi_heap_validate(heap) && _mi_subproc_validate(heap->tld->subproc) && _mi_stats_validate(&heap->tld->stats, true));
+  mi_assert_expensive(_mi_observe_check(MI_CHECK_HEAP, heap, NULL) && _mi_observe_check(MI_CHECK_SUBPROC, heap->tld->subproc, NULL) &&
+                      _mi_observe_check(MI_CHECK_THREAD_STATS, &heap->tld->stats, NULL));
 }
 
 /* From the allocation slow path: collect the heap when it was not collected for ten purge
@@ -224,8 +225,8 @@ void mi_collect(bool force) mi_attr_noexcept {
     heap = mi_prim_get_default_heap();   /* (the backing heap if the default was such a part) */
   }
   mi_heap_collect(heap, force);
-  if (mi_unlikely(mi_live_enabled()) && mi_heap_is_initialized(heap)) _mi_live_publish(heap->tld, true);   /* figures now */
-  mi_assert_expensive(_mi_thread_validate(heap));
+  if (mi_unlikely(mi_live_enabled()) && mi_heap_is_initialized(heap)) _mi_observe_collected(heap->tld);   /* figures now */
+  mi_assert_expensive(_mi_observe_check(MI_CHECK_THREAD, heap, NULL));
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -258,7 +259,7 @@ void _mi_heap_init_unlisted(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_
 
 void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool allow_destroy, uint8_t tag) {
   _mi_heap_init_unlisted(heap, tld, arena_id, allow_destroy, tag);
-  if (mi_unlikely(mi_prof_rate() != 0)) _mi_prof_heap_init(heap);
+  if (mi_unlikely(mi_prof_rate() != 0)) _mi_observe_heap_init(heap);
   /* link into the thread's heaps */
   if (tld->heaps != heap) {
     mi_live_enter(tld);
@@ -319,7 +320,7 @@ static void mi_heap_reset_pages(mi_heap_t* heap) {
 /* Release the heap structure (not its pages). */
 static void mi_heap_free(mi_heap_t* heap) {
   if (mi_heap_is_backing(heap)) return;   /* never freed */
-  if (heap->prof != NULL) _mi_prof_heap_done(heap);
+  if (heap->prof != NULL) _mi_observe_heap_done(heap);
   if (heap == mi_prim_get_default_heap()) {
     _mi_heap_set_default_direct(heap->tld->heap_backing);
   }
@@ -378,8 +379,8 @@ void mi_heap_delete(mi_heap_t* heap) {
       if (target != heap && target->arena_id == heap->arena_id && !target->allow_destroy && target->sheap == NULL) break;
     }
   }
-  mi_heap_t* const sampled = _mi_prof_sample_heap(heap);
-  if (heap->prof != NULL) _mi_prof_return_all(heap);
+  mi_heap_t* const sampled = _mi_observe_heap_companion(heap);
+  if (heap->prof != NULL) _mi_observe_heap_release(heap);
   if (target != NULL) { mi_heap_absorb(target, heap); mi_heap_absorb(target, sampled); }
   else { _mi_heap_collect_abandon(heap); if (sampled != NULL) _mi_heap_collect_abandon(sampled); }
   mi_heap_free(heap);
@@ -431,9 +432,9 @@ void mi_heap_destroy(mi_heap_t* heap) {
     return;
   }
 #endif
-  if (heap->prof != NULL) _mi_prof_return_all(heap);
+  if (heap->prof != NULL) _mi_observe_heap_release(heap);
   mi_heap_destroy_pages(heap);
-  mi_heap_destroy_pages(_mi_prof_sample_heap(heap));   /* the heap's sampled blocks */
+  mi_heap_destroy_pages(_mi_observe_heap_companion(heap));   /* the heap's sampled blocks */
   mi_heap_free(heap);
 }
 
@@ -485,7 +486,7 @@ bool mi_heap_contains_block(mi_heap_t* heap, const void* p) {
   mi_segment_t* segment = _mi_ptr_segment_checked(p);
   if (segment == NULL) return false;
   const mi_heap_t* const owner = mi_page_heap(_mi_segment_page_of(segment, p));
-  return (owner == heap || (owner != NULL && owner == _mi_prof_sample_heap(heap)));
+  return (owner == heap || (owner != NULL && owner == _mi_observe_heap_companion(heap)));
 }
 
 typedef struct mi_check_owned_s { const void* p; bool found; } mi_check_owned_t;
@@ -508,7 +509,7 @@ bool mi_heap_check_owned(mi_heap_t* heap, const void* p) {
   if (((uintptr_t)p & (sizeof(uintptr_t) - 1)) != 0) return false;
   mi_check_owned_t info = { p, false };
   mi_heap_visit_pages(heap, &mi_heap_page_check_owned, &info);
-  mi_heap_t* const sampled = _mi_prof_sample_heap(heap);
+  mi_heap_t* const sampled = _mi_observe_heap_companion(heap);
   if (!info.found && sampled != NULL) mi_heap_visit_pages(sampled, &mi_heap_page_check_owned, &info);
   return info.found;
 }
@@ -558,7 +559,7 @@ mi_heap_t* mi_heap_of(const void* p) {
   mi_heap_t* const dflt = mi_prim_get_default_heap();
   if (!mi_heap_is_initialized(dflt)) return owner;
   for (mi_heap_t* h = dflt->tld->heaps; h != NULL; h = h->next) {
-    if (h == owner || _mi_prof_sample_heap(h) == owner) return (h->sheap != NULL ? (mi_heap_t*)h->sheap : h);
+    if (h == owner || _mi_observe_heap_companion(h) == owner) return (h->sheap != NULL ? (mi_heap_t*)h->sheap : h);
   }
   return owner;
 }
@@ -638,14 +639,14 @@ static bool mi_heap_page_visit(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* 
 static bool mi_heap_page_visit_as_is(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* vargs) {
   (void)pq;
   mi_visit_blocks_args_t* args = (mi_visit_blocks_args_t*)vargs;
-  return mi_heap_area_visit(args->heap, page, _mi_prof_leased(heap, page), args->visit_blocks, args->visitor, args->arg);
+  return mi_heap_area_visit(args->heap, page, _mi_observe_page_held(heap, page), args->visit_blocks, args->visitor, args->arg);
 }
 
 /* The calling thread's heap, or its part of a shared heap (`shown`) */
 static bool mi_heap_visit_own(mi_heap_t* heap, mi_visit_blocks_args_t* args) {
-  if (heap->prof != NULL) _mi_prof_return_all(heap);   /* leased blocks are not live */
+  if (heap->prof != NULL) _mi_observe_heap_release(heap);   /* leased blocks are not live */
   if (!mi_heap_visit_pages(heap, &mi_heap_page_visit, args)) return false;
-  mi_heap_t* const sampled = _mi_prof_sample_heap(heap);
+  mi_heap_t* const sampled = _mi_observe_heap_companion(heap);
   return (sampled == NULL || mi_heap_visit_pages(sampled, &mi_heap_page_visit, args));
 }
 
@@ -657,7 +658,7 @@ typedef struct mi_heap_parts_visit_s {
 static bool mi_heap_part_visit(const mi_heap_t* theap, void* varg) {
   mi_heap_parts_visit_t* const v = (mi_heap_parts_visit_t*)varg;
   if (theap == v->own) return mi_heap_visit_own(v->own, &v->args);
-  mi_heap_t* const sampled = _mi_prof_sample_heap(theap);
+  mi_heap_t* const sampled = _mi_observe_heap_companion(theap);
   return (mi_heap_visit_pages((mi_heap_t*)theap, &mi_heap_page_visit_as_is, &v->args) &&
           (sampled == NULL || mi_heap_visit_pages(sampled, &mi_heap_page_visit_as_is, &v->args)));
 }

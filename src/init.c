@@ -256,8 +256,7 @@ static void mi_process_init_env(void) {
   mi_report_active();
   if (mi_option_is_enabled(mi_option_verbose)) mi_options_print();
   _mi_arenas_init_reserve();   /* MIMALLOC_RESERVE_HUGE_OS_PAGES(_AT), MIMALLOC_RESERVE_OS_MEMORY */
-  _mi_live_init();             /* MIMALLOC_LIVE */
-  _mi_prof_init_env();         /* MIMALLOC_PROFILE (prof-samples.c) */
+  _mi_observe_process_init();   /* MIMALLOC_LIVE, MIMALLOC_PROFILE */
 }
 
 bool _mi_is_main_thread(void) {
@@ -275,13 +274,7 @@ void mi_process_done(void) mi_attr_noexcept {
   if (mi_option_is_enabled(mi_option_destroy_on_exit)) {
     mi_collect(true);
   }
-  if (mi_unlikely(mi_prof_rate() != 0) && mi_heap_is_initialized(mi_prim_get_default_heap())) {
-    for (mi_heap_t* h = mi_prim_get_default_heap()->tld->heaps; h != NULL; h = h->next) _mi_prof_return_all(h);   /* leased blocks are not leaks */
-  }
-  if (_mi_env_flag("MIMALLOC_SHOW_LEAKS")) _mi_leaks_report();
-  _mi_stats_at_exit();
-  _mi_prof_process_done();    /* MIMALLOC_PROFILE: the profile at exit */
-  _mi_live_done();
+  _mi_observe_process_done();   /* the leak report, statistics and profile at exit */
   _mi_verbose_message("process done: elapsed %lld ms\n", (long long)_mi_process_elapsed());
 }
 
@@ -325,7 +318,7 @@ void _mi_thread_done(mi_heap_t* heap) {
   mi_tld_t* tld = heap->tld;
   mi_heap_t* backing = tld->heap_backing;
   if (backing->thread_id != _mi_thread_id()) return;   /* not ours */
-  _mi_live_thread_done(tld);
+  _mi_observe_thread_done(tld);
   _mi_heap_set_default_direct(backing);
   _mi_sheap_sweep(tld);   /* parts of destroyed shared heaps are destroyed, the others deleted below */
   mi_heap_t* h = tld->heaps;
@@ -337,7 +330,7 @@ void _mi_thread_done(mi_heap_t* heap) {
   _mi_heap_collect_abandon(backing);
   mi_sched_point(MI_SCHED_THREAD_DONE);   /* pages abandoned, the purger not yet told; tld and stats still here */
   _mi_purger_thread_done();   /* (heaps valid: pthread_create's allocation is served statically) */
-  if (backing->prof != NULL) _mi_prof_heap_done(backing);
+  if (backing->prof != NULL) _mi_observe_heap_done(backing);
   _mi_stats_merge_thread(tld);   /* after abandoning: the blocks left moved to the totals */
   mi_os_stat_decrease(threads, 1);
   _mi_heap_set_default_direct((mi_heap_t*)&_mi_heap_empty);
@@ -428,8 +421,7 @@ void mi_subproc_delete(mi_subproc_id_t subproc_id) {
    mi_abandoned_visit_blocks holds a lock would deadlock; visitors must not fork.) */
 static void mi_fork_prepare(void) {
   _mi_purger_fork_prepare();   /* first: a pass may take locks */
-  _mi_live_fork_prepare();     /* (the purger's live work is paused now) */
-  _mi_prof_fork_prepare();
+  _mi_observe_fork(MI_OBSERVE_FORK_PREPARE);   /* (the purger's live work is paused now) */
   _mi_sheap_fork_prepare();
   mi_lock_acquire(&mi_subprocs_lock);
   for (mi_subproc_t* sp = &_mi_subproc_main; sp != NULL; sp = sp->next) {
@@ -443,9 +435,8 @@ static void mi_fork_parent(void) {
   }
   mi_lock_release(&mi_subprocs_lock);
   _mi_sheap_fork_release();
-  _mi_live_fork_parent();
+  _mi_observe_fork(MI_OBSERVE_FORK_PARENT);
   _mi_purger_fork_parent();
-  _mi_prof_fork_parent();
 }
 
 /* In the child only the forking thread exists, and it holds every lock (mi_fork_prepare): it
@@ -457,9 +448,8 @@ static void mi_fork_child(void) {
   }
   mi_lock_release(&mi_subprocs_lock);
   _mi_sheap_fork_release();
-  _mi_prof_fork_child();
+  _mi_observe_fork(MI_OBSERVE_FORK_CHILD);
   mi_heap_t* heap = mi_prim_get_default_heap();
-  _mi_live_fork_child(mi_heap_is_initialized(heap) ? heap->tld : NULL);
   _mi_heap_after_fork_child(heap);
   _mi_purger_fork_child(mi_heap_is_initialized(heap));   /* the thread is not in the child: started again on first need */
 }

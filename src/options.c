@@ -168,9 +168,7 @@ void mi_option_set(mi_option_t option, long value) {
   else if (option == mi_option_guarded_max && mi_option_get(mi_option_guarded_min) > value) {
     mi_option_set(mi_option_guarded_min, value);
   }
-  else if (option == mi_option_live && value != 0 && _mi_process_is_initialized) {
-    _mi_live_init();   /* started now (at process start when set before that) */
-  }
+  if (_mi_process_is_initialized) _mi_observe_option_set(option, value);   /* (before: at process start) */
 }
 
 void mi_option_set_default(mi_option_t option, long value) {

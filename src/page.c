@@ -16,6 +16,14 @@ size_t _mi_bin_size(size_t bin) {
   return ((9 + (k % 8)) << (b - 3)) * sizeof(uintptr_t);
 }
 
+/* The block of the page that p points into (an interior pointer of an aligned block); here,
+   below free.c, for the checks and trackers of the page layer (debug.c, track.c). */
+mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p) {
+  const size_t diff   = (size_t)((const uint8_t*)p - mi_page_start(page));
+  const size_t adjust = diff % page->block_size;
+  return (mi_block_t*)((uintptr_t)p - adjust);
+}
+
 /* ------------------------------------------------------------------------------------------
    Page queues
 ------------------------------------------------------------------------------------------ */
@@ -490,7 +498,7 @@ void _mi_page_free(mi_page_t* page, mi_page_queue_t* pq) {
 void _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq) {
   mi_heap_t* heap = mi_page_heap(page);
   mi_tld_t* tld = heap->tld;
-  if (mi_unlikely(mi_live_enabled())) _mi_live_page_move(page, tld, NULL);   /* its blocks leave the thread's figures */
+  if (mi_unlikely(mi_live_enabled())) _mi_observe_page_move(page, tld, NULL);   /* its blocks leave the thread's figures */
   _mi_page_use_delayed_free(page, MI_NEVER_DELAYED_FREE, false);
   _mi_page_queue_remove(pq, page);
   mi_page_set_heap(page, NULL);
@@ -503,7 +511,7 @@ void _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq) {
 /* A page became empty. If it is the only page of its size class, keep it for a few heartbeats
    (allocation patterns often free and re-allocate right away); otherwise free it now. */
 void _mi_page_retire(mi_page_t* page) {
-  mi_assert_expensive(_mi_page_validate(page));
+  mi_assert_expensive(_mi_observe_check(MI_CHECK_PAGE, page, NULL));
   mi_heap_t* heap = mi_page_heap(page);
   mi_stat_counter_increase(heap->tld, pages_retire, 1);
   mi_page_set_has_aligned(page, false);

@@ -123,7 +123,7 @@ static bool mi_purger_try_pass(void) {
 /* The live view's work when due; returns when it is due next (0: the view is off). */
 static mi_msecs_t mi_purger_try_live(mi_msecs_t now) {
   mi_msecs_t next = now + 10;   /* paused (a fork): soon again */
-  if (mi_purger_busy_begin()) next = _mi_live_background(now);
+  if (mi_purger_busy_begin()) next = _mi_observe_background(now);
   mi_purger_busy_end();
   if (next == 0) mi_atomic_store_release(&mi_purger_live, 0);
   return next;

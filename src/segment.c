@@ -284,7 +284,7 @@ static void mi_segments_try_purge(mi_subproc_t* subproc, bool force, bool wait) 
       if (page != NULL && (next == 0 || page->purge_expire < next)) next = page->purge_expire;
     }
     if (!more) mi_atomic_store_relaxed(&subproc->purge_next, next);
-    mi_assert_expensive(_mi_subproc_validate_locked(subproc));
+    mi_assert_expensive(_mi_observe_check(MI_CHECK_SUBPROC_LOCKED, subproc, NULL));
     mi_segments_unlock(subproc);
     mi_sched_point(MI_SCHED_SEGMENT_PURGE);   /* between two holds of the lock: others take and give back slots */
   } while (more);
@@ -723,7 +723,7 @@ static uint8_t mi_thread_hash8(void) {
    state. */
 static bool mi_segment_page_clear(mi_segment_t* segment, mi_page_t* page, size_t* slots) {
   mi_assert_internal(page->segment_in_use && page->slot_count >= 1 && !page->abandoned_listed);
-  if (mi_unlikely(mi_page_prof_samples(page) != 0)) _mi_prof_page_gone(page);   /* mi_heap_destroy: blocks never freed */
+  if (mi_unlikely(mi_page_prof_samples(page) != 0)) _mi_observe_page_gone(page);   /* mi_heap_destroy: blocks never freed */
   const size_t count = page->slot_count;
   mi_os_stat_decrease(pages, 1);
   mi_os_stat_decrease(page_committed, (size_t)page->capacity * page->block_size);
@@ -790,7 +790,7 @@ void _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld) {
     mi_segments_lock(subproc);
     released = _mi_segment_page_release_locked(page, false);
     if (released == NULL) page->freed_by = mi_thread_hash8();
-    mi_assert_expensive(_mi_segment_validate_locked(segment));
+    mi_assert_expensive(_mi_observe_check(MI_CHECK_SEGMENT_LOCKED, segment, NULL));
     mi_segments_unlock(subproc);
   }
   _mi_segment_free_released(released);   /* (segment may be gone now) */

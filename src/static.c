@@ -28,6 +28,7 @@ void _mi_text_begin(void) { }
 #include "leaks.c"
 #include "live.c"
 #include "new.c"
+#include "observe.c"
 #include "options.c"
 #include "os.c"
 #include "page.c"

@@ -46,9 +46,9 @@ static void mi_stats_abandoned_page_add(const mi_page_t* page, size_t live, void
 
 /* The calling thread's heap `heap` (and the heap of its sampled blocks) added into `st`. */
 static void mi_stats_heap_pages_add(mi_heap_t* heap, mi_stats_data_t* st) {
-  if (heap->prof != NULL) _mi_prof_return_all(heap);   /* leased blocks are not in use */
+  if (heap->prof != NULL) _mi_observe_heap_release(heap);   /* leased blocks are not in use */
   _mi_heap_visit_pages(heap, &mi_stats_page_add, st);
-  mi_heap_t* const sampled = _mi_prof_sample_heap(heap);
+  mi_heap_t* const sampled = _mi_observe_heap_companion(heap);
   if (sampled != NULL) _mi_heap_visit_pages(sampled, &mi_stats_page_add, st);
 }
 

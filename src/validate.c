@@ -7,7 +7,9 @@
 
    Compiled in checked builds (MI_DEBUG > 0), so a test can call them in any debug build
    (test/validate/); the library calls them itself only at MI_DEBUG >= 3 (CMake
-   MI_DEBUG_FULL=ON), through mi_assert_expensive at the slow-path boundaries: a page found
+   MI_DEBUG_FULL=ON), through mi_assert_expensive and the observers' check hook
+   (_mi_observe_check, internal/observe.h: the core calls no observer directly) at the
+   slow-path boundaries: a page found
    for an allocation or retired, heap collection, thread abandonment and reclaim, arena
    allocation and free, purges, and mi_collect (docs/testing.md, "Validators").
 
@@ -21,8 +23,8 @@
      _mi_arenas_validate       any thread (claims each free block while it looks at it)
      _mi_stats_validate        a thread's own figures: that thread; the totals: any thread
      _mi_thread_validate       the thread of the heap: all of the above for it
-   Each returns true (so `mi_assert_expensive(_mi_heap_validate(heap))` reads as a check) or
-   does not return. */
+   Each returns true (so `mi_assert_expensive(_mi_observe_check(MI_CHECK_HEAP, heap, NULL))`
+   reads as a check) or does not return. */
 #include "internal/internal.h"
 #include "internal/bitmap.h"
 

@@ -3,39 +3,94 @@
 """Checks that the library's code calls down its layers (docs/design.md, "Layers").
 
 Every function of src/ belongs to the file that defines it, and every file to a layer (LAYERS
-below). A reference from a function to a function of a higher layer (a call, or its address
-taken) is an up-call; each one must be a named hook in HOOKS, with the reason it exists. Inline
-helpers of src/internal/*.h belong to no layer: a reference to one counts as the references it
-makes itself. Cross-cutting files (options, statistics, checks of checked builds, tracking) may be
-used from any layer, and use any layer.
+below, no exemption). A reference from a function to a function of a higher layer (a call, or
+its address taken) is an up-call; each one must be a named hook, with the reason it exists:
+either one of the observers' hooks (OBSERVE_HOOKS: declared in src/internal/observe.h, defined
+in observe.c, callable from any layer; the only way into the top layer, the observers), or a
+(calling file, called function) pair in HOOKS. Inline helpers and macros of src/internal/*.h
+belong to no layer: a reference to one counts as the references it makes itself (a macro's body
+in every #if branch); so does a reference to a macro of the file itself, and each such macro is
+also checked where it is defined.
 
-docs/design.md's list of the hooks is generated from HOOKS (between its "hooks:" markers), so the
-two cannot disagree: the check fails when the list differs, and --write-doc rewrites it.
+docs/design.md's layer table and list of the hooks are generated from LAYERS and the hooks
+(between their markers), so they cannot disagree: the check fails when either differs, and
+--write-doc rewrites them.
 
 usage: test/layers.py [--write-doc] [SRC_DIR]   (default: the src/ beside this script's directory)
-Exit status 0 when every up-call is a listed hook, every listed hook is still used and the design
-document lists exactly HOOKS; 1 otherwise, with one line per offence."""
+Exit status 0 when every up-call is a listed hook, every listed hook is still used, observe.h
+declares exactly OBSERVE_HOOKS and the design document shows exactly LAYERS and the hooks; 1
+otherwise, with one line per offence."""
 import os
 import re
 import sys
 
-# Layer of each file, bottom up (docs/design.md, "Layers"). None: cross-cutting.
+# Layer of each file, bottom up (docs/design.md, "Layers"); every file of src/ has one.
 LAYERS = {
     # The schedule fuzzer (test builds) stands for the OS's scheduler: prim, calling only prim.
     "prim/unix.c": 1, "prim/windows.c": 1, "prim/failinject.c": 1, "prim/sched-fuzz.c": 1,
+    # Used from every layer, so at the bottom: options and output, the statistics' counters
+    # (only counting: reading them out is stats-print.c's), and the unit's two text markers.
+    "options.c": 1, "stats.c": 1, "static.c": 1,
     "os.c": 2, "bitmap.c": 2, "random.c": 2,
     "arena.c": 3, "arena-purge.c": 3, "segment-map.c": 3,
     "segment.c": 4, "abandon.c": 4, "page.c": 4, "purger.c": 4,
+    # The checks of checked builds and the trackers act on pages and blocks from the page layer up.
+    "debug.c": 4, "secure.c": 4, "track.c": 4,
     "heap.c": 5, "init.c": 5, "sheap.c": 5,
-    "alloc.c": 6, "free.c": 6, "aligned.c": 6,
-    "posix.c": 7, "new.c": 7, "override.c": 7, "v3.c": 7, "stats-v3.c": 7,
-    "options.c": None, "stats.c": None, "stats-print.c": None, "live.c": None, "leaks.c": None, "prof.c": None, "prof-samples.c": None, "prof-stack.c": None, "prof-write.c": None,
-    "debug.c": None, "secure.c": None, "guarded.c": None, "track.c": None, "validate.c": None,
-    "static.c": None,
+    # Guarded objects are allocations of their own (they call malloc and free).
+    "alloc.c": 6, "free.c": 6, "aligned.c": 6, "guarded.c": 6,
+    "posix.c": 7, "new.c": 7, "override.c": 7, "v3.c": 7,
     # Windows' static override: its own object (not in static.c's unit), the public API's layer.
     "override-windows.c": 7,
     # Windows' redirecting DLL: its own unit too (libmimalloc-redirect.dll), on the public API.
     "redirect-windows.c": 7,
+    # The observers: they read the core and the core reaches them only through the hooks of
+    # internal/observe.h, which observe.c hands on.
+    "observe.c": 8, "prof.c": 8, "prof-samples.c": 8, "prof-stack.c": 8, "prof-write.c": 8,
+    "live.c": 8, "leaks.c": 8, "stats-print.c": 8, "stats-v3.c": 8, "validate.c": 8,
+}
+
+# What each layer is (docs/design.md's layer table is generated from this and LAYERS).
+LAYER_NAMES = {
+    1: "prim and base: the OS's primitives (with two files of test builds, which stand for the OS "
+       "misbehaving: failure injection and the schedule fuzzer, docs/testing.md); options and output; "
+       "the statistics' counters; the unit (`static.c`)",
+    2: "os: page-granular, aligned OS memory, commit and purge; bitmaps; random numbers",
+    3: "arenas and the segment map, with the purge of free arena blocks",
+    4: "segments and pages, abandonment, the purger thread (the due purges of both); the checks of "
+       "checked builds, secure builds' checks and the trackers",
+    5: "heaps, shared heaps, and the thread and process life cycle",
+    6: "allocation and free, aligned allocation, guarded objects",
+    7: "API and override: POSIX and C++ entry points, the symbols of the header's v3 mode (`MI_V3_API`, "
+       "docs/v3-api.md); Windows' static override and redirecting DLL, objects of their own on the public API",
+    8: "observers: the profiler, the live view, the leak report, the statistics' read-outs, the validators "
+       "of debug builds; the hooks' dispatch (`observe.c`)",
+}
+
+OBSERVE_HEADER, OBSERVE_FILE = "internal/observe.h", "observe.c"
+
+# The observers' hooks (internal/observe.h, defined in observe.c): the only functions of the
+# observer layer that the layers below may call, from any file. Each is an event of the core.
+OBSERVE_HOOKS = {
+    "_mi_observe_process_init": "the environment is readable: the live view and the profiler start",
+    "_mi_observe_process_done": "process exit: the leak report, the statistics and the profile at exit, then the live view stops",
+    "_mi_observe_option_set": "mi_option_set after start: MIMALLOC_LIVE set by the program starts the live view",
+    "_mi_observe_thread_start": "a thread allocates after mi_profile_start (another thread's): its heaps get their profiler",
+    "_mi_observe_thread_done": "a thread ends: its live-view slot is freed",
+    "_mi_observe_fork": "fork's prepare, parent and child: the observers' locks with the core's",
+    "_mi_observe_heartbeat": "one heartbeat of the allocation slow path, behind one test: the live view publishes, the profiler dumps when due",
+    "_mi_observe_collected": "mi_collect: the live view publishes the thread's figures now",
+    "_mi_observe_background": "the purger's thread does the observers' due work (the live view's)",
+    "_mi_observe_heap_init": "a new heap while the profiler is on gets its proxy pages",
+    "_mi_observe_heap_done": "a heap with a profiler ends: leases back, proxies gone",
+    "_mi_observe_heap_release": "a heap's pages are about to be walked, destroyed or counted: observers hand back the blocks they hold",
+    "_mi_observe_heap_companion": "the heap whose pages count as this heap's (the sampled blocks'), for destroy, visit, contains and collect",
+    "_mi_observe_page_held": "a heap visit skips the free blocks an observer holds on a page",
+    "_mi_observe_malloc": "the slow path of a heap whose fast path the profiler leases",
+    "_mi_observe_page_move": "a page with blocks in use changes thread (abandon, reclaim): the live view moves its counts",
+    "_mi_observe_free": "a free into a page with profiler samples",
+    "_mi_observe_page_gone": "a page released with sampled blocks never freed",
+    "_mi_observe_check": "the validators of debug builds, inside mi_assert_expensive",
 }
 
 # The up-calls the design allows: (calling file, called function) -> why it runs up the layers.
@@ -75,6 +130,17 @@ HOOKS = {
     # pthread_create allocates through malloc: the purger starts its thread under static allocation.
     ("purger.c", "_mi_static_alloc_begin"): "pthread_create allocates: the purger starts its thread under static allocation",
     ("purger.c", "_mi_static_alloc_end"): "the end of that static allocation",
+    # Output: messages of threads other than the one that started the process name their thread.
+    ("options.c", "_mi_is_main_thread"): "messages of other threads than the process' first name their thread",
+    # Guarded objects (MI_GUARDED builds) are per heap.
+    ("heap.c", "_mi_guarded_heap_init"): "a new heap takes the guarded-sampling options",
+    ("heap.c", "_mi_guarded_quarantine_flush"): "a forced collect empties the quarantine of freed guarded objects",
+    # Secure builds: malloc's check of the next free block found a corrupt list.
+    ("secure.c", "_mi_malloc_generic"): "after a corrupt free list is reported, the allocation goes on in the slow path",
+    # The profiler's counted entry points (MI_PROF_ENTRIES), in alloc.c for now: their calls
+    # into the profiler go with them when they move to the profiler's files.
+    ("alloc.c", "_mi_prof_counted_slow"): "the counted entry points' slow path (moving to the profiler's files)",
+    ("alloc.c", "_mi_prof_counted_due"): "the counted entry points' sample (moving to the profiler's files)",
 }
 
 IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -82,9 +148,9 @@ IDENT = re.compile(r"[A-Za-z_]\w*")
 REF = re.compile(r"(?<![\w.>])[A-Za-z_]\w*")
 
 
-def strip(text):
+def strip(text, keep_pp=False):
     """Text with comments, string and character literals blanked and preprocessor lines removed
-    (line numbers kept)."""
+    (kept with keep_pp; line numbers kept)."""
     out, i, n = [], 0, len(text)
     while i < n:
         c = text[i]
@@ -106,6 +172,8 @@ def strip(text):
         else:
             out.append(c)
             i += 1
+    if keep_pp:
+        return "".join(out)
     lines = "".join(out).split("\n")
     kept, cont = [], False
     for line in lines:
@@ -113,6 +181,32 @@ def strip(text):
         cont = is_pp and line.rstrip().endswith("\\")
         kept.append("" if is_pp else line)
     return "\n".join(kept)
+
+
+DEFINE = re.compile(r"#\s*define\s+([A-Za-z_]\w*)(\([^)]*\))?(.*)", re.S)
+
+
+def macros(text):
+    """{name: set of identifiers its body references} for the macros a source text defines (in
+    any branch of its #if: every configuration's body counts), its parameters left out. A
+    reference to a macro counts as the references its body makes, like an inline helper."""
+    out, lines, i = {}, strip_comments(text).split("\n"), 0
+    while i < len(lines):
+        line = lines[i]
+        while line.rstrip().endswith("\\") and i + 1 < len(lines):
+            i += 1
+            line = line.rstrip()[:-1] + " " + lines[i]
+        i += 1
+        m = DEFINE.match(line.strip())
+        if m:
+            params = set(IDENT.findall(m.group(2) or ""))
+            out.setdefault(m.group(1), set()).update(set(REF.findall(m.group(3))) - params)
+    return out
+
+
+def strip_comments(text):
+    """Text with comments and literals blanked, preprocessor lines kept (for macros)."""
+    return strip(text, keep_pp=True)
 
 
 def functions(text):
@@ -176,11 +270,19 @@ def pending_ok(text, brace):
 
 DOC_BEGIN = "<!-- hooks: generated by test/layers.py --write-doc from its HOOKS; edit those -->"
 DOC_END = "<!-- end of hooks -->"
+TABLE_BEGIN = "<!-- layers: generated by test/layers.py --write-doc from its LAYERS; edit those -->"
+TABLE_END = "<!-- end of layers -->"
 
 
 def hooks_markdown():
-    """The hook list of docs/design.md: per calling file, each called function with its reason."""
-    lines = [DOC_BEGIN, f"The hooks, {len(HOOKS)} today:"]
+    """The hook list of docs/design.md: the observers' hooks, then per calling file each called
+    function with its reason."""
+    lines = [DOC_BEGIN, f"The observers' hooks (`src/{OBSERVE_HEADER}`), {len(OBSERVE_HOOKS)} today, "
+             "callable from any layer:"]
+    for callee, why in OBSERVE_HOOKS.items():
+        lines.append(f"- `{callee}`: {why}.")
+    lines.append("")
+    lines.append(f"The other up-calls, {len(HOOKS)} today:")
     by_file = {}
     for (rel, callee), why in HOOKS.items():
         by_file.setdefault(rel, []).append(f"`{callee}` ({why})")
@@ -190,24 +292,44 @@ def hooks_markdown():
     return "\n".join(lines)
 
 
+def layers_markdown():
+    """The layer table of docs/design.md: each layer with its files (src/) and what it is."""
+    lines = [TABLE_BEGIN, "| layer | files (`src/`) | what |", "|---|---|---|"]
+    for layer in sorted(LAYER_NAMES):
+        files = ", ".join(f"`{rel}`" for rel in LAYERS if LAYERS[rel] == layer)
+        lines.append(f"| {layer} | {files} | {LAYER_NAMES[layer]} |")
+    lines.append(TABLE_END)
+    return "\n".join(lines)
+
+
 def check_doc(doc_path, write):
-    """None when docs/design.md lists exactly HOOKS (after rewriting it, with write); else why not."""
+    """Reasons docs/design.md's generated parts (the layer table, the hook list) differ from
+    LAYERS and HOOKS (none after rewriting them, with write)."""
     if not os.path.exists(doc_path):
-        return None   # (a source tree without docs: nothing to compare)
+        return []   # (a source tree without docs: nothing to compare)
     text = open(doc_path, encoding="utf-8").read()
-    b, e = text.find(DOC_BEGIN), text.find(DOC_END)
-    if b < 0 or e < b:
-        return f"{doc_path} has no hook list between the markers {DOC_BEGIN!r} and {DOC_END!r}"
-    current = text[b:e + len(DOC_END)]
-    wanted = hooks_markdown()
-    if current == wanted:
-        return None
-    if write:
+    why, changed = [], False
+    for begin, end, wanted, what in ((TABLE_BEGIN, TABLE_END, layers_markdown(), "layer table"),
+                                     (DOC_BEGIN, DOC_END, hooks_markdown(), "hook list")):
+        b, e = text.find(begin), text.find(end)
+        if b < 0 or e < b:
+            why.append(f"{doc_path} has no {what} between the markers {begin!r} and {end!r}")
+        elif text[b:e + len(end)] != wanted:
+            if write:
+                text, changed = text[:b] + wanted + text[e + len(end):], True
+                print(f"layers.py: rewrote the {what} of {doc_path}")
+            else:
+                why.append(f"{doc_path}'s {what} differs from test/layers.py: run test/layers.py --write-doc")
+    if changed:
         with open(doc_path, "w", encoding="utf-8") as f:
-            f.write(text[:b] + wanted + text[e + len(DOC_END):])
-        print(f"layers.py: rewrote the hook list of {doc_path}")
-        return None
-    return f"{doc_path}'s hook list differs from HOOKS in test/layers.py: run test/layers.py --write-doc"
+            f.write(text)
+    return why
+
+
+def observe_declared(src):
+    """The functions internal/observe.h declares (the observers' hooks)."""
+    text = strip(open(os.path.join(src, OBSERVE_HEADER), encoding="utf-8").read())
+    return set(re.findall(r"\b(_mi_observe_\w+)\s*\(", text))
 
 
 def main():
@@ -215,14 +337,19 @@ def main():
     write = len(args) < len(sys.argv) - 1
     src = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
     owner, refs = {}, {}   # function -> file; (file, function) -> referenced identifiers
+    local = {}             # file -> its own macros -> identifiers their bodies reference
     for rel in LAYERS:
         path = os.path.join(src, rel)
         if not os.path.exists(path):
             print(f"layers.py: {rel} is in LAYERS but not in {src}")
             return 1
-        for name, ids in functions(strip(open(path, encoding="utf-8").read())).items():
+        text = open(path, encoding="utf-8").read()
+        for name, ids in functions(strip(text)).items():
             owner.setdefault(name, rel)
             refs.setdefault((rel, name), set()).update(ids)
+        local[rel] = macros(text)
+        for name, ids in local[rel].items():   # a macro of the file is checked where it is defined
+            refs.setdefault((rel, "#define " + name), set()).update(ids)
     listed = set(LAYERS)
     for dirpath, _, files in os.walk(src):
         for f in files:
@@ -230,46 +357,67 @@ def main():
             if f.endswith(".c") and rel not in listed:
                 print(f"layers.py: {rel} has no layer: add it to LAYERS (and to docs/design.md, Layers)")
                 return 1
-    inline = {}   # header inline helper -> identifiers it references
+    inline = {}   # header inline helper or macro -> identifiers it references
     hdir = os.path.join(src, "internal")
     for f in sorted(os.listdir(hdir)):
         if f.endswith(".h"):
-            for name, ids in functions(strip(open(os.path.join(hdir, f), encoding="utf-8").read())).items():
+            text = open(os.path.join(hdir, f), encoding="utf-8").read()
+            for name, ids in list(functions(strip(text)).items()) + list(macros(text).items()):
                 inline.setdefault(name, set()).update(ids)
 
-    def expand(ids, seen):
+    def expand(ids, seen, mine):
+        """The functions of src/ that references ids make, through the file's own macros (mine)
+        and the headers' inline helpers and macros."""
         out = set()
         for x in ids:
-            if x in inline and x not in seen:
-                seen.add(x)
-                out |= expand(inline[x], seen)
-            elif x in owner:
+            if x in owner:
                 out.add(x)
+            body = mine.get(x, inline.get(x))
+            if body is not None and x not in seen:
+                seen.add(x)
+                out |= expand(body, seen, mine)
         return out
 
     bad, used = [], set()
+    for rel in LAYERS:
+        if LAYERS[rel] not in LAYER_NAMES:
+            bad.append(f"{rel}: layer {LAYERS[rel]!r} is not one of LAYER_NAMES")
+    if bad:
+        print("\n".join(bad))
+        return 1
+    top = max(LAYER_NAMES)
     for (rel, name), ids in sorted(refs.items()):
         lo = LAYERS[rel]
-        if lo is None:
-            continue
-        for callee in sorted(expand(ids, set())):
+        for callee in sorted(expand(ids, set(), local[rel])):
             hi = LAYERS[owner[callee]]
-            if hi is not None and hi > lo:
-                if (rel, callee) in HOOKS:
-                    used.add((rel, callee))
-                else:
-                    bad.append(f"{rel}: {name} calls {callee} ({owner[callee]}, layer {hi} above {lo}): "
-                               "not a hook in test/layers.py")
+            if hi <= lo:
+                continue
+            if (rel, callee) in HOOKS:
+                used.add((rel, callee))
+            elif callee in OBSERVE_HOOKS and owner[callee] == OBSERVE_FILE:
+                used.add(callee)
+            else:
+                what = "an observer: call it through a hook of " + OBSERVE_HEADER if hi == top else "not a hook in test/layers.py"
+                bad.append(f"{rel}: {name} calls {callee} ({owner[callee]}, layer {hi} above {lo}): {what}")
     present = {rel for rel in LAYERS if os.path.exists(os.path.join(src, rel))}
     for hook in sorted(set(HOOKS) - used):
         if hook[0] in present:
             bad.append(f"hook {hook[0]} -> {hook[1]} is listed but no longer used: remove it from HOOKS")
-    why = check_doc(os.path.join(src, "..", "docs", "design.md"), write)
-    if why:
-        bad.append(why)
+    declared = observe_declared(src)
+    for hook in sorted(set(OBSERVE_HOOKS) - declared):
+        bad.append(f"observer hook {hook} is in OBSERVE_HOOKS but not declared in {OBSERVE_HEADER}")
+    for hook in sorted(declared - set(OBSERVE_HOOKS)):
+        bad.append(f"{OBSERVE_HEADER} declares {hook}: add it to OBSERVE_HOOKS with why it exists")
+    for hook in sorted(set(OBSERVE_HOOKS) - used):
+        bad.append(f"observer hook {hook} is listed but no layer below calls it: remove it")
+    for hook in sorted(set(OBSERVE_HOOKS)):
+        if owner.get(hook) != OBSERVE_FILE:
+            bad.append(f"observer hook {hook} is not defined in {OBSERVE_FILE}")
+    bad += check_doc(os.path.join(src, "..", "docs", "design.md"), write)
     for line in bad:
         print(line)
-    print(f"layers.py: {len(owner)} functions in {len(LAYERS)} files, {len(used)} hooks used, "
+    print(f"layers.py: {len(owner)} functions in {len(LAYERS)} files, {len(used)} hooks used "
+          f"({len(OBSERVE_HOOKS)} of them the observers'), "
           f"{len(bad)} offence(s)")
     return 1 if bad else 0
 

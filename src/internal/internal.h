@@ -276,6 +276,7 @@ size_t     _mi_page_queue_append(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_q
 mi_page_queue_t* _mi_page_queue_of(const mi_page_t* page);
 void       _mi_page_collect_retired(mi_heap_t* heap, bool force);
 size_t     _mi_bin_size(size_t bin);
+mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p);   /* the block p points into */
 
 /* ------------------------------------------------------------------------------------------
    heap.c
@@ -321,7 +322,6 @@ void*      _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool 
 void*      _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero);
 void       _mi_free_delayed_block(mi_block_t* block);
 void       _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) mi_decl_noinline;
-mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p);
 size_t     _mi_usable_size(const void* p);
 
 /* ------------------------------------------------------------------------------------------
@@ -361,8 +361,10 @@ void       _mi_stat_blocks_freed(const mi_page_t* page, mi_tld_t* tld, size_t co
 void       _mi_stat_block_malloc(mi_tld_t* tld, const mi_page_t* page, size_t size);
 void       _mi_stats_merge_thread(mi_tld_t* tld);     /* add the thread's figures to the totals */
 void       _mi_stats_sum(mi_stats_data_t* dst, const mi_stats_data_t* src);   /* dst += src, peaks too (plain memory) */
+void       _mi_stats_snapshot(mi_stats_data_t* copy);   /* the process totals as they are (relaxed loads) */
+/* stats-print.c: the ways out of the figures (printing, JSON, mi_stats_get) */
 size_t     _mi_stats_json_now(char* buf, size_t size);   /* the process JSON now; its length */
-/* A bounded text writer (stats.c) that counts what does not fit, so the same code measures a
+/* A bounded text writer (stats-print.c) that counts what does not fit, so the same code measures a
    text's size or fills a buffer; each piece under 256 characters. */
 typedef struct mi_json_s {
   char*  buf;
@@ -457,7 +459,7 @@ void       _mi_debug_set_caller(const mi_page_t* page, const mi_block_t* block, 
    validate.c (checked builds): one validator per structure, checking the invariants of
    types.h; each returns true or reports the field (expected and found values) and aborts.
    MI_DEBUG >= 3 (CMake MI_DEBUG_FULL) calls them at the slow-path boundaries through
-   mi_assert_expensive; tests may call them in any debug build. See validate.c for who may
+   mi_assert_expensive(_mi_observe_check(...)) (observe.h); tests may call them in any debug build. See validate.c for who may
    call which.
 ------------------------------------------------------------------------------------------ */
 bool       _mi_page_validate(const mi_page_t* page);
@@ -476,6 +478,7 @@ bool       _mi_thread_validate(const mi_heap_t* heap);         /* all of the abo
    random.c
 ------------------------------------------------------------------------------------------ */
 #include "prof-hook.h"   /* the sampling profiler (prof.c and its files) */
+#include "observe.h"     /* the observers' hooks: the core's only way up to them */
 uintptr_t  _mi_random_next(void);     /* process-wide, thread-safe, not for cryptography */
 uintptr_t  _mi_random_shuffle(uintptr_t x);
 

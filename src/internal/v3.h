@@ -54,9 +54,9 @@ typedef struct mi_v3_stats_s {
 #undef MI_STAT_COUNT
 #undef MI_STAT_COUNTER
 
-/* stats.c: the process' figures in v3's layout (mi_stats_get of a version-5 struct) */
+/* stats-v3.c: the process' figures in v3's layout (mi_stats_get of a version-5 struct) */
 bool _mi_stats_get_v3(mi_v3_stats_t* stats);
-/* stats.c: the largest block size of v3's bin `bin` (exported; declared by v3 mode's header) */
+/* stats-print.c: the largest block size of v3's bin `bin` (exported; declared by v3 mode's header) */
 mi_decl_export size_t mi_stats_get_bin_size(size_t bin) mi_attr_noexcept;
 
 #endif /* MI_INTERNAL_V3_H */

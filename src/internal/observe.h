@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/* The observers' hooks: the only way the core (layers 1-7, docs/design.md "Layers") reaches
+   the observers of the top layer (the profiler, the live view, the leak report, the statistics'
+   printing, the validators). Each hook is an event of the core, not an observer's function;
+   src/observe.c hands it to every observer that wants it. A hook that today has a cheap test
+   in front of it (mi_live_enabled(), mi_prof_rate(), heap->prof != NULL) keeps it at the call
+   site: nothing new runs on a fast path. test/layers.py lists them (OBSERVE_HOOKS), each with
+   why it exists. Included by internal.h, where the types it names are declared; not on its own. */
+#pragma once
+
+/* The process and its threads */
+void       _mi_observe_process_init(void);   /* the environment is readable: observers start */
+void       _mi_observe_process_done(void);   /* process exit: reports, then observers stop */
+void       _mi_observe_option_set(mi_option_t option, long value);   /* after process init */
+void       _mi_observe_thread_start(mi_tld_t* tld);   /* a thread allocates while mi_prof_rate() != 0 and its heap has no profiler */
+void       _mi_observe_thread_done(mi_tld_t* tld);    /* the thread ends; its heaps are still valid */
+typedef enum mi_observe_fork_e { MI_OBSERVE_FORK_PREPARE, MI_OBSERVE_FORK_PARENT, MI_OBSERVE_FORK_CHILD } mi_observe_fork_t;
+void       _mi_observe_fork(mi_observe_fork_t phase);   /* prepare: observers take their locks;
+                                                           parent, child: they release them */
+/* One heartbeat from one place of the allocation slow path, every 4 * MI_GENERIC_WORK_EVERY
+   calls; the caller tests mi_observe_beat_wanted() first. */
+static inline bool mi_observe_beat_wanted(void) { return mi_live_enabled() | (_mi_prof_interval != 0); }
+void       _mi_observe_heartbeat(mi_tld_t* tld);
+void       _mi_observe_collected(mi_tld_t* tld);       /* mi_collect finished (mi_live_enabled()) */
+mi_msecs_t _mi_observe_background(mi_msecs_t now);     /* the purger's thread: observers' due work;
+                                                          when next (0: none wanted) */
+
+/* Heaps: with the profiler, a heap (heap->prof != NULL) leases blocks from its pages and keeps
+   its sampled blocks on a companion heap of its own */
+void       _mi_observe_heap_init(mi_heap_t* heap);     /* when mi_prof_rate() != 0 */
+void       _mi_observe_heap_done(mi_heap_t* heap);     /* when heap->prof != NULL */
+void       _mi_observe_heap_release(mi_heap_t* heap);  /* when heap->prof != NULL: the heap's pages are
+                                                          about to be walked, destroyed or counted;
+                                                          observers hand back the blocks they hold */
+mi_heap_t* _mi_observe_heap_companion(const mi_heap_t* heap);   /* the heap whose pages count as this
+                                                          heap's (not in the thread's list), or NULL */
+mi_block_t* _mi_observe_page_held(const mi_heap_t* heap, const mi_page_t* page);   /* the free blocks of page
+                             an observer holds (page->used counts them), or NULL */
+void*      _mi_observe_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset);
+                          /* the slow path of a heap with heap->prof != NULL (and not busy) */
+
+/* Pages */
+void       _mi_observe_page_move(mi_page_t* page, mi_tld_t* from, mi_tld_t* to);   /* when mi_live_enabled():
+                             a page with blocks in use changes thread (NULL: none) */
+void       _mi_observe_free(mi_page_t* page, mi_block_t* block);   /* when mi_page_prof_samples(page) != 0 */
+void       _mi_observe_page_gone(mi_page_t* page);   /* when mi_page_prof_samples(page) != 0: released
+                                                        with blocks never freed */
+
+/* The validators of checked builds (validate.c): what is checked; x and y as the kind says.
+   Called only inside mi_assert_expensive. */
+typedef enum mi_observe_check_e {
+  MI_CHECK_PAGE,              /* x: the page */
+  MI_CHECK_HEAP,              /* x: the heap, with its pages and their segments */
+  MI_CHECK_THREAD,            /* x: the heap; everything of its thread */
+  MI_CHECK_SUBPROC,           /* x: the subprocess; takes its lock */
+  MI_CHECK_SUBPROC_LOCKED,    /* x: the subprocess; the caller holds the lock */
+  MI_CHECK_SEGMENT_LOCKED,    /* x: the segment; the caller holds its subprocess' lock */
+  MI_CHECK_ARENA_MEMID,       /* x: the memory, y: its memid */
+  MI_CHECK_ARENAS,            /* (no arguments) */
+  MI_CHECK_THREAD_STATS       /* x: the thread's statistics (tld->stats) */
+} mi_observe_check_t;
+bool       _mi_observe_check(mi_observe_check_t what, const void* x, const void* y);   /* true when valid */
