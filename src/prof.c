@@ -332,7 +332,7 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
    programs call (malloc, calloc, operator new: override.c) have a second version that counts
    the bytes in its fast path instead: a countdown per thread (_mi_tls.prof_left, the bytes left
    before the next sample; the allocation that would take it below zero is sampled), then the
-   ordinary pop from the default heap's real first page (pages_real_direct). The library without the
+   ordinary pop from the default heap's real first page (prof-entry.c). The library without the
    profiler keeps its fast paths: when MIMALLOC_PROFILE switches the profiler on at process
    start, the PLT slots through which the program and its libraries call those functions are
    pointed at the counted versions (override.c; an IFUNC cannot do it: glibc relocates libc,
@@ -355,11 +355,11 @@ static inline bool mi_prof_dead_default(const mi_heap_t* heap) {
 /* the counted path without a sample: the bin's real first page had no free block (or the size
    is large). The generic path runs as inside the profiler's own slow path (busy), so it does
    not lease or count again. */
-void* _mi_prof_counted_slow(mi_heap_t* heap, size_t size, bool zero) {
+void* _mi_prof_counted_slow(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) {
   mi_prof_t* const pr = heap->prof;
-  if (pr == NULL || pr->busy || mi_prof_dead_default(heap)) return _mi_malloc_generic(size, heap, zero, 0, 0);
+  if (pr == NULL || pr->busy || mi_prof_dead_default(heap)) return _mi_malloc_generic(size, heap, zero, huge_alignment, align_offset);
   pr->busy = true;
-  void* const p = _mi_malloc_generic(size, heap, zero, 0, 0);
+  void* const p = _mi_malloc_generic(size, heap, zero, huge_alignment, align_offset);
   pr->busy = false;
   return p;
 }
@@ -377,7 +377,7 @@ void* _mi_prof_counted_due(size_t size, bool zero) {
   mi_heap_t* heap = mi_prim_get_default_heap();
   mi_prof_t* pr = heap->prof;
   if (pr == NULL || pr->busy || !mi_prof_armed || mi_prof_dead_default(heap)) {
-    void* const p = _mi_prof_counted_slow(heap, size, zero);   /* (may set up the thread) */
+    void* const p = _mi_prof_counted_slow(size, heap, zero, 0, 0);   /* (may set up the thread) */
     heap = mi_prim_get_default_heap();
     pr = heap->prof;
     if (pr != NULL && !pr->busy) { _mi_tls.prof_left = (size_t)mi_prof_draw(pr); mi_prof_armed = true; }

@@ -29,7 +29,7 @@ LAYERS = {
     "heap.c": 5, "init.c": 5, "sheap.c": 5,
     "alloc.c": 6, "free.c": 6, "aligned.c": 6,
     "posix.c": 7, "new.c": 7, "override.c": 7, "v3.c": 7, "stats-v3.c": 7,
-    "options.c": None, "stats.c": None, "stats-print.c": None, "live.c": None, "leaks.c": None, "prof.c": None, "prof-samples.c": None, "prof-stack.c": None, "prof-write.c": None,
+    "options.c": None, "stats.c": None, "stats-print.c": None, "live.c": None, "leaks.c": None, "prof.c": None, "prof-samples.c": None, "prof-stack.c": None, "prof-write.c": None, "prof-entry.c": None,
     "debug.c": None, "secure.c": None, "guarded.c": None, "track.c": None, "validate.c": None,
     "static.c": None,
     # Windows' static override: its own object (not in static.c's unit), the public API's layer.

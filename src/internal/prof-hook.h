@@ -11,7 +11,7 @@
 #else
 #define MI_PROF_AVAILABLE 0
 #endif
-/* The counted entry points (prof.c): a second malloc, calloc and operator new that count bytes
+/* The counted entry points (prof-entry.c, prof.c): a second malloc, calloc and operator new that count bytes
    in their fast path; with the profiler on from the start, the program's calls are sent to them
    (override.c). Where the profiler is and the library overrides malloc, on the 64-bit ABIs
    whose PLT relocations prim/unix.c knows. */
@@ -20,8 +20,9 @@
 #else
 #define MI_PROF_ENTRIES 0
 #endif
-void*  _mi_prof_counted_due(size_t size, bool zero);                     /* countdown at zero */
-void*  _mi_prof_counted_slow(mi_heap_t* heap, size_t size, bool zero);   /* not small, or no free block */
+void*  _mi_prof_counted_due(size_t size, bool zero);   /* countdown at zero */
+void*  _mi_prof_counted_slow(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset);
+                                                     /* no free block (prof-entry.c's mi_malloc_slow_fun) */
 size_t _mi_prof_entries_rebind(void);   /* the program's calls to the counted versions (override.c);
                                            how many call slots */
 extern size_t _mi_prof_rate;   /* bytes between samples on average; 0: off (set once, with a release
