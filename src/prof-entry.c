@@ -32,7 +32,7 @@ static mi_decl_always_inline void* mi_prof_entry_zero(size_t size, bool zero) {
   {
     mi_heap_t* const heap = mi_prim_get_default_heap();
     if (mi_likely(size <= MI_SMALL_SIZE_MAX - MI_PADDING_SIZE)) {
-      return mi_heap_malloc_small_from(heap, heap->pages_real_direct, size, zero, &_mi_prof_counted_slow);
+      return mi_heap_malloc_small_from(heap, _mi_tls.prof_direct, size, zero, &_mi_prof_counted_slow);
     }
     return mi_prof_entry_medium(size, heap, zero);
   }

@@ -95,11 +95,14 @@ static inline mi_heap_t** _mi_heap_default_ptr(void) {
   return p;
 }
 #else
-/* The fast paths' thread-local data, at one TLS address: the default heap, and beside it the
-   countdown of the profiler's counted entry points (prof.c; one GOT load serves both). */
+/* The fast paths' thread-local data, at one TLS address: the default heap, and beside it what
+   the profiler's counted entry points read (prof-entry.c; one GOT load serves all three). */
 typedef struct mi_thread_tls_s {
   mi_heap_t* heap;         /* the default heap: &_mi_heap_empty until the thread is set up */
   size_t     prof_left;    /* bytes the counted entry points may allocate before the next sample */
+  mi_page_t* const* prof_direct;   /* == mi_heap_direct_real(heap) (prof-hook.h): set with the
+                                      heap (_mi_heap_set_default_direct), and again when the
+                                      default heap's profiler comes or goes (prof.c) */
 } mi_thread_tls_t;
 extern mi_decl_thread mi_thread_tls_t _mi_tls;
 #endif
