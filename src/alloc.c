@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Allocation entry points: malloc and friends, zeroed, counted, reallocation, strings. */
+/* Allocation entry points: malloc and friends, zeroed, reallocation, strings. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* realpath */
 #endif
@@ -158,16 +158,10 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
   return mi_page_malloc_last(heap, page, size, zero);
 }
 
-/* Medium sizes: a free block of the bin's first page, before the generic path (which would take
-   the same block after its bookkeeping). Not inlined: the small path stays a frameless leaf (as
-   one function, malloc of 16 B took 24 instructions instead of 15). An uninitialised heap has
-   no pages. */
+/* Medium sizes (internal.h). Not inlined: the small path stays a frameless leaf (as one
+   function, malloc of 16 B took 24 instructions instead of 15). */
 static mi_decl_noinline void* mi_heap_malloc_medium_zero(mi_heap_t* heap, size_t size, bool zero) {
-  if (mi_likely(size <= MI_MEDIUM_OBJ_SIZE_MAX - MI_PADDING_SIZE)) {
-    mi_page_t* page = heap->pages_medium_direct[_mi_bin(size + MI_PADDING_SIZE)];
-    if (mi_likely(page != NULL && page->free != NULL)) return _mi_page_malloc(heap, page, size, zero);
-  }
-  return _mi_malloc_generic(size, heap, zero, 0, 0);
+  return mi_heap_malloc_medium_from(heap, false, size, zero, &_mi_malloc_generic);
 }
 
 static inline void* mi_heap_malloc_zero_unsampled(mi_heap_t* heap, size_t size, bool zero) {
@@ -188,53 +182,6 @@ static inline void* mi_theap_malloc_zero(mi_heap_t* heap, size_t size, bool zero
 #endif
   return mi_heap_malloc_zero_unsampled(heap, size, zero);
 }
-
-#if MI_PROF_ENTRIES
-/* The counted path's medium sizes: mi_heap_malloc_medium_zero's pop, from the bin's real first
-   page (the medium direct table holds the profiler's proxies). A leaf of its own, as that one. */
-static mi_decl_noinline void* mi_malloc_counted_medium(mi_heap_t* heap, size_t size, bool zero) {
-  if (mi_likely(size <= MI_MEDIUM_OBJ_SIZE_MAX - MI_PADDING_SIZE)) {
-    mi_page_t* const page = heap->pages[_mi_bin(size + MI_PADDING_SIZE)].first;
-    if (mi_likely(page != NULL && page->free != NULL)) return _mi_page_malloc(heap, page, size, zero);
-  }
-  return _mi_prof_counted_slow(heap, size, zero);
-}
-
-/* The counted fast path (prof.c, "Counted entry points"), in the default heap: the thread's
-   countdown, then mi_theap_malloc_zero's pop from the real first page. The countdown sits beside
-   the default heap pointer (_mi_tls), so one TLS address serves both; on x86-64 it is one
-   subtract from memory whose borrow is the due test (C gives load, subtract, store and compare:
-   malloc ran 22 instructions, 18 this way, against 16 without the profiler). When due, the
-   countdown is left wrapped: _mi_prof_counted_due draws it again. */
-static mi_decl_always_inline void* mi_malloc_zero_counted(size_t size, bool zero) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  __asm__ goto("subq %1, %0\n\tjb %l[due]" : : "m"(_mi_tls.prof_left), "r"(size) : "cc", "memory" : due);
-#else
-  const size_t left = _mi_tls.prof_left;
-  if (mi_unlikely(left < size)) goto due;
-  _mi_tls.prof_left = left - size;
-#endif
-  {
-    mi_heap_t* const heap = mi_prim_get_default_heap();
-    if (mi_likely(size <= MI_SMALL_SIZE_MAX - MI_PADDING_SIZE)) {
-      mi_page_t* const page = heap->pages_real_direct[_mi_wsize_from_size(size + MI_PADDING_SIZE)];
-      if (mi_likely(page->free != NULL)) return _mi_page_malloc(heap, page, size, zero);
-      return _mi_prof_counted_slow(heap, size, zero);
-    }
-    return mi_malloc_counted_medium(heap, size, zero);
-  }
-due:
-  return _mi_prof_counted_due(size, zero);
-}
-static void* mi_malloc_counted(size_t size) mi_attr_noexcept {
-  return mi_malloc_zero_counted(size, false);
-}
-static void* mi_calloc_counted(size_t count, size_t size) mi_attr_noexcept {
-  size_t total;
-  if (mi_count_size_overflow(count, size, &total)) return NULL;
-  return mi_malloc_zero_counted(total, true);
-}
-#endif
 
 /* The mi_heap_* entry points: `heap` may be a shared heap (sheap.c), whose calling thread's
    part (theap) is looked up here, made on first use. The default heap's entry points (mi_malloc,

@@ -236,7 +236,6 @@ void mi_collect(bool force) mi_attr_noexcept {
 void _mi_heap_init_unlisted(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool allow_destroy, uint8_t tag) {
   memcpy(heap, &_mi_heap_empty, sizeof(*heap));
   heap->tld = tld;
-  heap->pages_real_direct = heap->pages_free_direct;
   heap->thread_id = _mi_thread_id();
   if (mi_unlikely((heap->thread_id & MI_PAGE_FLAGS_MASK) != 0)) {   /* a port's _mi_thread_id is wrong */
     _mi_error_message(EFAULT, "thread id %p has low bits set: page flags would be taken for it (internal.h, _mi_thread_id)\n", (void*)heap->thread_id);
@@ -303,7 +302,8 @@ mi_heap_t* _mi_heap_by_tag(mi_heap_t* heap, uint8_t tag) {
 --------------------------------------------------------------------------------------- */
 static void mi_heap_reset_pages(mi_heap_t* heap) {
   mi_live_enter(heap->tld);
-  for (size_t i = 0; i < MI_PAGES_DIRECT; i++) heap->pages_real_direct[i] = (mi_page_t*)&_mi_page_empty;
+  mi_page_t** const direct = mi_heap_direct_real(heap);
+  for (size_t i = 0; i < MI_PAGES_DIRECT; i++) direct[i] = (mi_page_t*)&_mi_page_empty;
   if (heap->prof == NULL) {   /* (else the proxies stay: prof.c) */
     for (size_t i = 0; i < MI_BIN_HUGE_INTERNAL; i++) heap->pages_medium_direct[i] = NULL;
   }

@@ -20,7 +20,6 @@ const mi_page_t _mi_page_empty;
 const mi_heap_t _mi_heap_empty = {
   .tld = NULL,
   .pages_free_direct = { [0 ... MI_PAGES_DIRECT-1] = MI_PAGE_EMPTY_PTR },
-  .pages_real_direct = (mi_page_t**)&_mi_heap_empty.pages_free_direct[0],
   .page_retired_min = MI_BIN_FULL,
   .numa_node = -1,
 };
@@ -28,7 +27,7 @@ const mi_heap_t _mi_heap_empty = {
 #if MI_TLS_PE
 __attribute__((section(".tls$MI"))) mi_heap_t* _mi_heap_default = (mi_heap_t*)&_mi_heap_empty;   /* (internal.h) */
 #else
-mi_decl_thread mi_thread_tls_t _mi_tls = { (mi_heap_t*)&_mi_heap_empty, 0 };
+mi_decl_thread mi_thread_tls_t _mi_tls = { (mi_heap_t*)&_mi_heap_empty, 0, &_mi_heap_empty.pages_free_direct[0] };
 #endif
 
 mi_subproc_t     _mi_subproc_main = { .lock = MI_LOCK_INIT };
@@ -47,6 +46,7 @@ void _mi_heap_set_default_direct(mi_heap_t* heap) {
   *_mi_heap_default_ptr() = heap;
 #else
   _mi_tls.heap = heap;
+  _mi_tls.prof_direct = mi_heap_direct_real(heap);
 #endif
 }
 

@@ -86,7 +86,7 @@ void* mi_new_nothrow(size_t size) mi_attr_noexcept {
 }
 
 #if MI_PROF_ENTRIES
-/* operator new's counted versions (prof.c, "Counted entry points"; override.c picks them) */
+/* operator new's counted versions (prof-entry.c; override.c picks them) */
 static void* mi_new_counted(size_t size) {
   void* p = mi_malloc_counted(size);
   if (mi_unlikely(p == NULL)) return mi_heap_try_new(mi_prim_get_default_heap(), size, false);

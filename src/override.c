@@ -98,7 +98,7 @@ void mi_cxx_delete_array_aligned_nothrow(void* p, size_t al, const void* tag) __
 #endif
 
 #if MI_PROF_ENTRIES
-/* The profiler's counted entry points (prof.c, "Counted entry points"): with the profiler on
+/* The profiler's counted entry points (prof-entry.c; prof.c, "Counted entry points"): with the profiler on
    from the start, the loaded objects' calls to malloc, calloc and operator new that bind to
    this library are sent to the counted versions (_mi_prim_rebind_calls). Names that another
    object defines first (the program's own malloc, a sanitizer's) are left alone. */

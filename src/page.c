@@ -48,7 +48,7 @@ static mi_decl_always_inline void mi_heap_queue_first_update(mi_heap_t* heap, co
   if (size > MI_SMALL_SIZE_MAX) return;
   mi_page_t* page = (pq->first == NULL ? (mi_page_t*)&_mi_page_empty : pq->first);
   size_t idx = _mi_wsize_from_size(size);
-  mi_page_t** direct = heap->pages_real_direct;
+  mi_page_t** const direct = mi_heap_direct_real(heap);
   if (direct[idx] == page) return;
   /* the word sizes served by this bin: from just above the previous bin's size up to idx */
   size_t start = 0;

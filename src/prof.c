@@ -47,12 +47,12 @@
 size_t _mi_prof_rate = 0;
 
 typedef struct mi_prof_s {
-  bool        busy;          /* in the slow path proper or in a sample, called from
-                                _mi_prof_malloc (first field: read by _mi_malloc_generic) */
+  mi_prof_head_t head;       /* first (prof-hook.h): busy, in the slow path proper or in a sample,
+                                called from _mi_prof_malloc; direct, the heap's real first pages
+                                (mi_heap_direct_real), kept by page.c while the heap's
+                                pages_free_direct points at the proxies */
   mi_page_t   proxy[MI_BIN_HUGE_INTERNAL];       /* bins 1 .. bin(MI_MEDIUM_OBJ_SIZE_MAX) used */
   mi_page_t*  lease_page[MI_BIN_HUGE_INTERNAL];  /* real page of the bin's lease; NULL: none */
-  mi_page_t*  direct[MI_PAGES_DIRECT];          /* the heap's real pages_free_direct, while that
-                                                   points at the proxies (heap->pages_real_direct) */
   int64_t     countdown[MI_BIN_HUGE_INTERNAL];   /* bytes until the next sample, per bin; 0: not
                                                    drawn yet (drawn at the bin's first lease: a
                                                    thread uses a few bins, a draw costs ~65
@@ -105,9 +105,9 @@ double _mi_prof_probability(double x) {
 /* A sample: stack and weight to the store, outside the heap's bookkeeping (busy: an
    allocation made meanwhile, which there should be none of, is served unsampled). */
 static void mi_prof_sample(mi_prof_t* pr, void* p, size_t size) {
-  pr->busy = true;
+  pr->head.busy = true;
   _mi_prof_record(p, _mi_usable_size(p), size, NULL);
-  pr->busy = false;
+  pr->head.busy = false;
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -141,9 +141,9 @@ void _mi_prof_heap_init(mi_heap_t* heap) {
   }
   pr->rng = (uint64_t)_mi_random_next();
   pr->countdown_big = mi_prof_draw(pr);
-  memcpy(pr->direct, heap->pages_free_direct, sizeof(pr->direct));
-  heap->pages_real_direct = pr->direct;
+  memcpy(pr->head.direct, heap->pages_free_direct, sizeof(pr->head.direct));
   heap->prof = pr;
+  if (heap == mi_prim_get_default_heap()) _mi_heap_set_default_direct(heap);   /* the counted entry points' table */
   /* the fast paths now pop the proxies (empty: the first malloc of each bin leases) */
   for (size_t w = 0; w <= MI_SMALL_WSIZE_MAX; w++) {
     heap->pages_free_direct[w] = &pr->proxy[_mi_bin(w * sizeof(uintptr_t))];
@@ -173,13 +173,13 @@ void _mi_prof_heap_done(mi_heap_t* heap) {
   _mi_prof_return_all(heap);
   if (pr->sampled_ready && pr->sampled.page_count > 0) _mi_heap_collect_abandon(&pr->sampled);
   pr->sampled_ready = false;
-  pr->busy = false;
+  pr->head.busy = false;
   heap->prof = NULL;
   /* the entries _mi_prof_heap_init changed, as mi_heap_queue_first_update (page.c) keeps them */
   const size_t medium_bins = _mi_bin(MI_MEDIUM_OBJ_SIZE_MAX) + 1;
   for (size_t b = 1; b < medium_bins; b++) heap->pages_medium_direct[b] = heap->pages[b].first;
-  memcpy(heap->pages_free_direct, pr->direct, sizeof(pr->direct));
-  heap->pages_real_direct = heap->pages_free_direct;
+  memcpy(heap->pages_free_direct, pr->head.direct, sizeof(pr->head.direct));
+  if (heap == mi_prim_get_default_heap()) _mi_heap_set_default_direct(heap);   /* the counted entry points' table */
   for (int i = 0; i < MI_PROF_CACHE; i++) {
     mi_prof_t* expected = NULL;
     if (mi_atomic_load_relaxed(&mi_prof_cache[i]) == NULL && mi_atomic_cas_strong_acq_rel(&mi_prof_cache[i], &expected, pr)) return;
@@ -272,11 +272,11 @@ static mi_decl_noinline void* mi_prof_malloc_sampled(mi_heap_t* heap, mi_prof_t*
     pr->sampled.pages_sheap = heap->pages_sheap;   /* a theap's samples are its shared heap's blocks */
     pr->sampled_ready = true;
   }
-  pr->busy = true;
+  pr->head.busy = true;
   void* const p = _mi_heap_malloc_zero_unsampled(&pr->sampled, size, zero);
-  mi_sched_point(MI_SCHED_PROF_SAMPLE);   /* allocated, not yet recorded (pr->busy) */
+  mi_sched_point(MI_SCHED_PROF_SAMPLE);   /* allocated, not yet recorded (pr->head.busy) */
   if (p != NULL) _mi_prof_record(p, _mi_usable_size(p), counted, start);
-  pr->busy = false;
+  pr->head.busy = false;
   return p;
 }
 
@@ -302,9 +302,9 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
       mi_page_t* const page = heap->pages[bin].first;
       if (mi_likely(page != NULL && page->free != NULL)) p = _mi_page_malloc(heap, page, size, zero);
       else {
-        pr->busy = true;
+        pr->head.busy = true;
         p = _mi_malloc_generic(size, heap, zero, 0, 0);
-        pr->busy = false;
+        pr->head.busy = false;
       }
     }
     if (p == NULL) return NULL;
@@ -312,9 +312,9 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
     mi_prof_lease(heap, pr, bin);
     return p;
   }
-  pr->busy = true;
+  pr->head.busy = true;
   void* const p = _mi_malloc_generic(size, heap, zero, huge_alignment, align_offset);
-  pr->busy = false;
+  pr->head.busy = false;
   if (p == NULL) return NULL;
   pr->countdown_big -= (int64_t)size;
   if (pr->countdown_big <= 0) {
@@ -332,7 +332,7 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
    programs call (malloc, calloc, operator new: override.c) have a second version that counts
    the bytes in its fast path instead: a countdown per thread (_mi_tls.prof_left, the bytes left
    before the next sample; the allocation that would take it below zero is sampled), then the
-   ordinary pop from the default heap's real first page (pages_real_direct). The library without the
+   ordinary pop from the default heap's real first page (prof-entry.c). The library without the
    profiler keeps its fast paths: when MIMALLOC_PROFILE switches the profiler on at process
    start, the PLT slots through which the program and its libraries call those functions are
    pointed at the counted versions (override.c; an IFUNC cannot do it: glibc relocates libc,
@@ -355,12 +355,12 @@ static inline bool mi_prof_dead_default(const mi_heap_t* heap) {
 /* the counted path without a sample: the bin's real first page had no free block (or the size
    is large). The generic path runs as inside the profiler's own slow path (busy), so it does
    not lease or count again. */
-void* _mi_prof_counted_slow(mi_heap_t* heap, size_t size, bool zero) {
+void* _mi_prof_counted_slow(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) {
   mi_prof_t* const pr = heap->prof;
-  if (pr == NULL || pr->busy || mi_prof_dead_default(heap)) return _mi_malloc_generic(size, heap, zero, 0, 0);
-  pr->busy = true;
-  void* const p = _mi_malloc_generic(size, heap, zero, 0, 0);
-  pr->busy = false;
+  if (pr == NULL || pr->head.busy || mi_prof_dead_default(heap)) return _mi_malloc_generic(size, heap, zero, huge_alignment, align_offset);
+  pr->head.busy = true;
+  void* const p = _mi_malloc_generic(size, heap, zero, huge_alignment, align_offset);
+  pr->head.busy = false;
   return p;
 }
 
@@ -376,11 +376,11 @@ static mi_decl_thread bool mi_prof_armed;   /* _mi_tls.prof_left was drawn for t
 void* _mi_prof_counted_due(size_t size, bool zero) {
   mi_heap_t* heap = mi_prim_get_default_heap();
   mi_prof_t* pr = heap->prof;
-  if (pr == NULL || pr->busy || !mi_prof_armed || mi_prof_dead_default(heap)) {
-    void* const p = _mi_prof_counted_slow(heap, size, zero);   /* (may set up the thread) */
+  if (pr == NULL || pr->head.busy || !mi_prof_armed || mi_prof_dead_default(heap)) {
+    void* const p = _mi_prof_counted_slow(size, heap, zero, 0, 0);   /* (may set up the thread) */
     heap = mi_prim_get_default_heap();
     pr = heap->prof;
-    if (pr != NULL && !pr->busy) { _mi_tls.prof_left = (size_t)mi_prof_draw(pr); mi_prof_armed = true; }
+    if (pr != NULL && !pr->head.busy) { _mi_tls.prof_left = (size_t)mi_prof_draw(pr); mi_prof_armed = true; }
     else _mi_tls.prof_left = (mi_prof_rate() != 0 ? mi_prof_rate() : SIZE_MAX);
     return p;
   }
@@ -398,10 +398,10 @@ void* _mi_prof_counted_due(size_t size, bool zero) {
   void* p;
   if (size <= MI_MEDIUM_OBJ_SIZE_MAX - MI_PADDING_SIZE) p = mi_prof_malloc_sampled(heap, pr, size, zero, size, start);
   else {   /* large and huge blocks are sampled where they are (their own pages) */
-    pr->busy = true;
+    pr->head.busy = true;
     p = _mi_malloc_generic(size, heap, zero, 0, 0);
     if (p != NULL) _mi_prof_record(p, _mi_usable_size(p), size, start);
-    pr->busy = false;
+    pr->head.busy = false;
   }
   _mi_tls.prof_left = (size_t)mi_prof_draw(pr);   /* (memoryless: a fresh draw) */
   return p;

@@ -16,6 +16,7 @@ void _mi_text_begin(void);
 void _mi_text_begin(void) { }
 
 #include "alloc.c"
+#include "prof-entry.c"   /* before new.c, which takes mi_malloc_counted */
 #include "abandon.c"
 #include "aligned.c"
 #include "arena.c"

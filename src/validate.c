@@ -196,16 +196,14 @@ bool _mi_heap_validate(const mi_heap_t* heap) {
   mi_check_eq(S, heap, "page_count", count, heap->page_count);
   /* the direct table: the first page of the bin of each word size, or the empty page (the real
      table: without a profiler that is pages_free_direct itself) */
-  if (heap->prof == NULL) {
-    mi_check_eq(S, heap, "pages_real_direct == pages_free_direct (no profiler)", (uintptr_t)heap->pages_free_direct, (uintptr_t)heap->pages_real_direct);
-  }
+  mi_page_t* const* const direct = mi_heap_direct_real((mi_heap_t*)heap);
   for (size_t w = 0; w < MI_PAGES_DIRECT; w++) {
     const mi_page_t* first = (w <= MI_SMALL_WSIZE_MAX ? heap->pages[_mi_bin(w * sizeof(uintptr_t))].first : NULL);
     const mi_page_t* expected = (first != NULL ? first : &_mi_page_empty);
-    if (heap->pages_real_direct[w] != expected) {
+    if (direct[w] != expected) {
       char field[64];
-      _mi_snprintf(field, sizeof(field), "%s[%zu]", (heap->pages_real_direct == heap->pages_free_direct ? "pages_free_direct" : "pages_real_direct"), w);
-      mi_validate_fail(S, heap, field, "", (uintptr_t)expected, (uintptr_t)heap->pages_real_direct[w]);
+      _mi_snprintf(field, sizeof(field), "%s[%zu]", (heap->prof == NULL ? "pages_free_direct" : "prof->direct"), w);
+      mi_validate_fail(S, heap, field, "", (uintptr_t)expected, (uintptr_t)direct[w]);
     }
   }
   /* blocks other threads queued for us: blocks of pages in use */

@@ -39,7 +39,9 @@ LAYERS = {
     "heap.c": 5, "init.c": 5, "sheap.c": 5,
     # Guarded objects are allocations of their own (they call malloc and free).
     "alloc.c": 6, "free.c": 6, "aligned.c": 6, "guarded.c": 6,
-    "posix.c": 7, "new.c": 7, "override.c": 7, "v3.c": 7,
+    # The profiler's counted entry points (malloc, calloc, operator new that count bytes) are entry
+    # points like the public ones, which the override binds the program's calls to.
+    "posix.c": 7, "new.c": 7, "override.c": 7, "v3.c": 7, "prof-entry.c": 7,
     # Windows' static override: its own object (not in static.c's unit), the public API's layer.
     "override-windows.c": 7,
     # Windows' redirecting DLL: its own unit too (libmimalloc-redirect.dll), on the public API.
@@ -61,7 +63,7 @@ LAYER_NAMES = {
        "checked builds, secure builds' checks and the trackers",
     5: "heaps, shared heaps, and the thread and process life cycle",
     6: "allocation and free, aligned allocation, guarded objects",
-    7: "API and override: POSIX and C++ entry points, the symbols of the header's v3 mode (`MI_V3_API`, "
+    7: "API and override: POSIX and C++ entry points, the profiler's counted entry points, the symbols of the header's v3 mode (`MI_V3_API`, "
        "docs/v3-api.md); Windows' static override and redirecting DLL, objects of their own on the public API",
     8: "observers: the profiler, the live view, the leak report, the statistics' read-outs, the validators "
        "of debug builds; the hooks' dispatch (`observe.c`)",
@@ -137,10 +139,10 @@ HOOKS = {
     ("heap.c", "_mi_guarded_quarantine_flush"): "a forced collect empties the quarantine of freed guarded objects",
     # Secure builds: malloc's check of the next free block found a corrupt list.
     ("secure.c", "_mi_malloc_generic"): "after a corrupt free list is reported, the allocation goes on in the slow path",
-    # The profiler's counted entry points (MI_PROF_ENTRIES), in alloc.c for now: their calls
-    # into the profiler go with them when they move to the profiler's files.
-    ("alloc.c", "_mi_prof_counted_slow"): "the counted entry points' slow path (moving to the profiler's files)",
-    ("alloc.c", "_mi_prof_counted_due"): "the counted entry points' sample (moving to the profiler's files)",
+    # The profiler's counted entry points (prof-entry.c, MI_PROF_ENTRIES) sit with the entry
+    # points; a miss and a due sample are the profiler's own work.
+    ("prof-entry.c", "_mi_prof_counted_slow"): "the profiler's counted entry points: their slow path is the profiler's",
+    ("prof-entry.c", "_mi_prof_counted_due"): "the profiler's counted entry points: their sample is the profiler's",
 }
 
 IDENT = re.compile(r"[A-Za-z_]\w*")

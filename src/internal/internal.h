@@ -95,11 +95,14 @@ static inline mi_heap_t** _mi_heap_default_ptr(void) {
   return p;
 }
 #else
-/* The fast paths' thread-local data, at one TLS address: the default heap, and beside it the
-   countdown of the profiler's counted entry points (prof.c; one GOT load serves both). */
+/* The fast paths' thread-local data, at one TLS address: the default heap, and beside it what
+   the profiler's counted entry points read (prof-entry.c; one GOT load serves all three). */
 typedef struct mi_thread_tls_s {
   mi_heap_t* heap;         /* the default heap: &_mi_heap_empty until the thread is set up */
   size_t     prof_left;    /* bytes the counted entry points may allocate before the next sample */
+  mi_page_t* const* prof_direct;   /* == mi_heap_direct_real(heap) (prof-hook.h): set with the
+                                      heap (_mi_heap_set_default_direct), and again when the
+                                      default heap's profiler comes or goes (prof.c) */
 } mi_thread_tls_t;
 extern mi_decl_thread mi_thread_tls_t _mi_tls;
 #endif
@@ -904,10 +907,16 @@ static inline bool mi_page_block_valid(const mi_page_t* page, const mi_block_t* 
 #endif
 /* always inlined: with the guarded builds' second copy of the malloc body (alloc.c) gcc
    otherwise makes this a call from malloc (secure malloc 16 B: 29 -> 44 instructions) */
-static mi_decl_always_inline void* _mi_page_malloc(mi_heap_t* heap, mi_page_t* page, size_t size, bool zero) {
+/* The fast paths are written once, parameterised by the slow path they call on a miss (and the
+   small one by the direct table it reads): the ordinary entry points pass _mi_malloc_generic and
+   heap->pages_free_direct, the profiler's counted entry points (prof-entry.c) their own. Both are
+   compile-time constants where the fast paths are inlined, so each copy is as if written out. */
+typedef void* mi_malloc_slow_fun(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset);
+
+static mi_decl_always_inline void* mi_page_malloc_or(mi_heap_t* heap, mi_page_t* page, size_t size, bool zero, mi_malloc_slow_fun* slow) {
   mi_block_t* const block = page->free;
   if (mi_unlikely(block == NULL)) {
-    return _mi_malloc_generic(size, heap, zero, 0, 0);
+    return slow(size, heap, zero, 0, 0);
   }
 #if MI_DEBUG > 0
   if (mi_unlikely(!_mi_debug_malloc_check(page, block))) {
@@ -945,12 +954,34 @@ static mi_decl_always_inline void* _mi_page_malloc(mi_heap_t* heap, mi_page_t* p
   return block;
 }
 
-/* size <= MI_SMALL_SIZE_MAX - MI_PADDING_SIZE */
-static inline void* mi_heap_malloc_small_zero(mi_heap_t* heap, size_t size, bool zero) {
+static mi_decl_always_inline void* _mi_page_malloc(mi_heap_t* heap, mi_page_t* page, size_t size, bool zero) {
+  return mi_page_malloc_or(heap, page, size, zero, &_mi_malloc_generic);
+}
+
+/* size <= MI_SMALL_SIZE_MAX - MI_PADDING_SIZE; `direct`: the heap's table of first pages by
+   word size (pages_free_direct, or the profiler's table of the real ones) */
+static mi_decl_always_inline void* mi_heap_malloc_small_from(mi_heap_t* heap, mi_page_t* const* direct, size_t size, bool zero, mi_malloc_slow_fun* slow) {
   mi_assert(size <= MI_SMALL_SIZE_MAX);
   if (MI_PADDING_SIZE > 0 && mi_unlikely(size > MI_SMALL_SIZE_MAX - MI_PADDING_SIZE)) {
-    return _mi_malloc_generic(size, heap, zero, 0, 0);
+    return slow(size, heap, zero, 0, 0);
   }
-  mi_page_t* page = heap->pages_free_direct[_mi_wsize_from_size(size + MI_PADDING_SIZE)];
-  return _mi_page_malloc(heap, page, size, zero);
+  mi_page_t* page = direct[_mi_wsize_from_size(size + MI_PADDING_SIZE)];
+  return mi_page_malloc_or(heap, page, size, zero, slow);
+}
+
+static inline void* mi_heap_malloc_small_zero(mi_heap_t* heap, size_t size, bool zero) {
+  return mi_heap_malloc_small_from(heap, heap->pages_free_direct, size, zero, &_mi_malloc_generic);
+}
+
+/* Medium sizes: a free block of the bin's first page, before the slow path (which would take
+   the same block after its bookkeeping); `real_first`: read the bin's queue (the profiler's
+   counted entry points) instead of pages_medium_direct (which then holds its proxies). An
+   uninitialised heap has no pages. */
+static mi_decl_always_inline void* mi_heap_malloc_medium_from(mi_heap_t* heap, bool real_first, size_t size, bool zero, mi_malloc_slow_fun* slow) {
+  if (mi_likely(size <= MI_MEDIUM_OBJ_SIZE_MAX - MI_PADDING_SIZE)) {
+    const size_t bin = _mi_bin(size + MI_PADDING_SIZE);
+    mi_page_t* const page = (real_first ? heap->pages[bin].first : heap->pages_medium_direct[bin]);
+    if (mi_likely(page != NULL && page->free != NULL)) return mi_page_malloc_or(heap, page, size, zero, slow);
+  }
+  return slow(size, heap, zero, 0, 0);
 }

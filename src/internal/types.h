@@ -426,7 +426,13 @@ typedef struct mi_page_s {
                                          MI_PAGE_FREE_HOOK, so their frees
                                          reach the profiler (_mi_free_generic); read through
                                          mi_page_prof_samples (secure builds: no profiler, no
-                                         room in the descriptor) */
+                                         room in the descriptor). The profiler's one field in
+                                         the page, kept here rather than in a table of its own:
+                                         any thread's free of a flagged page reads it without
+                                         the store's lock (the filter: a block not sampled is
+                                         let go at one load), every page release reads it
+                                         (segment.c), and it fills padding of the 128-byte
+                                         descriptor; the free fast path never reads it */
 #endif
 } mi_page_t;
 _Static_assert(sizeof(void*) != 8 || sizeof(mi_page_t) == MI_PAGE_DESC_ALIGN, "page descriptors are 128 bytes");
@@ -645,9 +651,11 @@ typedef struct mi_tld_s {
      pages_medium_direct[b] == pages[b].first for medium bins b;
      with the profiler on (prof != NULL) both tables point at the heap's proxy pages instead,
        whose free lists are leased from pages[b].first (prof.c has the lease's invariants);
-     pages_real_direct points at the table of real first pages: pages_free_direct itself, or
-       with the profiler on the profiler's copy (kept by the same updates, page.c), which the
-       counted entry points read (prof.c, "Counted entry points");
+     the table of real first pages, mi_heap_direct_real(heap) (prof-hook.h), is
+       pages_free_direct itself, or with the profiler on the profiler's copy in its state
+       (prof->head.direct), which holds what pages_free_direct would: page.c's queue updates
+       write through mi_heap_direct_real, and the counted entry points read it (prof-entry.c,
+       through _mi_tls.prof_direct while the heap is its thread's default);
      every page in pages[b] has xheap == this heap, and MI_PAGE_IN_FULL set iff b == MI_BIN_FULL;
      the queues are doubly linked (first->prev == NULL, each page->next->prev == page, last);
      every page in pages[b] (b < MI_BIN_HUGE_INTERNAL) has block_size == _mi_bin_size(b);
@@ -666,8 +674,6 @@ typedef struct mi_tld_s {
 struct mi_heap_s {
   mi_tld_t*             tld;
   mi_page_t*            pages_free_direct[MI_PAGES_DIRECT];
-  mi_page_t**           pages_real_direct; /* (after the table: the plain fast path's offsets
-                                              and cache lines are the same as without it) */
   mi_page_queue_t       pages[MI_BIN_FULL + 1];
   _Atomic(mi_block_t*)  thread_delayed_free;
   uintptr_t             thread_id;
@@ -698,7 +704,9 @@ struct mi_heap_s {
      pages[bin].first; with the profiler on it points at the bin's proxy page (prof.c), as
      pages_free_direct does for small bins. */
   mi_page_t*            pages_medium_direct[MI_BIN_HUGE_INTERNAL];
-  struct mi_prof_s*     prof;              /* the sampling profiler's state (prof.c); NULL: off */
+  struct mi_prof_s*     prof;              /* the sampling profiler's state (prof.c; its start,
+                                              mi_prof_head_t, is read by the core); NULL: off.
+                                              The profiler's one field in the heap */
   struct mi_sheap_s*    sheap;             /* the shared heap this is the thread's part of, or NULL */
   struct mi_sheap_s*    pages_sheap;       /* what its pages are marked with (mi_page_t.sheap):
                                               sheap for a theap, its theap's sheap for the
