@@ -31,8 +31,8 @@ static inline size_t mi_prof_rate(void) { return __atomic_load_n(&_mi_prof_rate,
 /* The start of a heap's profiler state (prof.c's mi_prof_t; heap->prof points at it), the part
    the core reads. */
 typedef struct mi_prof_head_s {
-  bool        busy;                        /* in the profiler's slow path or a sample (first:
-                                              _mi_malloc_generic reads it) */
+  bool        busy;                        /* in the profiler's slow path or a sample
+                                              (mi_heap_prof_ready) */
   mi_page_t*  direct[MI_PAGES_DIRECT];     /* the heap's real first pages by word size, while its
                                               pages_free_direct points at the proxies */
 } mi_prof_head_t;
@@ -41,6 +41,10 @@ typedef struct mi_prof_head_s {
    pages_free_direct itself, or with the profiler on in the heap the profiler's copy. */
 static inline mi_page_t** mi_heap_direct_real(mi_heap_t* heap) {
   return (heap->prof == NULL ? heap->pages_free_direct : ((mi_prof_head_t*)heap->prof)->direct);
+}
+/* Does the heap have a profiler that is not busy (whose slow path then serves the heap's)? */
+static inline bool mi_heap_prof_ready(const mi_heap_t* heap) {
+  return (heap->prof != NULL && !((const mi_prof_head_t*)heap->prof)->busy);
 }
 void       _mi_prof_heap_init(mi_heap_t* heap);     /* the heap's proxies, if the profiler is on */
 void       _mi_prof_heap_done(mi_heap_t* heap);     /* leases back, proxies gone */
