@@ -56,42 +56,145 @@ step_summary() {
   local i
   for i in "${!step_names[@]}"; do printf '  %6d  %s\n' "${step_secs[$i]}" "${step_names[$i]}"; done
 }
-trap step_summary EXIT
 
-run_suite() {   # name, extra cmake args..., then ctest args after --
-  local name=$1; shift
-  local cmake_args=() ctest_args=()
-  while [ $# -gt 0 ] && [ "$1" != "--" ]; do cmake_args+=("$1"); shift; done
-  [ $# -gt 0 ] && shift
-  ctest_args=("$@")
-  local dir="$root/build-test-$name"
-  echo "=== $name: configure and build ($dir)"
-  cmake -S "$root" -B "$dir" "${gen[@]}" "${cmake_args[@]}" >/dev/null
-  cmake --build "$dir" -j "$jobs"
-  step_time "$name: build"
-  echo "=== $name: ctest ${ctest_args[*]:-}"
-  ctest --test-dir "$dir" --output-on-failure -j "$jobs" "${ctest_args[@]}"
-  step_time "$name: ctest"
+# The build outputs that the tests ctest selects name (their command, environment, other
+# properties; read from the CTestTestfile.cmake files, as ctest itself shows no command whose
+# program is not built yet): a suite that runs some of the tests builds only these (and what they
+# link), not every test program. Prints nothing when the generator is not Ninja or no output is
+# named.
+tested_outputs() {   # build dir, ctest selection args...
+  local dir=$1; shift
+  [ -f "$dir/build.ninja" ] || return 0
+  ctest --test-dir "$dir" --show-only=json-v1 "$@" | python3 -c '
+import json, os, re, sys
+root = sys.argv[1]
+dirs = {root.rstrip("/") + "/", os.path.realpath(root) + "/"}
+outs = {o for o, rule in (line.rstrip("\n").rsplit(": ", 1) for line in open(sys.argv[2])) if rule != "phony"}
+names = {t["name"] for t in json.load(sys.stdin)["tests"]}
+head = re.compile(r"^(?:add_test|set_tests_properties)\(\s*(?:\[(=*)\[(.*?)\]\1\]|\"([^\"]*)\"|([^\s)]+))")
+found = set()
+for base, _, files in os.walk(root):
+    if "CTestTestfile.cmake" not in files:
+        continue
+    for line in open(os.path.join(base, "CTestTestfile.cmake")):
+        m = head.match(line)
+        if not m or next(g for g in m.groups()[1:] if g is not None) not in names:
+            continue
+        for tok in re.split(r"[\s\"=;,()]+", line):
+            for d in dirs:
+                if tok.startswith(d) and tok[len(d):] in outs:
+                    found.add(tok[len(d):])
+for f in sorted(found):
+    print(f)' "$dir" <(ninja -C "$dir" -t targets all)
 }
 
-run_suite release -DCMAKE_BUILD_TYPE=Release
-shot="$root/build-test-release/test/live/live-view.png"
-[ -f "$shot" ] && echo "=== live view in headless Chromium, screenshot: $shot"
-if [ "${1:-}" = "--quick" ]; then exit 0; fi
-run_suite debug -DCMAKE_BUILD_TYPE=Debug
-# MI_DEBUG=3: the validators (src/validate.c) at every slow-path boundary, on the multi-threaded and model tests
-run_suite debug-full -DCMAKE_BUILD_TYPE=Debug -DMI_DEBUG_FULL=ON -- -R '^(stress|stress-reclaim-on-free|stress-live|threads|sheap|model|model-mt|validate-.*)$'
-run_suite secure -DCMAKE_BUILD_TYPE=Release -DMI_SECURE=ON
-run_suite asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=address
-run_suite track-valgrind -DCMAKE_BUILD_TYPE=Release -DMI_TRACK_VALGRIND=ON
-run_suite track-asan -DCMAKE_BUILD_TYPE=Release -DMI_TRACK_ASAN=ON
-TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=thread -- -L "stress|purger"
-# the debug build's checks run on the freeing thread (padding, double-free search): race-free too
-TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_suite tsan-debug -DCMAKE_BUILD_TYPE=Debug -DMI_SANITIZE=thread -- -L "stress|purger"
+# MI_TEST_WERROR=1 (CI sets it): the release, debug and secure suites build with -Werror, so
+# that their builds are also the warning check of the default compiler in these configurations
+werror=()
+[ "${MI_TEST_WERROR:-0}" = 1 ] && werror=(-DCMAKE_C_FLAGS=-Werror -DCMAKE_CXX_FLAGS=-Werror)
 
+# The suites: name, cmake args, then after -- the ctest selection (none: every test; with one,
+# only the programs the selected tests run are built). Each suite's build runs, at a lower CPU
+# priority (nice), while the previous suite's tests run (these leave a core idle much of the
+# time: sleeps, purge delays, serial tails); its output goes to build-test-<name>/run-build.log,
+# shown when it fails.
+S_NAME=() S_CMAKE=() S_CTEST=() S_ENV=()
+suite() {   # [ENV=VALUE for ctest] name, cmake args..., -- ctest args...
+  local env="" name cm=() ct=()
+  [[ "$1" == *=* ]] && { env=$1; shift; }
+  name=$1; shift
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do cm+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  ct=("$@")
+  S_NAME+=("$name") S_ENV+=("$env")
+  S_CMAKE+=("$([ ${#cm[@]} -eq 0 ] || printf '%s\x1f' "${cm[@]}")")
+  S_CTEST+=("$([ ${#ct[@]} -eq 0 ] || printf '%s\x1f' "${ct[@]}")")
+}
+split_args() { local IFS=$'\x1f'; read -r -a "$1" <<<"$2"; }   # array name, joined args
+
+build_suite() {   # index: configure and build
+  local i=$1 name=${S_NAME[$1]} cm=() ct=() targets=()
+  local dir="$root/build-test-$name" t0=$SECONDS
+  split_args cm "${S_CMAKE[$i]}"; split_args ct "${S_CTEST[$i]}"
+  echo "=== $name: configure and build ($dir)"
+  cmake -S "$root" -B "$dir" "${gen[@]}" "${cm[@]}" >/dev/null
+  if [ ${#ct[@]} -gt 0 ]; then
+    mapfile -t targets < <(tested_outputs "$dir" "${ct[@]}")
+    [ ${#targets[@]} -gt 0 ] && echo "=== $name: building the ${#targets[@]} outputs the selected tests run: ${targets[*]}"
+  fi
+  if [ ${#targets[@]} -gt 0 ]; then
+    cmake --build "$dir" -j "$jobs" --target "${targets[@]}"
+  else
+    cmake --build "$dir" -j "$jobs"
+  fi
+  echo "=== $name: built in $((SECONDS - t0)) s"
+}
+
+bg_pid=""
+stop_bg() { [ -n "$bg_pid" ] && { kill -- "-$bg_pid" 2>/dev/null || kill "$bg_pid" 2>/dev/null; } || true; }
+trap 'stop_bg; step_summary' EXIT
+start_bg_build() {   # index: build_suite in the background, niced, into its log
+  local dir="$root/build-test-${S_NAME[$1]}"
+  mkdir -p "$dir"
+  setsid -w nice -n 10 bash -c "set -euo pipefail; $(declare -p root gen jobs S_NAME S_CMAKE S_CTEST); $(declare -f split_args tested_outputs build_suite); build_suite $1" \
+    >"$dir/run-build.log" 2>&1 &
+  bg_pid=$!
+}
+wait_bg_build() {   # index
+  local dir="$root/build-test-${S_NAME[$1]}" rc=0
+  wait "$bg_pid" || rc=$?
+  bg_pid=""
+  if [ $rc -ne 0 ]; then
+    tail -n 60 "$dir/run-build.log"
+    echo "=== ${S_NAME[$1]}: the build failed (log $dir/run-build.log)"
+    exit 1
+  fi
+  grep -E '^=== ' "$dir/run-build.log"
+}
+run_tests() {   # index
+  local i=$1 name=${S_NAME[$1]} ct=() env=()
+  split_args ct "${S_CTEST[$i]}"
+  [ -n "${S_ENV[$i]}" ] && env=("${S_ENV[$i]}")
+  echo "=== $name: ctest ${ct[*]:-}"
+  env "${env[@]}" ctest --test-dir "$root/build-test-$name" --output-on-failure -j "$jobs" "${ct[@]}"
+}
+
+suite release -DCMAKE_BUILD_TYPE=Release "${werror[@]}"
+suite debug -DCMAKE_BUILD_TYPE=Debug "${werror[@]}"
+# MI_DEBUG=3: the validators (src/validate.c) at every slow-path boundary, on the multi-threaded and model tests
+suite debug-full -DCMAKE_BUILD_TYPE=Debug -DMI_DEBUG_FULL=ON -- -R '^(stress|stress-reclaim-on-free|stress-live|threads|sheap|model|model-mt|validate-.*)$'
+suite secure -DCMAKE_BUILD_TYPE=Release -DMI_SECURE=ON "${werror[@]}"
+suite asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=address
+suite track-valgrind -DCMAKE_BUILD_TYPE=Release -DMI_TRACK_VALGRIND=ON
+suite track-asan -DCMAKE_BUILD_TYPE=Release -DMI_TRACK_ASAN=ON
+suite "TSAN_OPTIONS=halt_on_error=1 ${TSAN_OPTIONS:-}" tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=thread -- -L "stress|purger"
+# the debug build's checks run on the freeing thread (padding, double-free search): race-free too
+suite "TSAN_OPTIONS=halt_on_error=1 ${TSAN_OPTIONS:-}" tsan-debug -DCMAKE_BUILD_TYPE=Debug -DMI_SANITIZE=thread -- -L "stress|purger"
 # OS-failure injection (docs/testing.md): every primitive failing once at each sampled call,
 # then 1% of all of them, in a secure build (guard pages too); about 4.5 minutes after the build
-run_suite failinject -DCMAKE_BUILD_TYPE=Release -DMI_SECURE=ON -DMI_FAIL_INJECT=ON -- -L failinject
+suite failinject -DCMAKE_BUILD_TYPE=Release -DMI_SECURE=ON -DMI_FAIL_INJECT=ON -- -L failinject
+
+nsuites=${#S_NAME[@]}
+[ "${1:-}" = "--quick" ] && nsuites=1
+for i in $(seq 0 $((nsuites - 1))); do
+  name=${S_NAME[$i]}
+  if [ "$i" = 0 ]; then
+    build_suite 0
+    step_time "$name: build"
+  else
+    echo "=== $name: waiting for its build (started beside ${S_NAME[$((i - 1))]}'s tests)"
+    wait_bg_build "$i"
+    step_time "$name: build (the rest after the previous suite's tests)"
+  fi
+  [ $((i + 1)) -lt "$nsuites" ] && start_bg_build $((i + 1))
+  run_tests "$i"
+  step_time "$name: ctest"
+  if [ "$name" = release ]; then
+    shot="$root/build-test-release/test/live/live-view.png"
+    [ -f "$shot" ] && echo "=== live view in headless Chromium, screenshot: $shot"
+  fi
+done
+if [ "${1:-}" = "--quick" ]; then exit 0; fi
 
 skipped=()
 
