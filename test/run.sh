@@ -140,6 +140,32 @@ start_bg_build() {   # index: build_suite in the background, niced, into its log
     >"$dir/run-build.log" 2>&1 &
   bg_pid=$!
 }
+# The builds of the fuzzer's and the loaded round's programs, beside the last suite's tests: the
+# same configurations and targets as below and test/loaded.sh use, which then find them built
+# (a failure here is left for them to report)
+build_later() {
+  local t0=$SECONDS
+  if command -v clang >/dev/null 2>&1 && echo 'int LLVMFuzzerTestOneInput(const char* d, unsigned long n) { (void)d; (void)n; return 0; }' \
+       | clang -x c -fsanitize=fuzzer,address -o "$root/build-test-fuzz/libfuzzer-probe" - >/dev/null 2>&1; then
+    CC=clang CXX=clang++ cmake -S "$root" -B "$root/build-test-fuzz" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DMI_SANITIZE=address -DMI_BUILD_FUZZ=ON >/dev/null && cmake --build "$root/build-test-fuzz" -j "$jobs" --target fuzz-model-mt || true
+  fi
+  cmake -S "$root" -B "$root/build-test-loaded" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DMI_SCHED_FUZZ=ON >/dev/null \
+    && cmake --build "$root/build-test-loaded" -j "$jobs" --target mi-loaded-programs || true
+  echo "=== fuzz-model-mt and loaded programs: built in $((SECONDS - t0)) s"
+}
+start_bg_later() {
+  mkdir -p "$root/build-test-fuzz" "$root/build-test-loaded"
+  setsid -w nice -n 10 bash -c "set -uo pipefail; $(declare -p root gen jobs); $(declare -f build_later); build_later" \
+    >"$root/build-test-loaded/run-build.log" 2>&1 &
+  bg_pid=$!
+}
+wait_bg_later() {
+  [ -n "$bg_pid" ] || return 0
+  wait "$bg_pid" || true
+  bg_pid=""
+  grep -E '^=== ' "$root/build-test-loaded/run-build.log" || true
+}
 wait_bg_build() {   # index
   local dir="$root/build-test-${S_NAME[$1]}" rc=0
   wait "$bg_pid" || rc=$?
@@ -186,7 +212,11 @@ for i in $(seq 0 $((nsuites - 1))); do
     wait_bg_build "$i"
     step_time "$name: build (the rest after the previous suite's tests)"
   fi
-  [ $((i + 1)) -lt "$nsuites" ] && start_bg_build $((i + 1))
+  if [ $((i + 1)) -lt "$nsuites" ]; then
+    start_bg_build $((i + 1))
+  elif [ "${1:-}" != "--quick" ]; then
+    start_bg_later
+  fi
   run_tests "$i"
   step_time "$name: ctest"
   if [ "$name" = release ]; then
@@ -195,6 +225,8 @@ for i in $(seq 0 $((nsuites - 1))); do
   fi
 done
 if [ "${1:-}" = "--quick" ]; then exit 0; fi
+wait_bg_later
+step_time "fuzz-model-mt and loaded programs: build (the rest after the last suite's tests)"
 
 skipped=()
 
