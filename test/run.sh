@@ -13,6 +13,8 @@
 # and the loaded round (test/loaded.sh: the multi-threaded tests oversubscribed, beside busy
 # loops, with the schedule fuzzer on).
 # Usage: test/run.sh [--quick]   (--quick: the Release build only)
+# Environment: MI_TEST_REQUIRE_ALL=1 (a missing toolchain fails the run), MI_TEST_WERROR=1 (the
+# release, debug and secure builds with -Werror; CI sets both)
 set -euo pipefail
 # Suites that need a toolchain beyond C/C++: skipped with a message when it is missing, failed
 # instead when MI_TEST_REQUIRE_ALL=1 (CI installs every toolchain and sets it). Each suite names
