@@ -40,7 +40,7 @@ run_target() {
   cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" | grep -A40 "tests disabled" || true
   cmake --build "$dir" -j "$jobs"
   echo "=== $t: ctest"
-  ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+  ctest --test-dir "$dir" --output-on-failure -j "${MI_TEST_CTEST_JOBS:-$((2 * jobs))}"
   took[$t]=$(( $(date +%s) - start ))
   echo "=== $t: passed in ${took[$t]} s"
 }

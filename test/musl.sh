@@ -30,5 +30,5 @@ cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS=-
       -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-x86_64-linux-musl.cmake" | grep -A40 "tests disabled" || true
 cmake --build "$dir" -j "$jobs"
 echo "=== musl: ctest"
-ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+ctest --test-dir "$dir" --output-on-failure -j "${MI_TEST_CTEST_JOBS:-$((2 * jobs))}"
 echo "=== musl: passed in $(( $(date +%s) - start )) s (build + tests)"

@@ -39,6 +39,12 @@ have() {   # a command, or ziglang: Zig's C compiler from PyPI (a Python module,
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
+# ctest runs twice as many tests as there are cores (MI_TEST_CTEST_JOBS to change it; exported for
+# test/cross.sh, test/musl.sh and test/windows.sh): the tests whose threads keep more than a
+# core busy count as two (test property PROCESSORS 2), so that no more of them run at once than
+# with -j the cores, and the many tests that mostly sleep or wait fill the other slots
+# (docs/testing.md, "Parallel tests")
+export MI_TEST_CTEST_JOBS=${MI_TEST_CTEST_JOBS:-$((2 * jobs))}
 gen=()
 command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
 
@@ -184,7 +190,7 @@ run_tests() {   # index
   split_args ct "${S_CTEST[$i]}"
   [ -n "${S_ENV[$i]}" ] && env=("${S_ENV[$i]}")
   echo "=== $name: ctest ${ct[*]:-}"
-  env "${env[@]}" ctest --test-dir "$root/build-test-$name" --output-on-failure -j "$jobs" "${ct[@]}"
+  env "${env[@]}" ctest --test-dir "$root/build-test-$name" --output-on-failure -j "$MI_TEST_CTEST_JOBS" "${ct[@]}"
 }
 
 suite release -DCMAKE_BUILD_TYPE=Release "${werror[@]}"

@@ -54,7 +54,7 @@ fi
 prefix_done=$(date +%s)
 
 echo "=== windows: ctest under wine"
-ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+ctest --test-dir "$dir" --output-on-failure -j "${MI_TEST_CTEST_JOBS:-$((2 * jobs))}"
 end=$(date +%s)
 echo "=== windows suite passed:"
 printf '  build    %4d s\n' $(( build_done - total_start ))
