@@ -3,8 +3,8 @@
 # The whole test suite: a Release build with every ctest test, the same suite against the
 # Debug build (libmimalloc-debug: invariant assertions, heap-misuse checks, per-bin statistics),
 # the secure build (libmimalloc-secure: encoded free lists, double and invalid frees rejected),
-# under AddressSanitizer+UBSan, the tracking builds for Valgrind and ASan (whole suite, plus
-# deliberate heap bugs the checker must report at their line), and the multi-threaded stress
+# under AddressSanitizer+UBSan, the tracking builds for Valgrind and ASan (deliberate heap bugs
+# the checker must report at their line; the whole suite natively in the ASan one), and the multi-threaded stress
 # tests under ThreadSanitizer (Release and Debug builds); then, where their toolchains are
 # installed, the Rust and D packages' tests (cargo; ldc2, gdc, dub) and the aarch64 and riscv64
 # suites under qemu-user (test/cross.sh), the musl suite (test/musl.sh), the Windows build
@@ -199,7 +199,11 @@ suite debug -DCMAKE_BUILD_TYPE=Debug "${werror[@]}"
 suite debug-full -DCMAKE_BUILD_TYPE=Debug -DMI_DEBUG_FULL=ON -- -R '^(stress|stress-reclaim-on-free|stress-live|threads|sheap|model|model-mt|validate-.*)$'
 suite secure -DCMAKE_BUILD_TYPE=Release -DMI_SECURE=ON "${werror[@]}"
 suite asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=address
-suite track-valgrind -DCMAKE_BUILD_TYPE=Release -DMI_TRACK_VALGRIND=ON
+# track-valgrind: memcheck's reports (label track) and the tests that check the build's name
+# ("valgrind": options, override); the rest of the suite runs natively in track-asan, the same
+# tracking build to a native program (every block padded; both checkers' calls are inert without
+# their tool, and the test registrations treat the two builds alike): not twice
+suite track-valgrind -DCMAKE_BUILD_TYPE=Release -DMI_TRACK_VALGRIND=ON -- -L "track|options|override"
 suite track-asan -DCMAKE_BUILD_TYPE=Release -DMI_TRACK_ASAN=ON
 suite "TSAN_OPTIONS=halt_on_error=1 ${TSAN_OPTIONS:-}" tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=thread -- -L "stress|purger"
 # the debug build's checks run on the freeing thread (padding, double-free search): race-free too
