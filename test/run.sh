@@ -40,11 +40,15 @@ have() {   # a command, or ziglang: Zig's C compiler from PyPI (a Python module,
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
 # ctest runs twice as many tests as there are cores (MI_TEST_CTEST_JOBS to change it; exported for
-# test/cross.sh, test/musl.sh and test/windows.sh): the tests whose threads keep more than a
-# core busy count as two (test property PROCESSORS 2), so that no more of them run at once than
-# with -j the cores, and the many tests that mostly sleep or wait fill the other slots
-# (docs/testing.md, "Parallel tests")
+# test/cross.sh, test/musl.sh and test/windows.sh), with a resource `busy` of one slot per core
+# (ctest_busy_spec): the tests whose threads keep a core or more busy take one (test property
+# RESOURCE_GROUPS busy:1), so that no more of them run at once than with -j the cores, and the
+# many tests that mostly sleep or wait fill the other places (docs/testing.md, "Parallel tests")
 export MI_TEST_CTEST_JOBS=${MI_TEST_CTEST_JOBS:-$((2 * jobs))}
+ctest_busy_spec() {   # build dir: writes the resource file there, prints its path
+  printf '{"version": {"major": 1, "minor": 0}, "local": [{"busy": [{"id": "0", "slots": %d}]}]}\n' "$jobs" >"$1/ctest-busy.json"
+  echo "$1/ctest-busy.json"
+}
 gen=()
 command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
 
@@ -190,7 +194,8 @@ run_tests() {   # index
   split_args ct "${S_CTEST[$i]}"
   [ -n "${S_ENV[$i]}" ] && env=("${S_ENV[$i]}")
   echo "=== $name: ctest ${ct[*]:-}"
-  env "${env[@]}" ctest --test-dir "$root/build-test-$name" --output-on-failure -j "$MI_TEST_CTEST_JOBS" "${ct[@]}"
+  env "${env[@]}" ctest --test-dir "$root/build-test-$name" --output-on-failure -j "$MI_TEST_CTEST_JOBS" \
+    --resource-spec-file "$(ctest_busy_spec "$root/build-test-$name")" "${ct[@]}"
 }
 
 suite release -DCMAKE_BUILD_TYPE=Release "${werror[@]}"
