@@ -54,7 +54,9 @@ fi
 prefix_done=$(date +%s)
 
 echo "=== windows: ctest under wine"
-ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+# -j twice the cores; the tests that keep a core busy (RESOURCE_GROUPS busy:1) one per core (test/run.sh)
+printf '{"version": {"major": 1, "minor": 0}, "local": [{"busy": [{"id": "0", "slots": %d}]}]}\n' "$jobs" >"$dir/ctest-busy.json"
+ctest --test-dir "$dir" --output-on-failure -j "${MI_TEST_CTEST_JOBS:-$((2 * jobs))}" --resource-spec-file "$dir/ctest-busy.json"
 end=$(date +%s)
 echo "=== windows suite passed:"
 printf '  build    %4d s\n' $(( build_done - total_start ))
