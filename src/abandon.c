@@ -9,19 +9,19 @@
    its subprocess' lock; once a thread has unlisted it under the lock, that thread. */
 #include "internal/internal.h"
 
-/* The lists a page goes on: those of the shared heap it is marked with (sheap, a
-   theap's page: types.h, mi_sheap_t) or else its subprocess'. In them, its bin's list when it
+/* The lists a page goes on: those it is marked with (abandon_lists: types.h,
+   mi_abandoned_lists_t) or else its subprocess'. In them, its bin's list when it
    can hold more than one block (a thread needing a page of the bin may adopt it), else the
    last list (it is only ever released, visited or destroyed). */
 static _Atomic(mi_page_t*)* mi_abandoned_list_of(mi_subproc_t* subproc, const mi_page_t* page) {
-  mi_sheap_t* const sheap = mi_atomic_load_relaxed(&((mi_page_t*)page)->sheap);
-  _Atomic(mi_page_t*)* const lists = (sheap != NULL ? sheap->abandoned_pages : subproc->abandoned_pages);
+  mi_abandoned_lists_t* const own = mi_atomic_load_relaxed(&((mi_page_t*)page)->abandon_lists);
+  _Atomic(mi_page_t*)* const lists = (own != NULL ? own->pages : subproc->abandoned_pages);
   return &lists[page->reserved > 1 ? _mi_bin(page->block_size) : MI_BIN_HUGE_INTERNAL];
 }
 
 static size_t* mi_abandoned_count_of(mi_subproc_t* subproc, const mi_page_t* page) {
-  mi_sheap_t* const sheap = mi_atomic_load_relaxed(&((mi_page_t*)page)->sheap);
-  return (sheap != NULL ? &sheap->abandoned_count : &subproc->abandoned_count);
+  mi_abandoned_lists_t* const own = mi_atomic_load_relaxed(&((mi_page_t*)page)->abandon_lists);
+  return (own != NULL ? &own->count : &subproc->abandoned_count);
 }
 
 /* Pages on every abandoned list of the process (the purger waits for their last frees while
@@ -32,8 +32,8 @@ size_t _mi_abandoned_pages_listed(void) {
   return mi_atomic_load_seq_cst(&mi_abandoned_listed);
 }
 
-static void mi_abandoned_page_link(mi_subproc_t* subproc, mi_page_t* page, mi_sheap_t* sheap) {
-  mi_atomic_store_release(&page->sheap, sheap);   /* (mi_heap_of reads it) */
+static void mi_abandoned_page_link(mi_subproc_t* subproc, mi_page_t* page, mi_abandoned_lists_t* lists) {
+  mi_atomic_store_release(&page->abandon_lists, lists);   /* (mi_heap_of reads it) */
   _Atomic(mi_page_t*)* head = mi_abandoned_list_of(subproc, page);
   mi_page_t* first = mi_atomic_load_relaxed(head);
   page->prev = NULL;
@@ -56,7 +56,7 @@ static void mi_abandoned_page_unlink(mi_subproc_t* subproc, mi_page_t* page) {
   page->abandoned_listed = 0;
   (*mi_abandoned_count_of(subproc, page))--;
   mi_atomic_sub_relaxed(&mi_abandoned_listed, 1);
-  mi_atomic_store_relaxed(&page->sheap, NULL);
+  mi_atomic_store_relaxed(&page->abandon_lists, NULL);
 }
 
 /* Under the lock: an abandoned page whose blocks are all free leaves its segment. Returns a
@@ -72,12 +72,12 @@ static mi_segment_t* mi_abandoned_page_release(mi_page_t* page) {
 
 /* Thread exit, or mi_heap_delete of a heap whose arena no other heap of the thread uses: the
    page (taken off its heap, delayed state MI_NEVER_DELAYED_FREE) is left to the subprocess, or,
-   a page of a theap (`sheap`: its shared heap, which the theap keeps alive while it is linked),
-   to that shared heap's lists, where only a later theap of the heap finds it (types.h). */
-void _mi_abandoned_add_page(mi_page_t* page, mi_tld_t* tld, mi_sheap_t* sheap) {
+   given `lists` (its heap's pages_lists, which the heap keeps alive), to those, where only the
+   heaps whose pages_lists they are find it (types.h). */
+void _mi_abandoned_add_page(mi_page_t* page, mi_tld_t* tld, mi_abandoned_lists_t* lists) {
   mi_segment_t* segment = _mi_page_segment(page);
   mi_subproc_t* subproc = segment->subproc;   /* the creator's: never changes (free reads it) */
-  if (sheap != NULL && sheap->subproc != subproc) sheap = NULL;   /* (its lists are under its subprocess' lock) */
+  if (lists != NULL && lists->subproc != subproc) lists = NULL;   /* (they are under their subprocess' lock) */
   mi_os_stat_increase(pages_abandoned, 1);
   _mi_stat_page_transfer(page, tld, NULL);
   const size_t live = _mi_page_tf_to_abandoned(page);
@@ -89,7 +89,7 @@ void _mi_abandoned_add_page(mi_page_t* page, mi_tld_t* tld, mi_sheap_t* sheap) {
     released = mi_abandoned_page_release(page);   /* its blocks were freed by other threads */
   }
   else {
-    mi_abandoned_page_link(subproc, page, sheap);
+    mi_abandoned_page_link(subproc, page, lists);
     /* a last block freed since the conversion found the page not yet listed (it left the
        release to us) */
     if (mi_tf_count(mi_atomic_load_acquire(&page->xthread_free)) == MI_TF_ABANDONED_BASE) {
@@ -166,8 +166,8 @@ static bool mi_abandoned_suits(const mi_heap_t* heap, const mi_segment_t* segmen
   return (segment->subproc == heap->tld->subproc && _mi_arena_memid_is_suitable(&segment->memid, heap->arena_id));
 }
 
-/* Take a page of the list `head` (of subproc's lists, or of a shared heap's whose subprocess
-   it is) for `heap`: an ended thread's page with room, of the heap's tag, in memory that may
+/* Take a page of the list `head` (of subproc's lists, or of lists whose subprocess it is) for
+   `heap`: an ended thread's page with room, of the heap's tag, in memory that may
    serve it, among the first few of the list. */
 static bool mi_abandoned_reclaim_from(mi_heap_t* heap, mi_subproc_t* subproc, _Atomic(mi_page_t*)* head) {
   if (mi_atomic_load_relaxed(head) == NULL) return false;   /* a stale peek only delays reclaim */
@@ -189,15 +189,14 @@ static bool mi_abandoned_reclaim_from(mi_heap_t* heap, mi_subproc_t* subproc, _A
 }
 
 /* page.c, before a fresh page of blocks of `block_size` in `heap`: adopt an ended thread's page
-   of that size class with room. A theap looks at its shared heap's pages first (they are the
-   heap's blocks, so a theap that may be destroyed takes them too; the theap keeps the shared
-   heap alive), then, like any heap that is never destroyed, at its subprocess'. Returns true
-   if it adopted one. */
-bool _mi_abandoned_reclaim_for_bin(mi_heap_t* heap, size_t block_size) {
+   of that size class with room. A heap with lists of its own (`own`: a theap's, its shared
+   heap's, sheap.c) looks at them first (they are its blocks, so a heap that may be destroyed
+   takes them too; the heap keeps them alive), then, like any heap that is never destroyed, at
+   its subprocess'. Returns true if it adopted one. */
+bool _mi_abandoned_reclaim_for_bin(mi_heap_t* heap, mi_abandoned_lists_t* own, size_t block_size) {
   if (block_size > MI_LARGE_OBJ_SIZE_MAX) return false;
   const size_t bin = _mi_bin(block_size);
-  mi_sheap_t* const sheap = heap->sheap;
-  if (sheap != NULL && sheap->subproc == heap->tld->subproc && mi_abandoned_reclaim_from(heap, sheap->subproc, &sheap->abandoned_pages[bin])) return true;
+  if (own != NULL && own->subproc == heap->tld->subproc && mi_abandoned_reclaim_from(heap, own->subproc, &own->pages[bin])) return true;
   if (heap->allow_destroy) return false;
   mi_subproc_t* subproc = heap->tld->subproc;
   return mi_abandoned_reclaim_from(heap, subproc, &subproc->abandoned_pages[bin]);
@@ -217,9 +216,9 @@ bool _mi_abandoned_reclaim_on_free(mi_page_t* page) {
   if (!mi_abandoned_suits(heap, segment)) return false;
   mi_subproc_t* subproc = segment->subproc;
   mi_lock_acquire(&subproc->lock);
-  /* not listed: another thread is adopting or releasing it; a shared heap's page is for its
-     theaps only */
-  const bool taken = (page->abandoned_listed && mi_atomic_load_relaxed(&page->sheap) == NULL);
+  /* not listed: another thread is adopting or releasing it; a page on lists of their own is
+     for their heaps only */
+  const bool taken = (page->abandoned_listed && mi_atomic_load_relaxed(&page->abandon_lists) == NULL);
   if (taken) mi_abandoned_page_take(subproc, page);
   mi_lock_release(&subproc->lock);
   if (!taken) return false;
@@ -253,10 +252,10 @@ void _mi_abandoned_reclaim_all(mi_heap_t* heap) {
   }
 }
 
-/* Visit the abandoned pages of a subprocess, and those on the lists of its shared heaps among
-   `sheaps` (linked through next; the caller holds the lock of their list, sheap.c, so none is
-   freed), under the subprocess' lock, so none is adopted or released. */
-static bool mi_abandoned_lists_visit(_Atomic(mi_page_t*)* lists, const mi_heap_t* shown, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+/* Visit the abandoned pages of a subprocess, and those on the lists `more` gives (until NULL,
+   from NULL; the caller keeps them from being freed), under the subprocess' lock, so none is
+   adopted or released. */
+static bool mi_abandoned_bins_visit(_Atomic(mi_page_t*)* lists, const mi_heap_t* shown, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   for (size_t bin = 0; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
     for (mi_page_t* page = mi_atomic_load_relaxed(&lists[bin]); page != NULL; page = page->next) {
       if (heap_tag >= 0 && page->heap_tag != (uint8_t)heap_tag) continue;
@@ -267,37 +266,38 @@ static bool mi_abandoned_lists_visit(_Atomic(mi_page_t*)* lists, const mi_heap_t
   return true;
 }
 
-bool _mi_abandoned_visit(mi_subproc_t* subproc, mi_sheap_t* sheaps, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+bool _mi_abandoned_visit(mi_subproc_t* subproc, mi_abandoned_lists_t* (*more)(mi_abandoned_lists_t* prev, void* it), void* it,
+                         int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   mi_lock_acquire(&subproc->lock);
-  bool ok = mi_abandoned_lists_visit(subproc->abandoned_pages, NULL, heap_tag, visit_blocks, visitor, arg);
-  for (mi_sheap_t* sh = sheaps; sh != NULL && ok; sh = sh->next) {
-    if (sh->subproc == subproc) ok = mi_abandoned_lists_visit(sh->abandoned_pages, NULL, heap_tag, visit_blocks, visitor, arg);
+  bool ok = mi_abandoned_bins_visit(subproc->abandoned_pages, NULL, heap_tag, visit_blocks, visitor, arg);
+  for (mi_abandoned_lists_t* l = (more == NULL ? NULL : more(NULL, it)); l != NULL && ok; l = more(l, it)) {
+    if (l->subproc == subproc) ok = mi_abandoned_bins_visit(l->pages, NULL, heap_tag, visit_blocks, visitor, arg);
   }
   mi_lock_release(&subproc->lock);
   return ok;
 }
 
-/* The abandoned pages of one shared heap (the caller keeps it from being freed), the visitor
-   told of `shown`; under its subprocess' lock, like the above. */
-bool _mi_abandoned_visit_sheap(mi_sheap_t* sheap, const mi_heap_t* shown, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
-  mi_subproc_t* const subproc = sheap->subproc;
+/* The pages of one set of lists (the caller keeps them from being freed), the visitor told of
+   `shown`; under their subprocess' lock, like the above. */
+bool _mi_abandoned_lists_visit(mi_abandoned_lists_t* lists, const mi_heap_t* shown, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+  mi_subproc_t* const subproc = lists->subproc;
   mi_lock_acquire(&subproc->lock);
-  const bool ok = mi_abandoned_lists_visit(sheap->abandoned_pages, shown, -1, visit_blocks, visitor, arg);
+  const bool ok = mi_abandoned_bins_visit(lists->pages, shown, -1, visit_blocks, visitor, arg);
   mi_lock_release(&subproc->lock);
   return ok;
 }
 
-/* A shared heap's statistics (stats-v3.c): `fn` gets each page on its lists with its live
+/* Statistics of lists (a shared heap's: stats-v3.c): `fn` gets each page on them with its live
    blocks (an abandoned page's `used` is stale: they are counted in its thread_free word), under
-   its subprocess' lock, so none is adopted or released meanwhile (the caller keeps the heap from
-   being freed). Returns the walk's number: a heap's walks are numbered in the order they held
-   the lock, so of two walks the caller can tell the later. */
-size_t _mi_abandoned_sheap_pages(mi_sheap_t* sheap, void (*fn)(const mi_page_t* page, size_t live, void* arg), void* arg) {
-  mi_subproc_t* const subproc = sheap->subproc;
+   their subprocess' lock, so none is adopted or released meanwhile (the caller keeps them from
+   being freed). Returns the walk's number: walks are numbered in the order they held the lock,
+   so of two walks the caller can tell the later. */
+size_t _mi_abandoned_lists_pages(mi_abandoned_lists_t* lists, void (*fn)(const mi_page_t* page, size_t live, void* arg), void* arg) {
+  mi_subproc_t* const subproc = lists->subproc;
   mi_lock_acquire(&subproc->lock);
-  const size_t walk = mi_atomic_add_relaxed(&sheap->abandoned_walks, 1) + 1;
+  const size_t walk = mi_atomic_add_relaxed(&lists->walks, 1) + 1;
   for (size_t bin = 0; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
-    for (mi_page_t* page = mi_atomic_load_relaxed(&sheap->abandoned_pages[bin]); page != NULL; page = page->next) {
+    for (mi_page_t* page = mi_atomic_load_relaxed(&lists->pages[bin]); page != NULL; page = page->next) {
       fn(page, MI_TF_ABANDONED_BASE - mi_tf_count(mi_atomic_load_relaxed(&page->xthread_free)), arg);
     }
   }
@@ -305,18 +305,8 @@ size_t _mi_abandoned_sheap_pages(mi_sheap_t* sheap, void (*fn)(const mi_page_t* 
   return walk;
 }
 
-/* mi_heap_of of a block in a page without heap: the shared heap whose lists hold the page (or,
-   while a theap's page is being abandoned, that theap's), or NULL (an ordinary abandoned page,
-   or one being adopted or released). Without the lock (a block visitor of abandoned pages,
-   which holds it, may ask): the field is NULL or such a heap while the page is in use (types.h),
-   the heap is not freed while the page is listed or its theap lives, nor the page released
-   while the caller's block lives. */
-mi_heap_t* _mi_abandoned_heap_of(mi_page_t* page) {
-  return (mi_heap_t*)mi_atomic_load_acquire(&page->sheap);
-}
-
-/* Under the lock: a shared heap's page dies with its blocks (mi_heap_destroy), as a heap's own
-   pages do in mi_heap_destroy. Returns a segment to release after the lock. */
+/* Under the lock: a page of lists of their own dies with its blocks (a shared heap's
+   mi_heap_destroy), as a heap's own pages do in mi_heap_destroy. Returns a segment to release after the lock. */
 static mi_segment_t* mi_abandoned_page_destroy(mi_page_t* page) {
   _mi_page_free_collect(page, true);   /* the blocks others freed are not live */
 #if MI_TRACK_ENABLED
@@ -325,20 +315,20 @@ static mi_segment_t* mi_abandoned_page_destroy(mi_page_t* page) {
   return mi_abandoned_page_release(page);   /* (its live blocks are counted freed there) */
 }
 
-/* mi_heap_delete or mi_heap_destroy of a shared heap, and its freeing (sheap.c): its abandoned
-   pages leave its lists. Destroyed, each page is freed with its blocks (not one that may hold a
-   guarded object: only the free of that block removes its guard page); deleted, each page goes
-   to the subprocess' lists, an ordinary abandoned page any heap may adopt, whose blocks stay
-   valid. One page per lock hold when pages are freed (each may release its segment). */
-void _mi_abandoned_sheap_done(mi_sheap_t* sheap, bool destroy) {
-  mi_subproc_t* subproc = sheap->subproc;
+/* The end of lists of their own (a shared heap's mi_heap_delete or mi_heap_destroy, and its
+   freeing, sheap.c): their pages leave them. Destroyed, each page is freed with its blocks
+   (not one that may hold a guarded object: only the free of that block removes its guard
+   page); deleted, each page goes to the subprocess' lists, an ordinary abandoned page any heap
+   may adopt, whose blocks stay valid. One page per lock hold when pages are freed (each may release its segment). */
+void _mi_abandoned_lists_done(mi_abandoned_lists_t* lists, bool destroy) {
+  mi_subproc_t* subproc = lists->subproc;
   size_t bin = 0;
   bool freed = false;
   for (;;) {
     mi_segment_t* released = NULL;
     mi_lock_acquire(&subproc->lock);
     while (bin <= MI_BIN_HUGE_INTERNAL && released == NULL) {
-      mi_page_t* page = mi_atomic_load_relaxed(&sheap->abandoned_pages[bin]);
+      mi_page_t* page = mi_atomic_load_relaxed(&lists->pages[bin]);
       if (page == NULL) { bin++; continue; }
       bool keep = !destroy;
 #if MI_GUARDED > 0
@@ -354,8 +344,8 @@ void _mi_abandoned_sheap_done(mi_sheap_t* sheap, bool destroy) {
         if (released == NULL) continue;
       }
     }
-    /* (a theap ending at the same time may list a page in a bin passed already: whoever frees
-       the heap, after that theap is gone, finds it) */
+    /* (a heap ending at the same time may list a page in a bin passed already: the owner of
+       the lists ends them again once no heap is left to add more, sheap.c) */
     mi_assert_expensive(_mi_observe_check(MI_CHECK_SUBPROC_LOCKED, subproc, NULL));
     mi_lock_release(&subproc->lock);
     if (released == NULL) break;

@@ -61,25 +61,10 @@ static inline bool mi_heap_is_dead_default(const mi_heap_t* heap) {
   return (mi_heap_is_dead_part(heap) && heap == mi_prim_get_default_heap());
 }
 
-static mi_heap_t* mi_heap_default_back(mi_heap_t* heap) {
-  mi_heap_t* const bheap = heap->tld->heap_backing;
-  _mi_heap_set_default_direct(bheap);
-  mi_sched_point(MI_SCHED_SHEAP_SWITCH);   /* the dead part is no longer the default; it ends at a later sweep */
-  return bheap;
-}
-
-/* _mi_sheaps_dying != 0, where no profiler is busy (the periodic work of a heap without one, or
-   before the profiler's slow path): the heap that serves the call. Else every 4th time (by the
-   thread's heartbeat), this thread's parts of dead shared heaps end, from its backing heap or a
-   part of a live shared heap (never the heap being ended; never inside the profiler's slow
-   path, whose caller holds its heap). */
+/* _mi_sheaps_dying != 0, where no profiler is busy (never inside the profiler's slow path, whose
+   caller holds its heap): the heap that serves the call (sheap.c); the sweep every 4th time */
 static mi_decl_noinline mi_heap_t* mi_malloc_sheaps_dying(mi_heap_t* heap) {
-  if (mi_heap_is_dead_default(heap)) return mi_heap_default_back(heap);   /* (no sweep in this call) */
-  if ((heap->tld->heartbeat % (4 * MI_GENERIC_WORK_EVERY)) == 0 &&
-      (heap == heap->tld->heap_backing || (heap->sheap != NULL && mi_atomic_load_relaxed(&heap->sheap->state) == (int)MI_SHEAP_LIVE))) {
-    _mi_sheap_sweep(heap->tld);
-  }
-  return heap;
+  return _mi_sheap_dying_step(heap, (heap->tld->heartbeat % (4 * MI_GENERIC_WORK_EVERY)) == 0);
 }
 
 void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) {
@@ -89,7 +74,7 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
     if (mi_unlikely(mi_atomic_load_relaxed(&_mi_sheaps_dying) != 0)) {
       mi_heap_t* const bheap = heap->tld->heap_backing;
       if (!mi_heap_is_dead_default(heap)) heap = mi_malloc_sheaps_dying(heap);   /* (its sweep: the profiler's only chance but mi_collect) */
-      else if (mi_heap_prof_ready(bheap)) heap = mi_heap_default_back(heap);   /* (else at mi_collect) */
+      else if (mi_heap_prof_ready(bheap)) heap = _mi_sheap_default_back(heap);   /* (else at mi_collect) */
     }
     return _mi_observe_malloc(size, heap, zero, huge_alignment, align_offset);
   }

@@ -292,7 +292,7 @@ mi_heap_t* mi_heap_new_in_arena(mi_arena_id_t arena_id) {
 mi_heap_t* _mi_heap_by_tag(mi_heap_t* heap, uint8_t tag) {
   if (heap->tag == tag) return heap;
   for (mi_heap_t* h = heap->tld->heaps; h != NULL; h = h->next) {
-    if (h->tag == tag && !h->allow_destroy && h->sheap == NULL && h->arena_id == heap->arena_id) return h;
+    if (h->tag == tag && !h->allow_destroy && !mi_heap_is_theap(h) && h->arena_id == heap->arena_id) return h;
   }
   return heap;
 }
@@ -333,7 +333,7 @@ static void mi_heap_free(mi_heap_t* heap) {
     else heap->tld->heaps = heap->next;
     mi_live_leave(heap->tld);
   }
-  if (heap->sheap != NULL) _mi_sheap_theap_unlink(heap);
+  if (mi_heap_is_theap(heap)) _mi_sheap_theap_unlink(heap);
   mi_free(heap);
 }
 
@@ -370,13 +370,13 @@ void mi_heap_delete(mi_heap_t* heap) {
      of dead ones first) abandons its pages to that heap (abandon.c): they stay its blocks, for
      a later theap of it to reclaim, its destroy to free, mi_heap_of to name. */
   mi_heap_t* target = heap->tld->heap_backing;
-  if (heap->sheap != NULL && mi_atomic_load_acquire(&heap->sheap->state) == (int)MI_SHEAP_LIVE) {
+  if (mi_heap_is_live_part(heap)) {
     target = NULL;
   }
   else if (target->arena_id != heap->arena_id) {
     for (target = heap->tld->heaps; target != NULL; target = target->next) {
       /* (not a heap that may be destroyed, nor a shared heap's part: the blocks stay live) */
-      if (target != heap && target->arena_id == heap->arena_id && !target->allow_destroy && target->sheap == NULL) break;
+      if (target != heap && target->arena_id == heap->arena_id && !target->allow_destroy && !mi_heap_is_theap(target)) break;
     }
   }
   mi_heap_t* const sampled = _mi_observe_heap_companion(heap);
@@ -540,8 +540,8 @@ static mi_page_t* mi_heap_page_in_use_of(const void* p) {
 
 /* The heap that owns p's page now. A block of a shared heap names the shared heap, whichever
    thread's part holds it, sampled or not, or whether that thread ended: the page carries the
-   mark (types.h, mi_page_t.sheap), as only its thread may read a heap's fields. A block the
-   profiler sampled (prof.c) lies in its heap's sample heap: that is mapped back for the
+   mark (its abandon_lists, sheap.h: mi_sheap_of_page), as only its thread may read a heap's
+   fields. A block the profiler sampled (prof.c) lies in its heap's sample heap: that is mapped back for the
    calling thread's heaps, whose list only this thread may walk. An ordinary abandoned page has
    no heap until a thread reclaims it: NULL. */
 mi_heap_t* mi_heap_of(const void* p) {
@@ -551,15 +551,15 @@ mi_heap_t* mi_heap_of(const void* p) {
      least the one set with this owner (a relaxed read could see the mark from before an
      adoption, NULL, and name the other thread's theap) */
   mi_heap_t* const owner = mi_atomic_load_acquire(&page->xheap);
-  if (owner == NULL) return _mi_abandoned_heap_of(page);
+  if (owner == NULL) return mi_sheap_of_page(page);   /* NULL: an ordinary abandoned page */
   if (mi_page_owner(page) != _mi_thread_id()) {
-    mi_sheap_t* const sheap = mi_atomic_load_relaxed(&page->sheap);   /* (set before xheap) */
-    return (sheap != NULL ? (mi_heap_t*)sheap : owner);
+    mi_heap_t* const sheap = mi_sheap_of_page(page);   /* (set before xheap) */
+    return (sheap != NULL ? sheap : owner);
   }
   mi_heap_t* const dflt = mi_prim_get_default_heap();
   if (!mi_heap_is_initialized(dflt)) return owner;
   for (mi_heap_t* h = dflt->tld->heaps; h != NULL; h = h->next) {
-    if (h == owner || _mi_observe_heap_companion(h) == owner) return (h->sheap != NULL ? (mi_heap_t*)h->sheap : h);
+    if (h == owner || _mi_observe_heap_companion(h) == owner) return mi_heap_named(h);
   }
   return owner;
 }
@@ -650,53 +650,22 @@ static bool mi_heap_visit_own(mi_heap_t* heap, mi_visit_blocks_args_t* args) {
   return (sampled == NULL || mi_heap_visit_pages(sampled, &mi_heap_page_visit, args));
 }
 
-typedef struct mi_heap_parts_visit_s {
-  mi_visit_blocks_args_t args;
-  mi_heap_t* own;   /* the calling thread's part, or NULL */
-} mi_heap_parts_visit_t;
-
-static bool mi_heap_part_visit(const mi_heap_t* theap, void* varg) {
-  mi_heap_parts_visit_t* const v = (mi_heap_parts_visit_t*)varg;
-  if (theap == v->own) return mi_heap_visit_own(v->own, &v->args);
+/* sheap.c: a part of a shared heap, the visitor told of `shown`: the calling thread's (`own`)
+   as any heap of its own, another thread's as it is (mi_heap_page_visit_as_is) */
+bool _mi_heap_visit_part(const mi_heap_t* theap, const mi_heap_t* shown, bool own, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+  mi_visit_blocks_args_t args = { visit_blocks, visitor, arg, shown };
+  if (own) return mi_heap_visit_own((mi_heap_t*)theap, &args);
   mi_heap_t* const sampled = _mi_observe_heap_companion(theap);
-  return (mi_heap_visit_pages((mi_heap_t*)theap, &mi_heap_page_visit_as_is, &v->args) &&
-          (sampled == NULL || mi_heap_visit_pages(sampled, &mi_heap_page_visit_as_is, &v->args)));
-}
-
-/* A shared heap: every thread's part (under the heap's lock; another thread's pages are read,
-   never changed: the program lets no thread allocate in the heap, free into it or collect
-   while it is visited, as mimalloc 3.x asks), then the pages its ended parts left (abandon.c).
-   v3's main heap: the calling thread's part only (its parts are all threads' backing heaps,
-   which no list holds). */
-static bool mi_sheap_visit_blocks(mi_heap_t* sheap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
-  mi_heap_parts_visit_t v = { { visit_blocks, visitor, arg, sheap }, _mi_sheap_theap(sheap, false) };
-  if (sheap == _mi_sheap_main()) return (v.own == NULL || mi_heap_visit_own(v.own, &v.args));
-  return (_mi_sheap_parts_visit(sheap, &mi_heap_part_visit, &v) &&
-          _mi_sheap_abandoned_visit(sheap, visit_blocks, visitor, arg));
+  return (mi_heap_visit_pages((mi_heap_t*)theap, &mi_heap_page_visit_as_is, &args) &&
+          (sampled == NULL || mi_heap_visit_pages(sampled, &mi_heap_page_visit_as_is, &args)));
 }
 
 bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   if (visitor == NULL) return false;
-  if (heap != NULL && mi_heap_is_shared(heap)) return mi_sheap_visit_blocks((mi_heap_t*)heap, visit_blocks, visitor, arg);
+  if (heap != NULL && mi_heap_is_shared(heap)) return _mi_sheap_visit_blocks((mi_heap_t*)heap, visit_blocks, visitor, arg);
   if (!mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_visit_blocks")) return false;
   mi_visit_blocks_args_t args = { visit_blocks, visitor, arg, heap };
   return mi_heap_visit_own((mi_heap_t*)heap, &args);
-}
-
-/* The abandoned pages of a subprocess, its shared heaps' (sheap.c) too: under the lock of the
-   list of shared heaps (none is freed), then the subprocess' (fork's lock order). The visitor
-   runs under both: it must not allocate, nor make or end a heap. */
-typedef struct mi_abandoned_visit_args_s {
-  mi_subproc_t* subproc;
-  int heap_tag;
-  bool visit_blocks;
-  mi_block_visit_fun* visitor;
-  void* arg;
-} mi_abandoned_visit_args_t;
-
-static bool mi_abandoned_visit_with(mi_sheap_t* sheaps, void* varg) {
-  const mi_abandoned_visit_args_t* a = (const mi_abandoned_visit_args_t*)varg;
-  return _mi_abandoned_visit(a->subproc, sheaps, a->heap_tag, a->visit_blocks, a->visitor, a->arg);
 }
 
 static bool mi_abandoned_visit_allowed(mi_block_visit_fun* visitor, const char* call) {
@@ -717,15 +686,14 @@ bool _mi_heap_visit_abandoned(mi_heap_t* heap, bool visit_blocks, mi_block_visit
   if (heap == NULL) heap = _mi_sheap_main();
   if (heap != _mi_sheap_main() && mi_heap_is_shared(heap)) return _mi_sheap_abandoned_visit(heap, visit_blocks, visitor, arg);
   mi_heap_t* const own = (heap == _mi_sheap_main() ? mi_prim_get_default_heap() : heap);
-  if (!mi_heap_is_initialized(own)) return (heap == _mi_sheap_main() ? _mi_abandoned_visit(&_mi_subproc_main, NULL, 0, visit_blocks, visitor, arg) : false);
-  return _mi_abandoned_visit(own->tld->subproc, NULL, (heap == _mi_sheap_main() ? 0 : own->tag), visit_blocks, visitor, arg);
+  if (!mi_heap_is_initialized(own)) return (heap == _mi_sheap_main() ? _mi_abandoned_visit(&_mi_subproc_main, NULL, NULL, 0, visit_blocks, visitor, arg) : false);
+  return _mi_abandoned_visit(own->tld->subproc, NULL, NULL, (heap == _mi_sheap_main() ? 0 : own->tag), visit_blocks, visitor, arg);
 }
 
 bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   if (!mi_abandoned_visit_allowed(visitor, "mi_abandoned_visit_blocks")) return false;
   mi_subproc_t* subproc = (subproc_id == NULL ? &_mi_subproc_main : (mi_subproc_t*)subproc_id);
-  mi_abandoned_visit_args_t args = { subproc, heap_tag, visit_blocks, visitor, arg };
-  return _mi_sheaps_locked(&mi_abandoned_visit_with, &args);
+  return _mi_sheaps_abandoned_visit(subproc, heap_tag, visit_blocks, visitor, arg);   /* its shared heaps' pages too */
 }
 
 bool mi_unsafe_heap_page_is_under_utilized(mi_heap_t* heap, void* p, size_t perc_threshold) mi_attr_noexcept {

@@ -412,7 +412,7 @@ static void mi_page_extend_free(mi_page_t* page) {
 /* Set up a page fresh from its segment for blocks of `block_size` in `heap`. */
 void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
   mi_segment_t* segment = _mi_page_segment(page);
-  mi_page_set_heap(page, heap);   /* (also the shared heap mark: the slot's purge_expire until now, types.h) */
+  mi_page_set_heap(page, heap);   /* (also abandon_lists: the slot's purge_expire until now, types.h) */
   page->heap_tag = heap->tag;
 #if MI_SECURE > 0
   _mi_secure_page_init_keys(page);   /* before the first link is written */
@@ -505,7 +505,7 @@ void _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq) {
   /* frees leave the fast path: a page without heap only takes frees on its thread_free list
      (also from this thread, after mi_heap_delete of an arena heap) */
   mi_page_set_in_full(page, true);
-  _mi_abandoned_add_page(page, tld, heap->pages_sheap);   /* a theap's page, sampled or not, stays its shared heap's (abandon.c) */
+  _mi_abandoned_add_page(page, tld, heap->pages_lists);   /* its heap's own lists, if any (types.h) */
 }
 
 /* A page became empty. If it is the only page of its size class, keep it for a few heartbeats
@@ -594,7 +594,7 @@ static mi_page_t* mi_page_queue_find_free(mi_heap_t* heap, mi_page_queue_t* pq, 
   if (page == NULL) {
     _mi_page_collect_retired(heap, false);
     /* an ended thread's page of this class with room comes before a fresh page */
-    if (first_try && _mi_abandoned_reclaim_for_bin(heap, pq->block_size)) {
+    if (first_try && _mi_abandoned_reclaim_for_bin(heap, mi_heap_own_lists(heap), pq->block_size)) {
       return mi_page_queue_find_free(heap, pq, false);
     }
     page = mi_page_fresh(heap, pq, searched > 0);   /* busy: its pages were all full */

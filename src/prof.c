@@ -269,7 +269,7 @@ static mi_decl_noinline void mi_prof_lease(mi_heap_t* heap, mi_prof_t* pr, size_
 static mi_decl_noinline void* mi_prof_malloc_sampled(mi_heap_t* heap, mi_prof_t* pr, size_t size, bool zero, size_t counted, const uintptr_t* start) {
   if (!pr->sampled_ready) {
     _mi_heap_init_unlisted(&pr->sampled, heap->tld, heap->arena_id, true /* never reclaims */, heap->tag);
-    pr->sampled.pages_sheap = heap->pages_sheap;   /* a theap's samples are its shared heap's blocks */
+    pr->sampled.pages_lists = heap->pages_lists;   /* a theap's samples are its shared heap's blocks */
     pr->sampled_ready = true;
   }
   pr->head.busy = true;

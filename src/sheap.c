@@ -50,21 +50,29 @@ bool _mi_sheap_visit(mi_subproc_t* subproc, bool (*visit)(mi_heap_t* heap, void*
   mi_lock_acquire(&mi_sheaps_lock);
   mi_sheaps_held++;
   for (mi_sheap_t* sh = mi_sheaps; sh != NULL && go_on; sh = sh->next) {
-    if (sh->subproc == subproc && mi_atomic_load_relaxed(&sh->state) == (int)MI_SHEAP_LIVE) go_on = visit((mi_heap_t*)sh, arg);
+    if (sh->abandoned.subproc == subproc && mi_atomic_load_relaxed(&sh->state) == (int)MI_SHEAP_LIVE) go_on = visit((mi_heap_t*)sh, arg);
   }
   mi_sheaps_held--;
   mi_lock_release(&mi_sheaps_lock);
   return go_on;
 }
 
-/* mi_abandoned_visit_blocks (heap.c): `fn` gets the first shared heap (then
-   ->next), dead ones too, while the list is locked, so none is freed meanwhile; it may take a
-   subprocess' lock (fork's order: this lock, then the subprocesses'), and must not make or free
-   a shared heap. */
-bool _mi_sheaps_locked(bool (*fn)(mi_sheap_t* sheaps, void* arg), void* arg) {
+/* The lists of the shared heap after `prev`'s (from the first at NULL), dead ones too, under
+   mi_sheaps_lock (abandon.c keeps those of other subprocesses out) */
+static mi_abandoned_lists_t* mi_sheaps_lists_next(mi_abandoned_lists_t* prev, void* it) {
+  (void)it;
+  mi_sheap_t* const sh = (prev == NULL ? mi_sheaps : mi_sheap_of(mi_sheap_of_lists(prev))->next);
+  return (sh == NULL ? NULL : &sh->abandoned);
+}
+
+/* mi_abandoned_visit_blocks (heap.c): the abandoned pages of a subprocess and of its shared
+   heaps, under the lock of the list of shared heaps (none is freed), then the subprocess'
+   (fork's lock order). The visitor runs under both: it must not allocate, nor make or end a
+   heap. */
+bool _mi_sheaps_abandoned_visit(mi_subproc_t* subproc, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   mi_lock_acquire(&mi_sheaps_lock);
   mi_sheaps_held++;
-  const bool ok = fn(mi_sheaps, arg);
+  const bool ok = _mi_abandoned_visit(subproc, &mi_sheaps_lists_next, NULL, heap_tag, visit_blocks, visitor, arg);
   mi_sheaps_held--;
   mi_lock_release(&mi_sheaps_lock);
   return ok;
@@ -89,7 +97,7 @@ static mi_heap_t* mi_sheap_new(bool allow_destroy, mi_arena_id_t arena_id) {
   sh->allow_destroy = allow_destroy;
   sh->arena_id = arena_id;
   mi_atomic_store_relaxed(&sh->numa_node, -1);
-  sh->subproc = bheap->tld->subproc;
+  sh->abandoned.subproc = bheap->tld->subproc;
   mi_lock_acquire(&mi_sheaps_lock);
   sh->next = mi_sheaps;
   if (mi_sheaps != NULL) mi_sheaps->prev = sh;
@@ -108,7 +116,7 @@ mi_decl_export void mi_heap_set_numa_affinity(mi_heap_t* heap, int numa_node) {
     mi_sheap_t* const sh = mi_sheap_of(heap);
     mi_lock_acquire(&sh->lock);
     mi_atomic_store_relaxed(&sh->numa_node, node);
-    for (mi_heap_t* t = sh->theaps; t != NULL; t = t->sheap_next) mi_atomic_store_relaxed(&t->numa_node, node);
+    for (mi_heap_t* t = sh->theaps; t != NULL; t = mi_sheap_part_of(t)->next) mi_atomic_store_relaxed(&t->numa_node, node);
     mi_lock_release(&sh->lock);
   }
   else if (heap == NULL || heap == _mi_sheap_main() || (mi_heap_is_initialized(heap) && heap == heap->tld->heap_backing)) {
@@ -133,16 +141,19 @@ mi_heap_t* mi_heap_new_shared_in_arena(mi_arena_id_t arena_id) {
 /* Linked only while the heap is live (checked under its lock), so a heap that is no longer
    live gains no theap, and the one that unlinks the last theap may free it. */
 static mi_heap_t* mi_sheap_theap_make(mi_sheap_t* sh, mi_tld_t* tld) {
-  mi_heap_t* theap = (mi_heap_t*)mi_heap_malloc(tld->heap_backing, sizeof(mi_heap_t));
-  if (theap == NULL) return NULL;
+  mi_sheap_part_t* const part = (mi_sheap_part_t*)mi_heap_malloc(tld->heap_backing, sizeof(mi_sheap_part_t));
+  if (part == NULL) return NULL;
+  mi_heap_t* const theap = &part->heap;   /* (mi_heap_free frees the whole block) */
   _mi_heap_init(theap, tld, sh->arena_id, sh->allow_destroy, 0);
+  part->next = NULL;
+  part->stats = NULL;
   mi_lock_acquire(&sh->lock);
   const bool live = (mi_atomic_load_relaxed(&sh->state) == (int)MI_SHEAP_LIVE);
   if (live) {
     mi_atomic_store_relaxed(&theap->numa_node, mi_atomic_load_relaxed(&sh->numa_node));   /* (under the lock: see below) */
     theap->sheap = sh;
-    theap->pages_sheap = sh;
-    theap->sheap_next = sh->theaps;
+    theap->pages_lists = &sh->abandoned;
+    part->next = sh->theaps;
     sh->theaps = theap;
   }
   mi_lock_release(&sh->lock);
@@ -164,7 +175,7 @@ mi_heap_t* _mi_sheap_theap(mi_heap_t* sheap, bool create) {
     if (!mi_heap_is_initialized(dflt)) return NULL;
   }
   mi_tld_t* const tld = dflt->tld;
-  if (mi_likely(tld->sheap_last == sh)) return tld->sheap_last_theap;
+  if (mi_likely(tld->sheap_last.sheap == sh)) return tld->sheap_last.theap;
   if (sh == &mi_sheap_main) return tld->heap_backing;   /* (never cached: one compare anyway) */
   mi_heap_t* theap = NULL;
   for (mi_heap_t* h = tld->heaps; h != NULL; h = h->next) {
@@ -175,8 +186,8 @@ mi_heap_t* _mi_sheap_theap(mi_heap_t* sheap, bool create) {
     theap = mi_sheap_theap_make(sh, tld);
     if (theap == NULL) return NULL;
   }
-  tld->sheap_last = sh;
-  tld->sheap_last_theap = theap;
+  tld->sheap_last.sheap = sh;
+  tld->sheap_last.theap = theap;
   return theap;
 }
 
@@ -186,8 +197,8 @@ mi_heap_t* _mi_sheap_theap(mi_heap_t* sheap, bool create) {
 static void mi_sheap_free(mi_sheap_t* sh) {
   /* pages a theap abandoned to the heap after its delete or destroy looked (a thread that ended
      meanwhile); no theap is left to add more */
-  _mi_abandoned_sheap_done(sh, mi_atomic_load_relaxed(&sh->state) == (int)MI_SHEAP_DESTROYED);
-  mi_assert_internal(sh->abandoned_count == 0);
+  _mi_abandoned_lists_done(&sh->abandoned, mi_atomic_load_relaxed(&sh->state) == (int)MI_SHEAP_DESTROYED);
+  mi_assert_internal(sh->abandoned.count == 0);
   mi_lock_acquire(&mi_sheaps_lock);
   if (sh->prev != NULL) sh->prev->next = sh->next;
   else mi_sheaps = sh->next;
@@ -209,7 +220,7 @@ static mi_stats_data_t* mi_sheap_part_ended(mi_sheap_t* sh, mi_stats_data_t* par
   /* a walk numbered so far may have missed the part's pages (it ran before they reached the
      lists: every walk that held the subprocess' lock before that is counted here), so it must
      not replace the block, whose current values now hold the part's */
-  const size_t walks = mi_atomic_load_relaxed(&sh->abandoned_walks);
+  const size_t walks = mi_atomic_load_relaxed(&sh->abandoned.walks);
   if (walks > sh->ended_walk) sh->ended_walk = walks;
   mi_stats_data_t* const ended = mi_atomic_load_relaxed(&sh->ended_stats);
   if (ended == NULL) { mi_atomic_store_relaxed(&sh->ended_stats, part); return NULL; }
@@ -223,18 +234,19 @@ static mi_stats_data_t* mi_sheap_part_ended(mi_sheap_t* sh, mi_stats_data_t* par
 void _mi_sheap_theap_unlink(mi_heap_t* theap) {
   mi_sheap_t* const sh = theap->sheap;
   mi_tld_t* const tld = theap->tld;
-  if (tld->sheap_last_theap == theap) { tld->sheap_last = NULL; tld->sheap_last_theap = NULL; }
+  if (tld->sheap_last.theap == theap) { tld->sheap_last.sheap = NULL; tld->sheap_last.theap = NULL; }
   mi_lock_acquire(&sh->lock);
+  mi_sheap_part_t* const part = mi_sheap_part_of(theap);
   mi_heap_t** link = &sh->theaps;
-  while (*link != NULL && *link != theap) link = &(*link)->sheap_next;
-  if (*link == theap) *link = theap->sheap_next;
-  mi_stats_data_t* const merged = mi_sheap_part_ended(sh, theap->sheap_stats);
-  theap->sheap_stats = NULL;
+  while (*link != NULL && *link != theap) link = &mi_sheap_part_of(*link)->next;
+  if (*link == theap) *link = part->next;
+  mi_stats_data_t* const merged = mi_sheap_part_ended(sh, part->stats);
+  part->stats = NULL;
   const bool last = (sh->theaps == NULL && mi_atomic_load_relaxed(&sh->state) != (int)MI_SHEAP_LIVE);
   mi_lock_release(&sh->lock);
   theap->sheap = NULL;
-  theap->pages_sheap = NULL;
-  theap->sheap_next = NULL;
+  theap->pages_lists = NULL;
+  part->next = NULL;
   if (merged != NULL) mi_free(merged);
   if (last) mi_sheap_free(sh);
 }
@@ -243,14 +255,22 @@ void _mi_sheap_theap_unlink(mi_heap_t* theap) {
    Statistics (stats-v3.c): each thread publishes its theap's figures under the heap's lock,
    where other threads read them; no thread reads another's pages.
 --------------------------------------------------------------------------------------- */
-bool _mi_sheap_parts_visit(mi_heap_t* sheap, bool (*visit)(const mi_heap_t* theap, void* arg), void* arg) {
+/* mi_heap_visit_blocks of a shared heap: every thread's part (under the heap's lock; another
+   thread's pages are read, never changed: the program lets no thread allocate in the heap, free
+   into it or collect while it is visited, as mimalloc 3.x asks), then the pages its ended parts
+   left (abandon.c). v3's main heap: the calling thread's part only (its parts are all threads'
+   backing heaps, which no list holds). */
+bool _mi_sheap_visit_blocks(mi_heap_t* sheap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   mi_sheap_t* const sh = mi_sheap_of(sheap);
-  if (sh == &mi_sheap_main) return true;   /* (no list: each thread's part is its backing heap) */
+  mi_heap_t* const own = _mi_sheap_theap(sheap, false);
+  if (sh == &mi_sheap_main) return (own == NULL || _mi_heap_visit_part(own, sheap, true, visit_blocks, visitor, arg));
   bool go_on = true;
   mi_lock_acquire(&sh->lock);
-  for (const mi_heap_t* theap = sh->theaps; theap != NULL && go_on; theap = theap->sheap_next) go_on = visit(theap, arg);
+  for (const mi_heap_t* theap = sh->theaps; theap != NULL && go_on; theap = mi_sheap_part_of(theap)->next) {
+    go_on = _mi_heap_visit_part(theap, sheap, theap == own, visit_blocks, visitor, arg);
+  }
   mi_lock_release(&sh->lock);
-  return go_on;
+  return (go_on && _mi_sheap_abandoned_visit(sheap, visit_blocks, visitor, arg));
 }
 
 /* `fn` under the heap's lock (stats-v3.c: its theaps' published figures and its ended ones),
@@ -267,16 +287,17 @@ void _mi_sheap_stats_locked(mi_heap_t* sheap, void (*fn)(mi_sheap_t* sh, void* a
 bool _mi_sheap_abandoned_visit(mi_heap_t* sheap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   mi_sheap_t* const sh = mi_sheap_of(sheap);
   if (sh == &mi_sheap_main) return true;   /* (its parts' pages go to the subprocess' lists) */
-  return _mi_abandoned_visit_sheap(sh, sheap, visit_blocks, visitor, arg);
+  return _mi_abandoned_lists_visit(&sh->abandoned, sheap, visit_blocks, visitor, arg);
 }
 
-/* `block`: theap->sheap_stats, or a new block for it (set here, under the lock, where other
+/* `block`: the theap's stats, or a new block for it (set here, under the lock, where other
    threads read the pointer) */
 void _mi_sheap_publish(mi_heap_t* theap, mi_stats_data_t* block, const mi_stats_data_t* stats) {
-  mi_assert_internal(theap->sheap != NULL && (theap->sheap_stats == NULL || theap->sheap_stats == block));
+  mi_sheap_part_t* const part = mi_sheap_part_of(theap);
+  mi_assert_internal(theap->sheap != NULL && (part->stats == NULL || part->stats == block));
   mi_lock_acquire(&theap->sheap->lock);
   memcpy(block, stats, sizeof(*stats));
-  theap->sheap_stats = block;
+  part->stats = block;
   mi_lock_release(&theap->sheap->lock);
 }
 
@@ -288,6 +309,28 @@ static void mi_sheap_theap_end(mi_heap_t* theap, int state) {
   mi_sched_point(MI_SCHED_SHEAP_SWEEP);   /* the heap is dead; its freeing waits for this part */
   if (state == (int)MI_SHEAP_DESTROYED && theap->allow_destroy) mi_heap_destroy(theap);
   else mi_heap_delete(theap);
+}
+
+/* The allocation slow path (alloc.c) while _mi_sheaps_dying != 0, where no profiler is busy
+   (the periodic work of a heap without one, or before the profiler's slow path): the heap that
+   serves the call. A default that is a part of a dead shared heap gives way to the backing heap
+   (no sweep in this call: a caller up the stack may still hold the part). Else every 4th time
+   (sweep_due: by the thread's heartbeat), this thread's parts of dead shared heaps end, from its
+   backing heap or a part of a live shared heap (never the heap being ended). */
+mi_heap_t* _mi_sheap_dying_step(mi_heap_t* heap, bool sweep_due) {
+  if (mi_heap_is_dead_part(heap) && heap == mi_prim_get_default_heap()) return _mi_sheap_default_back(heap);
+  if (sweep_due &&
+      (heap == heap->tld->heap_backing || (heap->sheap != NULL && mi_atomic_load_relaxed(&heap->sheap->state) == (int)MI_SHEAP_LIVE))) {
+    _mi_sheap_sweep(heap->tld);
+  }
+  return heap;
+}
+
+mi_heap_t* _mi_sheap_default_back(mi_heap_t* heap) {
+  mi_heap_t* const bheap = heap->tld->heap_backing;
+  _mi_heap_set_default_direct(bheap);
+  mi_sched_point(MI_SCHED_SHEAP_SWITCH);   /* the dead part is no longer the default; it ends at a later sweep */
+  return bheap;
 }
 
 void _mi_sheap_sweep(mi_tld_t* tld) {
@@ -323,7 +366,7 @@ void _mi_sheap_delete(mi_heap_t* sheap, bool destroy) {
   /* the pages of its theaps that ended: freed with their blocks, or handed over; while the heap
      is live, so no other thread frees it meanwhile (a delete or destroy by another thread at
      the same time is the program's error, reported below) */
-  if (state == (int)MI_SHEAP_LIVE) _mi_abandoned_sheap_done(sh, destroy);
+  if (state == (int)MI_SHEAP_LIVE) _mi_abandoned_lists_done(&sh->abandoned, destroy);
   mi_lock_acquire(&sh->lock);
   state = mi_atomic_load_relaxed(&sh->state);
   if (state == (int)MI_SHEAP_LIVE) {

@@ -141,9 +141,9 @@ static void mi_stats_parts_locked(mi_sheap_t* sh, void* arg) {
       sh->ended_walk = s->walk;
     }
   }
-  for (const mi_heap_t* theap = sh->theaps; theap != NULL; theap = theap->sheap_next) {
+  for (const mi_heap_t* theap = sh->theaps; theap != NULL; theap = mi_sheap_part_of(theap)->next) {
     s->parts++;
-    if (theap != s->own && theap->sheap_stats != NULL) _mi_stats_sum(s->sum, theap->sheap_stats);
+    if (theap != s->own && mi_sheap_part_of(theap)->stats != NULL) _mi_stats_sum(s->sum, mi_sheap_part_of(theap)->stats);
   }
 }
 
@@ -154,9 +154,9 @@ static mi_heap_t* mi_stats_own_part(mi_heap_t* sheap, mi_stats_data_t* own_figur
   mi_heap_t* const own = _mi_sheap_theap(sheap, false);
   if (own == NULL) return NULL;
   mi_stats_heap_pages_add(own, own_figures);
-  mi_stats_settle(own_figures, own->sheap_stats);   /* (only this thread writes it) */
+  mi_stats_settle(own_figures, mi_sheap_part_of(own)->stats);   /* (only this thread writes it) */
   if (publish) {
-    mi_stats_data_t* block = own->sheap_stats;
+    mi_stats_data_t* block = mi_sheap_part_of(own)->stats;
     if (block == NULL) block = (mi_stats_data_t*)mi_heap_malloc(own->tld->heap_backing, sizeof(mi_stats_data_t));
     if (block != NULL) _mi_sheap_publish(own, block, own_figures);
   }
@@ -188,7 +188,7 @@ static bool mi_stats_heap_figures(mi_heap_t* heap, mi_stats_data_t* figures, siz
     mi_heap_t* const bheap = mi_heap_get_backing();
     if (mi_heap_is_initialized(bheap)) sum.spare = (mi_stats_data_t*)mi_heap_malloc(bheap, sizeof(mi_stats_data_t));   /* (no lock held: as above) */
   }
-  sum.walk = _mi_abandoned_sheap_pages(sh, &mi_stats_abandoned_page_add, &ended);
+  sum.walk = _mi_abandoned_lists_pages(&sh->abandoned, &mi_stats_abandoned_page_add, &ended);
   _mi_sheap_stats_locked(heap, &mi_stats_parts_locked, &sum);
   if (sum.spare != NULL) mi_free(sum.spare);
   _mi_stats_sum(figures, &ended);
@@ -236,7 +236,7 @@ static void mi_stats_subproc_figures(mi_subproc_t* sp, bool exclusive, mi_stats_
     mi_heap_t* const dflt = mi_prim_get_default_heap();
     if (!exclusive && mi_heap_is_initialized(dflt) && dflt->tld->subproc == sp) {
       for (mi_heap_t* h = dflt->tld->heaps; h != NULL; h = h->next) {
-        if (h->sheap == NULL) mi_stats_heap_pages_add(h, figures);   /* (theaps: with their heaps) */
+        if (!mi_heap_is_theap(h)) mi_stats_heap_pages_add(h, figures);   /* (theaps: with their heaps) */
       }
     }
     mi_stats_settle(figures, NULL);

@@ -166,7 +166,7 @@ bool _mi_heap_validate(const mi_heap_t* heap) {
     for (const mi_page_t* page = pq->first; page != NULL; page = page->next) {
       mi_check_eq(S, heap, "pages[bin]: page's prev", (uintptr_t)prev, (uintptr_t)page->prev);
       mi_check_eq(S, heap, "pages[bin]: page's xheap", (uintptr_t)heap, (uintptr_t)mi_page_heap(page));
-      mi_check_eq(S, heap, "pages[bin]: page's sheap (the heap's pages_sheap)", (uintptr_t)heap->pages_sheap, (uintptr_t)mi_atomic_load_relaxed(&((mi_page_t*)page)->sheap));
+      mi_check_eq(S, heap, "pages[bin]: page's abandon_lists (the heap's pages_lists)", (uintptr_t)heap->pages_lists, (uintptr_t)mi_atomic_load_relaxed(&((mi_page_t*)page)->abandon_lists));
       mi_check_eq(S, heap, "pages[bin]: page's in_full flag", (bin == MI_BIN_FULL), mi_page_is_in_full(page));
       if (bin == MI_BIN_FULL) {
         /* a full page learns of its first foreign free through the heap's delayed list (checked
@@ -391,7 +391,7 @@ bool _mi_subproc_validate_locked(mi_subproc_t* subproc) {
       mi_check_eq(S, subproc, "abandoned_pages[bin]: page's abandoned_listed", 1, page->abandoned_listed);
       mi_check_eq(S, subproc, "abandoned_pages[bin]: page's segment_in_use", 1, page->segment_in_use);
       mi_check_eq(S, subproc, "abandoned_pages[bin]: page's xheap", 0, (uintptr_t)mi_page_heap(page));
-      mi_check_eq(S, subproc, "abandoned_pages[bin]: page's sheap (none)", 0, (uintptr_t)mi_atomic_load_relaxed(&((mi_page_t*)page)->sheap));
+      mi_check_eq(S, subproc, "abandoned_pages[bin]: page's abandon_lists (none)", 0, (uintptr_t)mi_atomic_load_relaxed(&((mi_page_t*)page)->abandon_lists));
       mi_check_eq(S, subproc, "abandoned_pages[bin]: page's segment subproc", (uintptr_t)subproc, (uintptr_t)_mi_page_segment(page)->subproc);
       if (bin < MI_BIN_HUGE_INTERNAL) {
         mi_check_ge(S, subproc, "abandoned_pages[bin]: page's reserved", 2, page->reserved);

@@ -200,11 +200,10 @@ size_t     _mi_os_good_alloc_size(size_t size);
 mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t page_alignment, size_t align_offset, bool busy);
 void       _mi_segments_set_main_numa(int numa_node);   /* the backing heaps' NUMA node, -1: none (mi_heap_set_numa_affinity) */
 void       _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld);
-void       _mi_abandoned_add_page(mi_page_t* page, mi_tld_t* tld, mi_sheap_t* sheap);   /* sheap: a theap's page stays its shared heap's */
-void       _mi_abandoned_sheap_done(mi_sheap_t* sheap, bool destroy);   /* sheap.c: its abandoned pages freed (destroy) or handed to the subprocess */
-mi_heap_t* _mi_abandoned_heap_of(mi_page_t* page);   /* mi_heap_of, a page without heap: its shared heap, or NULL */
+void       _mi_abandoned_add_page(mi_page_t* page, mi_tld_t* tld, mi_abandoned_lists_t* lists);   /* to lists (its heap's pages_lists), NULL: the subprocess' */
+void       _mi_abandoned_lists_done(mi_abandoned_lists_t* lists, bool destroy);   /* their pages freed (destroy) or handed to the subprocess */
 void       _mi_abandoned_reclaim_all(mi_heap_t* heap);   /* mi_collect(true) */
-bool       _mi_abandoned_reclaim_for_bin(mi_heap_t* heap, size_t block_size);   /* page.c, before a fresh page */
+bool       _mi_abandoned_reclaim_for_bin(mi_heap_t* heap, mi_abandoned_lists_t* own, size_t block_size);   /* page.c, before a fresh page; own lists first */
 bool       _mi_abandoned_reclaim_on_free(mi_page_t* page);   /* option abandoned_reclaim_on_free */
 /* Free `block`, the last live block of `page` (abandoned form, internal.h), under the
    subprocess' lock, releasing the page (and the segment with its last page). False when the
@@ -249,9 +248,10 @@ extern _Atomic(uintptr_t) _mi_segment_cookie_key;
 static inline bool _mi_segment_cookie_ok(const mi_segment_t* segment) {
   return (segment->cookie == ((uintptr_t)segment ^ mi_atomic_load_relaxed(&_mi_segment_cookie_key)));
 }
-bool       _mi_abandoned_visit(mi_subproc_t* subproc, mi_sheap_t* sheaps, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* and the lists of its shared heaps among sheaps (their list locked) */
-bool       _mi_abandoned_visit_sheap(mi_sheap_t* sheap, const mi_heap_t* shown, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* one shared heap's lists */
-size_t     _mi_abandoned_sheap_pages(mi_sheap_t* sheap, void (*fn)(const mi_page_t* page, size_t live, void* arg), void* arg);   /* each page of its lists and its live blocks, under the lock; returns the walk's number */
+bool       _mi_abandoned_visit(mi_subproc_t* subproc, mi_abandoned_lists_t* (*more)(mi_abandoned_lists_t* prev, void* it), void* it,
+                               int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* and the lists more(prev) gives, of its subprocess */
+bool       _mi_abandoned_lists_visit(mi_abandoned_lists_t* lists, const mi_heap_t* shown, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* one set of lists */
+size_t     _mi_abandoned_lists_pages(mi_abandoned_lists_t* lists, void (*fn)(const mi_page_t* page, size_t live, void* arg), void* arg);   /* each page of the lists and its live blocks, under the lock; returns the walk's number */
 
 /* ------------------------------------------------------------------------------------------
    page.c: pages and page queues
@@ -299,6 +299,7 @@ void       _mi_heap_delayed_free_all(mi_heap_t* heap);
 mi_heap_t* _mi_heap_by_tag(mi_heap_t* heap, uint8_t tag);
 bool       _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
 bool       _mi_heap_visit_abandoned(mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* v3's mi_heap_visit_abandoned_blocks: the heap's own */
+bool       _mi_heap_visit_part(const mi_heap_t* theap, const mi_heap_t* shown, bool own, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* sheap.c: a shared heap's part (own: the calling thread's) */
 /* Heaps are thread-local (v2 API): is `heap` another thread's? Then it is reported (EINVAL) and
    the call does nothing (an allocation returns NULL with errno ENOMEM, like every failing
    allocation): using another thread's heap would change its page lists unsynchronised.
@@ -720,11 +721,11 @@ static inline uintptr_t mi_page_flags(const mi_page_t* page) {
 static inline uintptr_t mi_page_owner(const mi_page_t* page) {
   return (mi_atomic_load_relaxed(&((mi_page_t*)page)->xthread_id) & ~MI_PAGE_FLAGS_MASK);
 }
-/* Without a heap the page keeps its shared heap mark, until abandon.c lists it (types.h). */
+/* Without a heap the page keeps its abandon_lists, until abandon.c lists it (types.h). */
 static inline void mi_page_set_heap(mi_page_t* page, mi_heap_t* heap) {
   const uintptr_t owner = (heap != NULL ? heap->thread_id : 0);
   mi_assert_internal((owner & MI_PAGE_FLAGS_MASK) == 0);
-  if (heap != NULL) mi_atomic_store_relaxed(&page->sheap, heap->pages_sheap);
+  if (heap != NULL) mi_atomic_store_relaxed(&page->abandon_lists, heap->pages_lists);
   mi_atomic_store_release(&page->xheap, heap);
   mi_atomic_store_relaxed(&page->xthread_id, owner | mi_page_flags(page));
 }

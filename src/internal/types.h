@@ -310,13 +310,14 @@ typedef enum mi_delayed_e {
      free_is_zero                  =>  every block in `free` is zero except its first word;
      xheap == NULL                 <=> page is abandoned (or not in use);
      abandoned_listed              <=> abandoned and on an abandoned page list of its
-                                   subprocess (sheap == NULL) or of the shared heap
-                                   sheap (then sheap->subproc == the segment's
-                                   subproc); set and cleared under that subprocess' lock;
-     xheap != NULL                 =>  sheap == xheap->pages_sheap: the shared heap whose
-                                   part owns the page (or NULL), so that any thread can name
-                                   the heap of a block (mi_heap_of) without reading another
-                                   thread's heap;
+                                   subprocess (abandon_lists == NULL) or of the lists
+                                   abandon_lists (then abandon_lists->subproc == the
+                                   segment's subproc); set and cleared under that
+                                   subprocess' lock;
+     xheap != NULL                 =>  abandon_lists == xheap->pages_lists: where the page
+                                   goes if its owner ends (NULL: the subprocess' lists), so
+                                   that any thread can tell the lists' owner (a shared heap,
+                                   sheap.c: mi_heap_of) without reading another thread's heap;
      xheap != NULL                 =>  heap_tag == xheap->tag (the tag mi_heap_visit_blocks
                                    reports and reclaim by tag goes by; pages that move to
                                    another heap take its tag);
@@ -397,13 +398,13 @@ typedef struct mi_page_s {
   union {
     mi_msecs_t       purge_expire;    /* when purge_pending: time the slot is due for a purge;
                                          when purged (!is_committed): time of the purge, or 0 */
-    _Atomic(struct mi_sheap_s*) sheap; /* a slot in use (never purged): the shared heap
-                                         the page's blocks belong to, else NULL: its owner's
-                                         pages_sheap (set with the owner, mi_page_set_heap),
-                                         or the heap whose abandoned lists hold it (set and
-                                         cleared as it is listed and unlisted, under the
-                                         subprocess' lock); between owners, either; read by
-                                         mi_heap_of from any thread (heap.c, abandon.c) */
+    _Atomic(struct mi_abandoned_lists_s*) abandon_lists; /* a slot in use (never purged): the
+                                         abandoned lists the page goes on, else NULL (its
+                                         subprocess'): its owner's pages_lists (set with the
+                                         owner, mi_page_set_heap), or the lists that hold it
+                                         (set and cleared as it is listed and unlisted, under
+                                         the subprocess' lock); between owners, either; read
+                                         by mi_heap_of from any thread (sheap.c) */
   };
 #if MI_SECURE == 0
   struct mi_page_s*  next;            /* (see below) */
@@ -542,10 +543,10 @@ typedef struct mi_purge_queue_s {
      abandoned_pages[bin] (bin < MI_BIN_HUGE_INTERNAL): its abandoned pages that can hold more
        than one block, linked through page->next/prev; abandoned_pages[MI_BIN_HUGE_INTERNAL]:
        the others (one block each: large and huge pages); a page is on a list <=>
-       abandoned_listed and sheap == NULL; abandoned_count is the number of listed
+       abandoned_listed and abandon_lists == NULL; abandoned_count is the number of listed
        pages. A thread that needs a page of a bin takes one with room from its list (abandon.c).
-       The abandoned pages of a live shared heap's theaps are on that heap's lists of the same
-       form instead (mi_sheap_t), under this lock too;
+       A page whose abandon_lists is set goes on those lists of the same form instead
+       (mi_abandoned_lists_t: a live shared heap's, for its theaps' pages), under this lock too;
      segment_count: its segments (standard and huge). */
 typedef struct mi_subproc_s {
   struct mi_subproc_s* next;          /* all subprocesses, from _mi_subproc_main (init.c, for fork) */
@@ -562,6 +563,22 @@ typedef struct mi_subproc_s {
   _Atomic(size_t) segment_count;
   _Atomic(struct mi_page_s*) abandoned_pages[MI_BIN_HUGE_INTERNAL + 1];   /* modified under the lock; peeked without it */
 } mi_subproc_t;
+
+/* Abandoned page lists apart from a subprocess' (abandon.c), for pages only their owner's heaps
+   may adopt: a page's abandon_lists. Their owner (a shared heap, sheap.c) is opaque to the
+   page and abandonment code. Invariants:
+     pages[bin], count: as a subprocess' lists (mi_subproc_t): a page is on them <=>
+       abandoned_listed and page->abandon_lists == this; changed only under subproc->lock, and
+       only pages of segments of `subproc` (a page of another subprocess' segment goes to its
+       own subprocess' lists);
+     walks: the walks of the lists for statistics (_mi_abandoned_lists_pages), numbered from 1,
+       incremented under subproc->lock. */
+typedef struct mi_abandoned_lists_s {
+  mi_subproc_t*       subproc;          /* whose lock guards them; never changes */
+  size_t              count;            /* pages on the lists (under subproc->lock) */
+  _Atomic(size_t)     walks;
+  _Atomic(mi_page_t*) pages[MI_BIN_HUGE_INTERNAL + 1];   /* by bin (under subproc->lock; peeked without it) */
+} mi_abandoned_lists_t;
 
 /* Secure builds keep their subprocess' last empty segment of each kind instead of returning it
    to its arena at once: a segment costs them two guard system calls (its header's guard, and
@@ -638,10 +655,9 @@ typedef struct mi_tld_s {
   mi_lock_t           live_lock;
   mi_msecs_t          live_published; /* when its document was last written (under live_lock) */
   /* the one-entry cache of the shared-heap lookup (sheap.c): the last shared heap this thread
-     allocated in and its theap of it, both NULL or sheap_last_theap->sheap == sheap_last and
-     in this thread's heaps (cleared when that theap goes) */
-  struct mi_sheap_s*  sheap_last;
-  mi_heap_t*          sheap_last_theap;
+     allocated in and its theap of it, both NULL or theap->sheap == sheap and theap in this
+     thread's heaps (cleared when that theap goes) */
+  struct { struct mi_sheap_s* sheap; mi_heap_t* theap; } sheap_last;
 } mi_tld_t;
 
 /* A heap. Owned by the thread that created it; only that thread allocates from it.
@@ -663,10 +679,10 @@ typedef struct mi_tld_s {
      tld == NULL  <=> the heap is the static empty heap of an uninitialised thread;
      tld == MI_SHEAP_MARK <=> it is not a heap but a shared heap (mi_sheap_t, which starts with
        that word): the public mi_heap_* functions tell the two apart by this word alone;
-     sheap != NULL <=> a theap of that shared heap: on its list of theaps (linked through
-       sheap_next) until the heap is freed, never a thread's backing heap, and only its own
-       thread allocates in it (as in any heap); it may be its thread's default
-       (mi_heap_set_default) while its shared heap is live: a theap that ends sets its thread's
+     sheap != NULL <=> a theap of that shared heap (allocated by sheap.c with its list link
+       and published figures behind it, mi_sheap_part_t): on its list of theaps until the
+       heap is freed, never a thread's backing heap, and only its own thread allocates in it
+       (as in any heap); it may be its thread's default (mi_heap_set_default) while its shared heap is live: a theap that ends sets its thread's
        default back to the backing heap first (heap.c, sheap.c), and a default whose shared heap
        another thread ended goes back in the slow path's periodic work (at the latest the
        fourth allocation off the fast path; alloc.c, _mi_malloc_generic), before the profiler's
@@ -707,15 +723,12 @@ struct mi_heap_s {
   struct mi_prof_s*     prof;              /* the sampling profiler's state (prof.c; its start,
                                               mi_prof_head_t, is read by the core); NULL: off.
                                               The profiler's one field in the heap */
-  struct mi_sheap_s*    sheap;             /* the shared heap this is the thread's part of, or NULL */
-  struct mi_sheap_s*    pages_sheap;       /* what its pages are marked with (mi_page_t.sheap):
-                                              sheap for a theap, its theap's sheap for the
-                                              sample heap of a theap (prof.c), else NULL */
-  mi_heap_t*            sheap_next;        /* its shared heap's theaps (under that heap's lock) */
-  mi_stats_data_t*      sheap_stats;       /* a theap's figures as its thread last published them
-                                              for other threads (stats-v3.c), or NULL; read and
-                                              written under its shared heap's lock, allocated
-                                              and freed by its own thread */
+  struct mi_sheap_s*    sheap;             /* the shared-heap layer's one field (sheap.c): the
+                                              shared heap this is the thread's part of, or NULL */
+  mi_abandoned_lists_t* pages_lists;       /* where its pages go when abandoned (mi_page_t.
+                                              abandon_lists): its shared heap's for a theap, its
+                                              theap's for the sample heap of a theap (prof.c),
+                                              else NULL (the subprocess') */
 };
 
 /* A shared heap (sheap.c): a mi_heap_t* of the public API that any thread may allocate in. It
@@ -724,7 +737,7 @@ struct mi_heap_s {
    of heaps, and made on first use. Blocks are freed from any thread as any block (a page
    belongs to one theap). Invariants:
      mark == MI_SHEAP_MARK (where a heap has its tld: mi_heap_is_shared);
-     theaps: every theap whose sheap is this heap, linked through sheap_next, under `lock`;
+     theaps: every theap whose sheap is this heap, linked through mi_sheap_part_t.next, under `lock`;
        a theap is linked by its own thread when made and unlinked when freed (mi_heap_free),
        by its own thread: at thread exit, at a sweep (below), or in mi_heap_delete/destroy of
        the shared heap by that thread;
@@ -737,11 +750,10 @@ struct mi_heap_s {
      _mi_sheaps_dying == number of shared heaps not live and not yet freed;
      the heap is freed by the thread that unlinks its last theap once it is not live (or by
        mi_heap_delete/destroy when no theap is left): freeing is decided under `lock`;
-     abandoned_pages[bin], abandoned_count: as a subprocess' lists (mi_subproc_t), for the pages
-       of its theaps that ended with their thread while it was live (abandon.c): a page is on
-       them <=> abandoned_listed and page->sheap == this; changed only under
-       subproc->lock, and only pages of segments of `subproc` (a theap of a thread of another
-       subprocess abandons to its own subprocess' lists). A later theap of this heap (any
+     abandoned: the abandoned lists (mi_abandoned_lists_t) of the pages of its theaps that
+       ended with their thread while it was live (its theaps' pages_lists; abandoned.subproc
+       is the subprocess of the thread that made it, whose lock guards them; a theap of a
+       thread of another subprocess abandons to its own subprocess' lists). A later theap of this heap (any
        thread) takes a page from them before a fresh page; no other heap takes them. Emptied by
        mi_heap_destroy (their blocks freed with the page) or mi_heap_delete (the pages go to the
        subprocess' lists, any heap's to reclaim) while the heap is still live, and again by
@@ -757,19 +769,14 @@ typedef struct mi_sheap_s {
   bool               allow_destroy;    /* its theaps' (mi_heap_new_shared: true; _in_arena: false) */
   mi_arena_id_t      arena_id;         /* its theaps' */
   _Atomic(int)       numa_node;        /* its theaps' (mi_heap_set_numa_affinity), -1: none */
-  struct mi_subproc_s* subproc;        /* the subprocess of the thread that made it (its heaps'
-                                          visitor, mi_subproc_visit_heaps) */
   struct mi_sheap_s* next;             /* all shared heaps, until freed (sheap.c, for fork and
                                           the visitor) */
   struct mi_sheap_s* prev;
-  size_t             abandoned_count;  /* pages on abandoned_pages (under subproc->lock) */
-  _Atomic(mi_page_t*) abandoned_pages[MI_BIN_HUGE_INTERNAL + 1];   /* ended theaps' pages, by bin
-                                          (under subproc->lock; peeked without it) */
-  _Atomic(size_t)    abandoned_walks;  /* walks of abandoned_pages for statistics, numbered from
-                                          1 (incremented under subproc->lock: stats-v3.c; read
-                                          under lock when a part ends, sheap.c) */
+  mi_abandoned_lists_t abandoned;      /* its ended theaps' pages (subproc: of the thread that
+                                          made it, also its heaps' visitor's; walks: read under
+                                          lock when a part ends, sheap.c) */
   _Atomic(mi_stats_data_t*) ended_stats; /* its ended theaps' figures, settled with walk number
-                                          ended_walk of abandoned_pages, or NULL (stats-v3.c);
+                                          ended_walk of `abandoned`, or NULL (stats-v3.c);
                                           written under lock, peeked without */
   size_t             ended_walk;       /* (under lock) */
 } mi_sheap_t;

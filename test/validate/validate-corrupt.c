@@ -109,8 +109,8 @@ static void heap_in_full(void) {
   _mi_heap_validate(heap_of_thread());
 }
 static void heap_page_sheap(void) {
-  mi_page_t* p = small_page();   /* a default heap's page: no shared heap */
-  mi_atomic_store_relaxed(&p->sheap, (mi_sheap_t*)(void*)heap_of_thread());
+  mi_page_t* p = small_page();   /* a default heap's page: no lists of its own (no shared heap) */
+  mi_atomic_store_relaxed(&p->abandon_lists, (mi_abandoned_lists_t*)(void*)heap_of_thread());
   _mi_heap_validate(heap_of_thread());
 }
 static void heap_queue_last(void) {
@@ -266,7 +266,7 @@ static const case_t cases[] = {
   { "heap-direct",          "heap",        "pages_free_direct[",     &heap_direct },
   { "heap-in-full",         "heap",        "in_full flag",           &heap_in_full },
   { "heap-queue-last",      "heap",        "pages[bin].last",        &heap_queue_last },
-  { "heap-page-sheap",      "heap",        "page's sheap",           &heap_page_sheap },
+  { "heap-page-sheap",      "heap",        "page's abandon_lists",   &heap_page_sheap },
   { "segment-used",         "segment",     "used",                   &segment_used },
   { "segment-slots-used",   "segment",     "slots_used",             &segment_slots_used },
   { "segment-cookie",       "segment",     "cookie",                 &segment_cookie },
