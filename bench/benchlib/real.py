@@ -254,6 +254,13 @@ class _Workload:
     def missing(self):
         return [e for e in self.executables if not os.access(e, os.X_OK)]
 
+    def _new_result(self):
+        """run()'s result before the run: not ok, with a detail when executables are missing
+        (then run() returns it as it is)."""
+        miss = self.missing()
+        return {"elapsed_s": 0.0, "peak_rss_kib": 0, "ok": False,
+                "detail": "missing " + " ".join(miss) if miss else ""}
+
     def _check_output(self, quick, value):
         ref = self._reference.setdefault(bool(quick), value)
         return ref == value
@@ -378,10 +385,8 @@ class Redis(_Workload):
         return proc.returncode
 
     def run(self, env, workdir, quick, timeout):
-        res = {"elapsed_s": 0.0, "peak_rss_kib": 0, "ok": False, "detail": ""}
-        miss = self.missing()
-        if miss:
-            res["detail"] = "missing " + " ".join(miss)
+        res = self._new_result()
+        if res["detail"]:
             return res
         os.makedirs(workdir, exist_ok=True)
         deadline = time.monotonic() + timeout
@@ -614,10 +619,8 @@ class Python(_Workload):
         _write_if_changed(os.path.join(workdir, self.script), _PY_SCRIPT)
 
     def run(self, env, workdir, quick, timeout):
-        res = {"elapsed_s": 0.0, "peak_rss_kib": 0, "ok": False, "detail": ""}
-        miss = self.missing()
-        if miss:
-            res["detail"] = "missing " + " ".join(miss)
+        res = self._new_result()
+        if res["detail"]:
             return res
         self.prepare(workdir, quick)
         penv = dict(env)
@@ -762,10 +765,8 @@ class Gxx(_Workload):
                           _gen_cpp(self._units(quick), lite=quick))
 
     def run(self, env, workdir, quick, timeout):
-        res = {"elapsed_s": 0.0, "peak_rss_kib": 0, "ok": False, "detail": ""}
-        miss = self.missing()
-        if miss:
-            res["detail"] = "missing " + " ".join(miss)
+        res = self._new_result()
+        if res["detail"]:
             return res
         self.prepare(workdir, quick)
         genv = dict(env)
@@ -881,10 +882,8 @@ class Sqlite(_Workload):
                           _gen_sql(*self._sizes(quick)))
 
     def run(self, env, workdir, quick, timeout):
-        res = {"elapsed_s": 0.0, "peak_rss_kib": 0, "ok": False, "detail": ""}
-        miss = self.missing()
-        if miss:
-            res["detail"] = "missing " + " ".join(miss)
+        res = self._new_result()
+        if res["detail"]:
             return res
         self.prepare(workdir, quick)
         senv = dict(env)
@@ -988,10 +987,8 @@ class Espresso(_Workload):
         os.rename(exe + ".tmp", exe)
 
     def run(self, env, workdir, quick, timeout):
-        res = {"elapsed_s": 0.0, "peak_rss_kib": 0, "ok": False, "detail": ""}
-        miss = self.missing()
-        if miss:
-            res["detail"] = "missing " + " ".join(miss)
+        res = self._new_result()
+        if res["detail"]:
             return res
         try:
             self.prepare(workdir, quick)
