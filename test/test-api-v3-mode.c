@@ -533,21 +533,30 @@ static void* manage_churn(void* arg) {
 static void test_manage_memory(void) {
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
   /* 6 arena blocks: room for every size of fill_arena_heap also in secure builds (guard pages
-     give each large page a segment of its own) */
-  const size_t msize = 6 * mi_arena_min_size() + mi_arena_min_alignment();
-  static uint8_t pages[3][(6 * 4 + 4) * 1024 * 1024 / 4096];   /* 28 MiB of 4 KiB pages, each */
-  CHECK(msize <= sizeof(pages[0]) * page);
-  if (msize > sizeof(pages[0]) * page) return;
-  commit_state_t st[3];
-  for (int k = 0; k < 3; k++) {
+     give each large page a segment of its own). The churn's arena (3) has room for two fills
+     at once in the worst case: each of a fill's six large pages in a segment of its own, and
+     a small and a medium segment per thread, 16 blocks. With 6 blocks shared by two fills, how
+     the two threads' large pages happen to interleave decided whether an allocation found 9
+     contiguous free slots; CI once saw both threads fail at the same moment. */
+  enum { NARENA = 4 };
+  static const size_t blocks[NARENA] = { 6, 6, 6, 18 };
+  static uint8_t pages[NARENA][(18 * 4 + 4) * 1024 * 1024 / 4096];   /* 76 MiB of 4 KiB pages, each */
+  size_t msizes[NARENA];
+  static commit_state_t st[NARENA];   /* (the arenas outlive this function: later purges call in) */
+  for (int k = 0; k < NARENA; k++) {
+    const size_t msize = msizes[k] = blocks[k] * mi_arena_min_size() + mi_arena_min_alignment();
+    CHECK(msize <= sizeof(pages[0]) * page);
+    if (msize > sizeof(pages[0]) * page) return;
     memset(&st[k], 0, sizeof(st[k]));
-    /* 0: reserved, committed by the function; 1: committed at the start; 2: pinned */
-    void* mem = mmap(NULL, msize, (k == 0 ? PROT_NONE : PROT_READ | PROT_WRITE), MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    /* 0, 3: reserved, committed by the function; 1: committed at the start; 2: pinned */
+    const bool reserved = (k == 0 || k == 3);
+    void* mem = mmap(NULL, msize, (reserved ? PROT_NONE : PROT_READ | PROT_WRITE), MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(mem != MAP_FAILED);
     if (mem == MAP_FAILED) return;
     st[k].base = (uint8_t*)mem; st[k].size = msize; st[k].page = page; st[k].pages = pages[k];
-    if (k > 0) { memset(pages[k], 1, msize / page); st[k].committed = msize; }
+    if (!reserved) { memset(pages[k], 1, msize / page); st[k].committed = msize; }
   }
+  const size_t msize = msizes[0];
   long ebefore = errors(ENOMEM);
 
   /* 0: every byte the allocator uses is committed through the function first */
@@ -625,16 +634,19 @@ static void test_manage_memory(void) {
      every free; the purger thread purges too) */
   const long delay = mi_option_get(mi_option_purge_delay);
   mi_option_set(mi_option_purge_delay, 0);
-  manage_churn_arena = a0;
-  manage_churn_state = &st[0];
+  mi_arena_id_t a3 = NULL;
+  CHECK(mi_manage_memory(st[3].base, msizes[3], false, false, false, -1, true, &commit_fun, &st[3], &a3));
+  CHECK(a3 != NULL);
+  manage_churn_arena = a3;
+  manage_churn_state = &st[3];
   pthread_t churn[2];
   for (int i = 0; i < 2; i++) CHECK_EQ(pthread_create(&churn[i], NULL, &manage_churn, NULL), 0);
   for (int r = 0; r < 200; r++) { mi_collect(true); sched_yield(); }
   for (int i = 0; i < 2; i++) CHECK_EQ(pthread_join(churn[i], NULL), 0);
   mi_option_set(mi_option_purge_delay, delay);
-  CHECK_GE(st[0].commits, 10);
-  for (int k = 0; k < 3; k++) CHECK_EQ(st[k].bad_calls, 0);
-  for (int k = 0; k < 3; k++) { const long overlaps = atomic_load(&st[k].overlaps); CHECK_EQ(overlaps, 0); }
+  CHECK_GE(st[3].commits, 10);
+  for (int k = 0; k < NARENA; k++) CHECK_EQ(st[k].bad_calls, 0);
+  for (int k = 0; k < NARENA; k++) { const long overlaps = atomic_load(&st[k].overlaps); CHECK_EQ(overlaps, 0); }
 }
 #endif
 
