@@ -70,7 +70,7 @@ static mi_decl_noinline mi_heap_t* mi_malloc_sheaps_dying(mi_heap_t* heap) {
 void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) {
   /* the sampling profiler (prof.c) has its own slow path, which calls this one again while
      busy; a heap with a profiler is initialised and its own */
-  if (mi_unlikely(heap->prof != NULL) && mi_heap_prof_ready(heap)) {
+  if (mi_unlikely(mi_heap_prof_ready(heap))) {
     if (mi_unlikely(mi_atomic_load_relaxed(&_mi_sheaps_dying) != 0)) {
       mi_heap_t* const bheap = heap->tld->heap_backing;
       if (!mi_heap_is_dead_default(heap)) heap = mi_malloc_sheaps_dying(heap);   /* (its sweep: the profiler's only chance but mi_collect) */
