@@ -103,15 +103,15 @@ void _mi_observe_page_gone(mi_page_t* page) {
 bool _mi_observe_check(mi_observe_check_t what, const void* x, const void* y) {
 #if MI_DEBUG > 0
   switch (what) {
-    case MI_CHECK_PAGE:           return _mi_page_validate((const mi_page_t*)x);
-    case MI_CHECK_HEAP:           return _mi_heap_validate((const mi_heap_t*)x);
-    case MI_CHECK_THREAD:         return _mi_thread_validate((const mi_heap_t*)x);
-    case MI_CHECK_SUBPROC:        return _mi_subproc_validate((mi_subproc_t*)x);
-    case MI_CHECK_SUBPROC_LOCKED: return _mi_subproc_validate_locked((mi_subproc_t*)x);
-    case MI_CHECK_SEGMENT_LOCKED: return _mi_segment_validate_locked((const mi_segment_t*)x);
-    case MI_CHECK_ARENA_MEMID:    return _mi_arena_memid_validate(x, (const mi_memid_t*)y);
-    case MI_CHECK_ARENAS:         return _mi_arenas_validate();
-    case MI_CHECK_THREAD_STATS:   return _mi_stats_validate((const mi_stats_data_t*)x, true);
+    case MI_CHECK_PAGE:           return _mi_validate_page((const mi_page_t*)x);
+    case MI_CHECK_HEAP:           return _mi_validate_heap((const mi_heap_t*)x);
+    case MI_CHECK_THREAD:         return _mi_validate_thread((const mi_heap_t*)x);
+    case MI_CHECK_SUBPROC:        return _mi_validate_subproc((mi_subproc_t*)x);
+    case MI_CHECK_SUBPROC_LOCKED: return _mi_validate_subproc_locked((mi_subproc_t*)x);
+    case MI_CHECK_SEGMENT_LOCKED: return _mi_validate_segment_locked((const mi_segment_t*)x);
+    case MI_CHECK_ARENA_MEMID:    return _mi_validate_arena_memid(x, (const mi_memid_t*)y);
+    case MI_CHECK_ARENAS:         return _mi_validate_arenas();
+    case MI_CHECK_THREAD_STATS:   return _mi_validate_stats((const mi_stats_data_t*)x, true);
   }
 #endif
   (void)what; (void)x; (void)y;

@@ -466,17 +466,17 @@ void       _mi_debug_set_caller(const mi_page_t* page, const mi_block_t* block, 
    mi_assert_expensive(_mi_observe_check(...)) (observe.h); tests may call them in any debug build. See validate.c for who may
    call which.
 ------------------------------------------------------------------------------------------ */
-bool       _mi_page_validate(const mi_page_t* page);
-bool       _mi_heap_validate(const mi_heap_t* heap);           /* with its pages and their segments */
-bool       _mi_segment_validate(const mi_segment_t* segment);  /* with its segment map entries; takes its subprocess' lock */
-bool       _mi_segment_validate_locked(const mi_segment_t* segment);   /* the caller holds the lock */
-bool       _mi_segment_map_validate(const mi_segment_t* segment);
-bool       _mi_subproc_validate(mi_subproc_t* subproc);        /* free, purge and abandoned lists; takes the lock */
-bool       _mi_subproc_validate_locked(mi_subproc_t* subproc);
-bool       _mi_arena_memid_validate(const void* p, const mi_memid_t* memid);   /* blocks a segment holds */
-bool       _mi_arenas_validate(void);
-bool       _mi_stats_validate(const mi_stats_data_t* stats, bool thread);   /* thread: tld->stats (else the totals) */
-bool       _mi_thread_validate(const mi_heap_t* heap);         /* all of the above for this thread */
+bool       _mi_validate_page(const mi_page_t* page);
+bool       _mi_validate_heap(const mi_heap_t* heap);           /* with its pages and their segments */
+bool       _mi_validate_segment(const mi_segment_t* segment);  /* with its segment map entries; takes its subprocess' lock */
+bool       _mi_validate_segment_locked(const mi_segment_t* segment);   /* the caller holds the lock */
+bool       _mi_validate_segment_map(const mi_segment_t* segment);
+bool       _mi_validate_subproc(mi_subproc_t* subproc);        /* free, purge and abandoned lists; takes the lock */
+bool       _mi_validate_subproc_locked(mi_subproc_t* subproc);
+bool       _mi_validate_arena_memid(const void* p, const mi_memid_t* memid);   /* blocks a segment holds */
+bool       _mi_validate_arenas(void);
+bool       _mi_validate_stats(const mi_stats_data_t* stats, bool thread);   /* thread: tld->stats (else the totals) */
+bool       _mi_validate_thread(const mi_heap_t* heap);         /* all of the above for this thread */
 
 /* ------------------------------------------------------------------------------------------
    random.c
