@@ -524,21 +524,21 @@ void _mi_prof_json(mi_json_t* json, size_t count) {
     while (j > 0 && mi_prof.sites[top[j - 1]].inuse_bytes < b) { top[j] = top[j - 1]; j--; }
     top[j] = i;
   }
-  _mi_json_add(json, ",\n  \"profile\": { \"rate\": %zu, \"samples\": %llu, \"dropped\": %llu, \"sites_total\": %zu,",
+  _mi_stats_print_json_add(json, ",\n  \"profile\": { \"rate\": %zu, \"samples\": %llu, \"dropped\": %llu, \"sites_total\": %zu,",
                mi_prof_rate(), (unsigned long long)mi_prof.samples, (unsigned long long)mi_prof.dropped, mi_prof.site_count);
-  _mi_json_add(json, " \"inuse_bytes\": %lld, \"alloc_bytes\": %lld, \"sites\": [",
+  _mi_stats_print_json_add(json, " \"inuse_bytes\": %lld, \"alloc_bytes\": %lld, \"sites\": [",
                (long long)(inuse_total + 0.5), (long long)(alloc_total + 0.5));
   for (size_t k = 0; k < n; k++) {
     const mi_prof_site_t* const site = &mi_prof.sites[top[k]];
-    _mi_json_add(json, "%s\n    { \"inuse_bytes\": %lld, \"inuse_objects\": %lld,", (k == 0 ? "" : ","),
+    _mi_stats_print_json_add(json, "%s\n    { \"inuse_bytes\": %lld, \"inuse_objects\": %lld,", (k == 0 ? "" : ","),
                  (long long)(site->inuse_bytes + 0.5), (long long)(site->inuse_objects + 0.5));
-    _mi_json_add(json, " \"alloc_bytes\": %lld, \"alloc_objects\": %lld, \"pcs\": [",
+    _mi_stats_print_json_add(json, " \"alloc_bytes\": %lld, \"alloc_objects\": %lld, \"pcs\": [",
                  (long long)(site->alloc_bytes + 0.5), (long long)(site->alloc_objects + 0.5));
     const size_t frames = (site->depth < MI_PROF_JSON_FRAMES ? site->depth : MI_PROF_JSON_FRAMES);
-    for (size_t f = 0; f < frames; f++) _mi_json_add(json, "%s\"0x%zx\"", (f == 0 ? "" : ", "), (size_t)site->pcs[f]);
-    _mi_json_add(json, "] }");
+    for (size_t f = 0; f < frames; f++) _mi_stats_print_json_add(json, "%s\"0x%zx\"", (f == 0 ? "" : ", "), (size_t)site->pcs[f]);
+    _mi_stats_print_json_add(json, "] }");
   }
-  _mi_json_add(json, "\n  ] }");
+  _mi_stats_print_json_add(json, "\n  ] }");
   mi_prof_lock_leave();
 }
 

@@ -367,7 +367,7 @@ void       _mi_stats_merge_thread(mi_tld_t* tld);     /* add the thread's figure
 void       _mi_stats_sum(mi_stats_data_t* dst, const mi_stats_data_t* src);   /* dst += src, peaks too (plain memory) */
 void       _mi_stats_snapshot(mi_stats_data_t* copy);   /* the process totals as they are (relaxed loads) */
 /* stats-print.c: the ways out of the figures (printing, JSON, mi_stats_get) */
-size_t     _mi_stats_json_now(char* buf, size_t size);   /* the process JSON now; its length */
+size_t     _mi_stats_print_json_now(char* buf, size_t size);   /* the process JSON now; its length */
 /* A bounded text writer (stats-print.c) that counts what does not fit, so the same code measures a
    text's size or fills a buffer; each piece under 256 characters. */
 typedef struct mi_json_s {
@@ -375,13 +375,13 @@ typedef struct mi_json_s {
   size_t size;
   size_t len;      /* characters produced so far, also beyond size */
 } mi_json_t;
-void       _mi_json_add(mi_json_t* json, const char* fmt, ...);
-void       _mi_json_count(mi_json_t* json, const char* name, const mi_stat_count_t* stat);   /* ,"name": {total, peak, current} */
+void       _mi_stats_print_json_add(mi_json_t* json, const char* fmt, ...);
+void       _mi_stats_print_json_count(mi_json_t* json, const char* name, const mi_stat_count_t* stat);   /* ,"name": {total, peak, current} */
 /* a document into buf, or into a new block (buf NULL or buf_size 0); NULL if it does not fit */
-char*      _mi_json_render(void (*render)(mi_json_t* json, void* arg), void* arg, size_t buf_size, char* buf);
-void       _mi_process_info_get(mi_process_info_t* info);
-void       _mi_stats_process_now(mi_stats_data_t* data);   /* the process' figures, the calling thread's merged */
-void       _mi_stats_fold_bins(const mi_stat_count_t* bins, mi_stat_count_t* public_bins);   /* into mimalloc's bin numbering */
+char*      _mi_stats_print_json_render(void (*render)(mi_json_t* json, void* arg), void* arg, size_t buf_size, char* buf);
+void       _mi_stats_print_process_info_get(mi_process_info_t* info);
+void       _mi_stats_print_process_now(mi_stats_data_t* data);   /* the process' figures, the calling thread's merged */
+void       _mi_stats_print_fold_bins(const mi_stat_count_t* bins, mi_stat_count_t* public_bins);   /* into mimalloc's bin numbering */
 
 /* live.c: live statistics in shared memory for a viewer (MIMALLOC_LIVE) */
 extern bool _mi_live_enabled;                       /* atomic: set once at start, cleared at exit */
@@ -404,13 +404,13 @@ static inline void mi_live_enter(mi_tld_t* tld) {
 static inline void mi_live_leave(mi_tld_t* tld) {
   if (mi_unlikely(tld->live_watched) && --tld->live_depth == 0) mi_lock_release(&tld->live_lock);
 }
-void       _mi_stats_at_exit(void);                    /* show_stats, verbose, stats JSON */
+void       _mi_stats_print_at_exit(void);                    /* show_stats, verbose, stats JSON */
 
 /* stats-print.c: the statistics as text, from a snapshot and the process information of the
    same moment; `thread`: the figures are the calling thread's own (mi_thread_stats_print_out). */
 void       _mi_stats_print_text(const mi_stats_data_t* stats, const mi_process_info_t* info, bool thread,
                                 mi_output_fun* out, void* arg);
-void       _mi_process_info_print_text(const mi_process_info_t* info, mi_output_fun* out, void* arg);   /* mimalloc's two process lines */
+void       _mi_stats_print_process_info_text(const mi_process_info_t* info, mi_output_fun* out, void* arg);   /* mimalloc's two process lines */
 /* the readable layout under a title line of its own (a heap's or a subprocess' figures) */
 void       _mi_stats_print_titled(const mi_stats_data_t* stats, const mi_process_info_t* info, const char* title,
                                   mi_output_fun* out, void* arg);
