@@ -197,7 +197,7 @@ static void mi_live_publish_process(mi_msecs_t now, bool force) {
     while (len > 0 && doc->text[len - 1] != '}') len--;
     if (len > 0) {
       mi_json_t json = { doc->text, cap, len - 1 };
-      _mi_prof_json(&json, 20);
+      _mi_prof_samples_json(&json, 20);
       _mi_stats_print_json_add(&json, "\n}\n");
       len = json.len;
     }

@@ -106,7 +106,7 @@ double _mi_prof_probability(double x) {
    allocation made meanwhile, which there should be none of, is served unsampled). */
 static void mi_prof_sample(mi_prof_t* pr, void* p, size_t size) {
   pr->head.busy = true;
-  _mi_prof_record(p, _mi_usable_size(p), size, NULL);
+  _mi_prof_samples_record(p, _mi_usable_size(p), size, NULL);
   pr->head.busy = false;
 }
 
@@ -275,7 +275,7 @@ static mi_decl_noinline void* mi_prof_malloc_sampled(mi_heap_t* heap, mi_prof_t*
   pr->head.busy = true;
   void* const p = _mi_heap_malloc_zero_unsampled(&pr->sampled, size, zero);
   mi_sched_point(MI_SCHED_PROF_SAMPLE);   /* allocated, not yet recorded (pr->head.busy) */
-  if (p != NULL) _mi_prof_record(p, _mi_usable_size(p), counted, start);
+  if (p != NULL) _mi_prof_samples_record(p, _mi_usable_size(p), counted, start);
   pr->head.busy = false;
   return p;
 }
@@ -343,9 +343,7 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
    probability of its requested size, a leased one with that of its block size; both weigh the
    usable size (so each estimates usable bytes without bias).
 ------------------------------------------------------------------------------------------ */
-#if !MI_PROF_ENTRIES
-size_t _mi_prof_entries_rebind(void) { return 0; }
-#else
+#if MI_PROF_ENTRIES
 /* The default is a part of a shared heap another thread ended: the generic path, not busy, sends
    the default back to the backing heap first (alloc.c; this one allocation is counted twice). */
 static inline bool mi_prof_dead_default(const mi_heap_t* heap) {
@@ -386,7 +384,7 @@ void* _mi_prof_counted_due(size_t size, bool zero) {
   }
   const uintptr_t* start = NULL;
 #if MI_PROF_UNWIND_CACHE
-  /* the stack walk starts at our caller's frame (internal.h, _mi_prof_backtrace): asking for the
+  /* the stack walk starts at our caller's frame (internal.h, _mi_prof_stack_backtrace): asking for the
      frame address gives this function a frame pointer, so fp[0] is the caller's rbp (pushed
      first), fp[1] the return address, fp + 2 its stack pointer after the return. The counted
      entry points tail-call this function, so that is the program's frame; if one of ours is in
@@ -400,7 +398,7 @@ void* _mi_prof_counted_due(size_t size, bool zero) {
   else {   /* large and huge blocks are sampled where they are (their own pages) */
     pr->head.busy = true;
     p = _mi_malloc_generic(size, heap, zero, 0, 0);
-    if (p != NULL) _mi_prof_record(p, _mi_usable_size(p), size, start);
+    if (p != NULL) _mi_prof_samples_record(p, _mi_usable_size(p), size, start);
     pr->head.busy = false;
   }
   _mi_tls.prof_left = (size_t)mi_prof_draw(pr);   /* (memoryless: a fresh draw) */
