@@ -245,7 +245,7 @@ void _mi_heap_init_unlisted(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_
   heap->allow_destroy = allow_destroy;
   heap->tag = tag;
   for (size_t i = 0; i < MI_BIN_HUGE_INTERNAL; i++) {
-    heap->pages[i].block_size = _mi_bin_size(i);
+    heap->pages[i].block_size = _mi_page_bin_size(i);
   }
   heap->pages[MI_BIN_HUGE_INTERNAL].block_size = MI_LARGE_OBJ_SIZE_MAX + 1;
   heap->pages[MI_BIN_FULL].block_size = MI_LARGE_OBJ_SIZE_MAX + 2;

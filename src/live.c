@@ -310,7 +310,7 @@ static void mi_live_write_thread(mi_tld_t* tld, mi_msecs_t now, bool owner) {
   for (size_t b = 1; b <= MI_BIN_HUGE_INTERNAL; b++) {
     if (blocks[b] == 0 && tld->live_bin_peak[b] == 0) continue;
     _mi_stats_print_json_add(&t, "%s\n    { \"bin\": %zu, \"block_size\": %zu, \"blocks\": %lld, \"peak\": %lld, \"bytes\": %lld }",
-                (first ? "" : ","), b, (b == MI_BIN_HUGE_INTERNAL ? (size_t)0 : _mi_bin_size(b)),
+                (first ? "" : ","), b, (b == MI_BIN_HUGE_INTERNAL ? (size_t)0 : _mi_page_bin_size(b)),
                 (long long)blocks[b], (long long)tld->live_bin_peak[b], (long long)bytes[b]);
     first = false;
   }

@@ -7,7 +7,7 @@
 /* ------------------------------------------------------------------------------------------
    Bins
 ------------------------------------------------------------------------------------------ */
-size_t _mi_bin_size(size_t bin) {
+size_t _mi_page_bin_size(size_t bin) {
   if (bin <= 1) return sizeof(uintptr_t);
   if (bin < MI_BIN_FIRST_SPACED) return (bin - 1) * 2 * sizeof(uintptr_t);
   if (bin >= MI_BIN_HUGE_INTERNAL) return MI_LARGE_OBJ_SIZE_MAX + 1;

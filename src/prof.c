@@ -106,7 +106,7 @@ double _mi_prof_probability(double x) {
    allocation made meanwhile, which there should be none of, is served unsampled). */
 static void mi_prof_sample(mi_prof_t* pr, void* p, size_t size) {
   pr->head.busy = true;
-  _mi_prof_samples_record(p, _mi_usable_size(p), size, NULL);
+  _mi_prof_samples_record(p, _mi_free_usable_size(p), size, NULL);
   pr->head.busy = false;
 }
 
@@ -137,7 +137,7 @@ void _mi_prof_heap_init(mi_heap_t* heap) {
     pr = (mi_prof_t*)_mi_os_alloc(sizeof(mi_prof_t), &is_zero);
     if (pr == NULL) return;   /* no memory: this heap is not profiled */
     if (!is_zero) memset(pr, 0, sizeof(*pr));
-    for (size_t b = 1; b < medium_bins; b++) pr->proxy[b].block_size = _mi_bin_size(b);
+    for (size_t b = 1; b < medium_bins; b++) pr->proxy[b].block_size = _mi_page_bin_size(b);
   }
   pr->rng = (uint64_t)_mi_random_next();
   pr->countdown_big = mi_prof_draw(pr);
@@ -273,9 +273,9 @@ static mi_decl_noinline void* mi_prof_malloc_sampled(mi_heap_t* heap, mi_prof_t*
     pr->sampled_ready = true;
   }
   pr->head.busy = true;
-  void* const p = _mi_heap_malloc_zero_unsampled(&pr->sampled, size, zero);
+  void* const p = _mi_malloc_zero_unsampled(&pr->sampled, size, zero);
   mi_sched_point(MI_SCHED_PROF_SAMPLE);   /* allocated, not yet recorded (pr->head.busy) */
-  if (p != NULL) _mi_prof_samples_record(p, _mi_usable_size(p), counted, start);
+  if (p != NULL) _mi_prof_samples_record(p, _mi_free_usable_size(p), counted, start);
   pr->head.busy = false;
   return p;
 }
@@ -398,7 +398,7 @@ void* _mi_prof_counted_due(size_t size, bool zero) {
   else {   /* large and huge blocks are sampled where they are (their own pages) */
     pr->head.busy = true;
     p = _mi_malloc_generic(size, heap, zero, 0, 0);
-    if (p != NULL) _mi_prof_samples_record(p, _mi_usable_size(p), size, start);
+    if (p != NULL) _mi_prof_samples_record(p, _mi_free_usable_size(p), size, start);
     pr->head.busy = false;
   }
   _mi_tls.prof_left = (size_t)mi_prof_draw(pr);   /* (memoryless: a fresh draw) */

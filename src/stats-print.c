@@ -152,7 +152,7 @@ static void mi_stats_print_mimalloc(const mi_stats_data_t* stats, const mi_proce
       if (stat->total == 0 && stat->current == 0) continue;
       char label[16];
       _mi_snprintf(label, sizeof(label), "bin %3zu", bin);
-      mi_print_amount_row(&line, label, stat, (int64_t)_mi_bin_size(bin), "not all freed");
+      mi_print_amount_row(&line, label, stat, (int64_t)_mi_page_bin_size(bin), "not all freed");
       any = true;
     }
     if (any) {
@@ -395,7 +395,7 @@ static void mi_print_bins(mi_line_t* line, const mi_stats_data_t* stats, bool wi
       mi_section_header(line, "blocks by size", columns, MI_COUNT_OF(columns) - (with_pages ? 0 : 1));
       header = true;
     }
-    const size_t bsize = _mi_bin_size(bin);
+    const size_t bsize = _mi_page_bin_size(bin);
     char name[32];
     mi_fmt_size_exact(name, sizeof(name), bsize);
     mi_row_name(line, name);
@@ -579,7 +579,7 @@ static void mi_stat_count_add(mi_stat_count_t* dst, const mi_stat_count_t* src) 
    caller); v2 and v3 number their bins alike. */
 void _mi_stats_print_fold_bins(const mi_stat_count_t* bins, mi_stat_count_t* public_bins) {
   for (size_t bin = 1; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
-    mi_stat_count_add(&public_bins[mi_public_bin(_mi_bin_size(bin))], &bins[bin]);
+    mi_stat_count_add(&public_bins[mi_public_bin(_mi_page_bin_size(bin))], &bins[bin]);
   }
 }
 
@@ -643,7 +643,7 @@ static void mi_json_bins(mi_json_t* json, const char* name, const mi_stat_count_
   _mi_stats_print_json_add(json, ",\n  \"%s\": [", name);
   bool first = true;
   for (size_t bin = 0; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
-    const size_t bsize = (bin == 0 ? 0 : _mi_bin_size(bin));   /* huge: the smallest huge size */
+    const size_t bsize = (bin == 0 ? 0 : _mi_page_bin_size(bin));   /* huge: the smallest huge size */
     /* large: a span of 128 KiB slots (one more when it starts at the header's slot) */
     const size_t psize = (bsize <= MI_SMALL_OBJ_SIZE_MAX ? MI_SMALL_PAGE_SIZE : bsize <= MI_MEDIUM_OBJ_SIZE_MAX ? MI_MEDIUM_PAGE_SIZE
                           : bsize <= MI_LARGE_OBJ_SIZE_MAX ? _mi_align_up(bsize, MI_LARGE_SLOT_SIZE) : MI_SEGMENT_SIZE);

@@ -69,7 +69,7 @@ static size_t mi_validate_list(const mi_page_t* page, const mi_block_t* list, co
 }
 
 static bool mi_validate_is_bin_size(size_t size) {
-  return (size <= MI_LARGE_OBJ_SIZE_MAX && _mi_bin_size(_mi_bin(size)) == size);
+  return (size <= MI_LARGE_OBJ_SIZE_MAX && _mi_page_bin_size(_mi_bin(size)) == size);
 }
 
 bool _mi_validate_page(const mi_page_t* page) {
@@ -101,7 +101,7 @@ bool _mi_validate_page(const mi_page_t* page) {
     mi_check_eq(S, page, "capacity (huge)", 1, page->capacity);
   }
   else if (!mi_validate_is_bin_size(page->block_size)) {
-    mi_check_eq(S, page, "block_size (a bin size)", _mi_bin_size(_mi_bin(page->block_size)), page->block_size);
+    mi_check_eq(S, page, "block_size (a bin size)", _mi_page_bin_size(_mi_bin(page->block_size)), page->block_size);
   }
   /* the lists and the count of blocks in use */
   const size_t nfree = mi_validate_list(page, page->free, "free", page->capacity);
@@ -142,7 +142,7 @@ bool _mi_validate_page(const mi_page_t* page) {
    Heaps
 ------------------------------------------------------------------------------------------ */
 static size_t mi_validate_queue_block_size(size_t bin) {
-  if (bin < MI_BIN_HUGE_INTERNAL) return _mi_bin_size(bin);
+  if (bin < MI_BIN_HUGE_INTERNAL) return _mi_page_bin_size(bin);
   return (bin == MI_BIN_HUGE_INTERNAL ? MI_LARGE_OBJ_SIZE_MAX + 1 : MI_LARGE_OBJ_SIZE_MAX + 2);
 }
 

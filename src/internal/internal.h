@@ -278,7 +278,7 @@ void       _mi_page_queue_remove(mi_page_queue_t* pq, mi_page_t* page);
 size_t     _mi_page_queue_append(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_queue_t* append);
 mi_page_queue_t* _mi_page_queue_of(const mi_page_t* page);
 void       _mi_page_collect_retired(mi_heap_t* heap, bool force);
-size_t     _mi_bin_size(size_t bin);
+size_t     _mi_page_bin_size(size_t bin);
 mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p);   /* the block p points into */
 
 /* ------------------------------------------------------------------------------------------
@@ -320,13 +320,13 @@ bool       _mi_heap_is_foreign(const mi_heap_t* heap, const char* call);
    alloc.c / free.c / aligned.c
 ------------------------------------------------------------------------------------------ */
 void*      _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) mi_decl_noinline;
-void*      _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero);            /* may sample (guarded.c) */
-void*      _mi_heap_malloc_zero_unsampled(mi_heap_t* heap, size_t size, bool zero);   /* never a guarded object */
-void*      _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post);
-void*      _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero);
+void*      _mi_malloc_zero(mi_heap_t* heap, size_t size, bool zero);            /* may sample (guarded.c) */
+void*      _mi_malloc_zero_unsampled(mi_heap_t* heap, size_t size, bool zero);   /* never a guarded object */
+void*      _mi_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post);
+void*      _mi_aligned_malloc_zero_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero);
 void       _mi_free_delayed_block(mi_block_t* block);
 void       _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) mi_decl_noinline;
-size_t     _mi_usable_size(const void* p);
+size_t     _mi_free_usable_size(const void* p);
 
 /* ------------------------------------------------------------------------------------------
    guarded.c (MI_GUARDED builds): sampled objects placed against a guard page
@@ -345,7 +345,7 @@ void       _mi_guarded_quarantine_flush(void);   /* release every quarantined ob
 #define MI_GUARDED_BLOCK_MIN  (2*MI_SECURE_GUARD_SIZE)
 #define mi_page_may_have_guarded(page)  (mi_page_has_aligned(page) && (page)->block_size >= MI_GUARDED_BLOCK_MIN)
 #endif
-void       _mi_block_zero_init(const mi_page_t* page, void* p);
+void       _mi_alloc_block_zero_init(const mi_page_t* page, void* p);
 /* Move a block's contents to newp after a reallocation; with `zero`, newp's tail is zeroed. */
 void       _mi_realloc_copy(void* newp, const void* p, size_t size, size_t newsize, bool zero);
 
@@ -944,7 +944,7 @@ static mi_decl_always_inline void* mi_page_malloc_or(mi_heap_t* heap, mi_page_t*
   mi_track_mem_undefined(block, page->block_size);   /* for the writes below */
 #endif
   if (mi_unlikely(zero)) {
-    _mi_block_zero_init(page, block);
+    _mi_alloc_block_zero_init(page, block);
   }
 #if MI_PADDING || MI_STAT > 1
   _mi_debug_block_malloc(heap, page, block, size, zero);
