@@ -120,7 +120,7 @@ static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
     mi_heap_t* const sampled = _mi_observe_heap_companion(heap);
     if (sampled != NULL) mi_heap_collect_ex(sampled, collect);   /* its pages hold blocks of this heap */
   }
-  _mi_deferred_free(heap, force);
+  _mi_options_deferred_free(heap, force);
 #if MI_GUARDED > 0
   if (collect == MI_FORCE) _mi_guarded_quarantine_flush();   /* freed guarded objects, any thread's */
 #endif

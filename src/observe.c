@@ -16,7 +16,7 @@ void _mi_observe_process_done(void) {
   if (mi_unlikely(mi_prof_rate() != 0) && mi_heap_is_initialized(heap)) {
     for (mi_heap_t* h = heap->tld->heaps; h != NULL; h = h->next) _mi_prof_return_all(h);   /* leased blocks are not leaks */
   }
-  if (_mi_env_flag("MIMALLOC_SHOW_LEAKS")) _mi_leaks_report();
+  if (_mi_option_env_flag("MIMALLOC_SHOW_LEAKS")) _mi_leaks_report();
   _mi_stats_print_at_exit();
   _mi_prof_samples_process_done();     /* MIMALLOC_PROFILE: the profile at exit */
   _mi_live_done();

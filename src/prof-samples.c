@@ -91,11 +91,11 @@ static void mi_prof_lock_leave(void) {
 /* Our code's range, whose frames are skipped at the top of a stack. As the shared library
    (libmimalloc*.so: a module of its own), its executable segments: every function of it, cold
    parts included. Linked into a program or another library, static.c's unit between
-   _mi_text_begin and _mi_text_end: release builds let gcc move cold parts and some functions
+   _mi_static_text_begin and _mi_static_text_end: release builds let gcc move cold parts and some functions
    out of that range, so a stack may keep a frame or two of ours at its top (the writers drop
    frames named mi_* and _mi_* at the top; pprof gets a drop_frames pattern). */
-void _mi_text_begin(void);
-void _mi_text_end(void);
+void _mi_static_text_begin(void);
+void _mi_static_text_end(void);
 static int mi_prof_find_ours(struct dl_phdr_info* info, size_t size, void* arg) {
   (void)size; (void)arg;
   const uintptr_t self = (uintptr_t)&_mi_prof_samples_record;
@@ -114,8 +114,8 @@ static int mi_prof_find_ours(struct dl_phdr_info* info, size_t size, void* arg) 
   return 0;
 }
 static void mi_prof_init_ours(void) {
-  mi_prof.ours_lo = (uintptr_t)&_mi_text_begin;
-  mi_prof.ours_hi = (uintptr_t)&_mi_text_end;
+  mi_prof.ours_lo = (uintptr_t)&_mi_static_text_begin;
+  mi_prof.ours_hi = (uintptr_t)&_mi_static_text_end;
   dl_iterate_phdr(&mi_prof_find_ours, NULL);
 }
 

@@ -146,8 +146,8 @@ void       _mi_warning_always(const char* fmt, ...);    /* about the user's sett
 void       _mi_error_message(int err, const char* fmt, ...);
 int        _mi_vsnprintf(char* buf, size_t bufsize, const char* fmt, va_list args);
 int        _mi_snprintf(char* buf, size_t bufsize, const char* fmt, ...);
-void       _mi_deferred_free(mi_heap_t* heap, bool force);
-bool       _mi_env_flag(const char* name);   /* a boolean MIMALLOC_ setting outside the option table */
+void       _mi_options_deferred_free(mi_heap_t* heap, bool force);
+bool       _mi_option_env_flag(const char* name);   /* a boolean MIMALLOC_ setting outside the option table */
 
 /* leaks.c */
 void       _mi_leaks_report(void);           /* MIMALLOC_SHOW_LEAKS at exit */
