@@ -80,7 +80,7 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
   }
   if (mi_unlikely(!mi_heap_is_initialized(heap))) {
     if (mi_unlikely(_mi_thread_id_is(mi_atomic_load_relaxed(&_mi_static_alloc_thread)))) {
-      return _mi_static_alloc(size, zero, huge_alignment, align_offset);   /* libc's, for a call of ours */
+      return _mi_static_alloc_block(size, zero, huge_alignment, align_offset);   /* libc's, for a call of ours */
     }
     mi_thread_init();
     heap = mi_prim_get_default_heap();

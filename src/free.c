@@ -157,7 +157,7 @@ void _mi_free_delayed_block(mi_block_t* block) {
    allocator (the loader's, or libc's before we were preloaded), the stack, a global. It is
    left alone: never a crash; an error message (EINVAL) when errors are shown. */
 static mi_decl_noinline void mi_free_not_ours(void* p) {
-  if (p == NULL || _mi_static_alloc_contains(p)) return;   /* (libc freeing what it got there: init.c) */
+  if (p == NULL || _mi_static_alloc_contains(p)) return;   /* (libc freeing what it got there: static-alloc.c) */
   _mi_error_message(EINVAL, "mi_free: invalid pointer %p (not allocated by this allocator; ignored)\n", p);
 }
 

@@ -38,7 +38,7 @@
 
    Starting it: pthread_create allocates the thread's TLS vector (glibc: about 300 bytes)
    through malloc, i.e. through us, from inside the allocation that starts it. That
-   allocation is served from static storage (init.c, _mi_static_alloc_begin), so no heap is
+   allocation is served from static storage (static-alloc.c, _mi_static_alloc_begin), so no heap is
    touched in the middle of another operation. A failed start (no threads left) leaves the
    behaviour of MIMALLOC_PURGE_THREAD=0: purges from allocator activity only. The thread
    names itself "mi-purger" first thing (_mi_prim_thread_set_name: no allocation), so that

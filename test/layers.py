@@ -36,7 +36,7 @@ LAYERS = {
     "segment.c": 4, "abandon.c": 4, "page.c": 4, "purger.c": 4,
     # The checks of checked builds and the trackers act on pages and blocks from the page layer up.
     "debug.c": 4, "secure.c": 4, "track.c": 4,
-    "heap.c": 5, "init.c": 5, "sheap.c": 5,
+    "heap.c": 5, "init.c": 5, "static-alloc.c": 5, "sheap.c": 5,
     # Guarded objects are allocations of their own (they call malloc and free).
     "alloc.c": 6, "free.c": 6, "aligned.c": 6, "guarded.c": 6,
     # The profiler's counted entry points (malloc, calloc, operator new that count bytes) are entry
@@ -61,7 +61,7 @@ LAYER_NAMES = {
     3: "arenas and the segment map, with the purge of free arena blocks",
     4: "segments and pages, abandonment, the purger thread (the due purges of both); the checks of "
        "checked builds, secure builds' checks and the trackers",
-    5: "heaps, shared heaps, and the thread and process life cycle",
+    5: "heaps, shared heaps, the thread and process life cycle, and the static allocation of what libc allocates for us",
     6: "allocation and free, aligned allocation, guarded objects",
     7: "API and override: POSIX and C++ entry points, the profiler's counted entry points, the symbols of the header's v3 mode (`MI_V3_API`, "
        "docs/v3-api.md); Windows' static override and redirecting DLL, objects of their own on the public API",
@@ -115,7 +115,7 @@ HOOKS = {
     ("sheap.c", "mi_free"): "and are freed as blocks",
     # Static allocation (while the allocator itself calls libc) falls back on the slow path of
     # its heap when its room is used up.
-    ("init.c", "_mi_malloc_generic"): "static allocation falls back on its heap",
+    ("static-alloc.c", "_mi_malloc_generic"): "static allocation falls back on its heap",
     # A scheduled arena purge wakes the purger thread (which runs the purges of both layers).
     ("arena-purge.c", "_mi_purger_notify"): "a scheduled arena purge wakes the purger",
     # MIMALLOC_VERBOSE on Windows: one block through the program's malloc tells whether the static

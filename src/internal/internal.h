@@ -115,7 +115,7 @@ mi_msecs_t _mi_process_elapsed(void);            /* milliseconds since the proce
 
 /* musl's pthread_atfork mallocs a record for each handler set it registers (40 bytes) and never
    frees it; glibc keeps the first ones in static storage. MI_ATFORK_RECORDS: the records libc
-   allocates while we register our fork handlers come from static storage (init.c), not from
+   allocates while we register our fork handlers come from static storage (static-alloc.c), not from
    the heap. (musl defines no macro of its own: Linux without glibc and not Android.) */
 #if defined(__linux__) && !defined(__GLIBC__) && !defined(__ANDROID__)
 #define MI_ATFORK_RECORDS  1
@@ -123,14 +123,14 @@ mi_msecs_t _mi_process_elapsed(void);            /* milliseconds since the proce
 #define MI_ATFORK_RECORDS  0
 #endif
 /* Static allocation: between begin and end, the calling thread's allocations come from a small
-   static room (init.c), not from a heap: for what libc allocates on our behalf inside a call we
+   static room (static-alloc.c), not from a heap: for what libc allocates on our behalf inside a call we
    make at a point where no heap may be touched (musl's fork-handler records with
    MI_ATFORK_RECORDS; pthread_create's TLS vector for the purger thread). Never counted, never
    freed (free ignores it). One thread at a time; not nested. */
 extern _Atomic(uintptr_t) _mi_static_alloc_thread;  /* the thread between begin and end, or 0 */
 void       _mi_static_alloc_begin(void);
 void       _mi_static_alloc_end(void);
-void*      _mi_static_alloc(size_t size, bool zero, size_t huge_alignment, size_t align_offset);
+void*      _mi_static_alloc_block(size_t size, bool zero, size_t huge_alignment, size_t align_offset);
 bool       _mi_static_alloc_contains(const void* p);
 
 /* ------------------------------------------------------------------------------------------
