@@ -492,7 +492,7 @@ void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* me
 static void mi_vfprintf(const char* prefix, const char* fmt, va_list args) {
   char buf[512];
   _mi_vsnprintf(buf, sizeof(buf), fmt, args);
-  if (!_mi_is_main_thread()) {
+  if (!_mi_thread_is_main()) {
     char tprefix[64];
     _mi_snprintf(tprefix, sizeof(tprefix), "%sthread 0x%zx: ", prefix, (size_t)_mi_thread_id());
     _mi_fputs(NULL, NULL, tprefix, buf);

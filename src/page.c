@@ -4,6 +4,9 @@
    generic (slow-path) allocation that finds or makes a page with a free block. */
 #include "internal/internal.h"
 
+/* The empty page: free == NULL, so the fast path falls through to the slow path. */
+const mi_page_t _mi_page_empty;
+
 /* ------------------------------------------------------------------------------------------
    Bins
 ------------------------------------------------------------------------------------------ */

@@ -143,7 +143,7 @@ void _mi_prof_heap_init(mi_heap_t* heap) {
   pr->countdown_big = mi_prof_draw(pr);
   memcpy(pr->head.direct, heap->pages_free_direct, sizeof(pr->head.direct));
   heap->prof = pr;
-  if (heap == mi_prim_get_default_heap()) _mi_heap_set_default_direct(heap);   /* the counted entry points' table */
+  if (heap == mi_prim_get_default_heap()) _mi_thread_set_default_heap(heap);   /* the counted entry points' table */
   /* the fast paths now pop the proxies (empty: the first malloc of each bin leases) */
   for (size_t w = 0; w <= MI_SMALL_WSIZE_MAX; w++) {
     heap->pages_free_direct[w] = &pr->proxy[_mi_bin(w * sizeof(uintptr_t))];
@@ -179,7 +179,7 @@ void _mi_prof_heap_done(mi_heap_t* heap) {
   const size_t medium_bins = _mi_bin(MI_MEDIUM_OBJ_SIZE_MAX) + 1;
   for (size_t b = 1; b < medium_bins; b++) heap->pages_medium_direct[b] = heap->pages[b].first;
   memcpy(heap->pages_free_direct, pr->head.direct, sizeof(pr->head.direct));
-  if (heap == mi_prim_get_default_heap()) _mi_heap_set_default_direct(heap);   /* the counted entry points' table */
+  if (heap == mi_prim_get_default_heap()) _mi_thread_set_default_heap(heap);   /* the counted entry points' table */
   for (int i = 0; i < MI_PROF_CACHE; i++) {
     mi_prof_t* expected = NULL;
     if (mi_atomic_load_relaxed(&mi_prof_cache[i]) == NULL && mi_atomic_cas_strong_acq_rel(&mi_prof_cache[i], &expected, pr)) return;
@@ -330,7 +330,7 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
    The lease costs a slow-path trip each time a proxy runs dry, and under malloc/free churn the
    owner's frees end leases early (docs/profiler.md, "What it costs"). So the entry points most
    programs call (malloc, calloc, operator new: override.c) have a second version that counts
-   the bytes in its fast path instead: a countdown per thread (_mi_tls.prof_left, the bytes left
+   the bytes in its fast path instead: a countdown per thread (_mi_thread_tls.prof_left, the bytes left
    before the next sample; the allocation that would take it below zero is sampled), then the
    ordinary pop from the default heap's real first page (prof-entry.c). The library without the
    profiler keeps its fast paths: when MIMALLOC_PROFILE switches the profiler on at process
@@ -362,7 +362,7 @@ void* _mi_prof_counted_slow(size_t size, mi_heap_t* heap, bool zero, size_t huge
   return p;
 }
 
-static mi_decl_thread bool mi_prof_armed;   /* _mi_tls.prof_left was drawn for this thread (it is
+static mi_decl_thread bool mi_prof_armed;   /* _mi_thread_tls.prof_left was drawn for this thread (it is
                                                 0 in a new thread: its first counted call comes here) */
 
 /* The countdown ran out (or was never set): sample this allocation if it is due, in the default
@@ -378,8 +378,8 @@ void* _mi_prof_counted_due(size_t size, bool zero) {
     void* const p = _mi_prof_counted_slow(size, heap, zero, 0, 0);   /* (may set up the thread) */
     heap = mi_prim_get_default_heap();
     pr = heap->prof;
-    if (pr != NULL && !pr->head.busy) { _mi_tls.prof_left = (size_t)mi_prof_draw(pr); mi_prof_armed = true; }
-    else _mi_tls.prof_left = (mi_prof_rate() != 0 ? mi_prof_rate() : SIZE_MAX);
+    if (pr != NULL && !pr->head.busy) { _mi_thread_tls.prof_left = (size_t)mi_prof_draw(pr); mi_prof_armed = true; }
+    else _mi_thread_tls.prof_left = (mi_prof_rate() != 0 ? mi_prof_rate() : SIZE_MAX);
     return p;
   }
   const uintptr_t* start = NULL;
@@ -401,7 +401,7 @@ void* _mi_prof_counted_due(size_t size, bool zero) {
     if (p != NULL) _mi_prof_samples_record(p, _mi_free_usable_size(p), size, start);
     pr->head.busy = false;
   }
-  _mi_tls.prof_left = (size_t)mi_prof_draw(pr);   /* (memoryless: a fresh draw) */
+  _mi_thread_tls.prof_left = (size_t)mi_prof_draw(pr);   /* (memoryless: a fresh draw) */
   return p;
 }
 #endif

@@ -18,13 +18,13 @@ static size_t      mi_static_alloc_used;
 
 void _mi_static_alloc_begin(void) {
   mi_static_alloc_heap = mi_prim_get_default_heap();
-  _mi_heap_set_default_direct((mi_heap_t*)&_mi_heap_empty);
+  _mi_thread_set_default_heap((mi_heap_t*)&_mi_thread_empty_heap);
   mi_atomic_store_release(&_mi_static_alloc_thread, _mi_thread_id());
 }
 
 void _mi_static_alloc_end(void) {
   mi_atomic_store_release(&_mi_static_alloc_thread, (uintptr_t)0);
-  _mi_heap_set_default_direct(mi_static_alloc_heap);
+  _mi_thread_set_default_heap(mi_static_alloc_heap);
 }
 
 void* _mi_static_alloc_block(size_t size, bool zero, size_t huge_alignment, size_t align_offset) {

@@ -133,7 +133,7 @@ HOOKS = {
     ("purger.c", "_mi_static_alloc_begin"): "pthread_create allocates: the purger starts its thread under static allocation",
     ("purger.c", "_mi_static_alloc_end"): "the end of that static allocation",
     # Output: messages of threads other than the one that started the process name their thread.
-    ("options.c", "_mi_is_main_thread"): "messages of other threads than the process' first name their thread",
+    ("options.c", "_mi_thread_is_main"): "messages of other threads than the process' first name their thread",
     # Guarded objects (MI_GUARDED builds) are per heap.
     ("heap.c", "_mi_guarded_heap_init"): "a new heap takes the guarded-sampling options",
     ("heap.c", "_mi_guarded_quarantine_flush"): "a forced collect empties the quarantine of freed guarded objects",

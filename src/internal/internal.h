@@ -74,8 +74,8 @@ void _mi_assert_fail(const char* assertion, const char* fname, unsigned line, co
    init.c: process and thread life cycle
 ------------------------------------------------------------------------------------------ */
 extern const mi_page_t  _mi_page_empty;           /* free == NULL: always takes the slow path */
-extern const mi_heap_t  _mi_heap_empty;           /* default heap of uninitialised threads */
-extern mi_heap_t        _mi_heap_main;            /* backing heap of the first thread */
+extern const mi_heap_t  _mi_thread_empty_heap;           /* default heap of uninitialised threads */
+extern mi_heap_t        _mi_thread_main_heap;            /* backing heap of the first thread */
 extern mi_subproc_t     _mi_subproc_main;
 #if defined(_WIN32) && defined(__x86_64__) && defined(__GNUC__)
 /* Windows x64: mingw-w64's gcc has only emulated TLS (a call into libgcc per access, which
@@ -83,33 +83,33 @@ extern mi_subproc_t     _mi_subproc_main;
    it sits in the image's TLS template (section .tls$MI, between the CRT's _tls_start in .tls
    and _tls_end in .tls$ZZZ) and is reached through the TEB's ThreadLocalStoragePointer
    (%gs:0x58) indexed by the image's _tls_index, at its section-relative offset (SECREL32).
-   Never access _mi_heap_default directly there: only through _mi_heap_default_ptr(). */
+   Never access _mi_thread_default_heap directly there: only through _mi_thread_default_heap_ptr(). */
 #define MI_TLS_PE 1
-extern mi_heap_t* _mi_heap_default;
-static inline mi_heap_t** _mi_heap_default_ptr(void) {
+extern mi_heap_t* _mi_thread_default_heap;
+static inline mi_heap_t** _mi_thread_default_heap_ptr(void) {
   uintptr_t idx, tls;
   mi_heap_t** p;
   __asm__("movl _tls_index(%%rip), %k0" : "=r"(idx));
   __asm__("movq %%gs:0x58, %0" : "=r"(tls));
-  __asm__("leaq _mi_heap_default@SECREL32(%1), %0" : "=r"(p) : "r"(((char**)tls)[idx]));
+  __asm__("leaq _mi_thread_default_heap@SECREL32(%1), %0" : "=r"(p) : "r"(((char**)tls)[idx]));
   return p;
 }
 #else
 /* The fast paths' thread-local data, at one TLS address: the default heap, and beside it what
    the profiler's counted entry points read (prof-entry.c; one GOT load serves all three). */
 typedef struct mi_thread_tls_s {
-  mi_heap_t* heap;         /* the default heap: &_mi_heap_empty until the thread is set up */
+  mi_heap_t* heap;         /* the default heap: &_mi_thread_empty_heap until the thread is set up */
   size_t     prof_left;    /* bytes the counted entry points may allocate before the next sample */
   mi_page_t* const* prof_direct;   /* == mi_heap_direct_real(heap) (prof-hook.h): set with the
-                                      heap (_mi_heap_set_default_direct), and again when the
+                                      heap (_mi_thread_set_default_heap), and again when the
                                       default heap's profiler comes or goes (prof.c) */
 } mi_thread_tls_t;
-extern mi_decl_thread mi_thread_tls_t _mi_tls;
+extern mi_decl_thread mi_thread_tls_t _mi_thread_tls;
 #endif
 extern bool             _mi_process_is_initialized;
 
-void       _mi_heap_set_default_direct(mi_heap_t* heap);
-bool       _mi_is_main_thread(void);              /* the thread that initialised the process (or none yet) */
+void       _mi_thread_set_default_heap(mi_heap_t* heap);
+bool       _mi_thread_is_main(void);              /* the thread that initialised the process (or none yet) */
 void       _mi_thread_done(mi_heap_t* heap);       /* called at thread exit with the backing heap */
 mi_msecs_t _mi_process_elapsed(void);            /* milliseconds since the process started */
 
@@ -590,9 +590,9 @@ static inline uintptr_t _mi_thread_id(void) {
   return (uintptr_t)__builtin_thread_pointer();
 #else
 #if MI_TLS_PE
-  return (uintptr_t)_mi_heap_default_ptr();
+  return (uintptr_t)_mi_thread_default_heap_ptr();
 #else
-  return (uintptr_t)&_mi_tls;
+  return (uintptr_t)&_mi_thread_tls;
 #endif
 #endif
 }
@@ -617,9 +617,9 @@ static inline bool _mi_thread_id_is(uintptr_t x) {
 
 static inline mi_heap_t* mi_prim_get_default_heap(void) {
 #if MI_TLS_PE
-  return *_mi_heap_default_ptr();
+  return *_mi_thread_default_heap_ptr();
 #else
-  return _mi_tls.heap;
+  return _mi_thread_tls.heap;
 #endif
 }
 

@@ -37,7 +37,7 @@ typedef struct mi_prof_head_s {
                                               pages_free_direct points at the proxies */
 } mi_prof_head_t;
 /* The heap's table of real first pages by word size (types.h, the heap's invariants), which
-   page.c's queue updates write and the counted entry points read (through _mi_tls.prof_direct):
+   page.c's queue updates write and the counted entry points read (through _mi_thread_tls.prof_direct):
    pages_free_direct itself, or with the profiler on in the heap the profiler's copy. */
 static inline mi_page_t** mi_heap_direct_real(mi_heap_t* heap) {
   return (heap->prof == NULL ? heap->pages_free_direct : ((mi_prof_head_t*)heap->prof)->direct);

@@ -671,7 +671,7 @@ typedef struct mi_tld_s {
        pages_free_direct itself, or with the profiler on the profiler's copy in its state
        (prof->head.direct), which holds what pages_free_direct would: page.c's queue updates
        write through mi_heap_direct_real, and the counted entry points read it (prof-entry.c,
-       through _mi_tls.prof_direct while the heap is its thread's default);
+       through _mi_thread_tls.prof_direct while the heap is its thread's default);
      every page in pages[b] has xheap == this heap, and MI_PAGE_IN_FULL set iff b == MI_BIN_FULL;
      the queues are doubly linked (first->prev == NULL, each page->next->prev == page, last);
      every page in pages[b] (b < MI_BIN_HUGE_INTERNAL) has block_size == _mi_page_bin_size(b);
