@@ -16,7 +16,7 @@ __asm__(".weak __gxx_personality_v0\n\t.weak __cxa_begin_catch\n\t.weak __cxa_en
 #endif
 
 #if defined(_WIN32)
-extern "C" bool _mi_new_handler_call_nothrow(std::new_handler handler) noexcept;   /* (PE: no visibility) */
+extern "C" bool _mi_new_handler_call_nothrow(std::new_handler handler) noexcept;       /* (PE: no visibility) */
 #else
 extern "C" bool _mi_new_handler_call_nothrow(std::new_handler handler) noexcept
   __attribute__((visibility("hidden")));

@@ -55,7 +55,7 @@ static bool mi_try_new_handler(bool nothrow) {
     return false;
   }
   if (nothrow && _mi_new_handler_call_nothrow != NULL) {
-    return _mi_new_handler_call_nothrow(h);   /* a std::bad_alloc from h means: give up */
+    return _mi_new_handler_call_nothrow(h);       /* a std::bad_alloc from h means: give up */
   }
   h();   /* may free memory, install another handler, or throw */
   return true;

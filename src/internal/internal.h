@@ -74,8 +74,8 @@ void _mi_assert_fail(const char* assertion, const char* fname, unsigned line, co
    init.c: process and thread life cycle
 ------------------------------------------------------------------------------------------ */
 extern const mi_page_t  _mi_page_empty;           /* free == NULL: always takes the slow path */
-extern const mi_heap_t  _mi_thread_empty_heap;           /* default heap of uninitialised threads */
-extern mi_heap_t        _mi_thread_main_heap;            /* backing heap of the first thread */
+extern const mi_heap_t  _mi_thread_empty_heap;    /* default heap of uninitialised threads */
+extern mi_heap_t        _mi_thread_main_heap;     /* backing heap of the first thread */
 extern mi_subproc_t     _mi_subproc_main;
 #if defined(_WIN32) && defined(__x86_64__) && defined(__GNUC__)
 /* Windows x64: mingw-w64's gcc has only emulated TLS (a call into libgcc per access, which
@@ -320,8 +320,8 @@ bool       _mi_heap_is_foreign(const mi_heap_t* heap, const char* call);
    alloc.c / free.c / aligned.c
 ------------------------------------------------------------------------------------------ */
 void*      _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) mi_decl_noinline;
-void*      _mi_malloc_zero(mi_heap_t* heap, size_t size, bool zero);            /* may sample (guarded.c) */
-void*      _mi_malloc_zero_unsampled(mi_heap_t* heap, size_t size, bool zero);   /* never a guarded object */
+void*      _mi_malloc_zero(mi_heap_t* heap, size_t size, bool zero);                 /* may sample (guarded.c) */
+void*      _mi_malloc_zero_unsampled(mi_heap_t* heap, size_t size, bool zero);        /* never a guarded object */
 void*      _mi_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post);
 void*      _mi_aligned_malloc_zero_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero);
 void       _mi_free_delayed_block(mi_block_t* block);
@@ -404,7 +404,7 @@ static inline void mi_live_enter(mi_tld_t* tld) {
 static inline void mi_live_leave(mi_tld_t* tld) {
   if (mi_unlikely(tld->live_watched) && --tld->live_depth == 0) mi_lock_release(&tld->live_lock);
 }
-void       _mi_stats_print_at_exit(void);                    /* show_stats, verbose, stats JSON */
+void       _mi_stats_print_at_exit(void);              /* show_stats, verbose, stats JSON */
 
 /* stats-print.c: the statistics as text, from a snapshot and the process information of the
    same moment; `thread`: the figures are the calling thread's own (mi_thread_stats_print_out). */

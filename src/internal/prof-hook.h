@@ -57,14 +57,14 @@ mi_block_t* _mi_prof_leased(const mi_heap_t* heap, const mi_page_t* page);   /* 
 void*      _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset);
 double     _mi_prof_probability(double x);          /* 1 - exp(-x) */
 /* prof-samples.c: the samples, their stacks, the dumps */
-void       _mi_prof_samples_init_env(void);                 /* MIMALLOC_PROFILE*, at process start */
+void       _mi_prof_samples_init_env(void);         /* MIMALLOC_PROFILE*, at process start */
 void       _mi_prof_samples_record(void* p, size_t size, size_t counted, const uintptr_t* start);   /* p (usable
                              size bytes) was sampled, with the probability of `counted` bytes;
                              owner thread; start: as for _mi_prof_stack_backtrace */
 void       _mi_prof_samples_freed(mi_page_t* page, mi_block_t* block);   /* a free into a page with samples */
 void       _mi_prof_samples_page_gone(mi_page_t* page);     /* the page is released with samples in it */
-void       _mi_prof_samples_periodic(void);                 /* MIMALLOC_PROFILE_INTERVAL: a dump if due */
-void       _mi_prof_samples_process_done(void);             /* the dump at exit */
+void       _mi_prof_samples_periodic(void);         /* MIMALLOC_PROFILE_INTERVAL: a dump if due */
+void       _mi_prof_samples_process_done(void);     /* the dump at exit */
 size_t     _mi_prof_stack_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uintptr_t skip_hi, const unsigned long long loader[2],
                               const uintptr_t* start);   /* prof-stack.c; under the store lock */
 /* The stack walk may start at a frame the caller names: start[0..2] = the return address into
@@ -86,4 +86,4 @@ void       _mi_prof_samples_json(struct mi_json_s* json, size_t count);   /* the
 void       _mi_prof_samples_fork_prepare(void);
 void       _mi_prof_samples_fork_parent(void);
 void       _mi_prof_samples_fork_child(void);
-extern mi_msecs_t _mi_prof_samples_interval;                /* ms between periodic dumps; 0: none */
+extern mi_msecs_t _mi_prof_samples_interval;        /* ms between periodic dumps; 0: none */
