@@ -42,10 +42,10 @@ static void* mi_heap_malloc_zero_aligned_at_overalloc(mi_heap_t* heap, size_t si
     errno = ENOMEM;
     return NULL;
   }
-  return mi_block_align(_mi_heap_malloc_zero_unsampled(heap, oversize, zero), size, alignment, offset, zero);
+  return mi_block_align(_mi_malloc_zero_unsampled(heap, oversize, zero), size, alignment, offset, zero);
 }
 
-void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero) {
+void* _mi_aligned_malloc_zero_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero) {
   if (mi_unlikely(mi_heap_is_shared(heap)) && (heap = _mi_sheap_theap(heap, true)) == NULL) { errno = ENOMEM; return NULL; }   /* (sheap.c) */
   if (mi_heap_is_foreign(heap, "aligned allocation")) { errno = ENOMEM; return NULL; }   /* debug builds */
   if (mi_unlikely(alignment == 0 || !mi_is_power_of_two(alignment))) {
@@ -62,7 +62,7 @@ void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t align
   if (offset == 0 && alignment <= MI_MAX_ALIGN_SIZE) {
     /* blocks of at least `alignment` bytes are naturally aligned; with padding (debug) every
        block is at least 16 bytes, so the exact size keeps the overflow check exact */
-    return _mi_heap_malloc_zero_unsampled(heap, (size < alignment && !MI_PADDING ? alignment : size), zero);
+    return _mi_malloc_zero_unsampled(heap, (size < alignment && !MI_PADDING ? alignment : size), zero);
   }
   /* try the next free block of the direct page */
   if (size <= MI_SMALL_SIZE_MAX - MI_PADDING_SIZE) {
@@ -87,21 +87,21 @@ void* _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t align
    Public aligned allocation
 --------------------------------------------------------------------------------------- */
 void* mi_heap_malloc_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset) mi_attr_noexcept {
-  return _mi_heap_malloc_zero_aligned_at(heap, size, alignment, offset, false);
+  return _mi_aligned_malloc_zero_at(heap, size, alignment, offset, false);
 }
 void* mi_heap_malloc_aligned(mi_heap_t* heap, size_t size, size_t alignment) mi_attr_noexcept {
-  return _mi_heap_malloc_zero_aligned_at(heap, size, alignment, 0, false);
+  return _mi_aligned_malloc_zero_at(heap, size, alignment, 0, false);
 }
 void* mi_heap_zalloc_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset) mi_attr_noexcept {
-  return _mi_heap_malloc_zero_aligned_at(heap, size, alignment, offset, true);
+  return _mi_aligned_malloc_zero_at(heap, size, alignment, offset, true);
 }
 void* mi_heap_zalloc_aligned(mi_heap_t* heap, size_t size, size_t alignment) mi_attr_noexcept {
-  return _mi_heap_malloc_zero_aligned_at(heap, size, alignment, 0, true);
+  return _mi_aligned_malloc_zero_at(heap, size, alignment, 0, true);
 }
 void* mi_heap_calloc_aligned_at(mi_heap_t* heap, size_t count, size_t size, size_t alignment, size_t offset) mi_attr_noexcept {
   size_t total;
   if (mi_count_size_overflow(count, size, &total)) return NULL;
-  return _mi_heap_malloc_zero_aligned_at(heap, total, alignment, offset, true);
+  return _mi_aligned_malloc_zero_at(heap, total, alignment, offset, true);
 }
 void* mi_heap_calloc_aligned(mi_heap_t* heap, size_t count, size_t size, size_t alignment) mi_attr_noexcept {
   return mi_heap_calloc_aligned_at(heap, count, size, alignment, 0);
@@ -115,7 +115,7 @@ void* mi_malloc_aligned(size_t size, size_t alignment) mi_attr_noexcept {
 }
 void* mi_umalloc_aligned(size_t size, size_t alignment, size_t* block_size) mi_attr_noexcept {
   void* p = mi_malloc_aligned(size, alignment);
-  if (p != NULL && block_size != NULL) *block_size = _mi_usable_size(p);
+  if (p != NULL && block_size != NULL) *block_size = _mi_free_usable_size(p);
   return p;
 }
 void* mi_zalloc_aligned_at(size_t size, size_t alignment, size_t offset) mi_attr_noexcept {
@@ -126,7 +126,7 @@ void* mi_zalloc_aligned(size_t size, size_t alignment) mi_attr_noexcept {
 }
 void* mi_uzalloc_aligned(size_t size, size_t alignment, size_t* block_size) mi_attr_noexcept {
   void* p = mi_zalloc_aligned(size, alignment);
-  if (p != NULL && block_size != NULL) *block_size = _mi_usable_size(p);
+  if (p != NULL && block_size != NULL) *block_size = _mi_free_usable_size(p);
   return p;
 }
 void* mi_calloc_aligned_at(size_t count, size_t size, size_t alignment, size_t offset) mi_attr_noexcept {
@@ -141,15 +141,15 @@ void* mi_calloc_aligned(size_t count, size_t size, size_t alignment) mi_attr_noe
 --------------------------------------------------------------------------------------- */
 static void* mi_heap_realloc_zero_aligned_at(mi_heap_t* heap, void* p, size_t newsize, size_t alignment, size_t offset, bool zero) {
   if (alignment <= sizeof(uintptr_t) && offset == 0) {
-    return _mi_heap_realloc_zero(heap, p, newsize, zero, NULL, NULL);
+    return _mi_realloc_zero(heap, p, newsize, zero, NULL, NULL);
   }
   if (p == NULL) {
-    return _mi_heap_malloc_zero_aligned_at(heap, newsize, alignment, offset, zero);
+    return _mi_aligned_malloc_zero_at(heap, newsize, alignment, offset, zero);
   }
-  const size_t size = _mi_usable_size(p);
+  const size_t size = _mi_free_usable_size(p);
   if (alignment != 0 && mi_is_power_of_two(alignment) && newsize <= size && newsize >= (size - (size / 2)) &&
       (((uintptr_t)p + offset) & (alignment - 1)) == 0) {
-    if (zero) memset((uint8_t*)p + newsize, 0, size - newsize);   /* see _mi_heap_realloc_zero */
+    if (zero) memset((uint8_t*)p + newsize, 0, size - newsize);   /* see _mi_realloc_zero */
 #if MI_TRACK_ENABLED
     _mi_track_realloc_in_place(p, size, newsize, false);
 #endif
@@ -158,7 +158,7 @@ static void* mi_heap_realloc_zero_aligned_at(mi_heap_t* heap, void* p, size_t ne
 #endif
     return p;   /* still fits and is still aligned */
   }
-  void* newp = _mi_heap_malloc_zero_aligned_at(heap, newsize, alignment, offset, false);
+  void* newp = _mi_aligned_malloc_zero_at(heap, newsize, alignment, offset, false);
   if (newp == NULL) return NULL;
   _mi_realloc_copy(newp, p, size, newsize, zero);
   mi_free(p);

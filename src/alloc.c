@@ -10,7 +10,7 @@
 
 /* Zero a block just handed out: fresh (zero) memory only needs its free-list link cleared.
    The whole usable block is zeroed so in-place growth of zeroed blocks stays zero. */
-void _mi_block_zero_init(const mi_page_t* page, void* p) {
+void _mi_alloc_block_zero_init(const mi_page_t* page, void* p) {
   if (page->free_is_zero) {
     ((mi_block_t*)p)->next = NULL;
   }
@@ -80,7 +80,7 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
   }
   if (mi_unlikely(!mi_heap_is_initialized(heap))) {
     if (mi_unlikely(_mi_thread_id_is(mi_atomic_load_relaxed(&_mi_static_alloc_thread)))) {
-      return _mi_static_alloc(size, zero, huge_alignment, align_offset);   /* libc's, for a call of ours */
+      return _mi_static_alloc_block(size, zero, huge_alignment, align_offset);   /* libc's, for a call of ours */
     }
     mi_thread_init();
     heap = mi_prim_get_default_heap();
@@ -115,7 +115,7 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
     if (dying != 0) heap = mi_malloc_sheaps_dying(heap);
     if (mi_prof_rate() != 0) _mi_observe_thread_start(heap->tld);   /* mi_profile_start by another thread */
   }
-  _mi_deferred_free(heap, false);
+  _mi_options_deferred_free(heap, false);
   _mi_heap_delayed_free_partial(heap);
   if (mi_unlikely(mi_atomic_load_relaxed(&_mi_purger_wanted) != 0)) _mi_purger_start_wanted();   /* (never from a free) */
   if (mi_unlikely(_mi_segments_purge_pending(heap->tld) || mi_atomic_load_relaxed(&_mi_arenas_purge_pending) != 0)) {
@@ -158,7 +158,7 @@ static inline void* mi_heap_malloc_zero_unsampled(mi_heap_t* heap, size_t size, 
 
 /* Guarded builds sample here: every allocation entry but the aligned ones (a guarded object
    is only 16-byte aligned) and the `_small` ones comes through this function. `heap` is a
-   thread's heap: the default one, or a theap found by _mi_heap_malloc_zero. */
+   thread's heap: the default one, or a theap found by _mi_malloc_zero. */
 static inline void* mi_theap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
   if (mi_heap_is_foreign(heap, "allocation")) { errno = ENOMEM; return NULL; }   /* debug builds */
 #if MI_GUARDED > 0
@@ -171,12 +171,12 @@ static inline void* mi_theap_malloc_zero(mi_heap_t* heap, size_t size, bool zero
 /* The mi_heap_* entry points: `heap` may be a shared heap (sheap.c), whose calling thread's
    part (theap) is looked up here, made on first use. The default heap's entry points (mi_malloc,
    mi_zalloc, mi_calloc, mi_mallocn) call mi_theap_malloc_zero directly: no lookup on their path. */
-void* _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
+void* _mi_malloc_zero(mi_heap_t* heap, size_t size, bool zero) {
   if (mi_unlikely(mi_heap_is_shared(heap)) && (heap = _mi_sheap_theap(heap, true)) == NULL) { errno = ENOMEM; return NULL; }
   return mi_theap_malloc_zero(heap, size, zero);
 }
 
-void* _mi_heap_malloc_zero_unsampled(mi_heap_t* heap, size_t size, bool zero) {
+void* _mi_malloc_zero_unsampled(mi_heap_t* heap, size_t size, bool zero) {
   return mi_heap_malloc_zero_unsampled(heap, size, zero);
 }
 
@@ -201,37 +201,37 @@ void* mi_zalloc_small(size_t size) mi_attr_noexcept {
 }
 void* mi_umalloc_small(size_t size, size_t* block_size) mi_attr_noexcept {
   void* p = mi_malloc_small(size);
-  if (p != NULL && block_size != NULL) *block_size = _mi_usable_size(p);
+  if (p != NULL && block_size != NULL) *block_size = _mi_free_usable_size(p);
   return p;
 }
 void* mi_uzalloc_small(size_t size, size_t* block_size) mi_attr_noexcept {
   void* p = mi_zalloc_small(size);
-  if (p != NULL && block_size != NULL) *block_size = _mi_usable_size(p);
+  if (p != NULL && block_size != NULL) *block_size = _mi_free_usable_size(p);
   return p;
 }
 
 void* mi_heap_malloc(mi_heap_t* heap, size_t size) mi_attr_noexcept {
-  return _mi_heap_malloc_zero(heap, size, false);
+  return _mi_malloc_zero(heap, size, false);
 }
 mi_decl_cache_align void* mi_malloc(size_t size) mi_attr_noexcept {
   return mi_theap_malloc_zero(mi_prim_get_default_heap(), size, false);
 }
 void* mi_heap_zalloc(mi_heap_t* heap, size_t size) mi_attr_noexcept {
-  return _mi_heap_malloc_zero(heap, size, true);
+  return _mi_malloc_zero(heap, size, true);
 }
 void* mi_zalloc(size_t size) mi_attr_noexcept {
   return mi_theap_malloc_zero(mi_prim_get_default_heap(), size, true);
 }
 void* mi_umalloc(size_t size, size_t* block_size) mi_attr_noexcept {
   void* p = mi_malloc(size);
-  if (p != NULL && block_size != NULL) *block_size = _mi_usable_size(p);
+  if (p != NULL && block_size != NULL) *block_size = _mi_free_usable_size(p);
   return p;
 }
 
 void* mi_heap_calloc(mi_heap_t* heap, size_t count, size_t size) mi_attr_noexcept {
   size_t total;
   if (mi_count_size_overflow(count, size, &total)) return NULL;
-  return _mi_heap_malloc_zero(heap, total, true);
+  return _mi_malloc_zero(heap, total, true);
 }
 void* mi_calloc(size_t count, size_t size) mi_attr_noexcept {
   size_t total;
@@ -240,14 +240,14 @@ void* mi_calloc(size_t count, size_t size) mi_attr_noexcept {
 }
 void* mi_ucalloc(size_t count, size_t size, size_t* block_size) mi_attr_noexcept {
   void* p = mi_calloc(count, size);
-  if (p != NULL && block_size != NULL) *block_size = _mi_usable_size(p);
+  if (p != NULL && block_size != NULL) *block_size = _mi_free_usable_size(p);
   return p;
 }
 
 void* mi_heap_mallocn(mi_heap_t* heap, size_t count, size_t size) mi_attr_noexcept {
   size_t total;
   if (mi_count_size_overflow(count, size, &total)) return NULL;
-  return _mi_heap_malloc_zero(heap, total, false);
+  return _mi_malloc_zero(heap, total, false);
 }
 void* mi_mallocn(size_t count, size_t size) mi_attr_noexcept {
   size_t total;
@@ -290,11 +290,11 @@ static bool mi_realloc_grow_huge(void* p, size_t size, size_t newsize, bool zero
   return true;
 }
 
-void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post) {
+void* _mi_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post) {
   /* (debug builds) p stays valid, as after any failed reallocation */
   if (mi_unlikely(mi_heap_is_shared(heap)) && (heap = _mi_sheap_theap(heap, true)) == NULL) { errno = ENOMEM; return NULL; }   /* (sheap.c) */
   if (mi_heap_is_foreign(heap, "reallocation")) { errno = ENOMEM; return NULL; }
-  const size_t size = _mi_usable_size(p);   /* 0 for NULL and for pointers that are not ours */
+  const size_t size = _mi_free_usable_size(p);   /* 0 for NULL and for pointers that are not ours */
   if (mi_unlikely(size == 0 && p != NULL && !mi_is_in_heap_block(p))) {
     /* not ours: its size is unknown, so nothing can be copied; fail and leave it untouched */
     _mi_error_message(EINVAL, "mi_realloc: invalid pointer %p (not allocated by this allocator)\n", p);
@@ -321,7 +321,7 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero,
     return p;
   }
   if (newsize > size && size > 0 && mi_realloc_grow_huge(p, size, newsize, zero)) {
-    if (usable_post != NULL) *usable_post = _mi_usable_size(p);
+    if (usable_post != NULL) *usable_post = _mi_free_usable_size(p);
     return p;
   }
   void* newp = mi_theap_malloc_zero(heap, newsize, false);
@@ -329,7 +329,7 @@ void* _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero,
   _mi_realloc_copy(newp, p, size, newsize, zero);
   if (newsize == 0 && !MI_PADDING) ((uint8_t*)newp)[0] = 0;
   if (p != NULL) mi_free(p);
-  if (usable_post != NULL) *usable_post = _mi_usable_size(newp);
+  if (usable_post != NULL) *usable_post = _mi_free_usable_size(newp);
   return newp;
 }
 
@@ -338,19 +338,19 @@ void _mi_realloc_copy(void* newp, const void* p, size_t size, size_t newsize, bo
   if (p != NULL) memcpy(newp, p, copied);
   if (zero) {
     /* everything beyond the copied bytes is zero, so later in-place growth stays zero */
-    const size_t newusable = _mi_usable_size(newp);
+    const size_t newusable = _mi_free_usable_size(newp);
     if (newusable > copied) memset((uint8_t*)newp + copied, 0, newusable - copied);
   }
 }
 
 void* mi_heap_realloc(mi_heap_t* heap, void* p, size_t newsize) mi_attr_noexcept {
-  return _mi_heap_realloc_zero(heap, p, newsize, false, NULL, NULL);
+  return _mi_realloc_zero(heap, p, newsize, false, NULL, NULL);
 }
 void* mi_realloc(void* p, size_t newsize) mi_attr_noexcept {
   return mi_heap_realloc(mi_prim_get_default_heap(), p, newsize);
 }
 void* mi_urealloc(void* p, size_t newsize, size_t* block_size_pre, size_t* block_size_post) mi_attr_noexcept {
-  return _mi_heap_realloc_zero(mi_prim_get_default_heap(), p, newsize, false, block_size_pre, block_size_post);
+  return _mi_realloc_zero(mi_prim_get_default_heap(), p, newsize, false, block_size_pre, block_size_post);
 }
 
 void* mi_heap_reallocn(mi_heap_t* heap, void* p, size_t count, size_t size) mi_attr_noexcept {
@@ -377,7 +377,7 @@ void* mi_reallocf(void* p, size_t newsize) mi_attr_noexcept {
 }
 
 void* mi_heap_rezalloc(mi_heap_t* heap, void* p, size_t newsize) mi_attr_noexcept {
-  return _mi_heap_realloc_zero(heap, p, newsize, true, NULL, NULL);
+  return _mi_realloc_zero(heap, p, newsize, true, NULL, NULL);
 }
 void* mi_rezalloc(void* p, size_t newsize) mi_attr_noexcept {
   return mi_heap_rezalloc(mi_prim_get_default_heap(), p, newsize);
@@ -394,7 +394,7 @@ void* mi_recalloc(void* p, size_t count, size_t size) mi_attr_noexcept {
 /* Resize in place only. */
 void* mi_expand(void* p, size_t newsize) mi_attr_noexcept {
   if (p == NULL) return NULL;
-  if (newsize > _mi_usable_size(p)) return NULL;
+  if (newsize > _mi_free_usable_size(p)) return NULL;
   return p;   /* the usable size stays (so in debug builds the overflow check too) */
 }
 
@@ -403,7 +403,7 @@ void* mi_expand(void* p, size_t newsize) mi_attr_noexcept {
 --------------------------------------------------------------------------------------- */
 size_t mi_good_size(size_t size) mi_attr_noexcept {
   if (MI_PADDING) return size;   /* debug builds: exactly the requested bytes are usable */
-  if (size <= MI_LARGE_OBJ_SIZE_MAX) return _mi_bin_size(_mi_bin(size));
+  if (size <= MI_LARGE_OBJ_SIZE_MAX) return _mi_page_bin_size(_mi_bin(size));
   if (size > MI_MAX_ALLOC_SIZE) return size;
   return _mi_os_good_alloc_size(size);
 }

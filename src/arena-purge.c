@@ -19,7 +19,7 @@
    free, the allocation slow path), from the purger thread (purger.c), which every scheduled
    deadline is told of (mi_arenas_purge_scheduled, also for the deadlines a pass leaves), and
    from mi_collect, which waits for a pass in progress and then does the due work itself
-   (_mi_arenas_collect; the others never wait). Both entry points are thread-safe and need no
+   (_mi_arenas_purge_collect; the others never wait). Both entry points are thread-safe and need no
    thread state. */
 #include "internal/internal.h"
 #include "internal/bitmap.h"
@@ -37,7 +37,7 @@ static mi_msecs_t mi_arena_purge_delay(void) {
 }
 
 /* MIMALLOC_VERBOSE at process start: which purge policy is active */
-void _mi_arenas_show_purge_policy(void) {
+void _mi_arenas_purge_show_policy(void) {
   const long delay = mi_option_get(mi_option_purge_delay);
   if (delay < 0) {
     _mi_verbose_message("purging is off (purge_delay=-1): unused memory stays resident until it is reused or unmapped\n");
@@ -90,7 +90,7 @@ static void mi_arenas_note_reuse(mi_arena_t* arena, size_t idx, size_t count) {
   }
 }
 
-void _mi_arena_unschedule_purge(mi_arena_t* arena, size_t idx, size_t count) {
+void _mi_arena_purge_unschedule(mi_arena_t* arena, size_t idx, size_t count) {
   mi_arenas_note_reuse(arena, idx, count);
   const size_t unscheduled = _mi_bitmap_clear_count(arena->blocks_purge, idx, count);   /* reused before its purge */
   if (unscheduled > 0) mi_atomic_sub_relaxed(&mi_arenas_unpurged, unscheduled);
@@ -102,14 +102,14 @@ static void mi_arena_expire_at_most(mi_arena_t* arena, mi_msecs_t due) {
   while ((expire == 0 || expire > due) && !mi_atomic_cas_weak_acq_rel(&arena->purge_expire, &expire, due)) { }
 }
 
-/* A purge is scheduled, due at `due`: the passes look again (_mi_arenas_try_purge), and the
+/* A purge is scheduled, due at `due`: the passes look again (_mi_arenas_purge_try), and the
    purger thread wakes by then (purger.c). After the deadlines and bits are written. */
 static void mi_arenas_purge_scheduled(mi_msecs_t due) {
   mi_atomic_store_release(&_mi_arenas_purge_pending, 1);
   _mi_purger_notify(due);
 }
 
-void _mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count) {
+void _mi_arena_purge_schedule(mi_arena_t* arena, size_t idx, size_t count) {
   const mi_msecs_t delay = mi_arena_purge_delay();
   if (arena->is_pinned || delay < 0) return;
   if (delay == 0) {
@@ -129,7 +129,7 @@ void _mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count) {
   mi_arenas_purge_scheduled(due);
 }
 
-void _mi_arena_schedule_release(mi_arena_t* arena) {
+void _mi_arena_purge_schedule_release(mi_arena_t* arena) {
   if (mi_arena_purge_delay() < 0) return;
   /* empty: the purge pass releases it when it is still empty after the delay */
   const mi_msecs_t due = _mi_prim_clock_now() + mi_arena_purge_delay();
@@ -293,19 +293,19 @@ static void mi_arenas_purge(bool force, bool wait) {
 }
 
 /* The allocator's own passes and the purger's: never wait */
-void _mi_arenas_try_purge(bool force) {
+void _mi_arenas_purge_try(bool force) {
   mi_arenas_purge(force, false);
 }
 
 /* mi_collect: the due purges (all with force) are done when this returns, whoever does them */
-void _mi_arenas_collect(bool force) {
+void _mi_arenas_purge_collect(bool force) {
   mi_arenas_purge(force, true);
 }
 
 /* fork: no arena purge pass runs across it (a pass holds its arena's lock and claims blocks:
    the child has no thread to give them back). Each arena's lock is taken by the forking
    thread, which alone reads and writes purge_fork_held. */
-void _mi_arenas_fork_prepare(void) {
+void _mi_arenas_purge_fork_prepare(void) {
   const size_t n = _mi_arena_slots();
   for (size_t i = 0; i < n; i++) {
     mi_arena_t* arena = _mi_arena_at(i);
@@ -316,7 +316,7 @@ void _mi_arenas_fork_prepare(void) {
   }
 }
 
-void _mi_arenas_fork_release(void) {
+void _mi_arenas_purge_fork_release(void) {
   const size_t n = _mi_arena_slots();
   for (size_t i = 0; i < n; i++) {
     mi_arena_t* arena = _mi_arena_at(i);

@@ -335,7 +335,7 @@ void _mi_arenas_init_reserve(void) {
   if (mi_option_is_enabled(mi_option_verbose)) {
     (void)_mi_os_numa_node_count();   /* its verbose line belongs to start-up; else on first need */
   }
-  _mi_arenas_show_purge_policy();
+  _mi_arenas_purge_show_policy();
   const long huge = mi_option_get_clamp(mi_option_reserve_huge_os_pages, 0, 128*1024);
   if (huge > 0) {
     const long at = mi_option_get(mi_option_reserve_huge_os_pages_at);
@@ -425,7 +425,7 @@ static bool mi_arena_commit_blocks(mi_arena_t* arena, size_t idx, size_t count) 
 static void* mi_arena_take(mi_arena_t* arena, size_t arena_idx, size_t idx, size_t count, bool commit, mi_memid_t* memid) {
   mi_atomic_add_relaxed(&_mi_arenas_inuse, count);
   mi_atomic_add_relaxed(&arena->blocks_used, count);
-  _mi_arena_unschedule_purge(arena, idx, count);
+  _mi_arena_purge_unschedule(arena, idx, count);
   bool was_dirty = false;
   _mi_bitmap_set(arena->blocks_dirty, idx, count, &was_dirty);
   const bool all_committed = _mi_bitmap_is_all_set(arena->blocks_committed, idx, count);
@@ -437,7 +437,7 @@ static void* mi_arena_take(mi_arena_t* arena, size_t arena_idx, size_t idx, size
       /* the blocks committed before the refusal are free again: purged in time like any
          free committed block (else they stay committed and counted until reused) */
       for (size_t i = idx; i < idx + count; i++) {
-        if (_mi_bitmap_is_all_set(arena->blocks_committed, i, 1)) _mi_arena_schedule_purge(arena, i, 1);
+        if (_mi_bitmap_is_all_set(arena->blocks_committed, i, 1)) _mi_arena_purge_schedule(arena, i, 1);
       }
       _mi_bitmap_clear(arena->blocks_inuse, idx, count);
       mi_atomic_sub_relaxed(&_mi_arenas_inuse, count);
@@ -514,7 +514,7 @@ void* _mi_arena_alloc_aligned(size_t size, size_t alignment, size_t align_offset
   memset(memid, 0, sizeof(*memid));
   memid->arena_idx = -1;
   const bool allow_large = mi_option_is_enabled(mi_option_allow_large_os_pages);
-  _mi_arenas_try_purge(false);
+  _mi_arenas_purge_try(false);
   if (size <= MI_ARENA_MAX_OBJ_SIZE && alignment <= MI_ARENA_BLOCK_SIZE && align_offset == 0 &&
       (req_arena_id != 0 || !mi_option_is_enabled(mi_option_disallow_arena_alloc))) {
     const size_t count = _mi_divide_up(size, MI_ARENA_BLOCK_SIZE);
@@ -571,7 +571,7 @@ void _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_memid_
   }
   else {
     _mi_bitmap_set(arena->blocks_committed, memid->block_index, count, NULL);
-    _mi_arena_schedule_purge(arena, memid->block_index, count);
+    _mi_arena_purge_schedule(arena, memid->block_index, count);
   }
   if (!_mi_bitmap_clear(arena->blocks_inuse, memid->block_index, count)) {
     _mi_error_message(EFAULT, "arena blocks freed twice (%p, %zu bytes)\n", p, size);
@@ -579,10 +579,10 @@ void _mi_arena_free(void* p, size_t size, size_t committed_size, const mi_memid_
   else {
     mi_atomic_sub_relaxed(&_mi_arenas_inuse, count);
     if (mi_atomic_sub_relaxed(&arena->blocks_used, count) == count && arena->on_demand) {
-      _mi_arena_schedule_release(arena);
+      _mi_arena_purge_schedule_release(arena);
     }
   }
-  _mi_arenas_try_purge(false);
+  _mi_arenas_purge_try(false);
 }
 
 /* ------------------------------------------------------------------------------------------

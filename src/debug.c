@@ -178,16 +178,16 @@ static uint8_t* mi_padding_end(const mi_page_t* page, const mi_block_t* block, c
 /* ---------------------------------------------------------------------------------------
    The caller of an allocation: walk our own frames (debug builds keep frame pointers, see
    CMakeLists.txt) up to the first return address outside the library's code, which static.c
-   brackets with _mi_text_begin and _mi_text_end.
+   brackets with _mi_static_text_begin and _mi_static_text_end.
 --------------------------------------------------------------------------------------- */
 #if MI_DEBUG > 0 && defined(MI_DEBUG_TRACE_CALLER) && defined(__GNUC__)
-void _mi_text_begin(void);
-void _mi_text_end(void);
+void _mi_static_text_begin(void);
+void _mi_static_text_end(void);
 static void* mi_caller_address(void) {
   void** fp = (void**)__builtin_frame_address(0);
   for (int depth = 0; depth < 32 && fp != NULL; depth++) {
     void* ret = fp[1];
-    if ((uintptr_t)ret < (uintptr_t)&_mi_text_begin || (uintptr_t)ret >= (uintptr_t)&_mi_text_end) return ret;
+    if ((uintptr_t)ret < (uintptr_t)&_mi_static_text_begin || (uintptr_t)ret >= (uintptr_t)&_mi_static_text_end) return ret;
     void** next = (void**)fp[0];
     if (next <= fp || (uintptr_t)next - (uintptr_t)fp > MI_MiB || ((uintptr_t)next % sizeof(void*)) != 0) return NULL;
     fp = next;

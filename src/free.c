@@ -157,7 +157,7 @@ void _mi_free_delayed_block(mi_block_t* block) {
    allocator (the loader's, or libc's before we were preloaded), the stack, a global. It is
    left alone: never a crash; an error message (EINVAL) when errors are shown. */
 static mi_decl_noinline void mi_free_not_ours(void* p) {
-  if (p == NULL || _mi_static_alloc_contains(p)) return;   /* (libc freeing what it got there: init.c) */
+  if (p == NULL || _mi_static_alloc_contains(p)) return;   /* (libc freeing what it got there: static-alloc.c) */
   _mi_error_message(EINVAL, "mi_free: invalid pointer %p (not allocated by this allocator; ignored)\n", p);
 }
 
@@ -208,7 +208,7 @@ mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
 
 /* Release builds: the bytes from p to the end of its block. Debug builds: the bytes the
    program asked for (anything beyond is an overflow). */
-size_t _mi_usable_size(const void* p) {
+size_t _mi_free_usable_size(const void* p) {
   const mi_segment_t* const segment = _mi_ptr_segment_checked(p);
   if (segment == NULL) return 0;   /* NULL or not ours */
   const mi_page_t* const page = _mi_segment_page_of(segment, p);
@@ -226,11 +226,11 @@ size_t _mi_usable_size(const void* p) {
 }
 
 size_t mi_usable_size(const void* p) mi_attr_noexcept {
-  return _mi_usable_size(p);
+  return _mi_free_usable_size(p);
 }
 
 void mi_ufree(void* p, size_t* block_size) mi_attr_noexcept {
-  if (p != NULL && block_size != NULL) *block_size = _mi_usable_size(p);
+  if (p != NULL && block_size != NULL) *block_size = _mi_free_usable_size(p);
   mi_free(p);
 }
 

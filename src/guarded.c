@@ -123,7 +123,7 @@ static void* mi_guarded_malloc(mi_heap_t* heap, size_t size, bool zero) {
   const size_t ps = MI_SECURE_GUARD_SIZE;
   if (size > MI_MAX_ALLOC_SIZE / 2 || _mi_os_page_size() != ps) return NULL;
   const size_t total = _mi_align_up(sizeof(mi_guarded_header_t) + size, ps) + ps;
-  uint8_t* block = (uint8_t*)_mi_heap_malloc_zero_aligned_at(heap, total, ps, 0, zero);
+  uint8_t* block = (uint8_t*)_mi_aligned_malloc_zero_at(heap, total, ps, 0, zero);
   if (block == NULL) return NULL;
   mi_guarded_header_t* h = (mi_guarded_header_t*)block;
   h->magic = 0;
@@ -155,7 +155,7 @@ void* _mi_guarded_malloc_sampled(mi_heap_t* heap, size_t size, bool zero) {
     }
     /* else the count stays 0: the next eligible allocation is the sample */
   }
-  return _mi_heap_malloc_zero_unsampled(heap, size, zero);
+  return _mi_malloc_zero_unsampled(heap, size, zero);
 }
 
 void _mi_guarded_heap_init(mi_heap_t* heap) {

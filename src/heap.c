@@ -120,7 +120,7 @@ static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
     mi_heap_t* const sampled = _mi_observe_heap_companion(heap);
     if (sampled != NULL) mi_heap_collect_ex(sampled, collect);   /* its pages hold blocks of this heap */
   }
-  _mi_deferred_free(heap, force);
+  _mi_options_deferred_free(heap, force);
 #if MI_GUARDED > 0
   if (collect == MI_FORCE) _mi_guarded_quarantine_flush();   /* freed guarded objects, any thread's */
 #endif
@@ -234,7 +234,7 @@ void mi_collect(bool force) mi_attr_noexcept {
 --------------------------------------------------------------------------------------- */
 /* The fields of a new heap; not linked into the thread's heaps, not profiled. */
 void _mi_heap_init_unlisted(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool allow_destroy, uint8_t tag) {
-  memcpy(heap, &_mi_heap_empty, sizeof(*heap));
+  memcpy(heap, &_mi_thread_empty_heap, sizeof(*heap));
   heap->tld = tld;
   heap->thread_id = _mi_thread_id();
   if (mi_unlikely((heap->thread_id & MI_PAGE_FLAGS_MASK) != 0)) {   /* a port's _mi_thread_id is wrong */
@@ -245,7 +245,7 @@ void _mi_heap_init_unlisted(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_
   heap->allow_destroy = allow_destroy;
   heap->tag = tag;
   for (size_t i = 0; i < MI_BIN_HUGE_INTERNAL; i++) {
-    heap->pages[i].block_size = _mi_bin_size(i);
+    heap->pages[i].block_size = _mi_page_bin_size(i);
   }
   heap->pages[MI_BIN_HUGE_INTERNAL].block_size = MI_LARGE_OBJ_SIZE_MAX + 1;
   heap->pages[MI_BIN_FULL].block_size = MI_LARGE_OBJ_SIZE_MAX + 2;
@@ -322,7 +322,7 @@ static void mi_heap_free(mi_heap_t* heap) {
   if (mi_heap_is_backing(heap)) return;   /* never freed */
   if (heap->prof != NULL) _mi_observe_heap_done(heap);
   if (heap == mi_prim_get_default_heap()) {
-    _mi_heap_set_default_direct(heap->tld->heap_backing);
+    _mi_thread_set_default_heap(heap->tld->heap_backing);
   }
   mi_heap_t* prev = NULL;
   mi_heap_t* cur = heap->tld->heaps;
@@ -452,7 +452,7 @@ mi_heap_t* mi_heap_set_default(mi_heap_t* heap) {
     return NULL;
   }
   mi_heap_t* old = mi_prim_get_default_heap();
-  _mi_heap_set_default_direct(heap);
+  _mi_thread_set_default_heap(heap);
   return old;
 }
 
@@ -461,7 +461,7 @@ mi_heap_t* mi_heap_get_default(void) {
   mi_heap_t* heap = mi_prim_get_default_heap();
   if (mi_unlikely(mi_heap_is_dead_part(heap))) {
     heap = heap->tld->heap_backing;   /* a part of a shared heap another thread ended (as in _mi_malloc_generic) */
-    _mi_heap_set_default_direct(heap);
+    _mi_thread_set_default_heap(heap);
   }
   return heap;
 }

@@ -10,14 +10,11 @@
 #include <stdlib.h>   /* malloc, free: which one serves the program (mi_report_active) */
 #endif
 
-/* The empty page: free == NULL, so the fast path falls through to the slow path. */
-const mi_page_t _mi_page_empty;
-
 #define MI_PAGE_EMPTY_PTR  ((mi_page_t*)&_mi_page_empty)
 
 /* The heap of threads that have not allocated yet: its direct pages are all empty, so the
    first allocation initialises the thread in _mi_malloc_generic; tld == NULL marks it. */
-const mi_heap_t _mi_heap_empty = {
+const mi_heap_t _mi_thread_empty_heap = {
   .tld = NULL,
   .pages_free_direct = { [0 ... MI_PAGES_DIRECT-1] = MI_PAGE_EMPTY_PTR },
   .page_retired_min = MI_BIN_FULL,
@@ -25,13 +22,13 @@ const mi_heap_t _mi_heap_empty = {
 };
 
 #if MI_TLS_PE
-__attribute__((section(".tls$MI"))) mi_heap_t* _mi_heap_default = (mi_heap_t*)&_mi_heap_empty;   /* (internal.h) */
+__attribute__((section(".tls$MI"))) mi_heap_t* _mi_thread_default_heap = (mi_heap_t*)&_mi_thread_empty_heap;   /* (internal.h) */
 #else
-mi_decl_thread mi_thread_tls_t _mi_tls = { (mi_heap_t*)&_mi_heap_empty, 0, &_mi_heap_empty.pages_free_direct[0] };
+mi_decl_thread mi_thread_tls_t _mi_thread_tls = { (mi_heap_t*)&_mi_thread_empty_heap, 0, &_mi_thread_empty_heap.pages_free_direct[0] };
 #endif
 
 mi_subproc_t     _mi_subproc_main = { .lock = MI_LOCK_INIT };
-mi_heap_t        _mi_heap_main;
+mi_heap_t        _mi_thread_main_heap;
 static mi_tld_t  mi_tld_main;
 bool             _mi_process_is_initialized = false;
 
@@ -41,12 +38,12 @@ mi_msecs_t _mi_process_elapsed(void) {
   return _mi_prim_clock_now() - mi_process_start;
 }
 
-void _mi_heap_set_default_direct(mi_heap_t* heap) {
+void _mi_thread_set_default_heap(mi_heap_t* heap) {
 #if MI_TLS_PE
-  *_mi_heap_default_ptr() = heap;
+  *_mi_thread_default_heap_ptr() = heap;
 #else
-  _mi_tls.heap = heap;
-  _mi_tls.prof_direct = mi_heap_direct_real(heap);
+  _mi_thread_tls.heap = heap;
+  _mi_thread_tls.prof_direct = mi_heap_direct_real(heap);
 #endif
 }
 
@@ -163,45 +160,6 @@ static void mi_report_active(void) {
   _mi_verbose_message("allocator active: " MI_VERSION_TEXT_FMT "; " MI_BUILD_NAME " build%s)\n", MI_VERSION_TEXT_ARGS, serves);
 }
 
-/* Static allocation (internal.h): the calling thread's default heap is the empty one between
-   begin and end, so its allocations reach the generic path's uninitialised-heap branch, which
-   serves them here from a static room while this thread is the marked one: not heap memory,
-   never counted, never freed, and no heap structure is touched (the caller may be in the middle
-   of a free). The room's pages are touched only when used. Beyond the room (a program with
-   hundreds of TLS-using objects) the allocations come from the thread's heap after all. */
-_Atomic(uintptr_t) _mi_static_alloc_thread;
-static mi_heap_t*  mi_static_alloc_heap;               /* the thread's default heap meanwhile */
-#define MI_STATIC_ALLOC_ROOM  (4*MI_KiB)
-static uint8_t     mi_static_alloc_room[MI_STATIC_ALLOC_ROOM] __attribute__((aligned(MI_MAX_ALIGN_SIZE)));
-static size_t      mi_static_alloc_used;
-
-void _mi_static_alloc_begin(void) {
-  mi_static_alloc_heap = mi_prim_get_default_heap();
-  _mi_heap_set_default_direct((mi_heap_t*)&_mi_heap_empty);
-  mi_atomic_store_release(&_mi_static_alloc_thread, _mi_thread_id());
-}
-
-void _mi_static_alloc_end(void) {
-  mi_atomic_store_release(&_mi_static_alloc_thread, (uintptr_t)0);
-  _mi_heap_set_default_direct(mi_static_alloc_heap);
-}
-
-void* _mi_static_alloc(size_t size, bool zero, size_t huge_alignment, size_t align_offset) {
-  const size_t bsize = _mi_align_up(size == 0 ? 1 : size, MI_MAX_ALIGN_SIZE);
-  if (huge_alignment == 0 && bsize <= MI_STATIC_ALLOC_ROOM - mi_static_alloc_used) {
-    void* p = &mi_static_alloc_room[mi_static_alloc_used];   /* all zero: never handed out before */
-    mi_static_alloc_used += bsize;
-    return p;
-  }
-  mi_heap_t* heap = mi_static_alloc_heap;
-  if (!mi_heap_is_initialized(heap)) return NULL;   /* (a thread that never allocated: no heap to fall back on) */
-  return _mi_malloc_generic(size, heap, zero, huge_alignment, align_offset);   /* the room is used up */
-}
-
-bool _mi_static_alloc_contains(const void* p) {
-  return ((const uint8_t*)p >= mi_static_alloc_room && (const uint8_t*)p < mi_static_alloc_room + MI_STATIC_ALLOC_ROOM);
-}
-
 /* The fork handlers are registered after init is complete: pthread_atfork may allocate.
    glibc keeps the first registrations in static storage; musl mallocs a 40-byte record for
    each (and never frees it), which would come from the heap: a segment and a page at start-up
@@ -229,16 +187,16 @@ void mi_process_init(void) mi_attr_noexcept {
   mi_process_start = _mi_prim_clock_now();
   _mi_os_init();
   _mi_options_init();
-  mi_tld_init(&mi_tld_main, &_mi_heap_main, true);   /* static and never used before */
-  _mi_heap_init(&_mi_heap_main, &mi_tld_main, 0, false, 0);
+  mi_tld_init(&mi_tld_main, &_mi_thread_main_heap, true);   /* static and never used before */
+  _mi_heap_init(&_mi_thread_main_heap, &mi_tld_main, 0, false, 0);
   _mi_prim_thread_init_auto_done();
   mi_os_stat_increase(threads, 1);
   _mi_purger_thread_init();
   _mi_process_is_initialized = true;
   mi_atomic_store_release(&mi_process_init_state, 2);
   if (!mi_heap_is_initialized(mi_prim_get_default_heap())) {
-    _mi_heap_set_default_direct(&_mi_heap_main);
-    _mi_prim_thread_associate_default_heap(&_mi_heap_main);
+    _mi_thread_set_default_heap(&_mi_thread_main_heap);
+    _mi_prim_thread_associate_default_heap(&_mi_thread_main_heap);
   }
   mi_register_fork_handlers();
   if (_mi_prim_env_ready()) mi_process_init_env();
@@ -259,7 +217,7 @@ static void mi_process_init_env(void) {
   _mi_observe_process_init();   /* MIMALLOC_LIVE, MIMALLOC_PROFILE */
 }
 
-bool _mi_is_main_thread(void) {
+bool _mi_thread_is_main(void) {
   const uintptr_t main_thread = mi_atomic_load_relaxed(&mi_process_init_thread);
   return (main_thread == 0 || main_thread == _mi_thread_id());
 }
@@ -307,7 +265,7 @@ void mi_thread_init(void) mi_attr_noexcept {
   _mi_heap_init(&td->heap, &td->tld, 0, false, 0);
   mi_os_stat_increase(threads, 1);
   _mi_purger_thread_init();
-  _mi_heap_set_default_direct(&td->heap);
+  _mi_thread_set_default_heap(&td->heap);
   _mi_prim_thread_associate_default_heap(&td->heap);
 }
 
@@ -319,7 +277,7 @@ void _mi_thread_done(mi_heap_t* heap) {
   mi_heap_t* backing = tld->heap_backing;
   if (backing->thread_id != _mi_thread_id()) return;   /* not ours */
   _mi_observe_thread_done(tld);
-  _mi_heap_set_default_direct(backing);
+  _mi_thread_set_default_heap(backing);
   _mi_sheap_sweep(tld);   /* parts of destroyed shared heaps are destroyed, the others deleted below */
   mi_heap_t* h = tld->heaps;
   while (h != NULL) {
@@ -333,11 +291,11 @@ void _mi_thread_done(mi_heap_t* heap) {
   if (backing->prof != NULL) _mi_observe_heap_done(backing);
   _mi_stats_merge_thread(tld);   /* after abandoning: the blocks left moved to the totals */
   mi_os_stat_decrease(threads, 1);
-  _mi_heap_set_default_direct((mi_heap_t*)&_mi_heap_empty);
-  if (backing == &_mi_heap_main) {
+  _mi_thread_set_default_heap((mi_heap_t*)&_mi_thread_empty_heap);
+  if (backing == &_mi_thread_main_heap) {
     /* the static main heap stays valid and empty; the thread may come back to it */
-    mi_tld_init(&mi_tld_main, &_mi_heap_main, false);
-    _mi_heap_init(&_mi_heap_main, &mi_tld_main, 0, false, 0);
+    mi_tld_init(&mi_tld_main, &_mi_thread_main_heap, false);
+    _mi_heap_init(&_mi_thread_main_heap, &mi_tld_main, 0, false, 0);
   }
   else {
     mi_thread_data_free((mi_thread_data_t*)backing);

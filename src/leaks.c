@@ -150,7 +150,7 @@ void _mi_leaks_report(void) {
       _mi_message("leaks: %zu huge block%s, %s%s\n", cls->count, mi_plural(cls->count), amount, (MI_PADDING ? " requested" : ""));
     }
     else {
-      _mi_message("leaks: %zu block%s of size class %zu, %s%s\n", cls->count, mi_plural(cls->count), _mi_bin_size(bin), amount, (MI_PADDING ? " requested" : ""));
+      _mi_message("leaks: %zu block%s of size class %zu, %s%s\n", cls->count, mi_plural(cls->count), _mi_page_bin_size(bin), amount, (MI_PADDING ? " requested" : ""));
     }
     if (MI_DEBUG > 0) mi_leak_walk(&report, true, bin);
   }

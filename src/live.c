@@ -191,14 +191,14 @@ static void mi_live_publish_process(mi_msecs_t now, bool force) {
   mi_live_doc_t* doc = mi_live_process_doc();
   const size_t cap = MI_LIVE_PROCESS_SIZE - sizeof(mi_live_doc_t);
   mi_live_write_begin(doc);
-  size_t len = _mi_stats_json_now(doc->text, cap);
+  size_t len = _mi_stats_print_json_now(doc->text, cap);
   if (len < cap && mi_prof_rate() != 0) {
     /* the heap profiler's top sites, as a last member of the same object */
     while (len > 0 && doc->text[len - 1] != '}') len--;
     if (len > 0) {
       mi_json_t json = { doc->text, cap, len - 1 };
-      _mi_prof_json(&json, 20);
-      _mi_json_add(&json, "\n}\n");
+      _mi_prof_samples_json(&json, 20);
+      _mi_stats_print_json_add(&json, "\n}\n");
       len = json.len;
     }
   }
@@ -300,21 +300,21 @@ static void mi_live_write_thread(mi_tld_t* tld, mi_msecs_t now, bool owner) {
   mi_json_t t = { doc->text, MI_LIVE_SLOT_SIZE - sizeof(mi_live_doc_t), 0 };
   mi_live_write_begin(doc);
   /* msecs: since the program started, when these figures were read; by: who read them */
-  _mi_json_add(&t, "{ \"tid\": %lld, \"slot\": %zu, \"msecs\": %lld, \"by\": \"%s\", \"heaps\": %zu, \"pages\": %zu,\n",
+  _mi_stats_print_json_add(&t, "{ \"tid\": %lld, \"slot\": %zu, \"msecs\": %lld, \"by\": \"%s\", \"heaps\": %zu, \"pages\": %zu,\n",
               (long long)mi_atomic_load_relaxed(&doc->tid), tld->live_slot, (long long)_mi_process_elapsed(),
               (owner ? "thread" : "background"), heaps, pages);
-  _mi_json_add(&t, "  \"blocks\": { \"current\": %lld, \"peak\": %lld }, \"bytes\": { \"current\": %lld, \"peak\": %lld },\n",
+  _mi_stats_print_json_add(&t, "  \"blocks\": { \"current\": %lld, \"peak\": %lld }, \"bytes\": { \"current\": %lld, \"peak\": %lld },\n",
               (long long)total_blocks, (long long)tld->live_peak_blocks, (long long)total_bytes, (long long)tld->live_peak_bytes);
-  _mi_json_add(&t, "  \"allocs\": %lld, \"frees\": %lld,\n  \"bins\": [", (long long)(allocs - tld->live_allocs_base), (long long)(frees - tld->live_frees_base));
+  _mi_stats_print_json_add(&t, "  \"allocs\": %lld, \"frees\": %lld,\n  \"bins\": [", (long long)(allocs - tld->live_allocs_base), (long long)(frees - tld->live_frees_base));
   bool first = true;
   for (size_t b = 1; b <= MI_BIN_HUGE_INTERNAL; b++) {
     if (blocks[b] == 0 && tld->live_bin_peak[b] == 0) continue;
-    _mi_json_add(&t, "%s\n    { \"bin\": %zu, \"block_size\": %zu, \"blocks\": %lld, \"peak\": %lld, \"bytes\": %lld }",
-                (first ? "" : ","), b, (b == MI_BIN_HUGE_INTERNAL ? (size_t)0 : _mi_bin_size(b)),
+    _mi_stats_print_json_add(&t, "%s\n    { \"bin\": %zu, \"block_size\": %zu, \"blocks\": %lld, \"peak\": %lld, \"bytes\": %lld }",
+                (first ? "" : ","), b, (b == MI_BIN_HUGE_INTERNAL ? (size_t)0 : _mi_page_bin_size(b)),
                 (long long)blocks[b], (long long)tld->live_bin_peak[b], (long long)bytes[b]);
     first = false;
   }
-  _mi_json_add(&t, "\n  ] }\n");
+  _mi_stats_print_json_add(&t, "\n  ] }\n");
   doc->len = (t.len < t.size ? t.len : 0);   /* 0: did not fit (cannot happen with 123 bins) */
   mi_live_write_end(doc);
 }

@@ -16,15 +16,15 @@ __asm__(".weak __gxx_personality_v0\n\t.weak __cxa_begin_catch\n\t.weak __cxa_en
 #endif
 
 #if defined(_WIN32)
-extern "C" bool _mi_cxx_call_new_handler_nothrow(std::new_handler handler) noexcept;   /* (PE: no visibility) */
+extern "C" bool _mi_new_handler_call_nothrow(std::new_handler handler) noexcept;       /* (PE: no visibility) */
 #else
-extern "C" bool _mi_cxx_call_new_handler_nothrow(std::new_handler handler) noexcept
+extern "C" bool _mi_new_handler_call_nothrow(std::new_handler handler) noexcept
   __attribute__((visibility("hidden")));
 #endif
 
 /* Returns true when the handler returned (retry the allocation), false when it threw
    std::bad_alloc (give up and return NULL). */
-extern "C" bool _mi_cxx_call_new_handler_nothrow(std::new_handler handler) noexcept {
+extern "C" bool _mi_new_handler_call_nothrow(std::new_handler handler) noexcept {
   try {
     handler();
     return true;
@@ -36,8 +36,8 @@ extern "C" bool _mi_cxx_call_new_handler_nothrow(std::new_handler handler) noexc
 
 #if defined(_WIN32)
 /* Windows: new.c throws through here (PE has no weak references to typeinfo and vtables) */
-extern "C" void _mi_cxx_throw_bad_alloc(void);
-extern "C" void _mi_cxx_throw_bad_alloc(void) {
+extern "C" void _mi_new_handler_throw_bad_alloc(void);
+extern "C" void _mi_new_handler_throw_bad_alloc(void) {
   throw std::bad_alloc();
 }
 #endif

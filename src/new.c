@@ -22,17 +22,17 @@ extern void  _ZNSt9bad_allocD1Ev(void* self) mi_decl_weak;                      
 /* new-handler.cpp; weak: a C-only build of src/static.c alone (no C++ compiler) links without
    it, and then a nothrow new calls the handler directly (a std::bad_alloc thrown by it would
    end the program; C++ programs link the library built with the .cpp, or add it) */
-bool _mi_cxx_call_new_handler_nothrow(mi_std_new_handler_t handler) mi_decl_weak;
+bool _mi_new_handler_call_nothrow(mi_std_new_handler_t handler) mi_decl_weak;
 
 #if defined(_WIN32)
 /* new-handler.cpp; weak. PE has no weak references to data (typeinfo, vtable): on Windows
    the C++ side throws, and a C-only build of src/static.c has no C++ runtime to throw with. */
-void _mi_cxx_throw_bad_alloc(void) mi_decl_weak;
+void _mi_new_handler_throw_bad_alloc(void) mi_decl_weak;
 #endif
 
 static void mi_throw_bad_alloc(void) {
 #if defined(_WIN32)
-  if (_mi_cxx_throw_bad_alloc != NULL) _mi_cxx_throw_bad_alloc();
+  if (_mi_new_handler_throw_bad_alloc != NULL) _mi_new_handler_throw_bad_alloc();
 #else
   if (__cxa_allocate_exception != NULL && __cxa_throw != NULL && _ZTISt9bad_alloc != NULL &&
       _ZTVSt9bad_alloc != NULL && _ZNSt9bad_allocD1Ev != NULL) {
@@ -54,8 +54,8 @@ static bool mi_try_new_handler(bool nothrow) {
     if (!nothrow) mi_throw_bad_alloc();
     return false;
   }
-  if (nothrow && _mi_cxx_call_new_handler_nothrow != NULL) {
-    return _mi_cxx_call_new_handler_nothrow(h);   /* a std::bad_alloc from h means: give up */
+  if (nothrow && _mi_new_handler_call_nothrow != NULL) {
+    return _mi_new_handler_call_nothrow(h);       /* a std::bad_alloc from h means: give up */
   }
   h();   /* may free memory, install another handler, or throw */
   return true;

@@ -8,7 +8,7 @@
 
 void _mi_observe_process_init(void) {
   _mi_live_init();             /* MIMALLOC_LIVE */
-  _mi_prof_init_env();         /* MIMALLOC_PROFILE (prof-samples.c) */
+  _mi_prof_samples_init_env();         /* MIMALLOC_PROFILE (prof-samples.c) */
 }
 
 void _mi_observe_process_done(void) {
@@ -16,9 +16,9 @@ void _mi_observe_process_done(void) {
   if (mi_unlikely(mi_prof_rate() != 0) && mi_heap_is_initialized(heap)) {
     for (mi_heap_t* h = heap->tld->heaps; h != NULL; h = h->next) _mi_prof_return_all(h);   /* leased blocks are not leaks */
   }
-  if (_mi_env_flag("MIMALLOC_SHOW_LEAKS")) _mi_leaks_report();
-  _mi_stats_at_exit();
-  _mi_prof_process_done();     /* MIMALLOC_PROFILE: the profile at exit */
+  if (_mi_option_env_flag("MIMALLOC_SHOW_LEAKS")) _mi_leaks_report();
+  _mi_stats_print_at_exit();
+  _mi_prof_samples_process_done();     /* MIMALLOC_PROFILE: the profile at exit */
   _mi_live_done();
 }
 
@@ -38,14 +38,14 @@ void _mi_observe_thread_done(mi_tld_t* tld) {
 void _mi_observe_fork(mi_observe_fork_t phase) {
   if (phase == MI_OBSERVE_FORK_PREPARE) {
     _mi_live_fork_prepare();   /* (the purger's live work is paused now) */
-    _mi_prof_fork_prepare();
+    _mi_prof_samples_fork_prepare();
   }
   else if (phase == MI_OBSERVE_FORK_PARENT) {
     _mi_live_fork_parent();
-    _mi_prof_fork_parent();
+    _mi_prof_samples_fork_parent();
   }
   else {
-    _mi_prof_fork_child();
+    _mi_prof_samples_fork_child();
     mi_heap_t* const heap = mi_prim_get_default_heap();
     _mi_live_fork_child(mi_heap_is_initialized(heap) ? heap->tld : NULL);
   }
@@ -53,7 +53,7 @@ void _mi_observe_fork(mi_observe_fork_t phase) {
 
 void _mi_observe_heartbeat(mi_tld_t* tld) {
   if (mi_unlikely(mi_live_enabled())) _mi_live_publish(tld, false);   /* MIMALLOC_LIVE */
-  if (mi_unlikely(_mi_prof_interval != 0)) _mi_prof_periodic();        /* MIMALLOC_PROFILE_INTERVAL */
+  if (mi_unlikely(_mi_prof_samples_interval != 0)) _mi_prof_samples_periodic();        /* MIMALLOC_PROFILE_INTERVAL */
 }
 
 void _mi_observe_collected(mi_tld_t* tld) {
@@ -93,25 +93,25 @@ void _mi_observe_page_move(mi_page_t* page, mi_tld_t* from, mi_tld_t* to) {
 }
 
 void _mi_observe_free(mi_page_t* page, mi_block_t* block) {
-  _mi_prof_freed(page, block);
+  _mi_prof_samples_freed(page, block);
 }
 
 void _mi_observe_page_gone(mi_page_t* page) {
-  _mi_prof_page_gone(page);
+  _mi_prof_samples_page_gone(page);
 }
 
 bool _mi_observe_check(mi_observe_check_t what, const void* x, const void* y) {
 #if MI_DEBUG > 0
   switch (what) {
-    case MI_CHECK_PAGE:           return _mi_page_validate((const mi_page_t*)x);
-    case MI_CHECK_HEAP:           return _mi_heap_validate((const mi_heap_t*)x);
-    case MI_CHECK_THREAD:         return _mi_thread_validate((const mi_heap_t*)x);
-    case MI_CHECK_SUBPROC:        return _mi_subproc_validate((mi_subproc_t*)x);
-    case MI_CHECK_SUBPROC_LOCKED: return _mi_subproc_validate_locked((mi_subproc_t*)x);
-    case MI_CHECK_SEGMENT_LOCKED: return _mi_segment_validate_locked((const mi_segment_t*)x);
-    case MI_CHECK_ARENA_MEMID:    return _mi_arena_memid_validate(x, (const mi_memid_t*)y);
-    case MI_CHECK_ARENAS:         return _mi_arenas_validate();
-    case MI_CHECK_THREAD_STATS:   return _mi_stats_validate((const mi_stats_data_t*)x, true);
+    case MI_CHECK_PAGE:           return _mi_validate_page((const mi_page_t*)x);
+    case MI_CHECK_HEAP:           return _mi_validate_heap((const mi_heap_t*)x);
+    case MI_CHECK_THREAD:         return _mi_validate_thread((const mi_heap_t*)x);
+    case MI_CHECK_SUBPROC:        return _mi_validate_subproc((mi_subproc_t*)x);
+    case MI_CHECK_SUBPROC_LOCKED: return _mi_validate_subproc_locked((mi_subproc_t*)x);
+    case MI_CHECK_SEGMENT_LOCKED: return _mi_validate_segment_locked((const mi_segment_t*)x);
+    case MI_CHECK_ARENA_MEMID:    return _mi_validate_arena_memid(x, (const mi_memid_t*)y);
+    case MI_CHECK_ARENAS:         return _mi_validate_arenas();
+    case MI_CHECK_THREAD_STATS:   return _mi_validate_stats((const mi_stats_data_t*)x, true);
   }
 #endif
   (void)what; (void)x; (void)y;

@@ -275,7 +275,7 @@ void _mi_warning_always(const char* fmt, ...) {
 
 /* A boolean environment setting outside the option table (e.g. MIMALLOC_SHOW_LEAKS): the
    same value syntax; a malformed value warns and counts as off. */
-bool _mi_env_flag(const char* name) {
+bool _mi_option_env_flag(const char* name) {
   char value[65];
   if (!_mi_prim_getenv(name, value, sizeof(value))) return false;
   long result;
@@ -492,7 +492,7 @@ void _mi_fputs(mi_output_fun* out, void* arg, const char* prefix, const char* me
 static void mi_vfprintf(const char* prefix, const char* fmt, va_list args) {
   char buf[512];
   _mi_vsnprintf(buf, sizeof(buf), fmt, args);
-  if (!_mi_is_main_thread()) {
+  if (!_mi_thread_is_main()) {
     char tprefix[64];
     _mi_snprintf(tprefix, sizeof(tprefix), "%sthread 0x%zx: ", prefix, (size_t)_mi_thread_id());
     _mi_fputs(NULL, NULL, tprefix, buf);
@@ -591,7 +591,7 @@ void mi_register_deferred_free(mi_deferred_free_fun* fn, void* arg) mi_attr_noex
   mi_atomic_store_release(&mi_deferred_free_fn, fn);
 }
 
-void _mi_deferred_free(mi_heap_t* heap, bool force) {
+void _mi_options_deferred_free(mi_heap_t* heap, bool force) {
   mi_tld_t* tld = heap->tld;
   mi_deferred_free_fun* fn = mi_atomic_load_relaxed(&mi_deferred_free_fn);
   if (mi_likely(fn == NULL)) return;

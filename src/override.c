@@ -102,7 +102,7 @@ void mi_cxx_delete_array_aligned_nothrow(void* p, size_t al, const void* tag) __
    from the start, the loaded objects' calls to malloc, calloc and operator new that bind to
    this library are sent to the counted versions (_mi_prim_rebind_calls). Names that another
    object defines first (the program's own malloc, a sanitizer's) are left alone. */
-size_t _mi_prof_entries_rebind(void) {
+size_t _mi_override_rebind_counted(void) {
   const char* const names[] = { "malloc", "calloc", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t" };
   void* const from[] = { (void*)&mi_malloc, (void*)&mi_calloc, (void*)&mi_new, (void*)&mi_new,
                          (void*)&mi_new_nothrow, (void*)&mi_new_nothrow };

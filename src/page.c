@@ -4,10 +4,13 @@
    generic (slow-path) allocation that finds or makes a page with a free block. */
 #include "internal/internal.h"
 
+/* The empty page: free == NULL, so the fast path falls through to the slow path. */
+const mi_page_t _mi_page_empty;
+
 /* ------------------------------------------------------------------------------------------
    Bins
 ------------------------------------------------------------------------------------------ */
-size_t _mi_bin_size(size_t bin) {
+size_t _mi_page_bin_size(size_t bin) {
   if (bin <= 1) return sizeof(uintptr_t);
   if (bin < MI_BIN_FIRST_SPACED) return (bin - 1) * 2 * sizeof(uintptr_t);
   if (bin >= MI_BIN_HUGE_INTERNAL) return MI_LARGE_OBJ_SIZE_MAX + 1;

@@ -16,23 +16,23 @@ static mi_decl_noinline void* mi_prof_entry_medium(size_t size, mi_heap_t* heap,
 }
 
 /* The counted fast path, in the default heap: the thread's countdown, then the ordinary pop
-   from the real first page. The countdown sits beside the default heap pointer (_mi_tls), so one
+   from the real first page. The countdown sits beside the default heap pointer (_mi_thread_tls), so one
    TLS address serves both; on x86-64 it is one subtract from memory whose borrow is the due
    test (C gives load, subtract, store and compare: malloc ran 22 instructions, 18 this way,
    against 16 without the profiler). When due, the countdown is left wrapped:
    _mi_prof_counted_due draws it again. */
 static mi_decl_always_inline void* mi_prof_entry_zero(size_t size, bool zero) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  __asm__ goto("subq %1, %0\n\tjb %l[due]" : : "m"(_mi_tls.prof_left), "r"(size) : "cc", "memory" : due);
+  __asm__ goto("subq %1, %0\n\tjb %l[due]" : : "m"(_mi_thread_tls.prof_left), "r"(size) : "cc", "memory" : due);
 #else
-  const size_t left = _mi_tls.prof_left;
+  const size_t left = _mi_thread_tls.prof_left;
   if (mi_unlikely(left < size)) goto due;
-  _mi_tls.prof_left = left - size;
+  _mi_thread_tls.prof_left = left - size;
 #endif
   {
     mi_heap_t* const heap = mi_prim_get_default_heap();
     if (mi_likely(size <= MI_SMALL_SIZE_MAX - MI_PADDING_SIZE)) {
-      return mi_heap_malloc_small_from(heap, _mi_tls.prof_direct, size, zero, &_mi_prof_counted_slow);
+      return mi_heap_malloc_small_from(heap, _mi_thread_tls.prof_direct, size, zero, &_mi_prof_counted_slow);
     }
     return mi_prof_entry_medium(size, heap, zero);
   }

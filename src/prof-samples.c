@@ -19,7 +19,7 @@
    that holds it and re-enters (a free made by the unwinder) is let through without recording.
 
    Frees: a sample sets MI_PAGE_FREE_HOOK on its page and counts itself in page->prof_samples,
-   so every free of a block of that page reaches _mi_free_generic and _mi_prof_freed, before the
+   so every free of a block of that page reaches _mi_free_generic and _mi_prof_samples_freed, before the
    block is pushed back (it could otherwise be handed out and sampled again before its old
    entry is gone). The owner clears the flag when the count is back to 0 (free.c). */
 #include "internal/internal.h"
@@ -71,7 +71,7 @@ static mi_spin_t           mi_prof_lock;   /* (held for a sample's work: a spin 
 static _Atomic(uintptr_t)  mi_prof_holder;   /* thread id holding mi_prof_lock, or 0 */
 static _Atomic(uintptr_t)  mi_prof_dumping;  /* a periodic dump is being written */
 static _Atomic(int64_t)    mi_prof_next_dump;   /* time of the next periodic dump */
-mi_msecs_t                 _mi_prof_interval = 0;
+mi_msecs_t                 _mi_prof_samples_interval = 0;
 
 static bool mi_prof_lock_enter(void) {
   const uintptr_t self = _mi_thread_id();
@@ -91,14 +91,14 @@ static void mi_prof_lock_leave(void) {
 /* Our code's range, whose frames are skipped at the top of a stack. As the shared library
    (libmimalloc*.so: a module of its own), its executable segments: every function of it, cold
    parts included. Linked into a program or another library, static.c's unit between
-   _mi_text_begin and _mi_text_end: release builds let gcc move cold parts and some functions
+   _mi_static_text_begin and _mi_static_text_end: release builds let gcc move cold parts and some functions
    out of that range, so a stack may keep a frame or two of ours at its top (the writers drop
    frames named mi_* and _mi_* at the top; pprof gets a drop_frames pattern). */
-void _mi_text_begin(void);
-void _mi_text_end(void);
+void _mi_static_text_begin(void);
+void _mi_static_text_end(void);
 static int mi_prof_find_ours(struct dl_phdr_info* info, size_t size, void* arg) {
   (void)size; (void)arg;
-  const uintptr_t self = (uintptr_t)&_mi_prof_record;
+  const uintptr_t self = (uintptr_t)&_mi_prof_samples_record;
   for (size_t i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
     if (ph->p_type != PT_LOAD || (ph->p_flags & PF_X) == 0) continue;
@@ -114,8 +114,8 @@ static int mi_prof_find_ours(struct dl_phdr_info* info, size_t size, void* arg) 
   return 0;
 }
 static void mi_prof_init_ours(void) {
-  mi_prof.ours_lo = (uintptr_t)&_mi_text_begin;
-  mi_prof.ours_hi = (uintptr_t)&_mi_text_end;
+  mi_prof.ours_lo = (uintptr_t)&_mi_static_text_begin;
+  mi_prof.ours_hi = (uintptr_t)&_mi_static_text_end;
   dl_iterate_phdr(&mi_prof_find_ours, NULL);
 }
 
@@ -250,7 +250,7 @@ static uintptr_t mi_prof_block_start(const mi_page_t* page, const void* p) {
   return start + (diff - diff % page->block_size);
 }
 
-void _mi_prof_record(void* p, size_t size, size_t counted, const uintptr_t* start) {
+void _mi_prof_samples_record(void* p, size_t size, size_t counted, const uintptr_t* start) {
   if (p == NULL || mi_prof_rate() == 0) return;
   const double prob = _mi_prof_probability((double)counted / (double)mi_prof_rate());
   const double objects = 1.0 / prob;
@@ -258,10 +258,10 @@ void _mi_prof_record(void* p, size_t size, size_t counted, const uintptr_t* star
   mi_page_t* const page = _mi_ptr_page(p);
   const uintptr_t block = mi_prof_block_start(page, p);
   unsigned long long loader[2];
-  _mi_prof_loader_generation(loader);   /* (not under the lock: prof-stack.c) */
+  _mi_prof_stack_loader_generation(loader);   /* (not under the lock: prof-stack.c) */
   if (!mi_prof_lock_enter()) return;
   uintptr_t pcs[MI_PROF_DEPTH_MAX];
-  const size_t n = _mi_prof_backtrace(pcs, mi_prof.depth, mi_prof.ours_lo, mi_prof.ours_hi, loader, start);   /* (its cache is under the lock) */
+  const size_t n = _mi_prof_stack_backtrace(pcs, mi_prof.depth, mi_prof.ours_lo, mi_prof.ours_hi, loader, start);   /* (its cache is under the lock) */
   if (n == 0) { mi_prof_lock_leave(); return; }
   mi_prof.samples++;
   const size_t s = mi_prof_site_find_add(pcs, n);
@@ -291,7 +291,7 @@ void _mi_prof_record(void* p, size_t size, size_t counted, const uintptr_t* star
   if ((mi_page_flags(page) & MI_PAGE_FREE_HOOK) == 0) mi_page_flag_set(page, MI_PAGE_FREE_HOOK, true);   /* the owner: we allocated from it */
 }
 
-void _mi_prof_freed(mi_page_t* page, mi_block_t* block) {
+void _mi_prof_samples_freed(mi_page_t* page, mi_block_t* block) {
   if ((mi_atomic_load_relaxed(&page->prof_samples) & mi_prof_filter_bit((uintptr_t)block)) == 0) return;   /* not sampled */
   if (!mi_prof_lock_enter()) return;
   if (mi_prof.live != NULL) {
@@ -308,7 +308,7 @@ void _mi_prof_freed(mi_page_t* page, mi_block_t* block) {
 }
 
 /* the page goes back to its segment without frees of its blocks (mi_heap_destroy) */
-void _mi_prof_page_gone(mi_page_t* page) {
+void _mi_prof_samples_page_gone(mi_page_t* page) {
   if (!mi_prof_lock_enter()) return;
   if (mi_prof.live != NULL) {
     const uintptr_t lo = (uintptr_t)mi_page_start(page);
@@ -395,7 +395,7 @@ static size_t mi_prof_env_size(const char* name, size_t def) {
   return x;
 }
 
-void _mi_prof_init_env(void) {
+void _mi_prof_samples_init_env(void) {
   char path[MI_PROF_PATH_MAX];
   bool has_path = _mi_prim_getenv("MIMALLOC_PROFILE", path, sizeof(path)) && path[0] != 0;
 #if defined(MI_PROF_BENCH_PATH)
@@ -404,17 +404,21 @@ void _mi_prof_init_env(void) {
   if (!has_path) { memcpy(path, MI_PROF_BENCH_PATH, sizeof(MI_PROF_BENCH_PATH)); has_path = true; }
 #endif
   if (!has_path) return;
-  _mi_prof_unwinder_load(false);   /* (maybe inside an allocation: the library's constructor loads it) */
+  _mi_prof_stack_unwinder_load(false);   /* (maybe inside an allocation: the library's constructor loads it) */
   memcpy(mi_prof.path, path, sizeof(mi_prof.path));   /* (NUL-terminated by getenv) */
   const size_t rate = mi_prof_env_size("MIMALLOC_PROFILE_RATE", MI_PROF_DEFAULT_RATE);
   const size_t max_mib = mi_prof_env_size("MIMALLOC_PROFILE_MAX", MI_PROF_DEFAULT_MAX);
   const size_t depth = mi_prof_env_size("MIMALLOC_PROFILE_DEPTH", MI_PROF_DEPTH_MAX);
   const size_t interval = mi_prof_env_size("MIMALLOC_PROFILE_INTERVAL", 0);
   if (!mi_prof_start(rate, max_mib, depth)) return;
-  const size_t rebound = _mi_prof_entries_rebind();   /* malloc, calloc, new: counted (prof.c) */
+#if MI_PROF_ENTRIES
+  const size_t rebound = _mi_override_rebind_counted();   /* malloc, calloc, new: counted (prof.c, override.c) */
+#else
+  const size_t rebound = 0;   /* (no counted entry points in this build: no override.c) */
+#endif
   if (interval > 0) {
-    _mi_prof_interval = (mi_msecs_t)interval * 1000;
-    mi_atomic_store_relaxed(&mi_prof_next_dump, (int64_t)(_mi_prim_clock_now() + _mi_prof_interval));
+    _mi_prof_samples_interval = (mi_msecs_t)interval * 1000;
+    mi_atomic_store_relaxed(&mi_prof_next_dump, (int64_t)(_mi_prim_clock_now() + _mi_prof_samples_interval));
   }
   _mi_verbose_message("profiler: on, one sample per %zu bytes on average, writing %s; %zu call slots of malloc, calloc and new counted\n", mi_prof_rate(), mi_prof.path, rebound);
 }
@@ -482,13 +486,13 @@ static bool mi_prof_dump(const char* base, bool at_exit) {
 }
 
 /* From the allocation slow path's periodic work: one thread writes <path>.<seq>.* when due. */
-void _mi_prof_periodic(void) {
+void _mi_prof_samples_periodic(void) {
   const mi_msecs_t now = _mi_prim_clock_now();
   if (now < mi_atomic_load_relaxed(&mi_prof_next_dump)) return;
   uintptr_t expected = 0;
   if (!mi_atomic_cas_strong_acq_rel(&mi_prof_dumping, &expected, (uintptr_t)1)) return;
   if (now >= mi_atomic_load_relaxed(&mi_prof_next_dump)) {
-    mi_atomic_store_relaxed(&mi_prof_next_dump, (int64_t)(now + _mi_prof_interval));
+    mi_atomic_store_relaxed(&mi_prof_next_dump, (int64_t)(now + _mi_prof_samples_interval));
     char base[MI_PROF_PATH_MAX + 16];
     _mi_snprintf(base, sizeof(base), "%s.%04u", mi_prof.path, (unsigned)++mi_prof.dump_seq);
     mi_prof_dump(base, false);
@@ -496,7 +500,7 @@ void _mi_prof_periodic(void) {
   mi_atomic_store_release(&mi_prof_dumping, (uintptr_t)0);
 }
 
-void _mi_prof_process_done(void) {
+void _mi_prof_samples_process_done(void) {
   if (mi_prof_rate() == 0 || mi_prof.path[0] == 0) return;
   if (mi_prof_dump(mi_prof.path, true)) {
     char path[MI_PROF_PATH_MAX + 16];
@@ -508,7 +512,7 @@ void _mi_prof_process_done(void) {
    by bytes in use, their figures and return addresses (the viewer names them), as the JSON
    member "profile". Nothing when the profiler is off. */
 #define MI_PROF_JSON_FRAMES  16
-void _mi_prof_json(mi_json_t* json, size_t count) {
+void _mi_prof_samples_json(mi_json_t* json, size_t count) {
   if (mi_prof_rate() == 0 || mi_prof.sites == NULL || count == 0) return;
   if (count > 32) count = 32;
   if (!mi_prof_lock_enter()) return;
@@ -524,47 +528,47 @@ void _mi_prof_json(mi_json_t* json, size_t count) {
     while (j > 0 && mi_prof.sites[top[j - 1]].inuse_bytes < b) { top[j] = top[j - 1]; j--; }
     top[j] = i;
   }
-  _mi_json_add(json, ",\n  \"profile\": { \"rate\": %zu, \"samples\": %llu, \"dropped\": %llu, \"sites_total\": %zu,",
+  _mi_stats_print_json_add(json, ",\n  \"profile\": { \"rate\": %zu, \"samples\": %llu, \"dropped\": %llu, \"sites_total\": %zu,",
                mi_prof_rate(), (unsigned long long)mi_prof.samples, (unsigned long long)mi_prof.dropped, mi_prof.site_count);
-  _mi_json_add(json, " \"inuse_bytes\": %lld, \"alloc_bytes\": %lld, \"sites\": [",
+  _mi_stats_print_json_add(json, " \"inuse_bytes\": %lld, \"alloc_bytes\": %lld, \"sites\": [",
                (long long)(inuse_total + 0.5), (long long)(alloc_total + 0.5));
   for (size_t k = 0; k < n; k++) {
     const mi_prof_site_t* const site = &mi_prof.sites[top[k]];
-    _mi_json_add(json, "%s\n    { \"inuse_bytes\": %lld, \"inuse_objects\": %lld,", (k == 0 ? "" : ","),
+    _mi_stats_print_json_add(json, "%s\n    { \"inuse_bytes\": %lld, \"inuse_objects\": %lld,", (k == 0 ? "" : ","),
                  (long long)(site->inuse_bytes + 0.5), (long long)(site->inuse_objects + 0.5));
-    _mi_json_add(json, " \"alloc_bytes\": %lld, \"alloc_objects\": %lld, \"pcs\": [",
+    _mi_stats_print_json_add(json, " \"alloc_bytes\": %lld, \"alloc_objects\": %lld, \"pcs\": [",
                  (long long)(site->alloc_bytes + 0.5), (long long)(site->alloc_objects + 0.5));
     const size_t frames = (site->depth < MI_PROF_JSON_FRAMES ? site->depth : MI_PROF_JSON_FRAMES);
-    for (size_t f = 0; f < frames; f++) _mi_json_add(json, "%s\"0x%zx\"", (f == 0 ? "" : ", "), (size_t)site->pcs[f]);
-    _mi_json_add(json, "] }");
+    for (size_t f = 0; f < frames; f++) _mi_stats_print_json_add(json, "%s\"0x%zx\"", (f == 0 ? "" : ", "), (size_t)site->pcs[f]);
+    _mi_stats_print_json_add(json, "] }");
   }
-  _mi_json_add(json, "\n  ] }");
+  _mi_stats_print_json_add(json, "\n  ] }");
   mi_prof_lock_leave();
 }
 
 /* fork: the child must not inherit the lock held by a thread it does not have */
 static bool mi_prof_fork_locked;   /* (the forking thread's, between prepare and parent or child) */
-void _mi_prof_fork_prepare(void) {
+void _mi_prof_samples_fork_prepare(void) {
   mi_prof_fork_locked = (mi_prof_rate() != 0);
   if (!mi_prof_fork_locked) return;
-  _mi_prof_loader_fork_prepare();   /* (first: a thread leaving the loader takes the lock next) */
+  _mi_prof_stack_loader_fork_prepare();   /* (first: a thread leaving the loader takes the lock next) */
   mi_spin_acquire(&mi_prof_lock);
 }
-void _mi_prof_fork_parent(void) { if (mi_prof_fork_locked) { mi_spin_release(&mi_prof_lock); _mi_prof_loader_fork_parent(); } }
-void _mi_prof_fork_child(void)  { if (mi_prof_fork_locked) { mi_spin_release(&mi_prof_lock); _mi_prof_loader_fork_child(); } }
+void _mi_prof_samples_fork_parent(void) { if (mi_prof_fork_locked) { mi_spin_release(&mi_prof_lock); _mi_prof_stack_loader_fork_parent(); } }
+void _mi_prof_samples_fork_child(void)  { if (mi_prof_fork_locked) { mi_spin_release(&mi_prof_lock); _mi_prof_stack_loader_fork_child(); } }
 
 #else  /* !MI_PROF_AVAILABLE */
-mi_msecs_t _mi_prof_interval = 0;
-void _mi_prof_json(mi_json_t* json, size_t count) { (void)json; (void)count; }
-void _mi_prof_record(void* p, size_t size, size_t counted, const uintptr_t* start) { (void)p; (void)size; (void)counted; (void)start; }
-void _mi_prof_freed(mi_page_t* page, mi_block_t* block) { (void)page; (void)block; }
-void _mi_prof_page_gone(mi_page_t* page) { (void)page; }
-void _mi_prof_periodic(void) { }
-void _mi_prof_process_done(void) { }
-void _mi_prof_fork_prepare(void) { }
-void _mi_prof_fork_parent(void) { }
-void _mi_prof_fork_child(void) { }
-void _mi_prof_init_env(void) {
+mi_msecs_t _mi_prof_samples_interval = 0;
+void _mi_prof_samples_json(mi_json_t* json, size_t count) { (void)json; (void)count; }
+void _mi_prof_samples_record(void* p, size_t size, size_t counted, const uintptr_t* start) { (void)p; (void)size; (void)counted; (void)start; }
+void _mi_prof_samples_freed(mi_page_t* page, mi_block_t* block) { (void)page; (void)block; }
+void _mi_prof_samples_page_gone(mi_page_t* page) { (void)page; }
+void _mi_prof_samples_periodic(void) { }
+void _mi_prof_samples_process_done(void) { }
+void _mi_prof_samples_fork_prepare(void) { }
+void _mi_prof_samples_fork_parent(void) { }
+void _mi_prof_samples_fork_child(void) { }
+void _mi_prof_samples_init_env(void) {
   char path[8];
   if (_mi_prim_getenv("MIMALLOC_PROFILE", path, sizeof(path)) && path[0] != 0) {
     _mi_warning_message("profiler: MIMALLOC_PROFILE is ignored: the profiler is in release builds for Linux with glibc only (not secure, debug or tracking builds)\n");
@@ -578,7 +582,7 @@ void _mi_prof_init_env(void) {
 bool mi_profile_start(size_t rate) mi_attr_noexcept {
 #if MI_PROF_AVAILABLE
   mi_process_init();
-  _mi_prof_unwinder_load(true);   /* (before the profiler is on: the loader's allocations are not sampled) */
+  _mi_prof_stack_unwinder_load(true);   /* (before the profiler is on: the loader's allocations are not sampled) */
   return mi_prof_start(rate, mi_prof_env_size("MIMALLOC_PROFILE_MAX", MI_PROF_DEFAULT_MAX),
                        mi_prof_env_size("MIMALLOC_PROFILE_DEPTH", MI_PROF_DEPTH_MAX));
 #else

@@ -81,7 +81,7 @@ static void* mi_prof_dlsym(void* handle, const char* name) {
    allocates (through us) and takes the loader's lock: may_load only where a program could call
    dlopen itself, never from inside an allocation (whose caller may be the loader). The library
    stays loaded (never dlclose'd), so the pointers stay valid in forked children too. */
-void _mi_prof_unwinder_load(bool may_load) {
+void _mi_prof_stack_unwinder_load(bool may_load) {
   mi_prof_find_object_load();
   if (mi_prof_libgcc() != NULL) return;
   mi_unwind_backtrace_fun* backtrace = NULL;
@@ -114,7 +114,7 @@ void _mi_prof_unwinder_load(bool may_load) {
    first does it.) */
 __attribute__((constructor)) static void mi_prof_unwinder_at_load(void) {
   mi_process_init();
-  if (mi_prof_rate() != 0) _mi_prof_unwinder_load(true);
+  if (mi_prof_rate() != 0) _mi_prof_stack_unwinder_load(true);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -195,7 +195,7 @@ static int mi_prof_loader_counts(struct dl_phdr_info* info, size_t size, void* a
 static _Atomic(int) mi_prof_loader_busy;     /* threads inside dl_iterate_phdr here */
 static _Atomic(int) mi_prof_loader_paused;   /* 1 from a fork's prepare to its parent or child handler */
 
-void _mi_prof_loader_generation(unsigned long long counts[2]) {
+void _mi_prof_stack_loader_generation(unsigned long long counts[2]) {
   counts[0] = counts[1] = 0;
   for (;;) {   /* (sequentially consistent, as the fork's side: one of the two sees the other) */
     atomic_fetch_add(&mi_prof_loader_busy, 1);
@@ -207,12 +207,12 @@ void _mi_prof_loader_generation(unsigned long long counts[2]) {
   atomic_fetch_sub(&mi_prof_loader_busy, 1);
 }
 
-void _mi_prof_loader_fork_prepare(void) {
+void _mi_prof_stack_loader_fork_prepare(void) {
   atomic_store(&mi_prof_loader_paused, 1);
   while (atomic_load(&mi_prof_loader_busy) != 0) mi_atomic_yield();
 }
-void _mi_prof_loader_fork_parent(void) { atomic_store(&mi_prof_loader_paused, 0); }
-void _mi_prof_loader_fork_child(void)  { atomic_store(&mi_prof_loader_busy, 0); atomic_store(&mi_prof_loader_paused, 0); }
+void _mi_prof_stack_loader_fork_parent(void) { atomic_store(&mi_prof_loader_paused, 0); }
+void _mi_prof_stack_loader_fork_child(void)  { atomic_store(&mi_prof_loader_busy, 0); atomic_store(&mi_prof_loader_paused, 0); }
 static void mi_prof_steps_check(const unsigned long long counts[2]) {
   if (counts[0] != mi_prof_steps_adds || counts[1] != mi_prof_steps_subs) {
     if (mi_prof_steps_used) memset(mi_prof_steps, 0, sizeof(mi_prof_steps));   /* (64 KiB: not at the first sample) */
@@ -222,10 +222,10 @@ static void mi_prof_steps_check(const unsigned long long counts[2]) {
   }
 }
 #else
-void _mi_prof_loader_generation(unsigned long long counts[2]) { counts[0] = counts[1] = 0; }
-void _mi_prof_loader_fork_prepare(void) { }
-void _mi_prof_loader_fork_parent(void) { }
-void _mi_prof_loader_fork_child(void) { }
+void _mi_prof_stack_loader_generation(unsigned long long counts[2]) { counts[0] = counts[1] = 0; }
+void _mi_prof_stack_loader_fork_prepare(void) { }
+void _mi_prof_stack_loader_fork_parent(void) { }
+void _mi_prof_stack_loader_fork_child(void) { }
 static void mi_prof_steps_check(const unsigned long long counts[2]) { (void)counts; }
 #endif
 
@@ -505,7 +505,7 @@ static mi_decl_noinline bool mi_prof_backtrace_cached(uintptr_t* pcs, size_t max
 
 /* The return addresses of the calling thread's stack, innermost first, without the frames in
    [skip_lo, skip_hi) at its top (the allocator's); at most max. Under the store lock. */
-size_t _mi_prof_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uintptr_t skip_hi, const unsigned long long loader[2],
+size_t _mi_prof_stack_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uintptr_t skip_hi, const unsigned long long loader[2],
                           const uintptr_t* start) {
   size_t n = 0;
 #if MI_PROF_UNWIND_CACHE
@@ -517,9 +517,9 @@ size_t _mi_prof_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uintptr
   return (m == SIZE_MAX ? n : m);   /* (libgcc not loaded (yet): the stack up to the frame not followed) */
 }
 #if !MI_PROF_UNWIND_CACHE
-void _mi_prof_loader_generation(unsigned long long counts[2]) { counts[0] = counts[1] = 0; }
-void _mi_prof_loader_fork_prepare(void) { }
-void _mi_prof_loader_fork_parent(void) { }
-void _mi_prof_loader_fork_child(void) { }
+void _mi_prof_stack_loader_generation(unsigned long long counts[2]) { counts[0] = counts[1] = 0; }
+void _mi_prof_stack_loader_fork_prepare(void) { }
+void _mi_prof_stack_loader_fork_parent(void) { }
+void _mi_prof_stack_loader_fork_child(void) { }
 #endif
 #endif

@@ -106,7 +106,7 @@ double _mi_prof_probability(double x) {
    allocation made meanwhile, which there should be none of, is served unsampled). */
 static void mi_prof_sample(mi_prof_t* pr, void* p, size_t size) {
   pr->head.busy = true;
-  _mi_prof_record(p, _mi_usable_size(p), size, NULL);
+  _mi_prof_samples_record(p, _mi_free_usable_size(p), size, NULL);
   pr->head.busy = false;
 }
 
@@ -137,13 +137,13 @@ void _mi_prof_heap_init(mi_heap_t* heap) {
     pr = (mi_prof_t*)_mi_os_alloc(sizeof(mi_prof_t), &is_zero);
     if (pr == NULL) return;   /* no memory: this heap is not profiled */
     if (!is_zero) memset(pr, 0, sizeof(*pr));
-    for (size_t b = 1; b < medium_bins; b++) pr->proxy[b].block_size = _mi_bin_size(b);
+    for (size_t b = 1; b < medium_bins; b++) pr->proxy[b].block_size = _mi_page_bin_size(b);
   }
   pr->rng = (uint64_t)_mi_random_next();
   pr->countdown_big = mi_prof_draw(pr);
   memcpy(pr->head.direct, heap->pages_free_direct, sizeof(pr->head.direct));
   heap->prof = pr;
-  if (heap == mi_prim_get_default_heap()) _mi_heap_set_default_direct(heap);   /* the counted entry points' table */
+  if (heap == mi_prim_get_default_heap()) _mi_thread_set_default_heap(heap);   /* the counted entry points' table */
   /* the fast paths now pop the proxies (empty: the first malloc of each bin leases) */
   for (size_t w = 0; w <= MI_SMALL_WSIZE_MAX; w++) {
     heap->pages_free_direct[w] = &pr->proxy[_mi_bin(w * sizeof(uintptr_t))];
@@ -179,7 +179,7 @@ void _mi_prof_heap_done(mi_heap_t* heap) {
   const size_t medium_bins = _mi_bin(MI_MEDIUM_OBJ_SIZE_MAX) + 1;
   for (size_t b = 1; b < medium_bins; b++) heap->pages_medium_direct[b] = heap->pages[b].first;
   memcpy(heap->pages_free_direct, pr->head.direct, sizeof(pr->head.direct));
-  if (heap == mi_prim_get_default_heap()) _mi_heap_set_default_direct(heap);   /* the counted entry points' table */
+  if (heap == mi_prim_get_default_heap()) _mi_thread_set_default_heap(heap);   /* the counted entry points' table */
   for (int i = 0; i < MI_PROF_CACHE; i++) {
     mi_prof_t* expected = NULL;
     if (mi_atomic_load_relaxed(&mi_prof_cache[i]) == NULL && mi_atomic_cas_strong_acq_rel(&mi_prof_cache[i], &expected, pr)) return;
@@ -273,9 +273,9 @@ static mi_decl_noinline void* mi_prof_malloc_sampled(mi_heap_t* heap, mi_prof_t*
     pr->sampled_ready = true;
   }
   pr->head.busy = true;
-  void* const p = _mi_heap_malloc_zero_unsampled(&pr->sampled, size, zero);
+  void* const p = _mi_malloc_zero_unsampled(&pr->sampled, size, zero);
   mi_sched_point(MI_SCHED_PROF_SAMPLE);   /* allocated, not yet recorded (pr->head.busy) */
-  if (p != NULL) _mi_prof_record(p, _mi_usable_size(p), counted, start);
+  if (p != NULL) _mi_prof_samples_record(p, _mi_free_usable_size(p), counted, start);
   pr->head.busy = false;
   return p;
 }
@@ -330,7 +330,7 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
    The lease costs a slow-path trip each time a proxy runs dry, and under malloc/free churn the
    owner's frees end leases early (docs/profiler.md, "What it costs"). So the entry points most
    programs call (malloc, calloc, operator new: override.c) have a second version that counts
-   the bytes in its fast path instead: a countdown per thread (_mi_tls.prof_left, the bytes left
+   the bytes in its fast path instead: a countdown per thread (_mi_thread_tls.prof_left, the bytes left
    before the next sample; the allocation that would take it below zero is sampled), then the
    ordinary pop from the default heap's real first page (prof-entry.c). The library without the
    profiler keeps its fast paths: when MIMALLOC_PROFILE switches the profiler on at process
@@ -343,9 +343,7 @@ void* _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_align
    probability of its requested size, a leased one with that of its block size; both weigh the
    usable size (so each estimates usable bytes without bias).
 ------------------------------------------------------------------------------------------ */
-#if !MI_PROF_ENTRIES
-size_t _mi_prof_entries_rebind(void) { return 0; }
-#else
+#if MI_PROF_ENTRIES
 /* The default is a part of a shared heap another thread ended: the generic path, not busy, sends
    the default back to the backing heap first (alloc.c; this one allocation is counted twice). */
 static inline bool mi_prof_dead_default(const mi_heap_t* heap) {
@@ -364,7 +362,7 @@ void* _mi_prof_counted_slow(size_t size, mi_heap_t* heap, bool zero, size_t huge
   return p;
 }
 
-static mi_decl_thread bool mi_prof_armed;   /* _mi_tls.prof_left was drawn for this thread (it is
+static mi_decl_thread bool mi_prof_armed;   /* _mi_thread_tls.prof_left was drawn for this thread (it is
                                                 0 in a new thread: its first counted call comes here) */
 
 /* The countdown ran out (or was never set): sample this allocation if it is due, in the default
@@ -380,13 +378,13 @@ void* _mi_prof_counted_due(size_t size, bool zero) {
     void* const p = _mi_prof_counted_slow(size, heap, zero, 0, 0);   /* (may set up the thread) */
     heap = mi_prim_get_default_heap();
     pr = heap->prof;
-    if (pr != NULL && !pr->head.busy) { _mi_tls.prof_left = (size_t)mi_prof_draw(pr); mi_prof_armed = true; }
-    else _mi_tls.prof_left = (mi_prof_rate() != 0 ? mi_prof_rate() : SIZE_MAX);
+    if (pr != NULL && !pr->head.busy) { _mi_thread_tls.prof_left = (size_t)mi_prof_draw(pr); mi_prof_armed = true; }
+    else _mi_thread_tls.prof_left = (mi_prof_rate() != 0 ? mi_prof_rate() : SIZE_MAX);
     return p;
   }
   const uintptr_t* start = NULL;
 #if MI_PROF_UNWIND_CACHE
-  /* the stack walk starts at our caller's frame (internal.h, _mi_prof_backtrace): asking for the
+  /* the stack walk starts at our caller's frame (internal.h, _mi_prof_stack_backtrace): asking for the
      frame address gives this function a frame pointer, so fp[0] is the caller's rbp (pushed
      first), fp[1] the return address, fp + 2 its stack pointer after the return. The counted
      entry points tail-call this function, so that is the program's frame; if one of ours is in
@@ -400,10 +398,10 @@ void* _mi_prof_counted_due(size_t size, bool zero) {
   else {   /* large and huge blocks are sampled where they are (their own pages) */
     pr->head.busy = true;
     p = _mi_malloc_generic(size, heap, zero, 0, 0);
-    if (p != NULL) _mi_prof_record(p, _mi_usable_size(p), size, start);
+    if (p != NULL) _mi_prof_samples_record(p, _mi_free_usable_size(p), size, start);
     pr->head.busy = false;
   }
-  _mi_tls.prof_left = (size_t)mi_prof_draw(pr);   /* (memoryless: a fresh draw) */
+  _mi_thread_tls.prof_left = (size_t)mi_prof_draw(pr);   /* (memoryless: a fresh draw) */
   return p;
 }
 #endif

@@ -38,7 +38,7 @@
 
    Starting it: pthread_create allocates the thread's TLS vector (glibc: about 300 bytes)
    through malloc, i.e. through us, from inside the allocation that starts it. That
-   allocation is served from static storage (init.c, _mi_static_alloc_begin), so no heap is
+   allocation is served from static storage (static-alloc.c, _mi_static_alloc_begin), so no heap is
    touched in the middle of another operation. A failed start (no threads left) leaves the
    behaviour of MIMALLOC_PURGE_THREAD=0: purges from allocator activity only. The thread
    names itself "mi-purger" first thing (_mi_prim_thread_set_name: no allocation), so that
@@ -98,7 +98,7 @@ static bool mi_purger_keep(void) {
 static void mi_purger_pass(void) {
   _mi_segments_purge_shared(false);
   mi_sched_point(MI_SCHED_PURGER_PASS);   /* busy: a fork or mi_process_done waits for the pass */
-  _mi_arenas_try_purge(false);
+  _mi_arenas_purge_try(false);
 }
 
 /* Run a pass unless paused; the pause and the busy flag form a handshake (sequentially
@@ -296,11 +296,11 @@ void _mi_purger_notify(mi_msecs_t due) {
 /* Fork: no pass may run across it (init.c calls these before taking its locks, and after). */
 void _mi_purger_fork_prepare(void) {
   if (mi_atomic_load_acquire(&mi_purger_state) != MI_PURGER_NONE) mi_purger_pause();
-  _mi_arenas_fork_prepare();   /* nor another thread's arena pass (arena-purge.c) */
+  _mi_arenas_purge_fork_prepare();   /* nor another thread's arena pass (arena-purge.c) */
 }
 
 void _mi_purger_fork_parent(void) {
-  _mi_arenas_fork_release();
+  _mi_arenas_purge_fork_release();
   if (mi_atomic_load_acquire(&mi_purger_state) == MI_PURGER_DONE) return;
   mi_atomic_store_release(&mi_purger_paused, 0);
 }
@@ -309,7 +309,7 @@ void _mi_purger_fork_parent(void) {
    one, else as in any process (the deadlines are still in the arenas; the next purge scheduled
    notifies, or the child's own activity runs them as before). */
 void _mi_purger_fork_child(bool thread_has_heap) {
-  _mi_arenas_fork_release();
+  _mi_arenas_purge_fork_release();
   mi_atomic_store_relaxed(&mi_purger_threads, thread_has_heap ? 1 : 0);   /* the forking thread only */
   const int state = mi_atomic_load_relaxed(&mi_purger_state);
   if (state == MI_PURGER_DONE) return;

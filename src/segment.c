@@ -356,8 +356,8 @@ void _mi_segments_collect(mi_tld_t* tld, bool force, bool wait) {
     mi_segments_unlock(subproc);
     mi_segments_try_purge(subproc, force, wait);
   }
-  if (wait) _mi_arenas_collect(force);
-  else _mi_arenas_try_purge(force);
+  if (wait) _mi_arenas_purge_collect(force);
+  else _mi_arenas_purge_try(force);
 }
 
 /* Called on the allocation slow path while purges are pending: looks (reads the clock) only on
@@ -367,7 +367,7 @@ void _mi_segments_purge_tick(mi_tld_t* tld) {
   if (tld->segments.purge_tick_skip > 0) { tld->segments.purge_tick_skip--; return; }
   tld->segments.purge_tick_skip = MI_PURGE_TICK_EVERY - 1;
   mi_segments_try_purge(tld->subproc, false, false);
-  _mi_arenas_try_purge(false);
+  _mi_arenas_purge_try(false);
 }
 
 /* Are purges pending anywhere (page.c: worth a purge tick)? */

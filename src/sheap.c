@@ -305,7 +305,7 @@ void _mi_sheap_publish(mi_heap_t* theap, mi_stats_data_t* block, const mi_stats_
    default goes back to its backing heap first if it is this theap (mi_heap_set_default), so
    nothing on the way allocates in it and the default never points at a freed theap. */
 static void mi_sheap_theap_end(mi_heap_t* theap, int state) {
-  if (theap == mi_prim_get_default_heap()) _mi_heap_set_default_direct(theap->tld->heap_backing);
+  if (theap == mi_prim_get_default_heap()) _mi_thread_set_default_heap(theap->tld->heap_backing);
   mi_sched_point(MI_SCHED_SHEAP_SWEEP);   /* the heap is dead; its freeing waits for this part */
   if (state == (int)MI_SHEAP_DESTROYED && theap->allow_destroy) mi_heap_destroy(theap);
   else mi_heap_delete(theap);
@@ -328,7 +328,7 @@ mi_heap_t* _mi_sheap_dying_step(mi_heap_t* heap, bool sweep_due) {
 
 mi_heap_t* _mi_sheap_default_back(mi_heap_t* heap) {
   mi_heap_t* const bheap = heap->tld->heap_backing;
-  _mi_heap_set_default_direct(bheap);
+  _mi_thread_set_default_heap(bheap);
   mi_sched_point(MI_SCHED_SHEAP_SWITCH);   /* the dead part is no longer the default; it ends at a later sweep */
   return bheap;
 }

@@ -12,8 +12,8 @@
 
 /* The first and the last function of the unit: debug builds (compiled in source order, see
    CMakeLists.txt) tell the library's code from the program's by these two addresses. */
-void _mi_text_begin(void);
-void _mi_text_begin(void) { }
+void _mi_static_text_begin(void);
+void _mi_static_text_begin(void) { }
 
 #include "alloc.c"
 #include "prof-entry.c"   /* before new.c, which takes mi_malloc_counted */
@@ -26,6 +26,7 @@ void _mi_text_begin(void) { }
 #include "free.c"
 #include "heap.c"
 #include "init.c"
+#include "static-alloc.c"
 #include "leaks.c"
 #include "live.c"
 #include "new.c"
@@ -65,5 +66,5 @@ void _mi_text_begin(void) { }
 #include "override.c"
 #endif
 
-void _mi_text_end(void);
-void _mi_text_end(void) { }
+void _mi_static_text_end(void);
+void _mi_static_text_end(void) { }

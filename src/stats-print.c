@@ -129,7 +129,7 @@ static void mi_print_process_info(mi_line_t* line, const mi_process_info_t* info
   mi_line_end(line);
 }
 
-void _mi_process_info_print_text(const mi_process_info_t* info, mi_output_fun* out, void* arg) {
+void _mi_stats_print_process_info_text(const mi_process_info_t* info, mi_output_fun* out, void* arg) {
   mi_line_t line;
   line.len = 0;
   line.buf[0] = 0;
@@ -152,7 +152,7 @@ static void mi_stats_print_mimalloc(const mi_stats_data_t* stats, const mi_proce
       if (stat->total == 0 && stat->current == 0) continue;
       char label[16];
       _mi_snprintf(label, sizeof(label), "bin %3zu", bin);
-      mi_print_amount_row(&line, label, stat, (int64_t)_mi_bin_size(bin), "not all freed");
+      mi_print_amount_row(&line, label, stat, (int64_t)_mi_page_bin_size(bin), "not all freed");
       any = true;
     }
     if (any) {
@@ -395,7 +395,7 @@ static void mi_print_bins(mi_line_t* line, const mi_stats_data_t* stats, bool wi
       mi_section_header(line, "blocks by size", columns, MI_COUNT_OF(columns) - (with_pages ? 0 : 1));
       header = true;
     }
-    const size_t bsize = _mi_bin_size(bin);
+    const size_t bsize = _mi_page_bin_size(bin);
     char name[32];
     mi_fmt_size_exact(name, sizeof(name), bsize);
     mi_row_name(line, name);
@@ -487,7 +487,7 @@ void _mi_stats_print_titled(const mi_stats_data_t* stats, const mi_process_info_
 /* ---------------------------------------------------------------------------------------
    Process information
 --------------------------------------------------------------------------------------- */
-void _mi_process_info_get(mi_process_info_t* info) {
+void _mi_stats_print_process_info_get(mi_process_info_t* info) {
   memset(info, 0, sizeof(*info));
   info->elapsed = _mi_process_elapsed();
   _mi_prim_process_info(info);
@@ -500,7 +500,7 @@ void _mi_process_info_get(mi_process_info_t* info) {
 void mi_process_info(size_t* elapsed_msecs, size_t* user_msecs, size_t* system_msecs, size_t* current_rss,
                      size_t* peak_rss, size_t* current_commit, size_t* peak_commit, size_t* page_faults) mi_attr_noexcept {
   mi_process_info_t info;
-  _mi_process_info_get(&info);
+  _mi_stats_print_process_info_get(&info);
   if (elapsed_msecs != NULL)  *elapsed_msecs  = (info.elapsed < 0 ? 0 : (size_t)info.elapsed);
   if (user_msecs != NULL)     *user_msecs     = (info.utime < 0 ? 0 : (size_t)info.utime);
   if (system_msecs != NULL)   *system_msecs   = (info.stime < 0 ? 0 : (size_t)info.stime);
@@ -519,14 +519,14 @@ void mi_stats_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept {
   mi_stats_data_t stats;
   _mi_stats_snapshot(&stats);
   mi_process_info_t info;
-  _mi_process_info_get(&info);
+  _mi_stats_print_process_info_get(&info);
   _mi_stats_print_text(&stats, &info, false, out, arg);
 }
 
 void mi_process_info_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept {
   mi_process_info_t info;
-  _mi_process_info_get(&info);
-  _mi_process_info_print_text(&info, out, arg);
+  _mi_stats_print_process_info_get(&info);
+  _mi_stats_print_process_info_text(&info, out, arg);
 }
 
 void mi_process_info_print(void) mi_attr_noexcept {
@@ -540,7 +540,7 @@ void mi_stats_print(void* out) mi_attr_noexcept {
 
 void mi_thread_stats_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept {
   mi_process_info_t info;
-  _mi_process_info_get(&info);
+  _mi_stats_print_process_info_get(&info);
   mi_heap_t* const heap = mi_prim_get_default_heap();
   mi_tld_t* const tld = (mi_heap_is_initialized(heap) ? heap->tld : NULL);
   if (tld == NULL) {
@@ -577,9 +577,9 @@ static void mi_stat_count_add(mi_stat_count_t* dst, const mi_stat_count_t* src) 
 
 /* Our per-bin figures added into mimalloc's numbering (MI_BIN_HUGE+1 entries, zeroed by the
    caller); v2 and v3 number their bins alike. */
-void _mi_stats_fold_bins(const mi_stat_count_t* bins, mi_stat_count_t* public_bins) {
+void _mi_stats_print_fold_bins(const mi_stat_count_t* bins, mi_stat_count_t* public_bins) {
   for (size_t bin = 1; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
-    mi_stat_count_add(&public_bins[mi_public_bin(_mi_bin_size(bin))], &bins[bin]);
+    mi_stat_count_add(&public_bins[mi_public_bin(_mi_page_bin_size(bin))], &bins[bin]);
   }
 }
 
@@ -595,7 +595,7 @@ mi_decl_export size_t mi_stats_get_bin_size(size_t bin) mi_attr_noexcept {
 }
 
 /* The process' figures now: the calling thread's merged first. */
-void _mi_stats_process_now(mi_stats_data_t* data) {
+void _mi_stats_print_process_now(mi_stats_data_t* data) {
   mi_stats_merge();
   _mi_stats_snapshot(data);
 }
@@ -603,7 +603,7 @@ void _mi_stats_process_now(mi_stats_data_t* data) {
 /* v3 mode's callers pass mimalloc 3.x's layout (version 5, stats-v3.c); every other size or
    version is refused. */
 bool mi_stats_get(mi_stats_t* stats) mi_attr_noexcept {
-  if (stats != NULL && stats->version == MI_V3_STAT_VERSION) return _mi_stats_get_v3((mi_v3_stats_t*)(void*)stats);
+  if (stats != NULL && stats->version == MI_V3_STAT_VERSION) return _mi_stats_v3_get((mi_v3_stats_t*)(void*)stats);
   if (stats == NULL || stats->size != sizeof(mi_stats_t) || stats->version != MI_STAT_VERSION) return false;
   mi_stats_data_t data;
   _mi_stats_snapshot(&data);
@@ -615,8 +615,8 @@ bool mi_stats_get(mi_stats_t* stats) mi_attr_noexcept {
   MI_STAT_FIELDS()
 #undef MI_STAT_COUNT
 #undef MI_STAT_COUNTER
-  _mi_stats_fold_bins(data.malloc_bins, stats->malloc_bins);
-  _mi_stats_fold_bins(data.page_bins, stats->page_bins);
+  _mi_stats_print_fold_bins(data.malloc_bins, stats->malloc_bins);
+  _mi_stats_print_fold_bins(data.page_bins, stats->page_bins);
   return true;
 }
 
@@ -624,7 +624,7 @@ bool mi_stats_get(mi_stats_t* stats) mi_attr_noexcept {
    JSON: written through a bounded writer that counts what does not fit, so the same code
    measures the size, fills a caller's buffer, or streams to a file at exit.
 --------------------------------------------------------------------------------------- */
-void _mi_json_add(mi_json_t* json, const char* fmt, ...) {
+void _mi_stats_print_json_add(mi_json_t* json, const char* fmt, ...) {
   char tmp[256];
   va_list args;
   va_start(args, fmt);
@@ -634,41 +634,41 @@ void _mi_json_add(mi_json_t* json, const char* fmt, ...) {
   json->len += n;
 }
 
-void _mi_json_count(mi_json_t* json, const char* name, const mi_stat_count_t* stat) {
-  _mi_json_add(json, ",\n  \"%s\": { \"total\": %lld, \"peak\": %lld, \"current\": %lld }", name,
+void _mi_stats_print_json_count(mi_json_t* json, const char* name, const mi_stat_count_t* stat) {
+  _mi_stats_print_json_add(json, ",\n  \"%s\": { \"total\": %lld, \"peak\": %lld, \"current\": %lld }", name,
               (long long)stat->total, (long long)stat->peak, (long long)stat->current);
 }
 
 static void mi_json_bins(mi_json_t* json, const char* name, const mi_stat_count_t* bins) {
-  _mi_json_add(json, ",\n  \"%s\": [", name);
+  _mi_stats_print_json_add(json, ",\n  \"%s\": [", name);
   bool first = true;
   for (size_t bin = 0; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
-    const size_t bsize = (bin == 0 ? 0 : _mi_bin_size(bin));   /* huge: the smallest huge size */
+    const size_t bsize = (bin == 0 ? 0 : _mi_page_bin_size(bin));   /* huge: the smallest huge size */
     /* large: a span of 128 KiB slots (one more when it starts at the header's slot) */
     const size_t psize = (bsize <= MI_SMALL_OBJ_SIZE_MAX ? MI_SMALL_PAGE_SIZE : bsize <= MI_MEDIUM_OBJ_SIZE_MAX ? MI_MEDIUM_PAGE_SIZE
                           : bsize <= MI_LARGE_OBJ_SIZE_MAX ? _mi_align_up(bsize, MI_LARGE_SLOT_SIZE) : MI_SEGMENT_SIZE);
-    _mi_json_add(json, "%s\n    { \"bin\": %zu, \"total\": %lld, \"peak\": %lld, \"current\": %lld, \"block_size\": %zu, \"page_size\": %zu }",
+    _mi_stats_print_json_add(json, "%s\n    { \"bin\": %zu, \"total\": %lld, \"peak\": %lld, \"current\": %lld, \"block_size\": %zu, \"page_size\": %zu }",
                 (first ? "" : ","), bin, (long long)bins[bin].total, (long long)bins[bin].peak, (long long)bins[bin].current,
                 bsize, psize);
     first = false;
   }
-  _mi_json_add(json, "\n  ]");
+  _mi_stats_print_json_add(json, "\n  ]");
 }
 
 static void mi_stats_json(mi_json_t* json, const mi_stats_data_t* data, const mi_process_info_t* info) {
-  _mi_json_add(json, "{\n  \"stat_version\": %d,\n  \"mimalloc_version\": %d,\n  \"stat_level\": %d,\n  \"debug\": %d", MI_STAT_VERSION, MI_MALLOC_VERSION, MI_STAT, MI_DEBUG);
-  _mi_json_add(json, ",\n  \"process\": { \"elapsed_msecs\": %lld, \"user_msecs\": %lld, \"system_msecs\": %lld, \"page_faults\": %zu, ",
+  _mi_stats_print_json_add(json, "{\n  \"stat_version\": %d,\n  \"mimalloc_version\": %d,\n  \"stat_level\": %d,\n  \"debug\": %d", MI_STAT_VERSION, MI_MALLOC_VERSION, MI_STAT, MI_DEBUG);
+  _mi_stats_print_json_add(json, ",\n  \"process\": { \"elapsed_msecs\": %lld, \"user_msecs\": %lld, \"system_msecs\": %lld, \"page_faults\": %zu, ",
               (long long)info->elapsed, (long long)info->utime, (long long)info->stime, info->page_faults);
-  _mi_json_add(json, "\"rss_current\": %zu, \"rss_peak\": %zu, \"commit_current\": %zu, \"commit_peak\": %zu }",
+  _mi_stats_print_json_add(json, "\"rss_current\": %zu, \"rss_peak\": %zu, \"commit_current\": %zu, \"commit_peak\": %zu }",
               info->current_rss, info->peak_rss, info->current_commit, info->peak_commit);
-#define MI_STAT_COUNT(name)    _mi_json_count(json, #name, &data->name);
-#define MI_STAT_COUNTER(name)  _mi_json_add(json, ",\n  \"%s\": %lld", #name, (long long)data->name.total);
+#define MI_STAT_COUNT(name)    _mi_stats_print_json_count(json, #name, &data->name);
+#define MI_STAT_COUNTER(name)  _mi_stats_print_json_add(json, ",\n  \"%s\": %lld", #name, (long long)data->name.total);
   MI_STAT_FIELDS()
 #undef MI_STAT_COUNT
 #undef MI_STAT_COUNTER
   mi_json_bins(json, "malloc_bins", data->malloc_bins);
   mi_json_bins(json, "page_bins", data->page_bins);
-  _mi_json_add(json, "\n}\n");
+  _mi_stats_print_json_add(json, "\n}\n");
 }
 
 /* Each pass renders the figures of its own moment (the allocated buffer counts in the second). */
@@ -676,13 +676,13 @@ static void mi_stats_json_now(mi_json_t* json) {
   mi_stats_data_t data;
   _mi_stats_snapshot(&data);
   mi_process_info_t info;
-  _mi_process_info_get(&info);
+  _mi_stats_print_process_info_get(&info);
   mi_stats_json(json, &data, &info);
 }
 
 /* The process document of this moment into buf (live.c); its length, which may exceed size
    (then buf holds a truncated prefix). */
-size_t _mi_stats_json_now(char* buf, size_t size) {
+size_t _mi_stats_print_json_now(char* buf, size_t size) {
   mi_json_t json = { buf, size, 0 };
   mi_stats_json_now(&json);
   if (json.len < size) buf[json.len] = 0;
@@ -692,7 +692,7 @@ size_t _mi_stats_json_now(char* buf, size_t size) {
 /* A document rendered by `render` into the caller's buffer, or (buf NULL or buf_size 0) into
    a new block of the calling thread's heap; NULL if it does not fit. Each pass renders the
    figures of its own moment, so the block is measured with room to spare. */
-char* _mi_json_render(void (*render)(mi_json_t* json, void* arg), void* arg, size_t buf_size, char* buf) {
+char* _mi_stats_print_json_render(void (*render)(mi_json_t* json, void* arg), void* arg, size_t buf_size, char* buf) {
   mi_json_t json = { buf, buf_size, 0 };
   if (buf == NULL || buf_size == 0) {
     mi_json_t measure = { NULL, 0, 0 };
@@ -717,7 +717,7 @@ static void mi_stats_json_render_now(mi_json_t* json, void* arg) {
 
 char* mi_stats_get_json(size_t buf_size, char* buf) mi_attr_noexcept {
   mi_stats_merge();
-  return _mi_json_render(&mi_stats_json_render_now, NULL, buf_size, buf);
+  return _mi_stats_print_json_render(&mi_stats_json_render_now, NULL, buf_size, buf);
 }
 
 /* MIMALLOC_STATS_JSON=<path>: the JSON document written at exit, through memory from the OS
@@ -739,7 +739,7 @@ static void mi_stats_write_json_file(const char* path, const mi_stats_data_t* da
 
 /* The text (show_stats, verbose) and the JSON file at exit describe one moment: one snapshot
    of the figures and one reading of the process information. */
-void _mi_stats_at_exit(void) {
+void _mi_stats_print_at_exit(void) {
   const bool print = (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose));
   char path[1024];
   const bool json = (_mi_prim_getenv("MIMALLOC_STATS_JSON", path, sizeof(path)) && path[0] != 0);
@@ -750,7 +750,7 @@ void _mi_stats_at_exit(void) {
   mi_stats_data_t data;
   _mi_stats_snapshot(&data);
   mi_process_info_t info;
-  _mi_process_info_get(&info);
+  _mi_stats_print_process_info_get(&info);
   if (print) _mi_stats_print_text(&data, &info, false, NULL, NULL);
   if (json) mi_stats_write_json_file(path, &data, &info);
 }

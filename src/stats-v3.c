@@ -228,7 +228,7 @@ static bool mi_stats_subproc_heap_add(mi_heap_t* heap, void* arg) {
 static void mi_stats_subproc_figures(mi_subproc_t* sp, bool exclusive, mi_stats_data_t* figures, size_t* heaps, size_t* theaps) {
   mi_subproc_sum_t s = { figures, (sp == &_mi_subproc_main), 0, 0 };
   if (s.main) {
-    _mi_stats_process_now(figures);
+    _mi_stats_print_process_now(figures);
   }
   else {
     memset(figures, 0, sizeof(*figures));
@@ -269,8 +269,8 @@ static bool mi_stats_to_v3(const mi_stats_data_t* data, size_t heaps, size_t the
 #undef MI_STAT_COUNTER
   mi_stat_count_set(&stats->heaps, heaps);
   mi_stat_count_set(&stats->theaps, theaps);
-  _mi_stats_fold_bins(data->malloc_bins, stats->malloc_bins);
-  _mi_stats_fold_bins(data->page_bins, stats->page_bins);
+  _mi_stats_print_fold_bins(data->malloc_bins, stats->malloc_bins);
+  _mi_stats_print_fold_bins(data->page_bins, stats->page_bins);
   return true;
 }
 
@@ -282,7 +282,7 @@ static bool mi_stats_subproc_get(mi_subproc_t* sp, bool exclusive, mi_v3_stats_t
   return mi_stats_to_v3(&figures, heaps, theaps, stats);
 }
 
-bool _mi_stats_get_v3(mi_v3_stats_t* stats) {
+bool _mi_stats_v3_get(mi_v3_stats_t* stats) {
   return mi_stats_subproc_get(&_mi_subproc_main, false, stats);
 }
 
@@ -313,34 +313,34 @@ mi_decl_export bool mi_subproc_stats_get_exclusive(mi_v3_subproc_id_t subproc_id
    block sizes
 --------------------------------------------------------------------------------------- */
 static void mi_json_v3_bins(mi_json_t* json, const char* name, const mi_stat_count_t* bins, size_t count, bool with_size) {
-  _mi_json_add(json, ",\n  \"%s\": [", name);
+  _mi_stats_print_json_add(json, ",\n  \"%s\": [", name);
   for (size_t bin = 0; bin < count; bin++) {
-    _mi_json_add(json, "%s\n    { \"bin\": %zu, \"total\": %lld, \"peak\": %lld, \"current\": %lld", (bin == 0 ? "" : ","), bin,
+    _mi_stats_print_json_add(json, "%s\n    { \"bin\": %zu, \"total\": %lld, \"peak\": %lld, \"current\": %lld", (bin == 0 ? "" : ","), bin,
                  (long long)bins[bin].total, (long long)bins[bin].peak, (long long)bins[bin].current);
-    if (with_size) _mi_json_add(json, ", \"block_size\": %zu", mi_stats_get_bin_size(bin));
-    _mi_json_add(json, " }");
+    if (with_size) _mi_stats_print_json_add(json, ", \"block_size\": %zu", mi_stats_get_bin_size(bin));
+    _mi_stats_print_json_add(json, " }");
   }
-  _mi_json_add(json, "\n  ]");
+  _mi_stats_print_json_add(json, "\n  ]");
 }
 
 static void mi_json_v3(mi_json_t* json, void* arg) {
   const mi_v3_stats_t* const stats = (const mi_v3_stats_t*)arg;
-  _mi_json_add(json, "{\n  \"stat_version\": %d,\n  \"mimalloc_version\": %d,\n  \"stat_level\": %d,\n  \"debug\": %d",
+  _mi_stats_print_json_add(json, "{\n  \"stat_version\": %d,\n  \"mimalloc_version\": %d,\n  \"stat_level\": %d,\n  \"debug\": %d",
                MI_V3_STAT_VERSION, MI_MALLOC_VERSION, MI_STAT, MI_DEBUG);
-#define MI_STAT_COUNT(name)    _mi_json_count(json, #name, &stats->name);
-#define MI_STAT_COUNTER(name)  _mi_json_add(json, ",\n  \"%s\": %lld", #name, (long long)stats->name.total);
+#define MI_STAT_COUNT(name)    _mi_stats_print_json_count(json, #name, &stats->name);
+#define MI_STAT_COUNTER(name)  _mi_stats_print_json_add(json, ",\n  \"%s\": %lld", #name, (long long)stats->name.total);
   MI_V3_STAT_FIELDS()
 #undef MI_STAT_COUNT
 #undef MI_STAT_COUNTER
   mi_json_v3_bins(json, "malloc_bins", stats->malloc_bins, MI_V3_BIN_HUGE + 1, true);
   mi_json_v3_bins(json, "page_bins", stats->page_bins, MI_V3_BIN_HUGE + 1, true);
   mi_json_v3_bins(json, "chunk_bins", stats->chunk_bins, MI_V3_CBIN_COUNT, false);
-  _mi_json_add(json, "\n}\n");
+  _mi_stats_print_json_add(json, "\n}\n");
 }
 
 mi_decl_export char* mi_stats_as_json(mi_v3_stats_t* stats, size_t buf_size, char* buf) mi_attr_noexcept {
   if (!mi_stats_v3_valid(stats)) return NULL;
-  return _mi_json_render(&mi_json_v3, stats, buf_size, buf);
+  return _mi_stats_print_json_render(&mi_json_v3, stats, buf_size, buf);
 }
 
 /* (the figures are taken once: both passes of the rendering show the same) */
@@ -379,7 +379,7 @@ static void mi_stats_print_heap(mi_heap_t* heap, bool publish, mi_output_fun* ou
                  (void*)heap, parts, (parts == 1 ? "thread's part" : "threads' parts"));
   }
   mi_process_info_t info;
-  _mi_process_info_get(&info);
+  _mi_stats_print_process_info_get(&info);
   _mi_stats_print_titled(&figures, &info, title, out, arg);
 }
 
@@ -396,7 +396,7 @@ static void mi_stats_print_subproc(mi_subproc_t* sp, mi_output_fun* out, void* a
   _mi_snprintf(title, sizeof(title), "mimalloc: subprocess %p: its segments, this thread's heaps, %zu shared heap%s (%zu part%s)",
                (void*)sp, heaps, (heaps == 1 ? "" : "s"), theaps, (theaps == 1 ? "" : "s"));
   mi_process_info_t info;
-  _mi_process_info_get(&info);
+  _mi_stats_print_process_info_get(&info);
   _mi_stats_print_titled(&figures, &info, title, out, arg);
 }
 

@@ -14,15 +14,15 @@
    allocation and free, purges, and mi_collect (docs/testing.md, "Validators").
 
    Who may call which (a validator reads what only its owner changes):
-     _mi_page_validate         the page's owner thread; for an abandoned page on its list, the
+     _mi_validate_page         the page's owner thread; for an abandoned page on its list, the
                                holder of its subprocess' lock
-     _mi_heap_validate         the heap's thread
-     _mi_segment_validate      any thread (takes its subprocess' lock; _locked: holding it)
-     _mi_subproc_validate      any thread (takes the lock; _locked: holding it)
-     _mi_arena_memid_validate  the holder of the blocks (the thread that frees a segment)
-     _mi_arenas_validate       any thread (claims each free block while it looks at it)
-     _mi_stats_validate        a thread's own figures: that thread; the totals: any thread
-     _mi_thread_validate       the thread of the heap: all of the above for it
+     _mi_validate_heap         the heap's thread
+     _mi_validate_segment      any thread (takes its subprocess' lock; _locked: holding it)
+     _mi_validate_subproc      any thread (takes the lock; _locked: holding it)
+     _mi_validate_arena_memid  the holder of the blocks (the thread that frees a segment)
+     _mi_validate_arenas       any thread (claims each free block while it looks at it)
+     _mi_validate_stats        a thread's own figures: that thread; the totals: any thread
+     _mi_validate_thread       the thread of the heap: all of the above for it
    Each returns true (so `mi_assert_expensive(_mi_observe_check(MI_CHECK_HEAP, heap, NULL))`
    reads as a check) or does not return. */
 #include "internal/internal.h"
@@ -69,10 +69,10 @@ static size_t mi_validate_list(const mi_page_t* page, const mi_block_t* list, co
 }
 
 static bool mi_validate_is_bin_size(size_t size) {
-  return (size <= MI_LARGE_OBJ_SIZE_MAX && _mi_bin_size(_mi_bin(size)) == size);
+  return (size <= MI_LARGE_OBJ_SIZE_MAX && _mi_page_bin_size(_mi_bin(size)) == size);
 }
 
-bool _mi_page_validate(const mi_page_t* page) {
+bool _mi_validate_page(const mi_page_t* page) {
   const char* const S = "page";
   const mi_segment_t* segment = _mi_page_segment(page);
   mi_check_eq(S, page, "segment_in_use", 1, page->segment_in_use);
@@ -101,7 +101,7 @@ bool _mi_page_validate(const mi_page_t* page) {
     mi_check_eq(S, page, "capacity (huge)", 1, page->capacity);
   }
   else if (!mi_validate_is_bin_size(page->block_size)) {
-    mi_check_eq(S, page, "block_size (a bin size)", _mi_bin_size(_mi_bin(page->block_size)), page->block_size);
+    mi_check_eq(S, page, "block_size (a bin size)", _mi_page_bin_size(_mi_bin(page->block_size)), page->block_size);
   }
   /* the lists and the count of blocks in use */
   const size_t nfree = mi_validate_list(page, page->free, "free", page->capacity);
@@ -142,11 +142,11 @@ bool _mi_page_validate(const mi_page_t* page) {
    Heaps
 ------------------------------------------------------------------------------------------ */
 static size_t mi_validate_queue_block_size(size_t bin) {
-  if (bin < MI_BIN_HUGE_INTERNAL) return _mi_bin_size(bin);
+  if (bin < MI_BIN_HUGE_INTERNAL) return _mi_page_bin_size(bin);
   return (bin == MI_BIN_HUGE_INTERNAL ? MI_LARGE_OBJ_SIZE_MAX + 1 : MI_LARGE_OBJ_SIZE_MAX + 2);
 }
 
-bool _mi_heap_validate(const mi_heap_t* heap) {
+bool _mi_validate_heap(const mi_heap_t* heap) {
   const char* const S = "heap";
   if (!mi_heap_is_initialized(heap)) return true;   /* the static empty heap */
   mi_check_eq(S, heap, "thread_id", _mi_thread_id(), heap->thread_id);
@@ -183,10 +183,10 @@ bool _mi_heap_validate(const mi_heap_t* heap) {
       else if (bin == MI_BIN_HUGE_INTERNAL) {
         mi_check_eq(S, heap, "pages[huge]: page's segment kind", MI_PAGE_HUGE, _mi_page_segment(page)->page_kind);
       }
-      _mi_page_validate(page);
+      _mi_validate_page(page);
       if (_mi_page_segment(page) != last_segment) {   /* (pages of a segment are often adjacent in a queue) */
         last_segment = _mi_page_segment(page);
-        _mi_segment_validate(last_segment);
+        _mi_validate_segment(last_segment);
       }
       mi_check_le(S, heap, "page_count (pages in the queues)", heap->page_count, ++count);
       prev = page;
@@ -222,7 +222,7 @@ bool _mi_heap_validate(const mi_heap_t* heap) {
 /* ------------------------------------------------------------------------------------------
    Segments and the segment map
 ------------------------------------------------------------------------------------------ */
-bool _mi_segment_map_validate(const mi_segment_t* segment) {
+bool _mi_validate_segment_map(const mi_segment_t* segment) {
   const char* const S = "segment map";
   const uintptr_t first = (uintptr_t)segment >> MI_SEGMENT_SHIFT;
   const uintptr_t last = ((uintptr_t)segment + segment->segment_size - 1) >> MI_SEGMENT_SHIFT;
@@ -249,7 +249,7 @@ static size_t mi_validate_page_shift(mi_page_kind_t kind) {
   }
 }
 
-bool _mi_segment_validate_locked(const mi_segment_t* segment) {
+bool _mi_validate_segment_locked(const mi_segment_t* segment) {
   const char* const S = "segment";
   mi_check_eq(S, segment, "address % MI_SEGMENT_SIZE", 0, (uintptr_t)segment & MI_SEGMENT_MASK);
   mi_check_eq(S, segment, "cookie", (uintptr_t)segment ^ mi_atomic_load_relaxed(&_mi_segment_cookie_key), segment->cookie);
@@ -283,7 +283,7 @@ bool _mi_segment_validate_locked(const mi_segment_t* segment) {
            by a thread that does not hold the lock.) */
         listed++;
         mi_check_eq(S, segment, "pages[i].xheap (abandoned_listed)", 0, (uintptr_t)mi_page_heap(page));
-        _mi_page_validate(page);
+        _mi_validate_page(page);
       }
       mi_check_ge(S, segment, "pages[i].slot_count (in use)", 1, page->slot_count);
       mi_check_le(S, segment, "pages[i]: i + slot_count", segment->capacity, i + page->slot_count);
@@ -323,13 +323,13 @@ bool _mi_segment_validate_locked(const mi_segment_t* segment) {
   else if (segment->used > 0 || segment->subproc->empty[segment->page_kind] == segment) {
     mi_check_eq(S, segment, "in_free_queue (slots_used < capacity)", segment->slots_used < segment->capacity, segment->in_free_queue);
   }
-  return _mi_segment_map_validate(segment);
+  return _mi_validate_segment_map(segment);
 }
 
-bool _mi_segment_validate(const mi_segment_t* segment) {
+bool _mi_validate_segment(const mi_segment_t* segment) {
   mi_subproc_t* subproc = segment->subproc;
   mi_lock_acquire(&subproc->lock);
-  _mi_segment_validate_locked(segment);
+  _mi_validate_segment_locked(segment);
   mi_lock_release(&subproc->lock);
   return true;
 }
@@ -337,7 +337,7 @@ bool _mi_segment_validate(const mi_segment_t* segment) {
 /* ------------------------------------------------------------------------------------------
    A subprocess: its free queues, purge queues, kept empty segments and abandoned page lists
 ------------------------------------------------------------------------------------------ */
-bool _mi_subproc_validate_locked(mi_subproc_t* subproc) {
+bool _mi_validate_subproc_locked(mi_subproc_t* subproc) {
   const char* const S = "subproc";
   for (size_t kind = 0; kind < MI_PAGE_HUGE; kind++) {
     const mi_segment_t* prev = NULL;
@@ -350,7 +350,7 @@ bool _mi_subproc_validate_locked(mi_subproc_t* subproc) {
       mi_check_eq(S, subproc, "free queue: segment's subproc", (uintptr_t)subproc, (uintptr_t)s->subproc);
       if (s == subproc->empty[kind]) empty_seen = true;
       else mi_check_ge(S, subproc, "free queue: segment's used (or the kept empty one)", 1, s->used);
-      _mi_segment_validate_locked(s);
+      _mi_validate_segment_locked(s);
       mi_check_le(S, subproc, "free queue length (<= segment_count)", mi_atomic_load_relaxed(&subproc->segment_count), ++n);
       prev = s;
     }
@@ -412,9 +412,9 @@ bool _mi_subproc_validate_locked(mi_subproc_t* subproc) {
   return true;
 }
 
-bool _mi_subproc_validate(mi_subproc_t* subproc) {
+bool _mi_validate_subproc(mi_subproc_t* subproc) {
   mi_lock_acquire(&subproc->lock);
-  _mi_subproc_validate_locked(subproc);
+  _mi_validate_subproc_locked(subproc);
   mi_lock_release(&subproc->lock);
   return true;
 }
@@ -422,7 +422,7 @@ bool _mi_subproc_validate(mi_subproc_t* subproc) {
 /* ------------------------------------------------------------------------------------------
    Arenas
 ------------------------------------------------------------------------------------------ */
-bool _mi_arena_memid_validate(const void* p, const mi_memid_t* memid) {
+bool _mi_validate_arena_memid(const void* p, const mi_memid_t* memid) {
   const char* const S = "arena";
   if (memid->arena_idx < 0) return true;   /* straight from the OS */
   mi_arena_view_t a;
@@ -448,7 +448,7 @@ bool _mi_arena_memid_validate(const void* p, const mi_memid_t* memid) {
   return true;
 }
 
-bool _mi_arenas_validate(void) {
+bool _mi_validate_arenas(void) {
   const char* const S = "arena";
   const size_t n = _mi_arena_slots();
   mi_check_le(S, NULL, "arena count", MI_MAX_ARENAS, n);
@@ -509,7 +509,7 @@ static void mi_validate_stat(const mi_stats_data_t* stats, const char* name, con
   if (thread && mi_unlikely(c->peak < c->current)) mi_validate_stat_fail(stats, name, "a peak of at least ", c->current, c->peak);
 }
 
-bool _mi_stats_validate(const mi_stats_data_t* stats, bool thread) {
+bool _mi_validate_stats(const mi_stats_data_t* stats, bool thread) {
 #define MI_STAT_COUNT(name)    mi_validate_stat(stats, #name, &stats->name, thread);
 #define MI_STAT_COUNTER(name)
   MI_STAT_FIELDS()
@@ -525,14 +525,14 @@ bool _mi_stats_validate(const mi_stats_data_t* stats, bool thread) {
 /* ------------------------------------------------------------------------------------------
    Everything the calling thread may look at
 ------------------------------------------------------------------------------------------ */
-bool _mi_thread_validate(const mi_heap_t* heap) {
+bool _mi_validate_thread(const mi_heap_t* heap) {
   if (!mi_heap_is_initialized(heap)) return true;
   mi_tld_t* tld = heap->tld;
-  for (const mi_heap_t* h = tld->heaps; h != NULL; h = h->next) _mi_heap_validate(h);
-  _mi_subproc_validate(tld->subproc);
-  _mi_arenas_validate();
-  _mi_stats_validate(&tld->stats, true);
-  _mi_stats_validate(&_mi_stats_main, false);
+  for (const mi_heap_t* h = tld->heaps; h != NULL; h = h->next) _mi_validate_heap(h);
+  _mi_validate_subproc(tld->subproc);
+  _mi_validate_arenas();
+  _mi_validate_stats(&tld->stats, true);
+  _mi_validate_stats(&_mi_stats_main, false);
   return true;
 }
 #endif

@@ -16,10 +16,19 @@ docs/design.md's layer table and list of the hooks are generated from LAYERS and
 (between their markers), so they cannot disagree: the check fails when either differs, and
 --write-doc rewrites them.
 
+Names: every name of src/ with external linkage that starts with _mi_ (a function or a global)
+starts with a prefix of the file that defines it (PREFIXES), so a reader knows where to look. A
+prefix belongs to one file (the platform files of prim/, which define the same functions of
+prim/prim.h, share theirs); where prefixes nest, the longest that matches names the file
+(_mi_segment_map_ is segment-map.c's, _mi_segment_ segment.c's). The output functions
+(OUTPUT_NAMES) are the one set of names that do not follow the rule. docs/design.md's table of
+the prefixes is generated from PREFIXES and OUTPUT_NAMES like the layer table.
+
 usage: test/layers.py [--write-doc] [SRC_DIR]   (default: the src/ beside this script's directory)
 Exit status 0 when every up-call is a listed hook, every listed hook is still used, observe.h
-declares exactly OBSERVE_HOOKS and the design document shows exactly LAYERS and the hooks; 1
-otherwise, with one line per offence."""
+declares exactly OBSERVE_HOOKS, every external _mi_ name has its file's prefix and the design
+document shows exactly LAYERS, the hooks and the prefixes; 1 otherwise, with one line per
+offence."""
 import os
 import re
 import sys
@@ -36,7 +45,7 @@ LAYERS = {
     "segment.c": 4, "abandon.c": 4, "page.c": 4, "purger.c": 4,
     # The checks of checked builds and the trackers act on pages and blocks from the page layer up.
     "debug.c": 4, "secure.c": 4, "track.c": 4,
-    "heap.c": 5, "init.c": 5, "sheap.c": 5,
+    "heap.c": 5, "init.c": 5, "static-alloc.c": 5, "sheap.c": 5,
     # Guarded objects are allocations of their own (they call malloc and free).
     "alloc.c": 6, "free.c": 6, "aligned.c": 6, "guarded.c": 6,
     # The profiler's counted entry points (malloc, calloc, operator new that count bytes) are entry
@@ -61,7 +70,7 @@ LAYER_NAMES = {
     3: "arenas and the segment map, with the purge of free arena blocks",
     4: "segments and pages, abandonment, the purger thread (the due purges of both); the checks of "
        "checked builds, secure builds' checks and the trackers",
-    5: "heaps, shared heaps, and the thread and process life cycle",
+    5: "heaps, shared heaps, the thread and process life cycle, and the static allocation of what libc allocates for us",
     6: "allocation and free, aligned allocation, guarded objects",
     7: "API and override: POSIX and C++ entry points, the profiler's counted entry points, the symbols of the header's v3 mode (`MI_V3_API`, "
        "docs/v3-api.md); Windows' static override and redirecting DLL, objects of their own on the public API",
@@ -115,7 +124,7 @@ HOOKS = {
     ("sheap.c", "mi_free"): "and are freed as blocks",
     # Static allocation (while the allocator itself calls libc) falls back on the slow path of
     # its heap when its room is used up.
-    ("init.c", "_mi_malloc_generic"): "static allocation falls back on its heap",
+    ("static-alloc.c", "_mi_malloc_generic"): "static allocation falls back on its heap",
     # A scheduled arena purge wakes the purger thread (which runs the purges of both layers).
     ("arena-purge.c", "_mi_purger_notify"): "a scheduled arena purge wakes the purger",
     # MIMALLOC_VERBOSE on Windows: one block through the program's malloc tells whether the static
@@ -133,7 +142,7 @@ HOOKS = {
     ("purger.c", "_mi_static_alloc_begin"): "pthread_create allocates: the purger starts its thread under static allocation",
     ("purger.c", "_mi_static_alloc_end"): "the end of that static allocation",
     # Output: messages of threads other than the one that started the process name their thread.
-    ("options.c", "_mi_is_main_thread"): "messages of other threads than the process' first name their thread",
+    ("options.c", "_mi_thread_is_main"): "messages of other threads than the process' first name their thread",
     # Guarded objects (MI_GUARDED builds) are per heap.
     ("heap.c", "_mi_guarded_heap_init"): "a new heap takes the guarded-sampling options",
     ("heap.c", "_mi_guarded_quarantine_flush"): "a forced collect empties the quarantine of freed guarded objects",
@@ -144,6 +153,53 @@ HOOKS = {
     ("prof-entry.c", "_mi_prof_counted_slow"): "the profiler's counted entry points: their slow path is the profiler's",
     ("prof-entry.c", "_mi_prof_counted_due"): "the profiler's counted entry points: their sample is the profiler's",
 }
+
+# The prefixes of the names with external linkage each file defines (functions and globals that
+# start with _mi_; public mi_ names are the API's). A prefix names its file, or the one concept
+# the file holds where that is what a reader looks for (init.c: the process, its threads and
+# subprocesses; alloc.c: malloc and realloc). Every file of LAYERS has an entry (also the ones
+# that define no such name today, so that a new one has its prefix), and so has the C++ file.
+# The C++ glue of the new-handler (outside LAYERS, which has the C files) is new.c's, in its layer.
+CXX_FILES = {"new-handler.cpp": "new.c"}
+PREFIXES = {
+    # The platform files define the functions of prim/prim.h, one of them per build.
+    "prim/unix.c": ["_mi_prim_"], "prim/windows.c": ["_mi_prim_"], "prim/failinject.c": ["_mi_prim_"],
+    "prim/sched-fuzz.c": ["_mi_sched_"],
+    "options.c": ["_mi_option_", "_mi_options_"],   # and OUTPUT_NAMES
+    "stats.c": ["_mi_stat_", "_mi_stats_"],
+    "static.c": ["_mi_static_"],
+    "os.c": ["_mi_os_"], "bitmap.c": ["_mi_bitmap_"], "random.c": ["_mi_random_"],
+    "arena.c": ["_mi_arena_", "_mi_arenas_"], "arena-purge.c": ["_mi_arena_purge_", "_mi_arenas_purge_"],
+    "segment-map.c": ["_mi_segment_map_"],
+    "segment.c": ["_mi_segment_", "_mi_segments_"], "abandon.c": ["_mi_abandoned_"], "page.c": ["_mi_page_"],
+    "purger.c": ["_mi_purger_"],
+    "debug.c": ["_mi_debug_"], "secure.c": ["_mi_secure_"], "track.c": ["_mi_track_"],
+    "heap.c": ["_mi_heap_"], "init.c": ["_mi_process_", "_mi_thread_", "_mi_subproc_", "_mi_subprocs_"],
+    "static-alloc.c": ["_mi_static_alloc_"], "sheap.c": ["_mi_sheap_", "_mi_sheaps_"],
+    "alloc.c": ["_mi_alloc_", "_mi_malloc_", "_mi_realloc_"], "free.c": ["_mi_free_"],
+    "aligned.c": ["_mi_aligned_"], "guarded.c": ["_mi_guarded_"],
+    "posix.c": ["_mi_posix_"], "new.c": ["_mi_new_"], "new-handler.cpp": ["_mi_new_handler_"],
+    "override.c": ["_mi_override_"], "v3.c": ["_mi_v3_"], "prof-entry.c": ["_mi_prof_entry_"],
+    "override-windows.c": ["_mi_override_windows_"], "redirect-windows.c": ["_mi_redirect_"],
+    "observe.c": ["_mi_observe_"], "prof.c": ["_mi_prof_"], "prof-samples.c": ["_mi_prof_samples_"],
+    "prof-stack.c": ["_mi_prof_stack_"], "prof-write.c": ["_mi_prof_write_"], "live.c": ["_mi_live_"],
+    "leaks.c": ["_mi_leaks_"], "stats-print.c": ["_mi_stats_print_"], "stats-v3.c": ["_mi_stats_v3_"],
+    "validate.c": ["_mi_validate_"],
+}
+
+# The one set of names that carry no file's prefix: the output of options.c. Every layer calls
+# them (some 200 call sites in 25 files), they read as what they do (the printf family and its
+# levels of message), and they are the names mimalloc gives the same functions; a prefix would
+# lengthen every message line and tell a reader nothing they do not know. Their file is options.c.
+OUTPUT_FILE = "options.c"
+OUTPUT_NAMES = ["_mi_message", "_mi_error_message", "_mi_warning_message", "_mi_warning_always",
+                "_mi_verbose_message", "_mi_trace_message", "_mi_fputs", "_mi_snprintf",
+                "_mi_vsnprintf", "_mi_assert_fail"]
+
+# Names with external linkage that need not carry their file's prefix: (file, name) -> why.
+NAME_EXEMPT = {
+}
+
 
 IDENT = re.compile(r"[A-Za-z_]\w*")
 # An identifier in a body that is not a member (page->free, s.size): a call, or a function's address.
@@ -270,10 +326,105 @@ def pending_ok(text, brace):
     return pending is not None and re.fullmatch(r"[\s\w]*", text[pending_end:brace]) is not None
 
 
+def statements(text):
+    """The declarations at file scope of a stripped text: (text before its ';' or '{', which)."""
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c == "{":
+            if depth == 0:
+                out.append((text[start:i], "{"))
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                start = i + 1
+        elif c == ";" and depth == 0:
+            out.append((text[start:i], ";"))
+            start = i + 1
+    return out
+
+
+def external_names(text):
+    """The _mi_ names a source text defines with external linkage: functions with a body and
+    globals, neither static (nor, for a global, extern: a declaration)."""
+    out = []
+    for head, ender in statements(strip(text)):
+        head = " ".join(head.split())
+        if not head or re.search(r"\b(static|typedef)\b", head):
+            continue
+        decl, init = head.split("=", 1)[0], "=" in head
+        fn = re.search(r"\b(_mi_\w+)\s*\(", decl)
+        if fn and not init:
+            if ender == "{":
+                out.append(fn.group(1))   # a function's definition (a prototype otherwise)
+            continue
+        if (ender == "{" and not init) or re.search(r"\bextern\b", head):
+            continue                      # a structure, or a declaration
+        names = re.findall(r"\b(_mi_\w+)\b", decl)
+        if names:
+            out.append(names[-1])
+    return out
+
+
+def prefix_owner(name):
+    """(the longest prefix of PREFIXES or name of OUTPUT_NAMES that name starts with, the files
+    it belongs to), or (None, [])."""
+    best, files = None, []
+    for rel, prefixes in PREFIXES.items():
+        for p in prefixes:
+            if name.startswith(p) and (best is None or len(p) > len(best)):
+                best, files = p, [rel]
+            elif p == best:
+                files.append(rel)
+    if name in OUTPUT_NAMES:
+        return name, [OUTPUT_FILE]
+    return best, files
+
+
+def check_names(src):
+    """Offences against PREFIXES: a file without prefixes, a prefix of two files, an external
+    _mi_ name whose longest matching prefix is not its file's, a stale exemption."""
+    bad, seen = [], {}
+    for rel in list(LAYERS) + list(CXX_FILES):
+        if rel not in PREFIXES:
+            bad.append(f"{rel}: no prefixes in PREFIXES (test/layers.py)")
+    for rel, prefixes in PREFIXES.items():
+        for p in prefixes:
+            if not p.startswith("_mi_") or not p.endswith("_"):
+                bad.append(f"{rel}: prefix {p} must start with _mi_ and end with _")
+            other = seen.setdefault(p, rel)
+            if other != rel and not (other.startswith("prim/") and rel.startswith("prim/")):
+                bad.append(f"prefix {p} is both {other}'s and {rel}'s")
+    exempt_used, checked = set(), 0
+    for rel in sorted(set(PREFIXES) - set(LAYERS) - set(CXX_FILES)):
+        bad.append(f"{rel} is in PREFIXES but has no layer")
+    for rel in PREFIXES:
+        path = os.path.join(src, rel)
+        if not os.path.exists(path):
+            bad.append(f"{rel} is in PREFIXES but not in {src}")
+            continue
+        for name in sorted(set(external_names(open(path, encoding="utf-8").read()))):
+            checked += 1
+            prefix, files = prefix_owner(name)
+            if rel in files:
+                continue
+            if (rel, name) in NAME_EXEMPT:
+                exempt_used.add((rel, name))
+                continue
+            whose = f" ({prefix} is {', '.join(files)}'s)" if prefix else ""
+            bad.append(f"{rel}: {name} does not start with a prefix of {rel} "
+                       f"({', '.join(PREFIXES[rel])}){whose}: rename it")
+    for key in sorted(set(NAME_EXEMPT) - exempt_used):
+        bad.append(f"exemption {key[0]}: {key[1]} is no longer needed: remove it from NAME_EXEMPT")
+    return bad, checked
+
+
 DOC_BEGIN = "<!-- hooks: generated by test/layers.py --write-doc from its HOOKS; edit those -->"
 DOC_END = "<!-- end of hooks -->"
 TABLE_BEGIN = "<!-- layers: generated by test/layers.py --write-doc from its LAYERS; edit those -->"
 TABLE_END = "<!-- end of layers -->"
+NAMES_BEGIN = "<!-- prefixes: generated by test/layers.py --write-doc from its PREFIXES; edit those -->"
+NAMES_END = "<!-- end of prefixes -->"
 
 
 def hooks_markdown():
@@ -304,6 +455,24 @@ def layers_markdown():
     return "\n".join(lines)
 
 
+def prefixes_markdown():
+    """The prefix table of docs/design.md: per layer, each file with its prefixes."""
+    lines = [NAMES_BEGIN, "| layer | file (`src/`) | prefixes of its `_mi_` names |", "|---|---|---|"]
+    layer = lambda rel: LAYERS[CXX_FILES.get(rel, rel)]
+    for rel in sorted(list(LAYERS) + list(CXX_FILES), key=layer):
+        names = ", ".join(f"`{p}`" for p in PREFIXES.get(rel, []))
+        if rel == OUTPUT_FILE:
+            names += "; and the output functions " + ", ".join(f"`{n}`" for n in OUTPUT_NAMES)
+        lines.append(f"| {layer(rel)} | `{rel}` | {names} |")
+    if NAME_EXEMPT:
+        lines.append("")
+        lines.append("Exempt from the rule:")
+        for (rel, name), why in NAME_EXEMPT.items():
+            lines.append(f"- `{name}` (`{rel}`): {why}.")
+    lines.append(NAMES_END)
+    return "\n".join(lines)
+
+
 def check_doc(doc_path, write):
     """Reasons docs/design.md's generated parts (the layer table, the hook list) differ from
     LAYERS and HOOKS (none after rewriting them, with write)."""
@@ -312,7 +481,8 @@ def check_doc(doc_path, write):
     text = open(doc_path, encoding="utf-8").read()
     why, changed = [], False
     for begin, end, wanted, what in ((TABLE_BEGIN, TABLE_END, layers_markdown(), "layer table"),
-                                     (DOC_BEGIN, DOC_END, hooks_markdown(), "hook list")):
+                                     (DOC_BEGIN, DOC_END, hooks_markdown(), "hook list"),
+                                     (NAMES_BEGIN, NAMES_END, prefixes_markdown(), "prefix table")):
         b, e = text.find(begin), text.find(end)
         if b < 0 or e < b:
             why.append(f"{doc_path} has no {what} between the markers {begin!r} and {end!r}")
@@ -415,11 +585,13 @@ def main():
     for hook in sorted(set(OBSERVE_HOOKS)):
         if owner.get(hook) != OBSERVE_FILE:
             bad.append(f"observer hook {hook} is not defined in {OBSERVE_FILE}")
+    names_bad, names_checked = check_names(src)
+    bad += names_bad
     bad += check_doc(os.path.join(src, "..", "docs", "design.md"), write)
     for line in bad:
         print(line)
     print(f"layers.py: {len(owner)} functions in {len(LAYERS)} files, {len(used)} hooks used "
-          f"({len(OBSERVE_HOOKS)} of them the observers'), "
+          f"({len(OBSERVE_HOOKS)} of them the observers'), {names_checked} external _mi_ names checked, "
           f"{len(bad)} offence(s)")
     return 1 if bad else 0
 

@@ -67,11 +67,11 @@ extern _Atomic(size_t) _mi_arenas_purge_pending;   /* some arena may have a purg
 /* The due purges (all with force); thread-safe. try_purge never waits: an arena whose pass is in
    progress elsewhere is left to that pass (the allocator's own activity, the purger). collect
    (mi_collect) waits for such a pass, so the due purges are done when it returns. */
-void       _mi_arenas_try_purge(bool force);
-void       _mi_arenas_collect(bool force);
-void       _mi_arenas_fork_prepare(void);   /* no arena purge pass runs across a fork */
-void       _mi_arenas_fork_release(void);   /* parent and child */
-void       _mi_arenas_show_purge_policy(void);   /* the verbose line of the purge policy (start-up) */
+void       _mi_arenas_purge_try(bool force);
+void       _mi_arenas_purge_collect(bool force);
+void       _mi_arenas_purge_fork_prepare(void);   /* no arena purge pass runs across a fork */
+void       _mi_arenas_purge_fork_release(void);   /* parent and child */
+void       _mi_arenas_purge_show_policy(void);   /* the verbose line of the purge policy (start-up) */
 
 /* ------------------------------------------------------------------------------------------
    The arena descriptor, and the helpers arena.c and arena-purge.c share (no other file uses
@@ -137,13 +137,13 @@ static inline uint8_t* _mi_arena_start(mi_arena_t* arena) {   /* NULL while rele
 bool       _mi_arena_mem_decommit(mi_arena_t* arena, void* p, size_t size, bool purge);
 /* Blocks [idx, idx+count) the caller holds in use (claimed) and gives back: their purge is
    scheduled after the delay (done now with purge_delay 0; never for a pinned arena). */
-void       _mi_arena_schedule_purge(mi_arena_t* arena, size_t idx, size_t count);
+void       _mi_arena_purge_schedule(mi_arena_t* arena, size_t idx, size_t count);
 /* Blocks [idx, idx+count) the caller just claimed for use: their pending purge is cancelled
    (and one done shortly before counts as done in vain: the budget grows). */
-void       _mi_arena_unschedule_purge(mi_arena_t* arena, size_t idx, size_t count);
+void       _mi_arena_purge_unschedule(mi_arena_t* arena, size_t idx, size_t count);
 /* An arena reserved on demand became entirely free: a pass releases it after the delay if it
    is still free then (never with purge_delay < 0). */
-void       _mi_arena_schedule_release(mi_arena_t* arena);
+void       _mi_arena_purge_schedule_release(mi_arena_t* arena);
 
 /* ------------------------------------------------------------------------------------------
    purger.c: the background thread that runs due purges (MIMALLOC_PURGE_THREAD)

@@ -74,8 +74,8 @@ void _mi_assert_fail(const char* assertion, const char* fname, unsigned line, co
    init.c: process and thread life cycle
 ------------------------------------------------------------------------------------------ */
 extern const mi_page_t  _mi_page_empty;           /* free == NULL: always takes the slow path */
-extern const mi_heap_t  _mi_heap_empty;           /* default heap of uninitialised threads */
-extern mi_heap_t        _mi_heap_main;            /* backing heap of the first thread */
+extern const mi_heap_t  _mi_thread_empty_heap;    /* default heap of uninitialised threads */
+extern mi_heap_t        _mi_thread_main_heap;     /* backing heap of the first thread */
 extern mi_subproc_t     _mi_subproc_main;
 #if defined(_WIN32) && defined(__x86_64__) && defined(__GNUC__)
 /* Windows x64: mingw-w64's gcc has only emulated TLS (a call into libgcc per access, which
@@ -83,39 +83,39 @@ extern mi_subproc_t     _mi_subproc_main;
    it sits in the image's TLS template (section .tls$MI, between the CRT's _tls_start in .tls
    and _tls_end in .tls$ZZZ) and is reached through the TEB's ThreadLocalStoragePointer
    (%gs:0x58) indexed by the image's _tls_index, at its section-relative offset (SECREL32).
-   Never access _mi_heap_default directly there: only through _mi_heap_default_ptr(). */
+   Never access _mi_thread_default_heap directly there: only through _mi_thread_default_heap_ptr(). */
 #define MI_TLS_PE 1
-extern mi_heap_t* _mi_heap_default;
-static inline mi_heap_t** _mi_heap_default_ptr(void) {
+extern mi_heap_t* _mi_thread_default_heap;
+static inline mi_heap_t** _mi_thread_default_heap_ptr(void) {
   uintptr_t idx, tls;
   mi_heap_t** p;
   __asm__("movl _tls_index(%%rip), %k0" : "=r"(idx));
   __asm__("movq %%gs:0x58, %0" : "=r"(tls));
-  __asm__("leaq _mi_heap_default@SECREL32(%1), %0" : "=r"(p) : "r"(((char**)tls)[idx]));
+  __asm__("leaq _mi_thread_default_heap@SECREL32(%1), %0" : "=r"(p) : "r"(((char**)tls)[idx]));
   return p;
 }
 #else
 /* The fast paths' thread-local data, at one TLS address: the default heap, and beside it what
    the profiler's counted entry points read (prof-entry.c; one GOT load serves all three). */
 typedef struct mi_thread_tls_s {
-  mi_heap_t* heap;         /* the default heap: &_mi_heap_empty until the thread is set up */
+  mi_heap_t* heap;         /* the default heap: &_mi_thread_empty_heap until the thread is set up */
   size_t     prof_left;    /* bytes the counted entry points may allocate before the next sample */
   mi_page_t* const* prof_direct;   /* == mi_heap_direct_real(heap) (prof-hook.h): set with the
-                                      heap (_mi_heap_set_default_direct), and again when the
+                                      heap (_mi_thread_set_default_heap), and again when the
                                       default heap's profiler comes or goes (prof.c) */
 } mi_thread_tls_t;
-extern mi_decl_thread mi_thread_tls_t _mi_tls;
+extern mi_decl_thread mi_thread_tls_t _mi_thread_tls;
 #endif
 extern bool             _mi_process_is_initialized;
 
-void       _mi_heap_set_default_direct(mi_heap_t* heap);
-bool       _mi_is_main_thread(void);              /* the thread that initialised the process (or none yet) */
+void       _mi_thread_set_default_heap(mi_heap_t* heap);
+bool       _mi_thread_is_main(void);              /* the thread that initialised the process (or none yet) */
 void       _mi_thread_done(mi_heap_t* heap);       /* called at thread exit with the backing heap */
 mi_msecs_t _mi_process_elapsed(void);            /* milliseconds since the process started */
 
 /* musl's pthread_atfork mallocs a record for each handler set it registers (40 bytes) and never
    frees it; glibc keeps the first ones in static storage. MI_ATFORK_RECORDS: the records libc
-   allocates while we register our fork handlers come from static storage (init.c), not from
+   allocates while we register our fork handlers come from static storage (static-alloc.c), not from
    the heap. (musl defines no macro of its own: Linux without glibc and not Android.) */
 #if defined(__linux__) && !defined(__GLIBC__) && !defined(__ANDROID__)
 #define MI_ATFORK_RECORDS  1
@@ -123,14 +123,14 @@ mi_msecs_t _mi_process_elapsed(void);            /* milliseconds since the proce
 #define MI_ATFORK_RECORDS  0
 #endif
 /* Static allocation: between begin and end, the calling thread's allocations come from a small
-   static room (init.c), not from a heap: for what libc allocates on our behalf inside a call we
+   static room (static-alloc.c), not from a heap: for what libc allocates on our behalf inside a call we
    make at a point where no heap may be touched (musl's fork-handler records with
    MI_ATFORK_RECORDS; pthread_create's TLS vector for the purger thread). Never counted, never
    freed (free ignores it). One thread at a time; not nested. */
 extern _Atomic(uintptr_t) _mi_static_alloc_thread;  /* the thread between begin and end, or 0 */
 void       _mi_static_alloc_begin(void);
 void       _mi_static_alloc_end(void);
-void*      _mi_static_alloc(size_t size, bool zero, size_t huge_alignment, size_t align_offset);
+void*      _mi_static_alloc_block(size_t size, bool zero, size_t huge_alignment, size_t align_offset);
 bool       _mi_static_alloc_contains(const void* p);
 
 /* ------------------------------------------------------------------------------------------
@@ -146,8 +146,8 @@ void       _mi_warning_always(const char* fmt, ...);    /* about the user's sett
 void       _mi_error_message(int err, const char* fmt, ...);
 int        _mi_vsnprintf(char* buf, size_t bufsize, const char* fmt, va_list args);
 int        _mi_snprintf(char* buf, size_t bufsize, const char* fmt, ...);
-void       _mi_deferred_free(mi_heap_t* heap, bool force);
-bool       _mi_env_flag(const char* name);   /* a boolean MIMALLOC_ setting outside the option table */
+void       _mi_options_deferred_free(mi_heap_t* heap, bool force);
+bool       _mi_option_env_flag(const char* name);   /* a boolean MIMALLOC_ setting outside the option table */
 
 /* leaks.c */
 void       _mi_leaks_report(void);           /* MIMALLOC_SHOW_LEAKS at exit */
@@ -278,7 +278,7 @@ void       _mi_page_queue_remove(mi_page_queue_t* pq, mi_page_t* page);
 size_t     _mi_page_queue_append(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_queue_t* append);
 mi_page_queue_t* _mi_page_queue_of(const mi_page_t* page);
 void       _mi_page_collect_retired(mi_heap_t* heap, bool force);
-size_t     _mi_bin_size(size_t bin);
+size_t     _mi_page_bin_size(size_t bin);
 mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p);   /* the block p points into */
 
 /* ------------------------------------------------------------------------------------------
@@ -320,13 +320,13 @@ bool       _mi_heap_is_foreign(const mi_heap_t* heap, const char* call);
    alloc.c / free.c / aligned.c
 ------------------------------------------------------------------------------------------ */
 void*      _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) mi_decl_noinline;
-void*      _mi_heap_malloc_zero(mi_heap_t* heap, size_t size, bool zero);            /* may sample (guarded.c) */
-void*      _mi_heap_malloc_zero_unsampled(mi_heap_t* heap, size_t size, bool zero);   /* never a guarded object */
-void*      _mi_heap_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post);
-void*      _mi_heap_malloc_zero_aligned_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero);
+void*      _mi_malloc_zero(mi_heap_t* heap, size_t size, bool zero);                 /* may sample (guarded.c) */
+void*      _mi_malloc_zero_unsampled(mi_heap_t* heap, size_t size, bool zero);        /* never a guarded object */
+void*      _mi_realloc_zero(mi_heap_t* heap, void* p, size_t newsize, bool zero, size_t* usable_pre, size_t* usable_post);
+void*      _mi_aligned_malloc_zero_at(mi_heap_t* heap, size_t size, size_t alignment, size_t offset, bool zero);
 void       _mi_free_delayed_block(mi_block_t* block);
 void       _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) mi_decl_noinline;
-size_t     _mi_usable_size(const void* p);
+size_t     _mi_free_usable_size(const void* p);
 
 /* ------------------------------------------------------------------------------------------
    guarded.c (MI_GUARDED builds): sampled objects placed against a guard page
@@ -345,7 +345,7 @@ void       _mi_guarded_quarantine_flush(void);   /* release every quarantined ob
 #define MI_GUARDED_BLOCK_MIN  (2*MI_SECURE_GUARD_SIZE)
 #define mi_page_may_have_guarded(page)  (mi_page_has_aligned(page) && (page)->block_size >= MI_GUARDED_BLOCK_MIN)
 #endif
-void       _mi_block_zero_init(const mi_page_t* page, void* p);
+void       _mi_alloc_block_zero_init(const mi_page_t* page, void* p);
 /* Move a block's contents to newp after a reallocation; with `zero`, newp's tail is zeroed. */
 void       _mi_realloc_copy(void* newp, const void* p, size_t size, size_t newsize, bool zero);
 
@@ -367,7 +367,7 @@ void       _mi_stats_merge_thread(mi_tld_t* tld);     /* add the thread's figure
 void       _mi_stats_sum(mi_stats_data_t* dst, const mi_stats_data_t* src);   /* dst += src, peaks too (plain memory) */
 void       _mi_stats_snapshot(mi_stats_data_t* copy);   /* the process totals as they are (relaxed loads) */
 /* stats-print.c: the ways out of the figures (printing, JSON, mi_stats_get) */
-size_t     _mi_stats_json_now(char* buf, size_t size);   /* the process JSON now; its length */
+size_t     _mi_stats_print_json_now(char* buf, size_t size);   /* the process JSON now; its length */
 /* A bounded text writer (stats-print.c) that counts what does not fit, so the same code measures a
    text's size or fills a buffer; each piece under 256 characters. */
 typedef struct mi_json_s {
@@ -375,13 +375,13 @@ typedef struct mi_json_s {
   size_t size;
   size_t len;      /* characters produced so far, also beyond size */
 } mi_json_t;
-void       _mi_json_add(mi_json_t* json, const char* fmt, ...);
-void       _mi_json_count(mi_json_t* json, const char* name, const mi_stat_count_t* stat);   /* ,"name": {total, peak, current} */
+void       _mi_stats_print_json_add(mi_json_t* json, const char* fmt, ...);
+void       _mi_stats_print_json_count(mi_json_t* json, const char* name, const mi_stat_count_t* stat);   /* ,"name": {total, peak, current} */
 /* a document into buf, or into a new block (buf NULL or buf_size 0); NULL if it does not fit */
-char*      _mi_json_render(void (*render)(mi_json_t* json, void* arg), void* arg, size_t buf_size, char* buf);
-void       _mi_process_info_get(mi_process_info_t* info);
-void       _mi_stats_process_now(mi_stats_data_t* data);   /* the process' figures, the calling thread's merged */
-void       _mi_stats_fold_bins(const mi_stat_count_t* bins, mi_stat_count_t* public_bins);   /* into mimalloc's bin numbering */
+char*      _mi_stats_print_json_render(void (*render)(mi_json_t* json, void* arg), void* arg, size_t buf_size, char* buf);
+void       _mi_stats_print_process_info_get(mi_process_info_t* info);
+void       _mi_stats_print_process_now(mi_stats_data_t* data);   /* the process' figures, the calling thread's merged */
+void       _mi_stats_print_fold_bins(const mi_stat_count_t* bins, mi_stat_count_t* public_bins);   /* into mimalloc's bin numbering */
 
 /* live.c: live statistics in shared memory for a viewer (MIMALLOC_LIVE) */
 extern bool _mi_live_enabled;                       /* atomic: set once at start, cleared at exit */
@@ -404,13 +404,13 @@ static inline void mi_live_enter(mi_tld_t* tld) {
 static inline void mi_live_leave(mi_tld_t* tld) {
   if (mi_unlikely(tld->live_watched) && --tld->live_depth == 0) mi_lock_release(&tld->live_lock);
 }
-void       _mi_stats_at_exit(void);                    /* show_stats, verbose, stats JSON */
+void       _mi_stats_print_at_exit(void);              /* show_stats, verbose, stats JSON */
 
 /* stats-print.c: the statistics as text, from a snapshot and the process information of the
    same moment; `thread`: the figures are the calling thread's own (mi_thread_stats_print_out). */
 void       _mi_stats_print_text(const mi_stats_data_t* stats, const mi_process_info_t* info, bool thread,
                                 mi_output_fun* out, void* arg);
-void       _mi_process_info_print_text(const mi_process_info_t* info, mi_output_fun* out, void* arg);   /* mimalloc's two process lines */
+void       _mi_stats_print_process_info_text(const mi_process_info_t* info, mi_output_fun* out, void* arg);   /* mimalloc's two process lines */
 /* the readable layout under a title line of its own (a heap's or a subprocess' figures) */
 void       _mi_stats_print_titled(const mi_stats_data_t* stats, const mi_process_info_t* info, const char* title,
                                   mi_output_fun* out, void* arg);
@@ -466,17 +466,17 @@ void       _mi_debug_set_caller(const mi_page_t* page, const mi_block_t* block, 
    mi_assert_expensive(_mi_observe_check(...)) (observe.h); tests may call them in any debug build. See validate.c for who may
    call which.
 ------------------------------------------------------------------------------------------ */
-bool       _mi_page_validate(const mi_page_t* page);
-bool       _mi_heap_validate(const mi_heap_t* heap);           /* with its pages and their segments */
-bool       _mi_segment_validate(const mi_segment_t* segment);  /* with its segment map entries; takes its subprocess' lock */
-bool       _mi_segment_validate_locked(const mi_segment_t* segment);   /* the caller holds the lock */
-bool       _mi_segment_map_validate(const mi_segment_t* segment);
-bool       _mi_subproc_validate(mi_subproc_t* subproc);        /* free, purge and abandoned lists; takes the lock */
-bool       _mi_subproc_validate_locked(mi_subproc_t* subproc);
-bool       _mi_arena_memid_validate(const void* p, const mi_memid_t* memid);   /* blocks a segment holds */
-bool       _mi_arenas_validate(void);
-bool       _mi_stats_validate(const mi_stats_data_t* stats, bool thread);   /* thread: tld->stats (else the totals) */
-bool       _mi_thread_validate(const mi_heap_t* heap);         /* all of the above for this thread */
+bool       _mi_validate_page(const mi_page_t* page);
+bool       _mi_validate_heap(const mi_heap_t* heap);           /* with its pages and their segments */
+bool       _mi_validate_segment(const mi_segment_t* segment);  /* with its segment map entries; takes its subprocess' lock */
+bool       _mi_validate_segment_locked(const mi_segment_t* segment);   /* the caller holds the lock */
+bool       _mi_validate_segment_map(const mi_segment_t* segment);
+bool       _mi_validate_subproc(mi_subproc_t* subproc);        /* free, purge and abandoned lists; takes the lock */
+bool       _mi_validate_subproc_locked(mi_subproc_t* subproc);
+bool       _mi_validate_arena_memid(const void* p, const mi_memid_t* memid);   /* blocks a segment holds */
+bool       _mi_validate_arenas(void);
+bool       _mi_validate_stats(const mi_stats_data_t* stats, bool thread);   /* thread: tld->stats (else the totals) */
+bool       _mi_validate_thread(const mi_heap_t* heap);         /* all of the above for this thread */
 
 /* ------------------------------------------------------------------------------------------
    random.c
@@ -590,9 +590,9 @@ static inline uintptr_t _mi_thread_id(void) {
   return (uintptr_t)__builtin_thread_pointer();
 #else
 #if MI_TLS_PE
-  return (uintptr_t)_mi_heap_default_ptr();
+  return (uintptr_t)_mi_thread_default_heap_ptr();
 #else
-  return (uintptr_t)&_mi_tls;
+  return (uintptr_t)&_mi_thread_tls;
 #endif
 #endif
 }
@@ -617,9 +617,9 @@ static inline bool _mi_thread_id_is(uintptr_t x) {
 
 static inline mi_heap_t* mi_prim_get_default_heap(void) {
 #if MI_TLS_PE
-  return *_mi_heap_default_ptr();
+  return *_mi_thread_default_heap_ptr();
 #else
-  return _mi_tls.heap;
+  return _mi_thread_tls.heap;
 #endif
 }
 
@@ -944,7 +944,7 @@ static mi_decl_always_inline void* mi_page_malloc_or(mi_heap_t* heap, mi_page_t*
   mi_track_mem_undefined(block, page->block_size);   /* for the writes below */
 #endif
   if (mi_unlikely(zero)) {
-    _mi_block_zero_init(page, block);
+    _mi_alloc_block_zero_init(page, block);
   }
 #if MI_PADDING || MI_STAT > 1
   _mi_debug_block_malloc(heap, page, block, size, zero);

@@ -19,7 +19,7 @@ void       _mi_observe_fork(mi_observe_fork_t phase);   /* prepare: observers ta
                                                            parent, child: they release them */
 /* One heartbeat from one place of the allocation slow path, every 4 * MI_GENERIC_WORK_EVERY
    calls; the caller tests mi_observe_beat_wanted() first. */
-static inline bool mi_observe_beat_wanted(void) { return mi_live_enabled() | (_mi_prof_interval != 0); }
+static inline bool mi_observe_beat_wanted(void) { return mi_live_enabled() | (_mi_prof_samples_interval != 0); }
 void       _mi_observe_heartbeat(mi_tld_t* tld);
 void       _mi_observe_collected(mi_tld_t* tld);       /* mi_collect finished (mi_live_enabled()) */
 mi_msecs_t _mi_observe_background(mi_msecs_t now);     /* the purger's thread: observers' due work;

@@ -23,7 +23,7 @@
 void*  _mi_prof_counted_due(size_t size, bool zero);   /* countdown at zero */
 void*  _mi_prof_counted_slow(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset);
                                                      /* no free block (prof-entry.c's mi_malloc_slow_fun) */
-size_t _mi_prof_entries_rebind(void);   /* the program's calls to the counted versions (override.c);
+size_t _mi_override_rebind_counted(void);   /* the program's calls to the counted versions (override.c);
                                            how many call slots */
 extern size_t _mi_prof_rate;   /* bytes between samples on average; 0: off (set once, with a release
                                   store after the profiler's store is ready) */
@@ -37,7 +37,7 @@ typedef struct mi_prof_head_s {
                                               pages_free_direct points at the proxies */
 } mi_prof_head_t;
 /* The heap's table of real first pages by word size (types.h, the heap's invariants), which
-   page.c's queue updates write and the counted entry points read (through _mi_tls.prof_direct):
+   page.c's queue updates write and the counted entry points read (through _mi_thread_tls.prof_direct):
    pages_free_direct itself, or with the profiler on in the heap the profiler's copy. */
 static inline mi_page_t** mi_heap_direct_real(mi_heap_t* heap) {
   return (heap->prof == NULL ? heap->pages_free_direct : ((mi_prof_head_t*)heap->prof)->direct);
@@ -57,15 +57,15 @@ mi_block_t* _mi_prof_leased(const mi_heap_t* heap, const mi_page_t* page);   /* 
 void*      _mi_prof_malloc(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset);
 double     _mi_prof_probability(double x);          /* 1 - exp(-x) */
 /* prof-samples.c: the samples, their stacks, the dumps */
-void       _mi_prof_init_env(void);                 /* MIMALLOC_PROFILE*, at process start */
-void       _mi_prof_record(void* p, size_t size, size_t counted, const uintptr_t* start);   /* p (usable
+void       _mi_prof_samples_init_env(void);         /* MIMALLOC_PROFILE*, at process start */
+void       _mi_prof_samples_record(void* p, size_t size, size_t counted, const uintptr_t* start);   /* p (usable
                              size bytes) was sampled, with the probability of `counted` bytes;
-                             owner thread; start: as for _mi_prof_backtrace */
-void       _mi_prof_freed(mi_page_t* page, mi_block_t* block);   /* a free into a page with samples */
-void       _mi_prof_page_gone(mi_page_t* page);     /* the page is released with samples in it */
-void       _mi_prof_periodic(void);                 /* MIMALLOC_PROFILE_INTERVAL: a dump if due */
-void       _mi_prof_process_done(void);             /* the dump at exit */
-size_t     _mi_prof_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uintptr_t skip_hi, const unsigned long long loader[2],
+                             owner thread; start: as for _mi_prof_stack_backtrace */
+void       _mi_prof_samples_freed(mi_page_t* page, mi_block_t* block);   /* a free into a page with samples */
+void       _mi_prof_samples_page_gone(mi_page_t* page);     /* the page is released with samples in it */
+void       _mi_prof_samples_periodic(void);         /* MIMALLOC_PROFILE_INTERVAL: a dump if due */
+void       _mi_prof_samples_process_done(void);     /* the dump at exit */
+size_t     _mi_prof_stack_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uintptr_t skip_hi, const unsigned long long loader[2],
                               const uintptr_t* start);   /* prof-stack.c; under the store lock */
 /* The stack walk may start at a frame the caller names: start[0..2] = the return address into
    it, the stack pointer after that return, and rbp then (x86-64's cached walk; NULL: from the
@@ -76,14 +76,14 @@ size_t     _mi_prof_backtrace(uintptr_t* pcs, size_t max, uintptr_t skip_lo, uin
 #elif !defined(MI_PROF_UNWIND_CACHE)
 #define MI_PROF_UNWIND_CACHE 0
 #endif
-void       _mi_prof_unwinder_load(bool may_load);   /* libgcc's unwinder, if loaded (may_load: dlopen it) */
-void       _mi_prof_loader_generation(unsigned long long counts[2]);   /* before taking the store lock */
-void       _mi_prof_loader_fork_prepare(void);   /* fork: no thread in the loader's lock (prof-stack.c) */
-void       _mi_prof_loader_fork_parent(void);
-void       _mi_prof_loader_fork_child(void);
+void       _mi_prof_stack_unwinder_load(bool may_load);   /* libgcc's unwinder, if loaded (may_load: dlopen it) */
+void       _mi_prof_stack_loader_generation(unsigned long long counts[2]);   /* before taking the store lock */
+void       _mi_prof_stack_loader_fork_prepare(void);   /* fork: no thread in the loader's lock (prof-stack.c) */
+void       _mi_prof_stack_loader_fork_parent(void);
+void       _mi_prof_stack_loader_fork_child(void);
 struct mi_json_s;
-void       _mi_prof_json(struct mi_json_s* json, size_t count);   /* the top sites for the live view */
-void       _mi_prof_fork_prepare(void);
-void       _mi_prof_fork_parent(void);
-void       _mi_prof_fork_child(void);
-extern mi_msecs_t _mi_prof_interval;                /* ms between periodic dumps; 0: none */
+void       _mi_prof_samples_json(struct mi_json_s* json, size_t count);   /* the top sites for the live view */
+void       _mi_prof_samples_fork_prepare(void);
+void       _mi_prof_samples_fork_parent(void);
+void       _mi_prof_samples_fork_child(void);
+extern mi_msecs_t _mi_prof_samples_interval;        /* ms between periodic dumps; 0: none */

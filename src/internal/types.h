@@ -304,7 +304,7 @@ typedef enum mi_delayed_e {
                                                    on the heap's delayed list count in used too)
      in use (segment_in_use): is_committed, not purge_pending; its blocks
        [page_start, page_start + reserved * block_size) lie in the page's area (segment.c,
-       _mi_segment_page_area); block_size is a bin size (_mi_bin_size), or reserved == capacity
+       _mi_segment_page_area); block_size is a bin size (_mi_page_bin_size), or reserved == capacity
        == 1 in a huge segment; slots segment_idx + 1 .. + slot_count - 1 are its span tails;
      used == 0 and segment_in_use  =>  the page can be returned to its segment;
      free_is_zero                  =>  every block in `free` is zero except its first word;
@@ -671,10 +671,10 @@ typedef struct mi_tld_s {
        pages_free_direct itself, or with the profiler on the profiler's copy in its state
        (prof->head.direct), which holds what pages_free_direct would: page.c's queue updates
        write through mi_heap_direct_real, and the counted entry points read it (prof-entry.c,
-       through _mi_tls.prof_direct while the heap is its thread's default);
+       through _mi_thread_tls.prof_direct while the heap is its thread's default);
      every page in pages[b] has xheap == this heap, and MI_PAGE_IN_FULL set iff b == MI_BIN_FULL;
      the queues are doubly linked (first->prev == NULL, each page->next->prev == page, last);
-     every page in pages[b] (b < MI_BIN_HUGE_INTERNAL) has block_size == _mi_bin_size(b);
+     every page in pages[b] (b < MI_BIN_HUGE_INTERNAL) has block_size == _mi_page_bin_size(b);
      page_count == total number of pages in all queues;
      tld == NULL  <=> the heap is the static empty heap of an uninitialised thread;
      tld == MI_SHEAP_MARK <=> it is not a heap but a shared heap (mi_sheap_t, which starts with

@@ -55,7 +55,7 @@ typedef struct mi_v3_stats_s {
 #undef MI_STAT_COUNTER
 
 /* stats-v3.c: the process' figures in v3's layout (mi_stats_get of a version-5 struct) */
-bool _mi_stats_get_v3(mi_v3_stats_t* stats);
+bool _mi_stats_v3_get(mi_v3_stats_t* stats);
 /* stats-print.c: the largest block size of v3's bin `bin` (exported; declared by v3 mode's header) */
 mi_decl_export size_t mi_stats_get_bin_size(size_t bin) mi_attr_noexcept;
 

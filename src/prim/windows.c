@@ -405,16 +405,16 @@ bool _mi_prim_random_buf(void* buf, size_t buf_len) {
 static DWORD         win_fls_key = FLS_OUT_OF_INDEXES;
 static _Atomic(int)  win_fls_state;   /* 0: none, 1: created */
 
-/* the "exited" flag: native TLS like _mi_heap_default (internal.h), valid through all TLS
+/* the "exited" flag: native TLS like _mi_thread_default_heap (internal.h), valid through all TLS
    callbacks and DLL notifications (gcc's emulated TLS may be freed by then: .CRT$XLD) */
 #if MI_TLS_PE
-__attribute__((section(".tls$MI"))) int _mi_win_thread_exited = 0;
+__attribute__((section(".tls$MI"))) int _mi_prim_win_thread_exited = 0;
 static inline int* win_thread_exited_ptr(void) {
   uintptr_t idx, tls;
   int* p;
   __asm__("movl _tls_index(%%rip), %k0" : "=r"(idx));
   __asm__("movq %%gs:0x58, %0" : "=r"(tls));
-  __asm__("leaq _mi_win_thread_exited@SECREL32(%1), %0" : "=r"(p) : "r"(((char**)tls)[idx]));
+  __asm__("leaq _mi_prim_win_thread_exited@SECREL32(%1), %0" : "=r"(p) : "r"(((char**)tls)[idx]));
   return p;
 }
 #else
@@ -455,7 +455,7 @@ static void NTAPI win_tls_exit(PVOID module, DWORD reason, PVOID reserved) {
    tlssup.c); `used` keeps the pointer in the object, and the linker keeps .CRT$ sections
    (KEEP in its script) of every object it links: this file always is (its functions are the
    OS layer), in the DLL and in an exe linked with the static library alike. */
-__attribute__((used, section(".CRT$XLY"))) const PIMAGE_TLS_CALLBACK _mi_win_tls_exit = &win_tls_exit;
+__attribute__((used, section(".CRT$XLY"))) const PIMAGE_TLS_CALLBACK _mi_prim_win_tls_exit = &win_tls_exit;
 
 void _mi_prim_thread_init_auto_done(void) {
   if (mi_atomic_load_acquire(&win_fls_state) != 0) return;

@@ -69,80 +69,80 @@ typedef struct case_s {
   void (*run)(void);
 } case_t;
 
-static void page_used(void)        { mi_page_t* p = small_page(); p->used++; _mi_page_validate(p); }
-static void page_capacity(void)    { mi_page_t* p = small_page(); p->capacity = p->reserved + 1; _mi_page_validate(p); }
+static void page_used(void)        { mi_page_t* p = small_page(); p->used++; _mi_validate_page(p); }
+static void page_capacity(void)    { mi_page_t* p = small_page(); p->capacity = p->reserved + 1; _mi_validate_page(p); }
 static void page_free_link(void) {
   mi_page_t* p = small_page();
   if (p->free == NULL) exit(3);
   mi_block_set_next(p, p->free, (mi_block_t*)(mi_page_start(p) + 1));   /* not a block start */
-  _mi_page_validate(p);
+  _mi_validate_page(p);
 }
 static void page_thread_free(void) {
   mi_page_t* p = small_page();
   const uintptr_t tf = mi_atomic_load_relaxed(&p->xthread_free);
   mi_atomic_store_relaxed(&p->xthread_free, mi_tf_with_count(tf, mi_tf_count(tf) + 1, mi_tf_delayed(tf)));
-  _mi_page_validate(p);
+  _mi_validate_page(p);
 }
 static void page_free_is_zero(void) {
   mi_page_t* p = small_page();
   if (p->free == NULL) exit(3);
   p->free_is_zero = 1;   /* a freed block (or a debug build's fill) is not zero */
-  _mi_page_validate(p);
+  _mi_validate_page(p);
 }
-static void page_heap_tag(void)    { mi_page_t* p = small_page(); p->heap_tag = 9; _mi_page_validate(p); }
+static void page_heap_tag(void)    { mi_page_t* p = small_page(); p->heap_tag = 9; _mi_validate_page(p); }
 static void page_owner(void) {
   mi_page_t* p = small_page();
   mi_atomic_store_relaxed(&p->xthread_id, mi_atomic_load_relaxed(&p->xthread_id) + 8);
-  _mi_page_validate(p);
+  _mi_validate_page(p);
 }
 
-static void heap_page_count(void)  { small_page(); mi_heap_t* h = heap_of_thread(); h->page_count++; _mi_heap_validate(h); }
+static void heap_page_count(void)  { small_page(); mi_heap_t* h = heap_of_thread(); h->page_count++; _mi_validate_heap(h); }
 static void heap_direct(void) {
   small_page();   /* blocks of 64 bytes: the direct entry of 64 bytes and the padding */
   mi_heap_t* h = heap_of_thread();
   h->pages_free_direct[_mi_wsize_from_size(64 + MI_PADDING_SIZE)] = (mi_page_t*)&_mi_page_empty;
-  _mi_heap_validate(h);
+  _mi_validate_heap(h);
 }
 static void heap_in_full(void) {
   mi_page_t* p = small_page();
   mi_page_set_in_full(p, true);   /* but it is in its bin's queue */
-  _mi_heap_validate(heap_of_thread());
+  _mi_validate_heap(heap_of_thread());
 }
 static void heap_page_sheap(void) {
   mi_page_t* p = small_page();   /* a default heap's page: no lists of its own (no shared heap) */
   mi_atomic_store_relaxed(&p->abandon_lists, (mi_abandoned_lists_t*)(void*)heap_of_thread());
-  _mi_heap_validate(heap_of_thread());
+  _mi_validate_heap(heap_of_thread());
 }
 static void heap_queue_last(void) {
   mi_page_t* p = small_page();
   mi_heap_t* h = heap_of_thread();
   h->pages[_mi_bin(p->block_size)].last = NULL;
-  _mi_heap_validate(h);
+  _mi_validate_heap(h);
 }
 
-static void segment_used(void)       { mi_segment_t* s = _mi_page_segment(small_page()); s->used++; _mi_segment_validate(s); }
-static void segment_slots_used(void) { mi_segment_t* s = _mi_page_segment(small_page()); s->slots_used += 2; _mi_segment_validate(s); }
-static void segment_cookie(void)     { mi_segment_t* s = _mi_page_segment(small_page()); s->cookie ^= 0x10; _mi_segment_validate(s); }
+static void segment_used(void)       { mi_segment_t* s = _mi_page_segment(small_page()); s->used++; _mi_validate_segment(s); }
+static void segment_slots_used(void) { mi_segment_t* s = _mi_page_segment(small_page()); s->slots_used += 2; _mi_validate_segment(s); }
+static void segment_cookie(void)     { mi_segment_t* s = _mi_page_segment(small_page()); s->cookie ^= 0x10; _mi_validate_segment(s); }
 static void segment_span_tail(void) {
   mi_segment_t* s = _mi_page_segment(small_page());
   s->pages[s->capacity - 1].span_tail = 1;   /* an unused slot (a fresh process uses the first ones) */
-  _mi_segment_validate(s);
+  _mi_validate_segment(s);
 }
-static void segment_abandoned(void) { mi_segment_t* s = _mi_page_segment(small_page()); s->abandoned++; _mi_segment_validate(s); }
-static void segment_listed(void)     { mi_page_t* p = small_page(); p->abandoned_listed = 1; _mi_segment_validate(_mi_page_segment(p)); }
+static void segment_abandoned(void) { mi_segment_t* s = _mi_page_segment(small_page()); s->abandoned++; _mi_validate_segment(s); }
+static void segment_listed(void)     { mi_page_t* p = small_page(); p->abandoned_listed = 1; _mi_validate_segment(_mi_page_segment(p)); }
 
 static void map_start(void) {
   mi_segment_t* s = _mi_page_segment(small_page());
   mi_atomic_store_relaxed(&_mi_segment_map_start[(uintptr_t)s >> MI_SEGMENT_SHIFT], (uint8_t)(s->page_shift + 1));
-  _mi_segment_map_validate(s);
+  _mi_validate_segment_map(s);
 }
 
-static void subproc_purge_count(void) { small_page(); mi_subproc_t* sp = heap_of_thread()->tld->subproc; mi_atomic_add_relaxed(&sp->purge_count, 1); _mi_subproc_validate(sp); }
+static void subproc_purge_count(void) { small_page(); mi_subproc_t* sp = heap_of_thread()->tld->subproc; mi_atomic_add_relaxed(&sp->purge_count, 1); _mi_validate_subproc(sp); }
 static void subproc_free_queue(void) {
   mi_segment_t* s = _mi_page_segment(small_page());
   if (!s->in_free_queue) exit(3);
   s->in_free_queue = false;
-  _mi_subproc_validate(s->subproc);
+  _mi_validate_subproc(s->subproc);
 }
 /* large blocks freed: their slots wait in the large purge queue, by deadline (a third one
    keeps the segment) */
@@ -159,24 +159,24 @@ static void subproc_purge_order(void) {
   mi_page_t* first = sp->purge[MI_PAGE_LARGE].first;
   if (first == NULL || first->next == NULL) { fprintf(stderr, "no purge queue\n"); exit(3); }
   first->purge_expire = first->next->purge_expire + 1000;
-  _mi_subproc_validate(sp);
+  _mi_validate_subproc(sp);
 }
 
 static void abandoned_count(void) {
   abandoned_page();
   _mi_subproc_main.abandoned_count++;
-  _mi_subproc_validate(&_mi_subproc_main);
+  _mi_validate_subproc(&_mi_subproc_main);
 }
 static void abandoned_flag(void) {
   mi_page_t* p = abandoned_page();
   p->abandoned_listed = 0;
   _mi_page_segment(p)->abandoned--;   /* (so the segment's count agrees: the list walk must see it) */
-  _mi_subproc_validate(&_mi_subproc_main);
+  _mi_validate_subproc(&_mi_subproc_main);
 }
 static void abandoned_page_form(void) {
   mi_page_t* p = abandoned_page();
   mi_atomic_store_relaxed(&p->xthread_free, mi_tf_make_empty(MI_NEVER_DELAYED_FREE));   /* the owned form */
-  _mi_subproc_validate(&_mi_subproc_main);
+  _mi_validate_subproc(&_mi_subproc_main);
 }
 
 static void arena_committed(void) {
@@ -186,14 +186,14 @@ static void arena_committed(void) {
   /* a held block's committed bit says how it was handed out: flip it */
   if (_mi_bitmap_is_all_set(a.committed, s->memid.block_index, 1)) _mi_bitmap_clear(a.committed, s->memid.block_index, 1);
   else _mi_bitmap_set(a.committed, s->memid.block_index, 1, NULL);
-  _mi_arena_memid_validate(s, &s->memid);
+  _mi_validate_arena_memid(s, &s->memid);
 }
 static void arena_inuse(void) {
   mi_segment_t* s = _mi_page_segment(small_page());
   mi_arena_view_t a;
   if (!arena_of(s, &a)) exit(3);
   _mi_bitmap_clear(a.inuse, s->memid.block_index, 1);
-  _mi_arena_memid_validate(s, &s->memid);
+  _mi_validate_arena_memid(s, &s->memid);
 }
 static void arena_purge(void) {
   mi_segment_t* s = _mi_page_segment(small_page());
@@ -202,7 +202,7 @@ static void arena_purge(void) {
   for (size_t i = 0; i < a.block_count; i++) {   /* a free block that is not committed */
     if (_mi_bitmap_is_all_set(a.inuse, i, 1) || _mi_bitmap_is_all_set(a.committed, i, 1)) continue;
     _mi_bitmap_set(a.purge, i, 1, NULL);
-    _mi_arenas_validate();
+    _mi_validate_arenas();
     return;
   }
   fprintf(stderr, "no free uncommitted arena block\n");
@@ -213,7 +213,7 @@ static void stats_negative(void) {
   small_page();
   mi_tld_t* t = heap_of_thread()->tld;
   t->stats.malloc_normal.current = -64;
-  _mi_stats_validate(&t->stats, true);
+  _mi_validate_stats(&t->stats, true);
 }
 
 /* clean: every validator on healthy structures returns */
@@ -226,13 +226,13 @@ static void clean_all(void) {
   mi_heap_t* h = heap_of_thread();
   mi_heap_t* h2 = mi_heap_new();
   keep[32] = mi_heap_malloc(h2, 100);
-  if (!_mi_page_validate(_mi_ptr_page(keep[0])) || !_mi_heap_validate(h) || !_mi_heap_validate(h2) ||
-      !_mi_segment_validate(_mi_ptr_segment(keep[31])) || !_mi_subproc_validate(h->tld->subproc) || !_mi_arenas_validate() || !_mi_thread_validate(h) ||
-      !_mi_arena_memid_validate(_mi_ptr_segment(keep[0]), &_mi_ptr_segment(keep[0])->memid) ||
-      !_mi_stats_validate(&h->tld->stats, true) || !_mi_stats_validate(&_mi_stats_main, false)) exit(1);
+  if (!_mi_validate_page(_mi_ptr_page(keep[0])) || !_mi_validate_heap(h) || !_mi_validate_heap(h2) ||
+      !_mi_validate_segment(_mi_ptr_segment(keep[31])) || !_mi_validate_subproc(h->tld->subproc) || !_mi_validate_arenas() || !_mi_validate_thread(h) ||
+      !_mi_validate_arena_memid(_mi_ptr_segment(keep[0]), &_mi_ptr_segment(keep[0])->memid) ||
+      !_mi_validate_stats(&h->tld->stats, true) || !_mi_validate_stats(&_mi_stats_main, false)) exit(1);
   mi_heap_delete(h2);
   mi_collect(true);   /* (adopts the abandoned page) */
-  if (!_mi_thread_validate(h)) exit(1);
+  if (!_mi_validate_thread(h)) exit(1);
   exit(0);
 }
 
@@ -250,7 +250,7 @@ static void heap_tag_moved(void) {
   mi_heap_visit_blocks(mi_heap_get_backing(), false, &tag_visitor, &seen);
   if (seen != 0) { fprintf(stderr, "an area of the backing heap reports heap_tag %d\n", seen); exit(1); }
   if (_mi_ptr_page(keep[0])->heap_tag != 0) { fprintf(stderr, "the moved page kept its tag\n"); exit(1); }
-  _mi_heap_validate(mi_heap_get_backing());
+  _mi_validate_heap(mi_heap_get_backing());
   exit(0);
 }
 
