@@ -5,7 +5,10 @@
 #       mimalloc-v3.pc, the CMake package files
 #   (b) test/install/consumer through find_package(mimalloc 2.1), linking mimalloc (must load
 #       the installed shared library) and mimalloc-static; the package's variables
-#   (c) find_package with unsuitable versions (3.0, 1.0, 2.99) must fail
+#   (c) find_package with unsuitable versions (1.0, 2.99, 3.99, 4.0, a range without 2.x or
+#       3.x's) must fail; with 3.0 (and the range 3.0...3.9) the v3 API answers: version
+#       v3_version, and the plain target mimalloc builds v3.c (it defines MI_V3_API); the range
+#       2.0...<4 takes v2
 #   (d) main.c built with `pkg-config --cflags --libs mimalloc`   (skipped without pkg-config)
 #   (e) main.c linked after the installed mimalloc.o (static override)
 #   (f) a unit in v3 mode (MI_V3_API: mimalloc-v3.h) linked with the installed library
@@ -19,7 +22,8 @@
 #       (skipped without pkg-config)
 #
 # usage: run-consumers.sh BUILD_DIR SOURCE_DIR C_COMPILER GENERATOR [--cmake=CMAKE]
-#          [--make-program=PROG] [--basename=mimalloc] --version=X.Y.Z --impl-version=X.Y.Z [--libdir=lib]
+#          [--make-program=PROG] [--basename=mimalloc] --version=X.Y.Z --v3-version=X.Y.Z
+#          --impl-version=X.Y.Z [--libdir=lib]
 #          [--includedir=include] [--override=1|0]
 # (ctest passes all of them; see CMakeLists.txt here)
 set -euo pipefail
@@ -38,6 +42,7 @@ for arg in "$@"; do
     --basename=*)     basename=${arg#*=} ;;
     --version=*)      version=${arg#*=} ;;
     --impl-version=*) impl_version=${arg#*=} ;;
+    --v3-version=*)   v3_version=${arg#*=} ;;
     --libdir=*)       libdir=${arg#*=} ;;
     --includedir=*)   includedir=${arg#*=} ;;
     --override=*)     override=${arg#*=} ;;
@@ -46,6 +51,7 @@ for arg in "$@"; do
 done
 [ -n "$version" ] || { echo "--version=X.Y.Z is required" >&2; exit 2; }
 [ -n "${impl_version:-}" ] || { echo "--impl-version=X.Y.Z is required" >&2; exit 2; }
+[ -n "${v3_version:-}" ] || { echo "--v3-version=X.Y.Z is required" >&2; exit 2; }
 IFS=. read -r major minor patch <<<"$version"
 numeric_version=$((major * 10000 + minor * 100 + patch))   # as MI_MALLOC_VERSION / mi_version()
 
@@ -141,7 +147,8 @@ for target in mimalloc mimalloc-static; do
 done
 
 # ---- (c) unsuitable versions: a configure that must fail, for the version and nothing else
-for wanted in 3.0 1.0 "$major.99"; do
+IFS=. read -r v3_major v3_minor _ <<<"$v3_version"
+for wanted in 1.0 "$major.99" "$v3_major.99" 4.0 "1.0...<2.0"; do
   step "(c) find_package(mimalloc $wanted REQUIRED) must fail"
   dir=$tmp/consumer-version-$wanted
   if "$cmake" -S "$consumer_src" -B "$dir" "${cmake_generator_args[@]}" \
@@ -152,6 +159,23 @@ for wanted in 3.0 1.0 "$major.99"; do
   grep -qF "$lib/cmake/mimalloc/mimalloc-config.cmake, version: $version" "$tmp/configure.log" \
     || { cat "$tmp/configure.log"; fail "configure failed, but not by rejecting version $version"; }
   ok "version $version of $prefix rejected for $wanted"
+done
+
+# a request for 3.x is answered by the v3 API: a project written for mimalloc 3 that links the
+# plain target gets MI_V3_API from it (v3.c compiles only so); a range with 2.x in it takes v2
+for wanted in "$v3_major.0" "$v3_major.0...$v3_major.9" "2.0...<5"; do
+  if [ "$wanted" = "2.0...<5" ]; then answer=$version consumer=main; else answer=$v3_version consumer=v3; fi
+  step "(c) find_package(mimalloc $wanted REQUIRED) linking mimalloc: version $answer, $consumer.c"
+  dir=$tmp/consumer-request-${wanted//[.<]/_}
+  "$cmake" -S "$consumer_src" -B "$dir" "${cmake_generator_args[@]}" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DMI_REQUIRE_VERSION="$wanted" -DMI_TARGET=mimalloc -DMI_CONSUMER=$consumer | tee "$tmp/configure.log"
+  grep -qxF -- "-- mimalloc_VERSION=$answer" "$tmp/configure.log" || fail "package version is not $answer for $wanted"
+  IFS=. read -r a_major a_minor _ <<<"$answer"
+  grep -qxF -- "-- MIMALLOC_VERSION_DIR=mimalloc-$a_major.$a_minor" "$tmp/configure.log" \
+    || fail "MIMALLOC_VERSION_DIR is not mimalloc-$a_major.$a_minor for $wanted"
+  "$cmake" --build "$dir"
+  run_consumer "$dir/consumer" "$lib/$so.$version"
+  ok "find_package(mimalloc $wanted): version $answer, plain mimalloc builds and runs $consumer.c"
 done
 
 # ---- (d) pkg-config
@@ -211,8 +235,8 @@ V3
 "$tmp/v3-consumer" || fail "the v3-mode consumer failed"
 
 # ---- (g) mimalloc 3's API through the package's v3 targets
-# find_package without a version, as docs/v3-api.md tells v3 users to write it (the package's
-# version is the mimalloc API 2.x one: find_package(mimalloc 3) is refused, step c)
+# find_package without a version (which answers with the v2 API's version): the v3 targets carry
+# MI_V3_API whatever was asked (find_package(mimalloc 3.x) and the plain target: step c)
 for target in mimalloc-v3 mimalloc-v3-static; do
   step "(g) v3 consumer (v3.c) linking $target through find_package(mimalloc REQUIRED)"
   dir=$tmp/consumer-$target
@@ -251,7 +275,8 @@ step "(i) pkg-config consumer of mimalloc-v3"
 if command -v pkg-config >/dev/null; then
   export PKG_CONFIG_PATH=$lib/pkgconfig
   pc_version=$(pkg-config --modversion mimalloc-v3)
-  [ "$pc_version" = "$version" ] || fail "pkg-config --modversion mimalloc-v3: $pc_version, expected $version"
+  [ "$pc_version" = "$v3_version" ] || fail "pkg-config --modversion mimalloc-v3: $pc_version, expected $v3_version"
+  pkg-config --atleast-version="$v3_major.0" mimalloc-v3 || fail "pkg-config --atleast-version=$v3_major.0 mimalloc-v3 refused"
   pc_impl=$(pkg-config --variable=implementation_version mimalloc-v3)
   [ "$pc_impl" = "$impl_version" ] || fail "mimalloc-v3 implementation_version: '$pc_impl', expected $impl_version"
   # the same library and directories as mimalloc.pc (checked in d), and the definition besides
