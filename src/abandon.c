@@ -7,7 +7,8 @@
    before it takes a fresh one, so the free blocks of ended threads are used first.
    Who may change an abandoned page: while it is listed (abandoned_listed), only the holder of
    its subprocess' lock; once a thread has unlisted it under the lock, that thread. */
-#include "internal/internal.h"
+#include "internal/page.h"
+#include "internal/heap.h"   /* hooks: _mi_heap_by_tag, _mi_heap_area_visit_blocks */
 
 /* The lists a page goes on: those it is marked with (abandon_lists: types.h,
    mi_abandoned_lists_t) or else its subprocess'. In them, its bin's list when it

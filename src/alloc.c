@@ -3,7 +3,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* realpath */
 #endif
-#include "internal/internal.h"
+#include "internal/alloc.h"
 #include "prim/prim.h"   /* _mi_prim_thread_is_exited */
 #include <stdlib.h>
 #include <limits.h>

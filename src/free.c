@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Freeing: the owner-thread fast path, the cross-thread single-CAS push with the delayed-free
    handshake, and the slow cases (aligned interior pointers, full pages, empty pages). */
-#include "internal/internal.h"
+#include "internal/alloc.h"
 
 /* Every build checks that a pointer is in one of our segments before touching it (the segment
    map, which marks only a segment's first 4 MiB: a pointer deep inside a huge block is not

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* First-class heaps: creation, deletion (live blocks move to the backing heap), destruction
    (all blocks freed at once), collection, thread-exit abandonment, and introspection. */
-#include "internal/internal.h"
+#include "internal/heap.h"
+#include "internal/alloc.h"   /* hooks: _mi_free_delayed_block, the guarded objects' */
 #include "prim/prim.h"
 
 /* ---------------------------------------------------------------------------------------

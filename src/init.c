@@ -3,7 +3,7 @@
    process initialisation, thread initialisation on the first slow-path allocation, and
    thread-exit abandonment (docs/design.md: "Heaps and the fast paths", "Thread exit",
    "Initialisation"). */
-#include "internal/internal.h"
+#include "internal/heap.h"
 #include "internal/version.h"
 #include "prim/prim.h"
 #if defined(_WIN32)

@@ -2,7 +2,8 @@
 /* Pages and page queues: free-list construction, collecting the local and thread free lists,
    moving pages between a heap's bin queues and its full queue, retiring empty pages, and the
    generic (slow-path) allocation that finds or makes a page with a free block. */
-#include "internal/internal.h"
+#include "internal/page.h"
+#include "internal/heap.h"   /* hook: _mi_heap_fresh_page_taken */
 
 /* The empty page: free == NULL, so the fast path falls through to the slow path. */
 const mi_page_t _mi_page_empty;

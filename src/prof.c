@@ -42,7 +42,8 @@
    Linux's (libgcc's unwinder, /proc/self/maps, ELF), and libgcc's unwinder as GCC builds it for
    glibc 2.35 and later needs glibc's _dl_find_object (a musl link fails). Elsewhere
    MIMALLOC_PROFILE says so and does nothing. */
-#include "internal/internal.h"
+#include "internal/observers.h"
+#include "internal/prof-hook.h"
 
 size_t _mi_prof_rate = 0;
 

@@ -6,7 +6,8 @@
    run these checks without the debug build's fill patterns: a freed block's first word is an
    encoded link, which no live block holds (secure malloc clears it), so only a pointer whose
    first word decodes to a plausible link is searched for on the lists. */
-#include "internal/internal.h"
+#include "internal/page.h"
+#include "internal/alloc.h"   /* hook: _mi_malloc_generic */
 
 /* A free-list link of the page leads outside its blocks (EFAULT: aborts in checked builds unless
    an error handler is registered). */

@@ -2,7 +2,7 @@
 /* The segment map: which 4 MiB chunks of the address space hold our segments (a byte per
    chunk where a segment starts, a bit per chunk it covers), and the allocation of a segment's
    memory from the arenas within the range the map covers. */
-#include "internal/internal.h"
+#include "internal/arena.h"
 #include "prim/prim.h"
 
 /* ------------------------------------------------------------------------------------------

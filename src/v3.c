@@ -4,7 +4,7 @@
    thin translation onto the v2 functions: arena ids from pointer values, subprocess ids from
    v3's struct, option numbers from v3's numbering, theaps as the thread's own heaps. This unit
    sees the header in its v2 mode, so the v3 types are restated here with the same layout. */
-#include "internal/internal.h"
+#include "internal/alloc.h"
 #include "internal/v3.h"
 #include <limits.h>   /* INT_MAX (not reached through internal.h on every platform: macOS) */
 

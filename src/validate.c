@@ -25,7 +25,7 @@
      _mi_validate_thread       the thread of the heap: all of the above for it
    Each returns true (so `mi_assert_expensive(_mi_observe_check(MI_CHECK_HEAP, heap, NULL))`
    reads as a check) or does not return. */
-#include "internal/internal.h"
+#include "internal/observers.h"
 #include "internal/bitmap.h"
 
 #if MI_DEBUG > 0

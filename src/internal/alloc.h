@@ -28,10 +28,6 @@ bool       _mi_guarded_free(mi_page_t* page, void* p) mi_decl_noinline;
 /* usable size of p if it is a guarded object */
 bool       _mi_guarded_usable_size(const mi_page_t* page, const void* p, size_t* size);
 void       _mi_guarded_quarantine_flush(void);   /* release every quarantined object now */
-/* A guarded object's block takes at least two OS pages (its header's and the guard) and its
-   page is flagged has_aligned; a pointer into a page of other blocks is never one. */
-#define MI_GUARDED_BLOCK_MIN  (2*MI_SECURE_GUARD_SIZE)
-#define mi_page_may_have_guarded(page)  (mi_page_has_aligned(page) && (page)->block_size >= MI_GUARDED_BLOCK_MIN)
 #endif
 void       _mi_alloc_block_zero_init(const mi_page_t* page, void* p);
 /* Move a block's contents to newp after a reallocation; with `zero`, newp's tail is zeroed. */
@@ -42,11 +38,6 @@ void       _mi_realloc_copy(void* newp, const void* p, size_t size, size_t newsi
    `used`. Anything else (empty free list, uninitialised thread, zeroing of fresh pages) goes to
    the noinline _mi_malloc_generic.
 ------------------------------------------------------------------------------------------ */
-#if defined(__GNUC__)
-#define mi_decl_always_inline  inline __attribute__((always_inline))
-#else
-#define mi_decl_always_inline  inline
-#endif
 /* always inlined: with the guarded builds' second copy of the malloc body (alloc.c) gcc
    otherwise makes this a call from malloc (secure malloc 16 B: 29 -> 44 instructions) */
 /* The fast paths are written once, parameterised by the slow path they call on a miss (and the

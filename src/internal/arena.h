@@ -195,3 +195,11 @@ static inline size_t _mi_ptr_page_shift(const void* p) {
                           >> (MI_INTPTR_BITS - MI_SEGMENT_MAP_ADDR_BITS + MI_SEGMENT_SHIFT);
   return mi_atomic_load_relaxed(&_mi_segment_map_start[chunk]);
 }
+/* The segment of p when p is known to be ours. */
+static inline mi_segment_t* _mi_ptr_segment_unchecked(const void* p) {
+  return (mi_segment_t*)(((uintptr_t)p - 1) & ~MI_SEGMENT_MASK);
+}
+/* Like _mi_ptr_segment, but NULL also for every pointer that is not ours. */
+static inline mi_segment_t* _mi_ptr_segment_checked(const void* p) {
+  return (_mi_ptr_page_shift(p) != 0 ? _mi_ptr_segment_unchecked(p) : NULL);
+}

@@ -51,6 +51,11 @@
 #define mi_opaque_reg(x)  ((void)(x))
 #define mi_decl_cold_bss
 #endif
+#if defined(__GNUC__)
+#define mi_decl_always_inline  inline __attribute__((always_inline))
+#else
+#define mi_decl_always_inline  inline
+#endif
 
 #if MI_DEBUG > 0
 void _mi_assert_fail(const char* assertion, const char* fname, unsigned line, const char* func);
@@ -270,3 +275,19 @@ static inline bool _mi_thread_id_is(uintptr_t x) {
   return (x == _mi_thread_id());
 #endif
 }
+
+static inline mi_heap_t* mi_prim_get_default_heap(void) {
+#if MI_TLS_PE
+  return *_mi_thread_default_heap_ptr();
+#else
+  return _mi_thread_tls.heap;
+#endif
+}
+
+static inline bool mi_heap_is_initialized(const mi_heap_t* heap) {
+  return (heap != NULL && heap->tld != NULL);
+}
+
+/* (the statistics' counters, stats.c, count a huge page's block in the process totals only) */
+/* a page of a huge segment: one block, larger than any bin (huge segments exceed MI_SEGMENT_SIZE) */
+static inline bool mi_page_is_huge(const mi_page_t* page) { return page->block_size > MI_LARGE_OBJ_SIZE_MAX; }

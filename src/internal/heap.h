@@ -40,17 +40,6 @@ void*      _mi_static_alloc_block(size_t size, bool zero, size_t huge_alignment,
 bool       _mi_static_alloc_contains(const void* p);
 void       _mi_subprocs_visit(void (*visit)(mi_subproc_t* subproc, void* arg), void* arg);   /* every subprocess, under the list's lock */
 
-static inline mi_heap_t* mi_prim_get_default_heap(void) {
-#if MI_TLS_PE
-  return *_mi_thread_default_heap_ptr();
-#else
-  return _mi_thread_tls.heap;
-#endif
-}
-
-static inline bool mi_heap_is_initialized(const mi_heap_t* heap) {
-  return (heap != NULL && heap->tld != NULL);
-}
 static inline bool mi_heap_is_backing(const mi_heap_t* heap) {
   return (heap->tld->heap_backing == heap);
 }

@@ -123,8 +123,6 @@ static inline bool mi_page_has_aligned(const mi_page_t* page) { return (mi_page_
 static inline void mi_page_set_has_aligned(mi_page_t* page, bool has) { mi_page_flag_set(page, MI_PAGE_HAS_ALIGNED, has); }
 
 static inline bool mi_page_all_free(const mi_page_t* page) { return page->used == 0; }
-/* a page of a huge segment: one block, larger than any bin (huge segments exceed MI_SEGMENT_SIZE) */
-static inline bool mi_page_is_huge(const mi_page_t* page) { return page->block_size > MI_LARGE_OBJ_SIZE_MAX; }
 static inline bool mi_page_immediate_available(const mi_page_t* page) { return page->free != NULL; }
 
 /* thread_free word: the list head (blocks are 8-aligned and, like every segment, below 2^48:
@@ -269,3 +267,10 @@ static inline bool mi_page_block_below(const mi_page_t* page, const mi_block_t* 
 static inline bool mi_page_block_valid(const mi_page_t* page, const mi_block_t* block) {
   return mi_page_block_below(page, block, page->capacity);
 }
+
+#if MI_GUARDED > 0
+/* A guarded object's block takes at least two OS pages (its header's and the guard) and its
+   page is flagged has_aligned; a pointer into a page of other blocks is never one. */
+#define MI_GUARDED_BLOCK_MIN  (2*MI_SECURE_GUARD_SIZE)
+#define mi_page_may_have_guarded(page)  (mi_page_has_aligned(page) && (page)->block_size >= MI_GUARDED_BLOCK_MIN)
+#endif

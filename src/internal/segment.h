@@ -65,14 +65,6 @@ static inline mi_segment_t* _mi_ptr_segment(const void* p) {
   return ((intptr_t)segment <= 0 ? NULL : segment);
 }
 
-/* The segment of p when p is known to be ours. */
-static inline mi_segment_t* _mi_ptr_segment_unchecked(const void* p) {
-  return (mi_segment_t*)(((uintptr_t)p - 1) & ~MI_SEGMENT_MASK);
-}
-/* Like _mi_ptr_segment, but NULL also for every pointer that is not ours. */
-static inline mi_segment_t* _mi_ptr_segment_checked(const void* p) {
-  return (_mi_ptr_page_shift(p) != 0 ? _mi_ptr_segment_unchecked(p) : NULL);
-}
 static inline mi_segment_t* _mi_page_segment(const mi_page_t* page) {
   return (mi_segment_t*)((uintptr_t)page & ~MI_SEGMENT_MASK);
 }

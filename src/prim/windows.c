@@ -6,7 +6,8 @@
 #define WIN32_LEAN_AND_MEAN
 #endif
 #include "prim.h"
-#include "../internal/internal.h"
+#include "../internal/base.h"
+#include "../internal/heap.h"   /* hook: _mi_thread_done at thread detach */
 #include <windows.h>
 #include <ntsecapi.h>   /* RtlGenRandom (advapi32's SystemFunction036) */
 #ifndef PSAPI_VERSION
