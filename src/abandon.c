@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Abandoned pages: a thread that ends leaves each of its pages that still hold live blocks to
    its subprocess, one by one (types.h, mi_subproc_t). Frees into such a page push on its
-   thread_free list, whose word counts the live blocks (internal.h, abandoned form); the free of
+   thread_free list, whose word counts the live blocks (page.h, abandoned form); the free of
    the last one releases the page under the subprocess' lock, whichever thread makes it. A
    thread that needs a page of a size class adopts an abandoned page of that class with room
    before it takes a fresh one, so the free blocks of ended threads are used first.

@@ -187,7 +187,7 @@ static inline uintptr_t mi_page_thread_free_take_ex(mi_page_t* page, bool maybe_
 }
 
 /* The thread_free word of a page whose segment is being abandoned (by its owner, the page's
-   delayed state MI_NEVER_DELAYED_FREE) to the abandoned form (internal.h); returns the number
+   delayed state MI_NEVER_DELAYED_FREE) to the abandoned form (page.h); returns the number
    of blocks still live. A list longer than `used` (a block freed twice) counts every block as
    live: the page then stays until reclaimed rather than being released under a live block. */
 size_t _mi_page_tf_to_abandoned(mi_page_t* page) {

@@ -27,7 +27,7 @@
 #include "internal/prof-hook.h"
 #include "prim/prim.h"
 
-/* MI_PROF_UNWIND_CACHE (internal.h; 0: always libgcc's walk, for comparing the two) */
+/* MI_PROF_UNWIND_CACHE (prof-hook.h; 0: always libgcc's walk, for comparing the two) */
 
 #if MI_PROF_AVAILABLE
 #include <unwind.h>

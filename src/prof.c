@@ -385,7 +385,7 @@ void* _mi_prof_counted_due(size_t size, bool zero) {
   }
   const uintptr_t* start = NULL;
 #if MI_PROF_UNWIND_CACHE
-  /* the stack walk starts at our caller's frame (internal.h, _mi_prof_stack_backtrace): asking for the
+  /* the stack walk starts at our caller's frame (prof-hook.h, _mi_prof_stack_backtrace): asking for the
      frame address gives this function a frame pointer, so fp[0] is the caller's rbp (pushed
      first), fp[1] the return address, fp + 2 its stack pointer after the return. The counted
      entry points tail-call this function, so that is the program's frame; if one of ours is in

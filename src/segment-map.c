@@ -7,7 +7,7 @@
 
 /* ------------------------------------------------------------------------------------------
    Segment maps:
-   - _mi_segment_map_start (internal.h): a byte per chunk where one of our segments starts,
+   - _mi_segment_map_start (arena.h): a byte per chunk where one of our segments starts,
      holding its page_shift; free and usable_size check it, so pointers that are not ours,
      including the inside of a huge block beyond its first chunk, are never dereferenced.
      Zero-initialised data (32 MiB of address space on x86-64), touched only where we have

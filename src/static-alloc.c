@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Static allocation (its contract is in internal.h): what libc allocates on our behalf inside a
+/* Static allocation (its contract is in heap.h): what libc allocates on our behalf inside a
    call we make where no heap may be touched comes from a small static room. */
 #include "internal/heap.h"
 #include "internal/alloc.h"   /* hook: _mi_malloc_generic */

@@ -24,7 +24,7 @@ void       _mi_page_unfull(mi_page_t* page);
 void       _mi_page_free(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_use_delayed_free(mi_page_t* page, mi_delayed_t delay, bool override_never);
-size_t     _mi_page_tf_to_abandoned(mi_page_t* page);   /* returns the live blocks (see internal.h) */
+size_t     _mi_page_tf_to_abandoned(mi_page_t* page);   /* returns the live blocks (the thread_free word, below) */
 void       _mi_page_tf_to_owned(mi_page_t* page, mi_delayed_t delayed);
 void       _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size);
 void       _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page);

@@ -20,7 +20,7 @@ void       _mi_abandoned_lists_done(mi_abandoned_lists_t* lists, bool destroy); 
 void       _mi_abandoned_reclaim_all(mi_heap_t* heap);   /* mi_collect(true) */
 bool       _mi_abandoned_reclaim_for_bin(mi_heap_t* heap, mi_abandoned_lists_t* own, size_t block_size);   /* page.c, before a fresh page; own lists first */
 bool       _mi_abandoned_reclaim_on_free(mi_page_t* page);   /* option abandoned_reclaim_on_free */
-/* Free `block`, the last live block of `page` (abandoned form, internal.h), under the
+/* Free `block`, the last live block of `page` (abandoned form, page.h), under the
    subprocess' lock, releasing the page (and the segment with its last page). False when the
    page was owned again meanwhile: nothing done, the caller frees the block as into an owned page. */
 bool       _mi_abandoned_free_last(mi_segment_t* segment, mi_page_t* page, mi_block_t* block);
