@@ -25,6 +25,7 @@
 #include "internal/observers.h"
 #include "internal/prof-hook.h"
 #include "internal/prof.h"
+#include "internal/api.h"   /* _mi_override_rebind_counted */
 #include "prim/prim.h"
 
 #if MI_PROF_AVAILABLE

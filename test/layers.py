@@ -99,7 +99,7 @@ HEADERS = {
     "internal/segment.h": 4, "internal/page.h": 4, "internal/track.h": 4,
     "internal/heap.h": 5, "internal/sheap.h": 5,
     "internal/alloc.h": 6,
-    "internal/v3.h": 7, "internal/crt-windows.h": 7,
+    "internal/api.h": 7, "internal/v3.h": 7, "internal/crt-windows.h": 7,
     "internal/observers.h": 8, "internal/prof-hook.h": 8, "internal/prof.h": 8,
 }
 # The umbrella of all the layer headers: no file of src/ includes it (its includes would show no

@@ -10,6 +10,7 @@
 #include "page.h"         /* 4: pages, checks, trackers */
 #include "heap.h"         /* 5: heaps, shared heaps, process and threads */
 #include "alloc.h"        /* 6: allocation and free */
+#include "api.h"          /* 7: what the entry points export */
 #include "observers.h"    /* 8: observers */
 #include "prof-hook.h"    /* 8: the profiler */
 #include "observe.h"      /* any: the observers' hooks */

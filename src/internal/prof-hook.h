@@ -9,8 +9,6 @@
 void*  _mi_prof_counted_due(size_t size, bool zero);   /* countdown at zero */
 void*  _mi_prof_counted_slow(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset);
                                                      /* no free block (prof-entry.c's mi_malloc_slow_fun) */
-size_t _mi_override_rebind_counted(void);   /* the program's calls to the counted versions (override.c);
-                                           how many call slots */
 void       _mi_prof_heap_init(mi_heap_t* heap);     /* the heap's proxies, if the profiler is on */
 void       _mi_prof_heap_done(mi_heap_t* heap);     /* leases back, proxies gone */
 void       _mi_prof_thread_start(mi_tld_t* tld);    /* _mi_prof_heap_init for the thread's heaps */
