@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Abandoned pages: a thread that ends leaves each of its pages that still hold live blocks to
    its subprocess, one by one (types.h, mi_subproc_t). Frees into such a page push on its
-   thread_free list, whose word counts the live blocks (internal.h, abandoned form); the free of
+   thread_free list, whose word counts the live blocks (page.h, abandoned form); the free of
    the last one releases the page under the subprocess' lock, whichever thread makes it. A
    thread that needs a page of a size class adopts an abandoned page of that class with room
    before it takes a fresh one, so the free blocks of ended threads are used first.
    Who may change an abandoned page: while it is listed (abandoned_listed), only the holder of
    its subprocess' lock; once a thread has unlisted it under the lock, that thread. */
-#include "internal/internal.h"
+#include "internal/page.h"
+#include "internal/heap.h"   /* hooks: _mi_heap_by_tag, _mi_heap_area_visit_blocks */
 
 /* The lists a page goes on: those it is marked with (abandon_lists: types.h,
    mi_abandoned_lists_t) or else its subprocess'. In them, its bin's list when it

@@ -4,7 +4,7 @@
    a normal page and hand out an interior pointer (the page is flagged has_aligned so free and
    usable_size find the block start); alignments above MI_ALIGN_OVERALLOC_MAX get a huge
    segment whose block is placed exactly. */
-#include "internal/internal.h"
+#include "internal/alloc.h"
 
 /* The first pointer at or after block p with (result + offset) % alignment == 0; an interior
    pointer flags its page so free and usable_size find the block start. */

@@ -3,7 +3,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* realpath */
 #endif
-#include "internal/internal.h"
+#include "internal/alloc.h"
 #include "prim/prim.h"   /* _mi_prim_thread_is_exited */
 #include <stdlib.h>
 #include <limits.h>
@@ -20,7 +20,7 @@ void _mi_alloc_block_zero_init(const mi_page_t* page, void* p) {
 }
 
 /* ------------------------------------------------------------------------------------------
-   The allocation slow path (the fast path is _mi_heap_malloc_small_zero in internal.h)
+   The allocation slow path (the fast path is _mi_heap_malloc_small_zero in alloc.h)
 ------------------------------------------------------------------------------------------ */
 /* The slow path of every allocation: initialises the thread on its first call, runs the
    periodic work (deferred-free hook, delayed frees, retired pages), and finds a page.
@@ -95,7 +95,7 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
       return p;
     }
   }
-  else if (mi_heap_check_owner(heap, "allocation")) {   /* every build: internal.h */
+  else if (mi_heap_check_owner(heap, "allocation")) {   /* every build: heap.h */
     errno = ENOMEM;
     return NULL;
   }
@@ -143,7 +143,7 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
   return mi_page_malloc_last(heap, page, size, zero);
 }
 
-/* Medium sizes (internal.h). Not inlined: the small path stays a frameless leaf (as one
+/* Medium sizes (alloc.h). Not inlined: the small path stays a frameless leaf (as one
    function, malloc of 16 B took 24 instructions instead of 15). */
 static mi_decl_noinline void* mi_heap_malloc_medium_zero(mi_heap_t* heap, size_t size, bool zero) {
   return mi_heap_malloc_medium_from(heap, false, size, zero, &_mi_malloc_generic);

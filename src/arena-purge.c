@@ -21,7 +21,9 @@
    from mi_collect, which waits for a pass in progress and then does the due work itself
    (_mi_arenas_purge_collect; the others never wait). Both entry points are thread-safe and need no
    thread state. */
-#include "internal/internal.h"
+#include "internal/arena.h"
+#include "internal/observe.h"   /* _mi_observe_check (debug builds) */
+#include "internal/segment.h"   /* hook: _mi_purger_notify */
 #include "internal/bitmap.h"
 #include "prim/prim.h"
 

@@ -8,7 +8,8 @@
    are never locked; mi_arena_t (internal/arena.h) states them and their invariants. This file
    makes arenas, hands out and takes back their blocks and commits them; the delayed purge of
    free blocks and the release of empty arenas reserved on demand are arena-purge.c's. */
-#include "internal/internal.h"
+#include "internal/arena.h"
+#include "internal/observe.h"   /* _mi_observe_check (debug builds) */
 #include "internal/bitmap.h"
 #include "prim/prim.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Atomic bitmaps over arena blocks (contracts in internal/bitmap.h). */
-#include "internal/internal.h"
+#include "internal/base.h"
 #include "internal/bitmap.h"
 
 /* The bits of the range [idx, idx+count) that fall into field `f`, as a mask (0 if none). */

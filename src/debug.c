@@ -4,7 +4,7 @@
    freed memory, free-list validation (writes after free), double and invalid frees, and the
    allocating caller of each block for the leak report. With MI_STAT > 1 also the per-block
    statistics. None of this is compiled into release builds. */
-#include "internal/internal.h"
+#include "internal/page.h"
 
 #if MI_PADDING || MI_STAT > 1
 

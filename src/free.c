@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Freeing: the owner-thread fast path, the cross-thread single-CAS push with the delayed-free
    handshake, and the slow cases (aligned interior pointers, full pages, empty pages). */
-#include "internal/internal.h"
+#include "internal/alloc.h"
 
 /* Every build checks that a pointer is in one of our segments before touching it (the segment
    map, which marks only a segment's first 4 MiB: a pointer deep inside a huge block is not
@@ -26,7 +26,7 @@ static void mi_free_block_local(mi_page_t* page, mi_block_t* block) {
 /* Free by another thread: one CAS on the page's thread_free list, or, the first time a block
    is freed into a full page, a push on the owning heap's delayed list so the owner learns the
    page has space again (see mi_delayed_t). Into an abandoned page (abandoned form,
-   internal.h) the push needs no handshake; the page's last live block is pushed under the
+   page.h) the push needs no handshake; the page's last live block is pushed under the
    subprocess' lock, which releases the page (abandon.c): memory of ended threads comes back as
    soon as its blocks are freed, whoever frees them. */
 static void mi_free_block_mt(mi_block_t* block, mi_page_t* page, mi_segment_t* segment) {

@@ -14,7 +14,7 @@
    guarded object from another aligned block (whose page-aligned point is inside it, as its
    block is at least a page long).
    Aligned allocations are never sampled (the object is only 16-byte aligned). */
-#include "internal/internal.h"
+#include "internal/alloc.h"
 
 #if MI_GUARDED > 0
 

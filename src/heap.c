@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* First-class heaps: creation, deletion (live blocks move to the backing heap), destruction
    (all blocks freed at once), collection, thread-exit abandonment, and introspection. */
-#include "internal/internal.h"
+#include "internal/heap.h"
+#include "internal/alloc.h"   /* hooks: _mi_free_delayed_block, the guarded objects' */
 #include "prim/prim.h"
 
 /* ---------------------------------------------------------------------------------------
@@ -177,7 +178,7 @@ void _mi_heap_collect_periodic(mi_heap_t* heap) {
 static bool mi_heap_page_sweep(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
   (void)heap; (void)pq; (void)arg;
   /* only pages with at least half their blocks in use on the thread_free list (its count,
-     internal.h): taking every list cost mstress (2 threads) 2-4% of its time for no memory;
+     page.h): taking every list cost mstress (2 threads) 2-4% of its time for no memory;
      taking only lists that empty their page cost 16 threads 0.2 x live more */
   const uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
   if (mi_tf_block(tfree) == NULL || 2 * mi_tf_count(tfree) < page->used) return true;
@@ -238,7 +239,7 @@ void _mi_heap_init_unlisted(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_
   heap->tld = tld;
   heap->thread_id = _mi_thread_id();
   if (mi_unlikely((heap->thread_id & MI_PAGE_FLAGS_MASK) != 0)) {   /* a port's _mi_thread_id is wrong */
-    _mi_error_message(EFAULT, "thread id %p has low bits set: page flags would be taken for it (internal.h, _mi_thread_id)\n", (void*)heap->thread_id);
+    _mi_error_message(EFAULT, "thread id %p has low bits set: page flags would be taken for it (base.h, _mi_thread_id)\n", (void*)heap->thread_id);
   }
   heap->arena_id = arena_id;
   mi_atomic_store_relaxed(&heap->numa_node, -1);

@@ -3,7 +3,7 @@
    process initialisation, thread initialisation on the first slow-path allocation, and
    thread-exit abandonment (docs/design.md: "Heaps and the fast paths", "Thread exit",
    "Initialisation"). */
-#include "internal/internal.h"
+#include "internal/heap.h"
 #include "internal/version.h"
 #include "prim/prim.h"
 #if defined(_WIN32)
@@ -22,7 +22,7 @@ const mi_heap_t _mi_thread_empty_heap = {
 };
 
 #if MI_TLS_PE
-__attribute__((section(".tls$MI"))) mi_heap_t* _mi_thread_default_heap = (mi_heap_t*)&_mi_thread_empty_heap;   /* (internal.h) */
+__attribute__((section(".tls$MI"))) mi_heap_t* _mi_thread_default_heap = (mi_heap_t*)&_mi_thread_empty_heap;   /* (base.h) */
 #else
 mi_decl_thread mi_thread_tls_t _mi_thread_tls = { (mi_heap_t*)&_mi_thread_empty_heap, 0, &_mi_thread_empty_heap.pages_free_direct[0] };
 #endif

@@ -6,7 +6,7 @@
    heap, of ended threads (abandoned) and of threads still running. The blocks of threads
    still running are counted from their pages' `used` figure without addresses: their free
    lists belong to those threads. */
-#include "internal/internal.h"
+#include "internal/observers.h"
 #if !defined(_WIN32)
 #include <dlfcn.h>   /* dladdr: the object and symbol of a caller */
 #define MI_HAVE_DLADDR 1

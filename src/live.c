@@ -31,7 +31,8 @@
 
    Nothing here runs unless the option is set: the only cost otherwise is one load and branch
    in the generic allocation path's periodic work (page.c), never on a fast path. */
-#include "internal/internal.h"
+#include "internal/observers.h"
+#include "internal/prof-hook.h"   /* _mi_prof_samples_json */
 #include "prim/prim.h"
 
 #define MI_LIVE_VERSION        (2)

@@ -4,7 +4,7 @@
    NULL). The library is C: the C++ runtime is reached through weak references, so C programs
    link without libstdc++, and C++ programs (which always have it) get real exceptions.
    This file is compiled with -fexceptions so the exception can unwind through it. */
-#include "internal/internal.h"
+#include "internal/alloc.h"
 #include <stdlib.h>
 
 typedef void (*mi_std_new_handler_t)(void);

@@ -4,7 +4,8 @@
    observers (prof*.c, live.c, leaks.c, stats-print.c, validate.c) never see a core call site.
    The cheap test in front of a hook stays at its call site (observe.h); what is tested here
    again is what tells the observers apart. */
-#include "internal/internal.h"
+#include "internal/observers.h"
+#include "internal/prof-hook.h"
 
 void _mi_observe_process_init(void) {
   _mi_live_init();             /* MIMALLOC_LIVE */

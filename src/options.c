@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Options (read lazily from MIMALLOC_<NAME> environment variables), message output through
    one small allocation-free formatter, error reporting and the deferred-free hook. */
-#include "internal/internal.h"
+#include "internal/base.h"
+#include "internal/heap.h"   /* hook: _mi_thread_is_main (layers.py HOOKS) */
 #include "internal/version.h"
 #include "prim/prim.h"
 #include <limits.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Memory from the OS: page-granular, optionally aligned, through the prim layer only. */
-#include "internal/internal.h"
+#include "internal/os.h"
 #include "prim/prim.h"
 
 static mi_os_mem_config_t mi_os_mem_config = {

@@ -16,6 +16,9 @@
 #error "the override is implemented for GCC/Clang on ELF platforms"
 #endif
 
+#include "internal/api.h"
+#include "prim/prim.h"   /* _mi_prim_symbol_provider */
+
 #define mi_alias(target)  __attribute__((alias(#target), used, visibility("default")))
 #define mi_alias_weak(target)  __attribute__((alias(#target), used, visibility("default"), weak))
 

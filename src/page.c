@@ -2,7 +2,8 @@
 /* Pages and page queues: free-list construction, collecting the local and thread free lists,
    moving pages between a heap's bin queues and its full queue, retiring empty pages, and the
    generic (slow-path) allocation that finds or makes a page with a free block. */
-#include "internal/internal.h"
+#include "internal/page.h"
+#include "internal/heap.h"   /* hook: _mi_heap_fresh_page_taken */
 
 /* The empty page: free == NULL, so the fast path falls through to the slow path. */
 const mi_page_t _mi_page_empty;
@@ -186,7 +187,7 @@ static inline uintptr_t mi_page_thread_free_take_ex(mi_page_t* page, bool maybe_
 }
 
 /* The thread_free word of a page whose segment is being abandoned (by its owner, the page's
-   delayed state MI_NEVER_DELAYED_FREE) to the abandoned form (internal.h); returns the number
+   delayed state MI_NEVER_DELAYED_FREE) to the abandoned form (page.h); returns the number
    of blocks still live. A list longer than `used` (a block freed twice) counts every block as
    live: the page then stays until reclaimed rather than being released under a live block. */
 size_t _mi_page_tf_to_abandoned(mi_page_t* page) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* POSIX, BSD, glibc, macOS and MSVC compatibility functions (thin wrappers). */
-#include "internal/internal.h"
+#include "internal/alloc.h"
 #include <stdlib.h>
 #include <wchar.h>
 

@@ -3,9 +3,10 @@
    in new.c, override.c sends the program's calls here) that count the requested bytes in their
    fast path (prof.c, "Counted entry points", has the design; the countdown's slow side is there,
    _mi_prof_counted_due and _mi_prof_counted_slow). The fast path is the ordinary one
-   (internal.h, mi_heap_malloc_small_from and mi_heap_malloc_medium_from), given the real first
+   (alloc.h, mi_heap_malloc_small_from and mi_heap_malloc_medium_from), given the real first
    pages and the profiler's slow path, so a change to the ordinary fast path reaches this one. */
-#include "internal/internal.h"
+#include "internal/alloc.h"
+#include "internal/prof-hook.h"   /* hooks: _mi_prof_counted_slow, _mi_prof_counted_due */
 
 #if MI_PROF_ENTRIES
 /* Medium sizes: the ordinary medium path on the bin's real first page (pages_medium_direct

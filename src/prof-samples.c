@@ -22,8 +22,10 @@
    so every free of a block of that page reaches _mi_free_generic and _mi_prof_samples_freed, before the
    block is pushed back (it could otherwise be handed out and sampled again before its old
    entry is gone). The owner clears the flag when the count is back to 0 (free.c). */
-#include "internal/internal.h"
+#include "internal/observers.h"
+#include "internal/prof-hook.h"
 #include "internal/prof.h"
+#include "internal/api.h"   /* _mi_override_rebind_counted */
 #include "prim/prim.h"
 
 #if MI_PROF_AVAILABLE

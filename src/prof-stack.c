@@ -23,9 +23,11 @@
    Until then a stack through a frame the cache does not follow ends at that frame.
 
    The cache is shared and changed under the profiler's store lock, which the caller holds. */
-#include "internal/internal.h"
+#include "internal/observers.h"
+#include "internal/prof-hook.h"
+#include "prim/prim.h"
 
-/* MI_PROF_UNWIND_CACHE (internal.h; 0: always libgcc's walk, for comparing the two) */
+/* MI_PROF_UNWIND_CACHE (prof-hook.h; 0: always libgcc's walk, for comparing the two) */
 
 #if MI_PROF_AVAILABLE
 #include <unwind.h>

@@ -13,7 +13,8 @@
    of /proc/self/maps is mapped read-only and its ELF symbol table (.symtab, or .dynsym when
    stripped) indexed by address for the length of one call. C++ names stay mangled.
    Linux (ELF, /proc) only: elsewhere the writers return false. */
-#include "internal/internal.h"
+#include "internal/observers.h"
+#include "internal/prof-hook.h"
 #include "internal/prof.h"
 
 #if defined(__linux__)

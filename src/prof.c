@@ -42,7 +42,8 @@
    Linux's (libgcc's unwinder, /proc/self/maps, ELF), and libgcc's unwinder as GCC builds it for
    glibc 2.35 and later needs glibc's _dl_find_object (a musl link fails). Elsewhere
    MIMALLOC_PROFILE says so and does nothing. */
-#include "internal/internal.h"
+#include "internal/observers.h"
+#include "internal/prof-hook.h"
 
 size_t _mi_prof_rate = 0;
 
@@ -384,7 +385,7 @@ void* _mi_prof_counted_due(size_t size, bool zero) {
   }
   const uintptr_t* start = NULL;
 #if MI_PROF_UNWIND_CACHE
-  /* the stack walk starts at our caller's frame (internal.h, _mi_prof_stack_backtrace): asking for the
+  /* the stack walk starts at our caller's frame (prof-hook.h, _mi_prof_stack_backtrace): asking for the
      frame address gives this function a frame pointer, so fp[0] is the caller's rbp (pushed
      first), fp[1] the return address, fp + 2 its stack pointer after the return. The counted
      entry points tail-call this function, so that is the program's frame; if one of ours is in

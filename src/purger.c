@@ -48,7 +48,8 @@
    must not inherit such a claim from a thread it does not have) and the child starts a new one
    on its first notify; mi_process_done stops it after any pass in progress (it then ends; the
    library stays mapped: -z nodelete, the pinned Windows DLL). */
-#include "internal/internal.h"
+#include "internal/page.h"
+#include "internal/heap.h"   /* hooks: _mi_static_alloc_begin, _mi_static_alloc_end */
 #include "prim/prim.h"
 
 #define MI_PURGER_GRANULARITY  (100)    /* ms: the least time between two passes */

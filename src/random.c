@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Process-wide pseudo-random numbers for cookies and keys: splitmix64 over an atomic state
    seeded from the OS. Not for cryptography; secure builds derive per-page keys from it. */
-#include "internal/internal.h"
+#include "internal/os.h"
 #include "prim/prim.h"
 
 static _Atomic(uint64_t) mi_random_state;

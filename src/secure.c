@@ -2,11 +2,12 @@
 /* The heap-corruption checks of checked builds (secure and debug): a freed pointer must be the
    start of a block handed out of a page in use; a block already on one of its page's free lists
    is a double free; a free-list link that does not lead to a block of its page is corruption.
-   Secure builds (MI_SECURE > 0) also draw the keys of the encoded links (internal.h) here, and
+   Secure builds (MI_SECURE > 0) also draw the keys of the encoded links (page.h) here, and
    run these checks without the debug build's fill patterns: a freed block's first word is an
    encoded link, which no live block holds (secure malloc clears it), so only a pointer whose
    first word decodes to a plausible link is searched for on the lists. */
-#include "internal/internal.h"
+#include "internal/page.h"
+#include "internal/alloc.h"   /* hook: _mi_malloc_generic */
 
 /* A free-list link of the page leads outside its blocks (EFAULT: aborts in checked builds unless
    an error handler is registered). */

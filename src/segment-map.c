@@ -2,12 +2,12 @@
 /* The segment map: which 4 MiB chunks of the address space hold our segments (a byte per
    chunk where a segment starts, a bit per chunk it covers), and the allocation of a segment's
    memory from the arenas within the range the map covers. */
-#include "internal/internal.h"
+#include "internal/arena.h"
 #include "prim/prim.h"
 
 /* ------------------------------------------------------------------------------------------
    Segment maps:
-   - _mi_segment_map_start (internal.h): a byte per chunk where one of our segments starts,
+   - _mi_segment_map_start (arena.h): a byte per chunk where one of our segments starts,
      holding its page_shift; free and usable_size check it, so pointers that are not ours,
      including the inside of a huge block beyond its first chunk, are never dereferenced.
      Zero-initialised data (32 MiB of address space on x86-64), touched only where we have

@@ -3,7 +3,8 @@
    by the threads of their subprocess. This file owns segment allocation and release, the page
    slots inside a segment with their commit and delayed purge, and the kept empty segments. The
    segment map: segment-map.c; abandoned pages of ended threads: abandon.c. */
-#include "internal/internal.h"
+#include "internal/page.h"
+#include "internal/heap.h"   /* hook: _mi_subprocs_visit */
 #include "prim/prim.h"
 
 _Atomic(uintptr_t) _mi_segment_cookie_key;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Static allocation (its contract is in internal.h): what libc allocates on our behalf inside a
+/* Static allocation (its contract is in heap.h): what libc allocates on our behalf inside a
    call we make where no heap may be touched comes from a small static room. */
-#include "internal/internal.h"
+#include "internal/heap.h"
+#include "internal/alloc.h"   /* hook: _mi_malloc_generic */
 #include "prim/prim.h"
 
 /* The calling thread's default heap is the empty one between

@@ -7,7 +7,7 @@
    Also the other ways out of the figures, which may allocate: the public printing functions,
    mi_stats_get, the JSON rendering and the process information. An observer (the top layer,
    docs/design.md "Layers"): stats.c only counts. */
-#include "internal/internal.h"
+#include "internal/observers.h"
 #include "internal/v3.h"
 #include "prim/prim.h"
 #include <stdio.h>   /* only to recognise stdout/stderr in mi_stats_print */

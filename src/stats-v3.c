@@ -9,7 +9,7 @@
    The parts that ended while the heap lived count too: their pages, on the heap's abandoned
    lists, walked under the subprocess' lock, and their published totals (mi_stats_parts_locked).
    The process' figures (the main subprocess') are stats.c's. */
-#include "internal/internal.h"
+#include "internal/observers.h"
 #include "internal/v3.h"
 
 /* ---------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
    what and why no figure goes negative), merging, reset and snapshots. Counting only, called
    from every layer: it calls nothing above it. Reading them out (mi_stats_get, printing, JSON,
    process information) is stats-print.c's, an observer's. */
-#include "internal/internal.h"
+#include "internal/base.h"
 
 mi_stats_data_t _mi_stats_main;
 

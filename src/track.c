@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Tracking builds (MI_TRACK_VALGRIND, MI_TRACK_ASAN; track.h): what the memory checker is told
    when a block is handed out, changes size or alignment, is freed, or dies with its heap. */
-#include "internal/internal.h"
+#include "internal/page.h"
 #if MI_TRACK_ASAN
 #include <sys/syscall.h>
 #include <unistd.h>

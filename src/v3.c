@@ -4,9 +4,9 @@
    thin translation onto the v2 functions: arena ids from pointer values, subprocess ids from
    v3's struct, option numbers from v3's numbering, theaps as the thread's own heaps. This unit
    sees the header in its v2 mode, so the v3 types are restated here with the same layout. */
-#include "internal/internal.h"
+#include "internal/alloc.h"
 #include "internal/v3.h"
-#include <limits.h>   /* INT_MAX (not reached through internal.h on every platform: macOS) */
+#include <limits.h>   /* INT_MAX (not reached through the internal headers on every platform: macOS) */
 
 /* In v2 mode the header spells the theap functions as macros over mi_heap_*; here they are
    the exported functions that v3 mode declares. */
@@ -70,7 +70,7 @@ mi_decl_export bool mi_v3_manage_os_memory_ex(void* start, size_t size, bool is_
   return ok;
 }
 
-/* v3's mi_commit_fun_t is mi_arena_commit_fun_t (internal.h): the arena commits and decommits
+/* v3's mi_commit_fun_t is mi_arena_commit_fun_t (arena.h): the arena commits and decommits
    (purges) through it, never through the OS (arena.c). With is_pinned it is never called. */
 mi_decl_export bool mi_manage_memory(void* start, size_t size, bool is_committed, bool is_pinned, bool is_zero, int numa_node, bool exclusive,
                                      mi_arena_commit_fun_t* commit_fun, void* commit_fun_arg, void** arena_id) mi_attr_noexcept {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Validators: one function per structure that checks every invariant src/internal/types.h
-   states for it (and the thread_free word's, internal.h). A violation is reported through
+   states for it (and the thread_free word's, page.h). A violation is reported through
    _mi_message as
        mimalloc: validate: <structure> <address>: <field>: expected <value>, found <value>
    and the process aborts. They never allocate.
@@ -25,7 +25,7 @@
      _mi_validate_thread       the thread of the heap: all of the above for it
    Each returns true (so `mi_assert_expensive(_mi_observe_check(MI_CHECK_HEAP, heap, NULL))`
    reads as a check) or does not return. */
-#include "internal/internal.h"
+#include "internal/observers.h"
 #include "internal/bitmap.h"
 
 #if MI_DEBUG > 0
@@ -121,7 +121,7 @@ bool _mi_validate_page(const mi_page_t* page) {
   const uintptr_t owner = mi_atomic_load_relaxed(&((mi_page_t*)page)->xthread_id) & ~MI_PAGE_FLAGS_MASK;
   const size_t ntf = mi_validate_list(page, mi_tf_block(tf), "thread_free", page->capacity);
   if (mi_tf_is_abandoned(tf)) {
-    /* abandoned form (internal.h): no heap, no owner, state bits 0; the count says how many
+    /* abandoned form (page.h): no heap, no owner, state bits 0; the count says how many
        blocks are still live, and they are among the blocks in use */
     mi_check_eq(S, page, "xheap (abandoned)", 0, (uintptr_t)heap);
     mi_check_eq(S, page, "xthread_id owner (abandoned)", 0, owner);

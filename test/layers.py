@@ -16,6 +16,11 @@ docs/design.md's layer table and list of the hooks are generated from LAYERS and
 (between their markers), so they cannot disagree: the check fails when either differs, and
 --write-doc rewrites them.
 
+Includes: every header of src/internal and src/prim has a layer (HEADERS; None: any layer), and a
+file of LAYERS (or a header) includes only headers of its layer or below, or of a layer it has a
+hook into (HOOKS: the include declares the hook); never the umbrella internal/internal.h. The
+headers are a column of docs/design.md's layer table.
+
 Names: every name of src/ with external linkage that starts with _mi_ (a function or a global)
 starts with a prefix of the file that defines it (PREFIXES), so a reader knows where to look. A
 prefix belongs to one file (the platform files of prim/, which define the same functions of
@@ -27,7 +32,7 @@ the prefixes is generated from PREFIXES and OUTPUT_NAMES like the layer table.
 usage: test/layers.py [--write-doc] [SRC_DIR]   (default: the src/ beside this script's directory)
 Exit status 0 when every up-call is a listed hook, every listed hook is still used, observe.h
 declares exactly OBSERVE_HOOKS, every external _mi_ name has its file's prefix and the design
-document shows exactly LAYERS, the hooks and the prefixes; 1 otherwise, with one line per
+document shows exactly LAYERS, the hooks and the prefixes, and every include follows the rule; 1 otherwise, with one line per
 offence."""
 import os
 import re
@@ -79,6 +84,27 @@ LAYER_NAMES = {
 }
 
 OBSERVE_HEADER, OBSERVE_FILE = "internal/observe.h", "observe.c"
+
+# Layer of each header (path under src/), for the check of includes: a file (or header) may include
+# a header of its own layer or a lower one; a header of a higher layer only where HOOKS lists an
+# up-call of that file into a function of that layer (the include carries the hook). None: the
+# foundation, or the observers' hooks, includable from any layer. Generated into docs/design.md's
+# layer table with LAYERS.
+HEADERS = {
+    "internal/types.h": None, "internal/atomic.h": None, "internal/version.h": None,
+    OBSERVE_HEADER: None,
+    "prim/prim.h": 1, "internal/base.h": 1, "internal/sched.h": 1,
+    "internal/os.h": 2, "internal/bitmap.h": 2,
+    "internal/arena.h": 3,
+    "internal/segment.h": 4, "internal/page.h": 4, "internal/track.h": 4,
+    "internal/heap.h": 5, "internal/sheap.h": 5,
+    "internal/alloc.h": 6,
+    "internal/api.h": 7, "internal/v3.h": 7, "internal/crt-windows.h": 7,
+    "internal/observers.h": 8, "internal/prof-hook.h": 8, "internal/prof.h": 8,
+}
+# The umbrella of all the layer headers: no file of src/ includes it (its includes would show no
+# dependency); it is not a layer's header.
+UMBRELLA = "internal/internal.h"
 
 # The observers' hooks (internal/observe.h, defined in observe.c): the only functions of the
 # observer layer that the layers below may call, from any file. Each is an event of the core.
@@ -447,10 +473,13 @@ def hooks_markdown():
 
 def layers_markdown():
     """The layer table of docs/design.md: each layer with its files (src/) and what it is."""
-    lines = [TABLE_BEGIN, "| layer | files (`src/`) | what |", "|---|---|---|"]
+    lines = [TABLE_BEGIN, "| layer | files (`src/`) | headers (`src/`) | what |", "|---|---|---|---|"]
+    anyh = ", ".join(f"`{h}`" for h in HEADERS if HEADERS[h] is None)
+    lines.append(f"| any | | {anyh} | the types and atomics every header builds on; the observers' hooks |")
     for layer in sorted(LAYER_NAMES):
         files = ", ".join(f"`{rel}`" for rel in LAYERS if LAYERS[rel] == layer)
-        lines.append(f"| {layer} | {files} | {LAYER_NAMES[layer]} |")
+        headers = ", ".join(f"`{h}`" for h in HEADERS if HEADERS[h] == layer)
+        lines.append(f"| {layer} | {files} | {headers} | {LAYER_NAMES[layer]} |")
     lines.append(TABLE_END)
     return "\n".join(lines)
 
@@ -496,6 +525,48 @@ def check_doc(doc_path, write):
         with open(doc_path, "w", encoding="utf-8") as f:
             f.write(text)
     return why
+
+
+INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+
+
+def check_includes(src, owner):
+    """Offences of the includes: each quoted include of a file of LAYERS or a header of HEADERS
+    that names a header of src/ must name one of HEADERS of its layer or below (or of a layer it
+    has a hook into), never the umbrella; every header of src/internal and src/prim has a layer."""
+    bad, count = [], 0
+    hook_layers = {}   # file -> layers it has hooks into
+    for (rel, callee) in HOOKS:
+        if callee in owner:
+            hook_layers.setdefault(rel, set()).add(LAYERS[owner[callee]])
+    for d in ("internal", "prim"):
+        for f in sorted(os.listdir(os.path.join(src, d))):
+            rel = d + "/" + f
+            if f.endswith(".h") and rel not in HEADERS and rel != UMBRELLA:
+                bad.append(f"{rel} has no layer: add it to HEADERS in test/layers.py")
+    units = [(rel, LAYERS[rel]) for rel in LAYERS] + [(h, l) for h, l in HEADERS.items()]
+    for rel, layer in units:
+        path = os.path.join(src, rel)
+        if not os.path.exists(path):
+            continue
+        text = re.sub(r"/\*.*?\*/", " ", open(path, encoding="utf-8").read(), flags=re.S)   # comments out, paths kept
+        for inc in INCLUDE_RE.findall(text):
+            target = os.path.normpath(os.path.join(os.path.dirname(rel), inc)).replace(os.sep, "/")
+            if target.endswith(".c") or not os.path.exists(os.path.join(src, target)):
+                continue   # the unit's .c files (static.c), public headers (include/)
+            count += 1
+            if target == UMBRELLA:
+                bad.append(f"{rel} includes the umbrella {UMBRELLA}: include the headers of its layer and below")
+            elif target not in HEADERS:
+                bad.append(f"{rel} includes {target}, which has no layer in HEADERS")
+            elif HEADERS[target] is None or layer is None or HEADERS[target] <= layer:
+                continue
+            elif rel in LAYERS and HEADERS[target] in hook_layers.get(rel, set()):
+                continue   # the declarations of its hooks
+            else:
+                bad.append(f"{rel} (layer {layer}) includes {target} (layer {HEADERS[target]}): "
+                           "only headers of its layer and below, or of a layer it has a hook into (HOOKS)")
+    return bad, count
 
 
 def observe_declared(src):
@@ -585,6 +656,8 @@ def main():
     for hook in sorted(set(OBSERVE_HOOKS)):
         if owner.get(hook) != OBSERVE_FILE:
             bad.append(f"observer hook {hook} is not defined in {OBSERVE_FILE}")
+    includes_bad, includes_checked = check_includes(src, owner)
+    bad += includes_bad
     names_bad, names_checked = check_names(src)
     bad += names_bad
     bad += check_doc(os.path.join(src, "..", "docs", "design.md"), write)
@@ -592,6 +665,7 @@ def main():
         print(line)
     print(f"layers.py: {len(owner)} functions in {len(LAYERS)} files, {len(used)} hooks used "
           f"({len(OBSERVE_HOOKS)} of them the observers'), {names_checked} external _mi_ names checked, "
+          f"{includes_checked} includes checked, "
           f"{len(bad)} offence(s)")
     return 1 if bad else 0
 

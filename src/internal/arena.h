@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Arenas (src/arena.c) and the purge of their free blocks (src/arena-purge.c), and the
-   background thread that runs due purges (src/purger.c): what the segments, the OS layer's users
-   and the validators need of them, and the descriptor the two arena files share. Part of
-   internal.h, which includes it after the OS layer's declarations. */
+/* Layer 3 (docs/design.md, "Layers"): the arenas (src/arena.c) and the purge of their free
+   blocks (src/arena-purge.c): what the segments, the OS layer's users and the validators need of
+   them, and the descriptor the two arena files share; the segment map (src/segment-map.c), the
+   layer's third file, with the inline lookup of free's fast path. */
 #pragma once
-
-#include "types.h"
+#include "os.h"
 #include "bitmap.h"
 
 /* ------------------------------------------------------------------------------------------
@@ -146,19 +145,59 @@ void       _mi_arena_purge_unschedule(mi_arena_t* arena, size_t idx, size_t coun
 void       _mi_arena_purge_schedule_release(mi_arena_t* arena);
 
 /* ------------------------------------------------------------------------------------------
-   purger.c: the background thread that runs due purges (MIMALLOC_PURGE_THREAD)
+   segment-map.c: the segment map (which memory holds our segments)
 ------------------------------------------------------------------------------------------ */
-/* A purge was scheduled, due at `due` (_mi_prim_clock_now time): wakes the thread if it would
-   sleep past `due`; with no thread, sets _mi_purger_wanted (or starts it, in a process that
-   never had a second thread). Cheap (loads, rarely a CAS); call it after the purge is visible
-   to the passes, and from a pass for every deadline it leaves. Safe inside any free. */
-void       _mi_purger_notify(mi_msecs_t due);
-extern _Atomic(int) _mi_purger_wanted;   /* the allocation slow path calls _mi_purger_start_wanted */
-void       _mi_purger_start_wanted(void);   /* only where the caller holds no lock of libc's */
-void       _mi_purger_fork_prepare(void);   /* before the fork handlers take any lock */
-void       _mi_purger_fork_parent(void);
-void       _mi_purger_fork_child(bool thread_has_heap);   /* the forking thread: a thread with a heap? */
-void       _mi_purger_thread_init(void);    /* a thread has a heap (process init, mi_thread_init) */
-void       _mi_purger_thread_done(void);    /* its end, after its pages were abandoned: may start the
-                                               thread (it holds no lock of libc's) */
-void       _mi_purger_done(void);           /* mi_process_done: no pass after this */
+bool       _mi_segment_map_can_hold(const void* start, size_t size);
+/* segment-map.c: the covered map's parts for [start, start + size) (false: out of memory); a
+   segment's entries set (on) or cleared */
+bool       _mi_segment_map_prepare(const void* start, size_t size);
+mi_segment_t* _mi_segment_map_alloc(size_t size, size_t alignment, size_t align_offset, bool commit,
+                                    mi_arena_id_t req_arena_id, int numa_node, mi_memid_t* memid);   /* memory the map can hold, from the arenas */
+void       _mi_segment_map_set(const mi_segment_t* segment, bool on);
+bool       _mi_segment_map_covers(const void* p);          /* p is inside one of our segments */
+mi_segment_t* _mi_segment_map_segment_of(const void* p);   /* the segment p lies in (also inside a huge one), or NULL */
+void       _mi_segment_map_visit(void (*visit)(mi_segment_t* segment, void* arg), void* arg);   /* every segment */
+
+/* The segment-start map (segment.c): one byte per MI_SEGMENT_SIZE chunk of the user address
+   space; non-zero iff one of our segments starts in that chunk, and then it is the segment's
+   page_shift (16, 19 or 63), so free gets its page index without loading the header field.
+   The range is the user address space Linux hands out without an explicit mmap hint (we never
+   pass one), per target:
+     x86-64   2^47 (4-level paging; 5-level paging maps above 2^47 only for a hint beyond it)
+     riscv64  2^47 (Sv48; Sv39 gives 2^38; Sv57 maps above 2^47 only for a hint beyond it)
+     aarch64  2^48 (48-bit VA; kernels with 52-bit VA map above 2^48 only for a hint beyond
+              it; 39/42-bit VA kernels give less)
+     other    2^48, the most that the thread_free word's pointer field holds (below)
+   Segments the OS places beyond MI_SEGMENT_MAP_ADDR_BITS are refused with a warning
+   (segment.c), so an unexpected layout makes allocation fail visibly, never corrupts the map.
+   A lookup needs no range check: the index keeps bits [ADDR_BITS-1, 22] of p - 1.
+   NULL - 1 lands on the last chunk, which never holds a segment (refused like the ones beyond),
+   so its entry stays 0. A pointer that is not a user address (the kernel half, non-canonical
+   values), which no allocator hands out, may alias a user chunk: such garbage is not detected.
+   32 MiB (47 bits) or 64 MiB (48 bits) of zero-initialised address space, touched only where
+   we have segments. */
+#if defined(__x86_64__) || (defined(__riscv) && __riscv_xlen == 64)
+#define MI_SEGMENT_MAP_ADDR_BITS  (47)
+#else
+#define MI_SEGMENT_MAP_ADDR_BITS  (48)
+#endif
+#define MI_INTPTR_BITS            (8*sizeof(uintptr_t))
+#define MI_SEGMENT_MAP_CHUNKS     ((uintptr_t)1 << (MI_SEGMENT_MAP_ADDR_BITS - MI_SEGMENT_SHIFT))
+extern _Atomic(uint8_t) _mi_segment_map_start[MI_SEGMENT_MAP_CHUNKS];
+
+/* The page shift of our segment whose first chunk holds p - 1, which every block we hand out
+   satisfies (see _mi_ptr_segment); 0 for NULL and for every user-space pointer that is not
+   ours, so free and realloc never dereference a foreign pointer. */
+static inline size_t _mi_ptr_page_shift(const void* p) {
+  const uintptr_t chunk = (((uintptr_t)p - 1) << (MI_INTPTR_BITS - MI_SEGMENT_MAP_ADDR_BITS))
+                          >> (MI_INTPTR_BITS - MI_SEGMENT_MAP_ADDR_BITS + MI_SEGMENT_SHIFT);
+  return mi_atomic_load_relaxed(&_mi_segment_map_start[chunk]);
+}
+/* The segment of p when p is known to be ours. */
+static inline mi_segment_t* _mi_ptr_segment_unchecked(const void* p) {
+  return (mi_segment_t*)(((uintptr_t)p - 1) & ~MI_SEGMENT_MASK);
+}
+/* Like _mi_ptr_segment, but NULL also for every pointer that is not ours. */
+static inline mi_segment_t* _mi_ptr_segment_checked(const void* p) {
+  return (_mi_ptr_page_shift(p) != 0 ? _mi_ptr_segment_unchecked(p) : NULL);
+}

@@ -5,8 +5,64 @@
    src/observe.c hands it to every observer that wants it. A hook that today has a cheap test
    in front of it (mi_live_enabled(), mi_prof_rate(), heap->prof != NULL) keeps it at the call
    site: nothing new runs on a fast path. test/layers.py lists them (OBSERVE_HOOKS), each with
-   why it exists. Included by internal.h, where the types it names are declared; not on its own. */
+   why it exists. Callable from any layer; with the observers' state that the
+   core reads before a hook (whether the profiler and the live view are on). */
 #pragma once
+#include "base.h"
+
+/* ------------------------------------------------------------------------------------------
+   The observers' state the core reads (the cheap tests in front of the hooks)
+------------------------------------------------------------------------------------------ */
+/* prof.c: the sampling profiler's hook (off unless MIMALLOC_PROFILE or mi_profile_start) */
+#if defined(__linux__) && defined(__GLIBC__) && MI_SECURE == 0 && MI_DEBUG == 0 && MI_PADDING == 0 && MI_TRACK_ENABLED == 0 && MI_GUARDED == 0
+#define MI_PROF_AVAILABLE 1   /* release builds on Linux with glibc (prof.c says why) */
+#else
+#define MI_PROF_AVAILABLE 0
+#endif
+/* The counted entry points (prof-entry.c, prof.c): a second malloc, calloc and operator new that count bytes
+   in their fast path; with the profiler on from the start, the program's calls are sent to them
+   (override.c). Where the profiler is and the library overrides malloc, on the 64-bit ABIs
+   whose PLT relocations prim/unix.c knows. */
+#if MI_PROF_AVAILABLE && MI_MALLOC_OVERRIDE && (defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64))
+#define MI_PROF_ENTRIES 1
+#else
+#define MI_PROF_ENTRIES 0
+#endif
+extern size_t _mi_prof_rate;   /* bytes between samples on average; 0: off (set once, with a release
+                                  store after the profiler's store is ready) */
+static inline size_t mi_prof_rate(void) { return __atomic_load_n(&_mi_prof_rate, __ATOMIC_ACQUIRE); }
+/* The start of a heap's profiler state (prof.c's mi_prof_t; heap->prof points at it), the part
+   the core reads. */
+typedef struct mi_prof_head_s {
+  bool        busy;                        /* in the profiler's slow path or a sample
+                                              (mi_heap_prof_ready) */
+  mi_page_t*  direct[MI_PAGES_DIRECT];     /* the heap's real first pages by word size, while its
+                                              pages_free_direct points at the proxies */
+} mi_prof_head_t;
+/* The heap's table of real first pages by word size (types.h, the heap's invariants), which
+   page.c's queue updates write and the counted entry points read (through _mi_thread_tls.prof_direct):
+   pages_free_direct itself, or with the profiler on in the heap the profiler's copy. */
+static inline mi_page_t** mi_heap_direct_real(mi_heap_t* heap) {
+  return (heap->prof == NULL ? heap->pages_free_direct : ((mi_prof_head_t*)heap->prof)->direct);
+}
+/* Does the heap have a profiler that is not busy (whose slow path then serves the heap's)? */
+static inline bool mi_heap_prof_ready(const mi_heap_t* heap) {
+  return (heap->prof != NULL && !((const mi_prof_head_t*)heap->prof)->busy);
+}
+extern mi_msecs_t _mi_prof_samples_interval;        /* ms between periodic dumps; 0: none */
+
+/* live.c: live statistics in shared memory for a viewer (MIMALLOC_LIVE) */
+extern bool _mi_live_enabled;                       /* atomic: set once at start, cleared at exit */
+static inline bool mi_live_enabled(void) { return __atomic_load_n(&_mi_live_enabled, __ATOMIC_RELAXED); }
+/* The owner's side of live_lock (types.h): around every change of its page queues and heap
+   list while a publisher may read them; one load and branch otherwise. */
+static inline void mi_live_enter(mi_tld_t* tld) {
+  if (mi_unlikely(tld->live_watched) && tld->live_depth++ == 0) mi_lock_acquire(&tld->live_lock);
+}
+static inline void mi_live_leave(mi_tld_t* tld) {
+  if (mi_unlikely(tld->live_watched) && --tld->live_depth == 0) mi_lock_release(&tld->live_lock);
+}
+
 
 /* The process and its threads */
 void       _mi_observe_process_init(void);   /* the environment is readable: observers start */

@@ -1,51 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The sampling heap profiler's interface to the rest of the library (prof.c, prof-samples.c,
    prof-stack.c; docs/profiler.md): whether it is built, its hooks on the allocation slow path
-   and in heaps, the counted entry points, and the samples. Included by internal.h, where the
-   types it names are declared; not on its own. */
+   and in heaps, the counted entry points, and the samples. Layer 8; what the core reads of it is in observe.h. */
 #pragma once
 
-/* prof.c: the sampling profiler's hook (off unless MIMALLOC_PROFILE or mi_profile_start) */
-#if defined(__linux__) && defined(__GLIBC__) && MI_SECURE == 0 && MI_DEBUG == 0 && MI_PADDING == 0 && MI_TRACK_ENABLED == 0 && MI_GUARDED == 0
-#define MI_PROF_AVAILABLE 1   /* release builds on Linux with glibc (prof.c says why) */
-#else
-#define MI_PROF_AVAILABLE 0
-#endif
-/* The counted entry points (prof-entry.c, prof.c): a second malloc, calloc and operator new that count bytes
-   in their fast path; with the profiler on from the start, the program's calls are sent to them
-   (override.c). Where the profiler is and the library overrides malloc, on the 64-bit ABIs
-   whose PLT relocations prim/unix.c knows. */
-#if MI_PROF_AVAILABLE && MI_MALLOC_OVERRIDE && (defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64))
-#define MI_PROF_ENTRIES 1
-#else
-#define MI_PROF_ENTRIES 0
-#endif
+#include "observers.h"
+
 void*  _mi_prof_counted_due(size_t size, bool zero);   /* countdown at zero */
 void*  _mi_prof_counted_slow(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset);
                                                      /* no free block (prof-entry.c's mi_malloc_slow_fun) */
-size_t _mi_override_rebind_counted(void);   /* the program's calls to the counted versions (override.c);
-                                           how many call slots */
-extern size_t _mi_prof_rate;   /* bytes between samples on average; 0: off (set once, with a release
-                                  store after the profiler's store is ready) */
-static inline size_t mi_prof_rate(void) { return __atomic_load_n(&_mi_prof_rate, __ATOMIC_ACQUIRE); }
-/* The start of a heap's profiler state (prof.c's mi_prof_t; heap->prof points at it), the part
-   the core reads. */
-typedef struct mi_prof_head_s {
-  bool        busy;                        /* in the profiler's slow path or a sample
-                                              (mi_heap_prof_ready) */
-  mi_page_t*  direct[MI_PAGES_DIRECT];     /* the heap's real first pages by word size, while its
-                                              pages_free_direct points at the proxies */
-} mi_prof_head_t;
-/* The heap's table of real first pages by word size (types.h, the heap's invariants), which
-   page.c's queue updates write and the counted entry points read (through _mi_thread_tls.prof_direct):
-   pages_free_direct itself, or with the profiler on in the heap the profiler's copy. */
-static inline mi_page_t** mi_heap_direct_real(mi_heap_t* heap) {
-  return (heap->prof == NULL ? heap->pages_free_direct : ((mi_prof_head_t*)heap->prof)->direct);
-}
-/* Does the heap have a profiler that is not busy (whose slow path then serves the heap's)? */
-static inline bool mi_heap_prof_ready(const mi_heap_t* heap) {
-  return (heap->prof != NULL && !((const mi_prof_head_t*)heap->prof)->busy);
-}
 void       _mi_prof_heap_init(mi_heap_t* heap);     /* the heap's proxies, if the profiler is on */
 void       _mi_prof_heap_done(mi_heap_t* heap);     /* leases back, proxies gone */
 void       _mi_prof_thread_start(mi_tld_t* tld);    /* _mi_prof_heap_init for the thread's heaps */
@@ -86,4 +49,3 @@ void       _mi_prof_samples_json(struct mi_json_s* json, size_t count);   /* the
 void       _mi_prof_samples_fork_prepare(void);
 void       _mi_prof_samples_fork_parent(void);
 void       _mi_prof_samples_fork_child(void);
-extern mi_msecs_t _mi_prof_samples_interval;        /* ms between periodic dumps; 0: none */

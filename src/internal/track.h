@@ -67,7 +67,7 @@
 
 #if MI_TRACK_VALGRIND || MI_TRACK_ASAN
 #define MI_TRACK_ENABLED  1
-/* track.c (internal.h includes this after types.h) */
+/* track.c (page.h includes this) */
 bool _mi_track_free(void* p);
 void _mi_track_block_alloc(const mi_page_t* page, mi_block_t* block, size_t size, bool zero);
 void _mi_track_block_change(const mi_page_t* page, mi_block_t* block, void* oldp, size_t oldsize, void* p, size_t newsize, bool zero);

@@ -8,7 +8,7 @@
    subprocess' per-bin abandoned page lists; from then on any thread's free of such a page's
    last live block releases the page under that lock, and a thread that needs a page of some
    size class takes over an abandoned page of the class with room before it takes a fresh one.
-   See mi_segment_t, mi_subproc_t and the thread_free word (internal.h).
+   See mi_segment_t, mi_subproc_t and the thread_free word (page.h).
 
    Types, in order:
      mi_block_t          a free block: just a link to the next free block
@@ -190,7 +190,7 @@
 /* ------------------------------------------------------------------------------------------
    Blocks and pages
 ------------------------------------------------------------------------------------------ */
-/* The link is only read and written through mi_block_next/mi_block_set_next (internal.h): in
+/* The link is only read and written through mi_block_next/mi_block_set_next (page.h): in
    secure builds it is stored encoded with its page's keys. */
 typedef struct mi_block_s {
   struct mi_block_s* next;
@@ -300,7 +300,7 @@ typedef enum mi_delayed_e {
                                                    the live ones and those freed by other threads
                                                    and not yet collected)
      |thread_free| <= used                         (owned form: |thread_free| is the count of the
-                                                   thread_free word, internal.h; the blocks pushed
+                                                   thread_free word, page.h; the blocks pushed
                                                    on the heap's delayed list count in used too)
      in use (segment_in_use): is_committed, not purge_pending; its blocks
        [page_start, page_start + reserved * block_size) lie in the page's area (segment.c,
@@ -365,7 +365,7 @@ typedef struct mi_page_s {
   uint32_t           capacity;        /* blocks whose memory has been made available */
   uint8_t*           page_start_;     /* first block (read and set through mi_page_start, track.h) */
   uintptr_t          keys[2];         /* the free-list link keys, drawn at each page set-up
-                                         (internal.h, mi_block_next) */
+                                         (page.h, mi_block_next) */
   uint64_t           block_magic;     /* UINT64_MAX / block_size + 1: the block index of an
                                          offset and whether it is a block start, with one
                                          multiplication (mi_page_offset_is_block) */

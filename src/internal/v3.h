@@ -7,7 +7,7 @@
 #ifndef MI_INTERNAL_V3_H
 #define MI_INTERNAL_V3_H
 
-#include "internal.h"
+#include "heap.h"   /* _mi_subproc_main */
 
 /* v3 mode's mi_subproc_id_t (mimalloc.h): a struct around v2's id, returned and passed by value */
 typedef struct mi_subproc_id_s { void* _mi_subproc_id; } mi_v3_subproc_id_t;

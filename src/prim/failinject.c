@@ -41,6 +41,9 @@
      thread       EAGAIN, no thread (pthread_create out of resources): purges from allocator
                   activity only */
 
+#include "prim.h"
+#include "../internal/os.h"   /* hook: _mi_os_page_size */
+
 #define _mi_prim_alloc              _mi_prim_os_alloc
 #define _mi_prim_free               _mi_prim_os_free
 #define _mi_prim_commit             _mi_prim_os_commit

@@ -30,7 +30,7 @@
    single-threaded program that reaches its points in the same order (MIMALLOC_PURGE_DELAY=-1)
    makes the same trace in every run. */
 #include "prim.h"
-#include "../internal/internal.h"
+#include "../internal/base.h"
 
 _Static_assert(MI_SCHED_COUNT <= 32, "the points' set is a 32-bit mask");
 

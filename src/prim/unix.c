@@ -7,7 +7,8 @@
 #define _GNU_SOURCE
 #endif
 #include "prim.h"
-#include "../internal/internal.h"
+#include "../internal/base.h"
+#include "../internal/heap.h"   /* hook: _mi_thread_done at thread exit */
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/time.h>

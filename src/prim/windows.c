@@ -6,7 +6,8 @@
 #define WIN32_LEAN_AND_MEAN
 #endif
 #include "prim.h"
-#include "../internal/internal.h"
+#include "../internal/base.h"
+#include "../internal/heap.h"   /* hook: _mi_thread_done at thread detach */
 #include <windows.h>
 #include <ntsecapi.h>   /* RtlGenRandom (advapi32's SystemFunction036) */
 #ifndef PSAPI_VERSION
@@ -405,7 +406,7 @@ bool _mi_prim_random_buf(void* buf, size_t buf_len) {
 static DWORD         win_fls_key = FLS_OUT_OF_INDEXES;
 static _Atomic(int)  win_fls_state;   /* 0: none, 1: created */
 
-/* the "exited" flag: native TLS like _mi_thread_default_heap (internal.h), valid through all TLS
+/* the "exited" flag: native TLS like _mi_thread_default_heap (base.h), valid through all TLS
    callbacks and DLL notifications (gcc's emulated TLS may be freed by then: .CRT$XLD) */
 #if MI_TLS_PE
 __attribute__((section(".tls$MI"))) int _mi_prim_win_thread_exited = 0;
