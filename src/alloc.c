@@ -20,7 +20,7 @@ void _mi_alloc_block_zero_init(const mi_page_t* page, void* p) {
 }
 
 /* ------------------------------------------------------------------------------------------
-   The allocation slow path (the fast path is _mi_heap_malloc_small_zero in alloc.h)
+   The allocation slow path (the fast path is mi_heap_malloc_small_zero in alloc.h)
 ------------------------------------------------------------------------------------------ */
 /* The slow path of every allocation: initialises the thread on its first call, runs the
    periodic work (deferred-free hook, delayed frees, retired pages), and finds a page.

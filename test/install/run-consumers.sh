@@ -163,8 +163,8 @@ done
 
 # a request for 3.x is answered by the v3 API: a project written for mimalloc 3 that links the
 # plain target gets MI_V3_API from it (v3.c compiles only so); a range with 2.x in it takes v2
-for wanted in "$v3_major.0" "$v3_major.0...$v3_major.9" "2.0...<5"; do
-  if [ "$wanted" = "2.0...<5" ]; then answer=$version consumer=main; else answer=$v3_version consumer=v3; fi
+for request in "$v3_major.0 $v3_version v3" "$v3_major.0...$v3_major.9 $v3_version v3" "2.0...<5 $version main"; do
+  read -r wanted answer consumer <<<"$request"   # what is asked, the version that answers, the program
   step "(c) find_package(mimalloc $wanted REQUIRED) linking mimalloc: version $answer, $consumer.c"
   dir=$tmp/consumer-request-${wanted//[.<]/_}
   "$cmake" -S "$consumer_src" -B "$dir" "${cmake_generator_args[@]}" -DCMAKE_PREFIX_PATH="$prefix" \
