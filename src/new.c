@@ -4,7 +4,7 @@
    NULL). The library is C: the C++ runtime is reached through weak references, so C programs
    link without libstdc++, and C++ programs (which always have it) get real exceptions.
    This file is compiled with -fexceptions so the exception can unwind through it. */
-#include "internal/alloc.h"
+#include "internal/api.h"   /* _mi_new_counted, _mi_prof_entry_malloc */
 #include <stdlib.h>
 
 typedef void (*mi_std_new_handler_t)(void);
@@ -87,13 +87,13 @@ void* mi_new_nothrow(size_t size) mi_attr_noexcept {
 
 #if MI_PROF_ENTRIES
 /* operator new's counted versions (prof-entry.c; override.c picks them) */
-static void* mi_new_counted(size_t size) {
-  void* p = mi_malloc_counted(size);
+void* _mi_new_counted(size_t size) {
+  void* p = _mi_prof_entry_malloc(size);
   if (mi_unlikely(p == NULL)) return mi_heap_try_new(mi_prim_get_default_heap(), size, false);
   return p;
 }
-static void* mi_new_nothrow_counted(size_t size) mi_attr_noexcept {
-  void* p = mi_malloc_counted(size);
+void* _mi_new_counted_nothrow(size_t size) mi_attr_noexcept {
+  void* p = _mi_prof_entry_malloc(size);
   if (mi_unlikely(p == NULL)) return mi_heap_try_new(mi_prim_get_default_heap(), size, true);
   return p;
 }

@@ -109,8 +109,8 @@ size_t _mi_override_rebind_counted(void) {
   const char* const names[] = { "malloc", "calloc", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t" };
   void* const from[] = { (void*)&mi_malloc, (void*)&mi_calloc, (void*)&mi_new, (void*)&mi_new,
                          (void*)&mi_new_nothrow, (void*)&mi_new_nothrow };
-  void* const to[] = { (void*)&mi_malloc_counted, (void*)&mi_calloc_counted, (void*)&mi_new_counted, (void*)&mi_new_counted,
-                       (void*)&mi_new_nothrow_counted, (void*)&mi_new_nothrow_counted };
+  void* const to[] = { (void*)&_mi_prof_entry_malloc, (void*)&_mi_prof_entry_calloc, (void*)&_mi_new_counted, (void*)&_mi_new_counted,
+                       (void*)&_mi_new_counted_nothrow, (void*)&_mi_new_counted_nothrow };
   const char* ours_names[6];
   void* ours_from[6];
   void* ours_to[6];

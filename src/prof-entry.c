@@ -5,7 +5,7 @@
    _mi_prof_counted_due and _mi_prof_counted_slow). The fast path is the ordinary one
    (alloc.h, mi_heap_malloc_small_from and mi_heap_malloc_medium_from), given the real first
    pages and the profiler's slow path, so a change to the ordinary fast path reaches this one. */
-#include "internal/alloc.h"
+#include "internal/api.h"     /* _mi_prof_entry_malloc, _mi_prof_entry_calloc */
 #include "internal/prof-hook.h"   /* hooks: _mi_prof_counted_slow, _mi_prof_counted_due */
 
 #if MI_PROF_ENTRIES
@@ -41,11 +41,10 @@ due:
   return _mi_prof_counted_due(size, zero);
 }
 
-/* static: override.c and new.c (the same unit, static.c) take them */
-static void* mi_malloc_counted(size_t size) mi_attr_noexcept {
+void* _mi_prof_entry_malloc(size_t size) mi_attr_noexcept {
   return mi_prof_entry_zero(size, false);
 }
-static void* mi_calloc_counted(size_t count, size_t size) mi_attr_noexcept {
+void* _mi_prof_entry_calloc(size_t count, size_t size) mi_attr_noexcept {
   size_t total;
   if (mi_count_size_overflow(count, size, &total)) return NULL;
   return mi_prof_entry_zero(total, true);

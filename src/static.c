@@ -16,7 +16,7 @@ void _mi_static_text_begin(void);
 void _mi_static_text_begin(void) { }
 
 #include "alloc.c"
-#include "prof-entry.c"   /* before new.c, which takes mi_malloc_counted */
+#include "prof-entry.c"
 #include "abandon.c"
 #include "aligned.c"
 #include "arena.c"
