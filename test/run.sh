@@ -143,7 +143,10 @@ build_suite() {   # index: configure and build
 }
 
 bg_pid=""
-stop_bg() { [ -n "$bg_pid" ] && { kill -- "-$bg_pid" 2>/dev/null || kill "$bg_pid" 2>/dev/null; } || true; }
+stop_bg() {
+  [ -n "$bg_pid" ] && { kill -- "-$bg_pid" 2>/dev/null || kill "$bg_pid" 2>/dev/null; } || true
+  [ -n "${pre_pid:-}" ] && { kill -- "-$pre_pid" 2>/dev/null || kill "$pre_pid" 2>/dev/null; } || true
+}
 trap 'stop_bg; step_summary' EXIT
 start_bg_build() {   # index: build_suite in the background, niced, into its log
   local dir="$root/build-test-${S_NAME[$1]}"
@@ -177,6 +180,33 @@ wait_bg_later() {
   wait "$bg_pid" || true
   bg_pid=""
   grep -E '^=== ' "$root/build-test-loaded/run-build.log" || true
+}
+# The builds of the cross, musl and Windows suites (their scripts with MI_TEST_BUILD_ONLY=1: the
+# same configurations, which the scripts then find built), in the background from the debug
+# suite's tests on, at a lower CPU priority than the suites' own builds (nice 15): they take the
+# CPU that the tests leave idle (sleeps, purge delays) instead of 2-3 minutes of their own after
+# the core suites (issue 51). A failure here is left for the scripts to report.
+pre_pid=""
+start_prebuild_optional() {
+  local suite name script needs how c ok scripts=()
+  for suite in "${OPTIONAL_SUITES[@]}"; do
+    IFS='|' read -r name script needs how <<<"$suite"
+    case "$name" in cross|musl|windows) ;; *) continue ;; esac
+    ok=1
+    for c in $needs; do have "$c" || ok=0; done
+    [ $ok = 1 ] && scripts+=("$script")
+  done
+  [ ${#scripts[@]} -gt 0 ] || return 0
+  echo "=== the builds of ${scripts[*]}: in the background (nice 15), output in $root/build-test-optional.log"
+  setsid -w nice -n 15 bash -c 'for s in "$@"; do t0=$SECONDS; MI_TEST_BUILD_ONLY=1 bash "$0/$s" || echo "=== $s: build failed (its suite will build again and report)"; echo "=== $s: build took $((SECONDS - t0)) s"; done' \
+    "$root" "${scripts[@]}" >"$root/build-test-optional.log" 2>&1 &
+  pre_pid=$!
+}
+wait_prebuild_optional() {
+  [ -n "$pre_pid" ] || return 0
+  wait "$pre_pid" || true
+  pre_pid=""
+  grep -E '^=== ' "$root/build-test-optional.log" || true
 }
 wait_bg_build() {   # index
   local dir="$root/build-test-${S_NAME[$1]}" rc=0
@@ -234,6 +264,7 @@ for i in $(seq 0 $((nsuites - 1))); do
   elif [ "${1:-}" != "--quick" ]; then
     start_bg_later
   fi
+  [ "$i" = 1 ] && start_prebuild_optional
   run_tests "$i"
   step_time "$name: ctest"
   if [ "$name" = release ]; then
@@ -292,6 +323,8 @@ bash "$root/test/loaded.sh" --build-dir "$root/build-test-loaded" --rounds 1
 step_time "loaded: build and round"
 # ---- end of the loaded round ----
 
+wait_prebuild_optional
+step_time "cross, musl and windows builds (the rest after the loaded round)"
 for suite in "${OPTIONAL_SUITES[@]}"; do
   IFS='|' read -r name script needs how <<<"$suite"
   missing=()
