@@ -181,32 +181,48 @@ wait_bg_later() {
   bg_pid=""
   grep -E '^=== ' "$root/build-test-loaded/run-build.log" || true
 }
-# The builds of the cross, musl and Windows suites (their scripts with MI_TEST_BUILD_ONLY=1: the
-# same configurations, which the scripts then find built), in the background from the debug
-# suite's tests on, at a lower CPU priority than the suites' own builds (nice 15): they take the
-# CPU that the tests leave idle (sleeps, purge delays) instead of 2-3 minutes of their own after
-# the core suites (issue 51). A failure here is left for the scripts to report.
+# Ahead of the optional suites, in the background from the debug suite's tests on, at a lower CPU
+# priority than the suites' own builds (nice 15), so that they take the CPU the tests leave idle
+# (sleeps, purge delays, waits) instead of minutes of their own after the core suites (issue 51):
+# the builds of the cross, musl and Windows suites (their scripts with MI_TEST_BUILD_ONLY=1: the
+# same configurations, which the scripts then find built; a failure is left for the suite to
+# build again and report), then the Rust and D packages' suites whole (builds and unit tests
+# that wait on nothing; each one's output and exit status in build-test-optional/<name>.log and
+# <name>.rc, shown and checked in its place below).
 pre_pid=""
+pre_dir="$root/build-test-optional"
+rm -rf "$pre_dir" && mkdir -p "$pre_dir"   # (no result of an earlier run is taken for this one's)
 start_prebuild_optional() {
-  local suite name script needs how c ok scripts=()
+  local suite name script needs how c ok todo=()
   for suite in "${OPTIONAL_SUITES[@]}"; do
     IFS='|' read -r name script needs how <<<"$suite"
-    case "$name" in cross|musl|windows) ;; *) continue ;; esac
+    case "$name" in cross|musl|windows|rust|d) ;; *) continue ;; esac
     ok=1
     for c in $needs; do have "$c" || ok=0; done
-    [ $ok = 1 ] && scripts+=("$script")
+    [ $ok = 1 ] && todo+=("$name:$script")
   done
-  [ ${#scripts[@]} -gt 0 ] || return 0
-  echo "=== the builds of ${scripts[*]}: in the background (nice 15), output in $root/build-test-optional.log"
-  setsid -w nice -n 15 bash -c 'for s in "$@"; do t0=$SECONDS; MI_TEST_BUILD_ONLY=1 bash "$0/$s" || echo "=== $s: build failed (its suite will build again and report)"; echo "=== $s: build took $((SECONDS - t0)) s"; done' \
-    "$root" "${scripts[@]}" >"$root/build-test-optional.log" 2>&1 &
+  [ ${#todo[@]} -gt 0 ] || return 0
+  echo "=== in the background (nice 15): the builds of the cross, musl and Windows suites, the Rust and D suites (${todo[*]}), output in $pre_dir"
+  setsid -w nice -n 15 bash -c '
+    root=$1 dir=$2; shift 2
+    for j in "$@"; do
+      name=${j%%:*} script=${j#*:} t0=$SECONDS rc=0
+      case $name in
+        rust|d) bash "$root/$script" >"$dir/$name.log" 2>&1 || rc=$?
+                echo $rc >"$dir/$name.rc"
+                echo "=== $name: its suite ran in the background in $((SECONDS - t0)) s (exit status $rc)" ;;
+        *) MI_TEST_BUILD_ONLY=1 bash "$root/$script" >"$dir/$name-build.log" 2>&1 \
+             || echo "=== $name: the build failed (the suite builds again and reports it)"
+           echo "=== $name: its build in the background took $((SECONDS - t0)) s" ;;
+      esac
+    done' bash "$root" "$pre_dir" "${todo[@]}" >"$pre_dir/summary.log" 2>&1 &
   pre_pid=$!
 }
 wait_prebuild_optional() {
   [ -n "$pre_pid" ] || return 0
   wait "$pre_pid" || true
   pre_pid=""
-  grep -E '^=== ' "$root/build-test-optional.log" || true
+  cat "$pre_dir/summary.log" || true
 }
 wait_bg_build() {   # index
   local dir="$root/build-test-${S_NAME[$1]}" rc=0
@@ -324,7 +340,7 @@ step_time "loaded: build and round"
 # ---- end of the loaded round ----
 
 wait_prebuild_optional
-step_time "cross, musl and windows builds (the rest after the loaded round)"
+step_time "the background builds and suites (the rest after the loaded round)"
 for suite in "${OPTIONAL_SUITES[@]}"; do
   IFS='|' read -r name script needs how <<<"$suite"
   missing=()
@@ -333,6 +349,14 @@ for suite in "${OPTIONAL_SUITES[@]}"; do
     if [ "${MI_TEST_REQUIRE_ALL:-0}" = 1 ]; then echo "=== $name: missing ${missing[*]} ($how)"; exit 1; fi
     echo "=== $name: skipped (not installed: ${missing[*]}; $how)"
     skipped+=("$name")
+    continue
+  fi
+  if [ -f "$pre_dir/$name.rc" ]; then   # run in the background (start_prebuild_optional)
+    echo "=== $name: $script (ran in the background beside the core suites; its output:)"
+    cat "$pre_dir/$name.log"
+    rc=$(cat "$pre_dir/$name.rc")
+    [ "$rc" = 0 ] || { echo "=== $name: failed (exit status $rc; log $pre_dir/$name.log)"; exit 1; }
+    step_time "$name (its output; it ran in the background)"
     continue
   fi
   echo "=== $name: $script"
