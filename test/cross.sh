@@ -5,10 +5,11 @@
 #   riscv64   cross-built with riscv64-linux-gnu-gcc, tests under qemu-riscv64-static
 # (musl, which runs natively: test/musl.sh)
 # aarch64 runs the whole suite; riscv64 leaves out the labels memory, churn, options and stats
-# (issue 51, docs/testing.md "The cross suites' selection": the same OS calls through the same
-# qemu-user, and C code with nothing of the architecture in it, that aarch64 runs in full), and
-# runs the rest: the core programs (atomics, bit scans, TLS, alignment), the profiler (the
-# unwinder), the static and dynamic override (linking, TLS models), secure, install, docs.
+# and the core programs' runs with the live view or the profiler on (issue 51, docs/testing.md
+# "The cross suites' selection": the same OS calls through the same qemu-user, and C code with
+# nothing of the architecture in it, that aarch64 runs in full), and runs the rest: the core
+# programs (atomics, bit scans, TLS, alignment), the profiler's own tests (the unwinder), the
+# static and dynamic override (linking, TLS models), secure, install, docs.
 # CROSS_FULL=1: the whole suite on riscv64 too. MI_TEST_BUILD_ONLY=1: configure and build only
 # (test/run.sh builds the cross suites so beside its earlier suites' tests, at a low priority).
 # Installs nothing: a missing toolchain is an error naming the Debian package to install.
@@ -42,7 +43,8 @@ run_target() {
     musl) echo "cross.sh: the musl suite runs natively: test/musl.sh" >&2; exit 2 ;;
     *) echo "cross.sh: unknown target $t (aarch64, riscv64)" >&2; exit 2 ;;
   esac
-  [ "$t" = riscv64 ] && [ "${CROSS_FULL:-0}" != 1 ] && select=(-LE '^(memory|churn|options|stats)$')
+  [ "$t" = riscv64 ] && [ "${CROSS_FULL:-0}" != 1 ] \
+    && select=(-LE '^(memory|churn|options|stats)$' -E '^(stress-profile|model-mt-profile|stress-live|sheap-live|model-mt-live)')
   start=$(date +%s)
   echo "=== $t: configure and build ($dir)"
   cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" | grep -A40 "tests disabled" || true
