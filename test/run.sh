@@ -143,7 +143,10 @@ build_suite() {   # index: configure and build
 }
 
 bg_pid=""
-stop_bg() { [ -n "$bg_pid" ] && { kill -- "-$bg_pid" 2>/dev/null || kill "$bg_pid" 2>/dev/null; } || true; }
+stop_bg() {
+  [ -n "$bg_pid" ] && { kill -- "-$bg_pid" 2>/dev/null || kill "$bg_pid" 2>/dev/null; } || true
+  [ -n "${pre_pid:-}" ] && { kill -- "-$pre_pid" 2>/dev/null || kill "$pre_pid" 2>/dev/null; } || true
+}
 trap 'stop_bg; step_summary' EXIT
 start_bg_build() {   # index: build_suite in the background, niced, into its log
   local dir="$root/build-test-${S_NAME[$1]}"
@@ -177,6 +180,49 @@ wait_bg_later() {
   wait "$bg_pid" || true
   bg_pid=""
   grep -E '^=== ' "$root/build-test-loaded/run-build.log" || true
+}
+# Ahead of the optional suites, in the background from the debug suite's tests on, at a lower CPU
+# priority than the suites' own builds (nice 15), so that they take the CPU the tests leave idle
+# (sleeps, purge delays, waits) instead of minutes of their own after the core suites (issue 51):
+# the builds of the cross, musl and Windows suites (their scripts with MI_TEST_BUILD_ONLY=1: the
+# same configurations, which the scripts then find built; a failure is left for the suite to
+# build again and report), then the Rust and D packages' suites whole (builds and unit tests
+# that wait on nothing; each one's output and exit status in build-test-optional/<name>.log and
+# <name>.rc, shown and checked in its place below).
+pre_pid=""
+pre_dir="$root/build-test-optional"
+rm -rf "$pre_dir" && mkdir -p "$pre_dir"   # (no result of an earlier run is taken for this one's)
+start_prebuild_optional() {
+  local suite name script needs how c ok todo=()
+  for suite in "${OPTIONAL_SUITES[@]}"; do
+    IFS='|' read -r name script needs how <<<"$suite"
+    case "$name" in cross|musl|windows|rust|d) ;; *) continue ;; esac
+    ok=1
+    for c in $needs; do have "$c" || ok=0; done
+    [ $ok = 1 ] && todo+=("$name:$script")
+  done
+  [ ${#todo[@]} -gt 0 ] || return 0
+  echo "=== in the background (nice 15): the builds of the cross, musl and Windows suites, the Rust and D suites (${todo[*]}), output in $pre_dir"
+  setsid -w nice -n 15 bash -c '
+    root=$1 dir=$2; shift 2
+    for j in "$@"; do
+      name=${j%%:*} script=${j#*:} t0=$SECONDS rc=0
+      case $name in
+        rust|d) bash "$root/$script" >"$dir/$name.log" 2>&1 || rc=$?
+                echo $rc >"$dir/$name.rc"
+                echo "=== $name: its suite ran in the background in $((SECONDS - t0)) s (exit status $rc)" ;;
+        *) MI_TEST_BUILD_ONLY=1 bash "$root/$script" >"$dir/$name-build.log" 2>&1 \
+             || echo "=== $name: the build failed (the suite builds again and reports it)"
+           echo "=== $name: its build in the background took $((SECONDS - t0)) s" ;;
+      esac
+    done' bash "$root" "$pre_dir" "${todo[@]}" >"$pre_dir/summary.log" 2>&1 &
+  pre_pid=$!
+}
+wait_prebuild_optional() {
+  [ -n "$pre_pid" ] || return 0
+  wait "$pre_pid" || true
+  pre_pid=""
+  cat "$pre_dir/summary.log" || true
 }
 wait_bg_build() {   # index
   local dir="$root/build-test-${S_NAME[$1]}" rc=0
@@ -234,6 +280,7 @@ for i in $(seq 0 $((nsuites - 1))); do
   elif [ "${1:-}" != "--quick" ]; then
     start_bg_later
   fi
+  [ "$i" = 1 ] && start_prebuild_optional
   run_tests "$i"
   step_time "$name: ctest"
   if [ "$name" = release ]; then
@@ -292,6 +339,8 @@ bash "$root/test/loaded.sh" --build-dir "$root/build-test-loaded" --rounds 1
 step_time "loaded: build and round"
 # ---- end of the loaded round ----
 
+wait_prebuild_optional
+step_time "the background builds and suites (the rest after the loaded round)"
 for suite in "${OPTIONAL_SUITES[@]}"; do
   IFS='|' read -r name script needs how <<<"$suite"
   missing=()
@@ -300,6 +349,14 @@ for suite in "${OPTIONAL_SUITES[@]}"; do
     if [ "${MI_TEST_REQUIRE_ALL:-0}" = 1 ]; then echo "=== $name: missing ${missing[*]} ($how)"; exit 1; fi
     echo "=== $name: skipped (not installed: ${missing[*]}; $how)"
     skipped+=("$name")
+    continue
+  fi
+  if [ -f "$pre_dir/$name.rc" ]; then   # run in the background (start_prebuild_optional)
+    echo "=== $name: $script (ran in the background beside the core suites; its output:)"
+    cat "$pre_dir/$name.log"
+    rc=$(cat "$pre_dir/$name.rc")
+    [ "$rc" = 0 ] || { echo "=== $name: failed (exit status $rc; log $pre_dir/$name.log)"; exit 1; }
+    step_time "$name (its output; it ran in the background)"
     continue
   fi
   echo "=== $name: $script"

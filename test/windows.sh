@@ -5,7 +5,8 @@
 # Debian package. Headless: no X display is needed (the Wine prefix is made without one).
 # Usage: test/windows.sh [build-dir]   (default: build-windows in the source tree, or
 #        $WINDOWS_BUILD_DIR). The Wine prefix is <build-dir>/wineprefix; its wineserver is
-#        stopped at the end.
+#        stopped at the end. MI_TEST_BUILD_ONLY=1: configure and build only (test/run.sh
+#        builds it so beside its earlier suites' tests, at a low priority).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-${WINDOWS_BUILD_DIR:-$root/build-windows}}
@@ -36,6 +37,7 @@ cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-x86_64-w64-mingw32.cmake" | grep -A40 "tests disabled" || true
 cmake --build "$dir" -j "$jobs"
 build_done=$(date +%s)
+if [ "${MI_TEST_BUILD_ONLY:-0}" = 1 ]; then echo "=== windows: built in $(( build_done - total_start )) s"; exit 0; fi
 
 # Wine's server and its services (winedevice.exe & co.) are started here, detached from any
 # output: a wine started by ctest would otherwise start them itself, and they would hold that
