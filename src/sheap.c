@@ -10,7 +10,7 @@
    each thread runs itself (types.h, mi_sheap_t: state). A theap that ends with its thread while
    the heap is live leaves its pages to the heap (abandon.c): a later theap of it adopts them,
    its delete or destroy hands them over or frees them. */
-#include "internal/heap.h"
+#include "internal/sheap.h"
 
 _Atomic(size_t) _mi_sheaps_dying;
 

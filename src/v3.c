@@ -112,11 +112,11 @@ mi_decl_export bool mi_v3_subproc_visit_heaps(mi_v3_subproc_id_t subproc, bool (
 /* ---------------------------------------------------------------------------------------
    Heaps and theaps
 --------------------------------------------------------------------------------------- */
-/* (heap.c: a shared heap's ended parts' pages; the main heap's or a thread's heap's: the
+/* (heap-api.c: a shared heap's ended parts' pages; the main heap's or a thread's heap's: the
    ordinary ones of its subprocess and tag. Reading another thread's heap's tld and tag is safe:
    both are set when it is made and never change.) */
 mi_decl_export bool mi_heap_visit_abandoned_blocks(mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
-  return _mi_heap_visit_abandoned(heap, visit_blocks, visitor, arg);
+  return _mi_heap_api_visit_abandoned(heap, visit_blocks, visitor, arg);
 }
 
 /* v3's main heap is one heap for all threads: the shared heap _mi_sheap_main, whose part for a
