@@ -37,7 +37,7 @@ bool       _mi_heap_api_visit_abandoned(mi_heap_t* heap, bool visit_blocks, mi_b
 
 extern _Atomic(size_t) _mi_sheaps_dying;   /* shared heaps deleted or destroyed, not yet freed */
 mi_heap_t* _mi_sheap_theap(mi_heap_t* sheap, bool create);   /* the calling thread's theap; NULL: none (or could not make one) */
-void       _mi_sheap_theap_unlink(mi_heap_t* theap);         /* mi_heap_free of a theap: off its shared heap */
+void       _mi_sheap_theap_unlink(mi_heap_t* theap);         /* a theap heap.c ended, before its block is freed: off its shared heap */
 void       _mi_sheap_sweep(mi_tld_t* tld);                   /* delete or destroy this thread's theaps of dead shared heaps */
 mi_heap_t* _mi_sheap_dying_step(mi_heap_t* heap, bool sweep_due);   /* the slow path while _mi_sheaps_dying != 0: the heap that serves the call */
 mi_heap_t* _mi_sheap_default_back(mi_heap_t* heap);          /* a dead default part gives way to the backing heap (returned) */
@@ -53,7 +53,7 @@ void       _mi_sheap_fork_prepare(void);                     /* every shared hea
 void       _mi_sheap_fork_release(void);                     /* ... and released (parent and child) */
 
 /* A theap as sheap.c allocates it: the heap, then what only the layer reads (under the shared
-   heap's lock). mi_heap_free frees the block through the heap. */
+   heap's lock). heap-api.c frees the block through the heap. */
 typedef struct mi_sheap_part_s {
   mi_heap_t         heap;    /* first: a theap's mi_heap_t* is its mi_sheap_part_t* */
   mi_heap_t*        next;    /* its shared heap's theaps (mi_sheap_t.theaps) */
