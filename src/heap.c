@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* First-class heaps: creation, deletion (live blocks move to the backing heap), destruction
-   (all blocks freed at once), collection, thread-exit abandonment, and introspection. */
+/* The heaps of a thread: their pages' collection, deletion (live blocks move to the backing
+   heap), destruction (all blocks freed at once), thread-exit abandonment, and the visits of
+   introspection. The public functions that take a heap are heap-api.c's, a layer up: they tell
+   a shared heap from a heap of the thread; here a heap is always the calling thread's (of shared
+   heaps only the field mi_heap_t.sheap is read, to leave a theap's pages out of other heaps). */
 #include "internal/heap.h"
 #include "internal/alloc.h"   /* hooks: _mi_free_delayed_block, the guarded objects' */
 #include "prim/prim.h"
@@ -199,35 +202,8 @@ void _mi_heap_collect_abandon(mi_heap_t* heap) {
   mi_heap_collect_ex(heap, MI_ABANDON);
 }
 
-void mi_heap_collect(mi_heap_t* heap, bool force) mi_attr_noexcept {
-  if (heap != NULL && mi_heap_is_shared(heap)) {   /* the calling thread's part */
-    heap = _mi_sheap_theap(heap, false);
-    if (heap == NULL) return;
-  }
-  if (mi_heap_check_owner(heap, "mi_heap_collect")) return;
+void _mi_heap_collect(mi_heap_t* heap, bool force) {
   mi_heap_collect_ex(heap, force ? MI_FORCE : MI_NORMAL);
-}
-
-bool _mi_heap_is_foreign(const mi_heap_t* heap, const char* call) {
-  if (heap != NULL && mi_heap_is_shared(heap)) {   /* a path that does not take shared heaps */
-    _mi_error_message(EINVAL, "%s: %p is a shared heap, which this call does not take (ignored)\n", call, (const void*)heap);
-    return true;
-  }
-  /* an uninitialised heap (the empty default heap of a new thread) is anybody's */
-  if (!mi_heap_is_initialized(heap) || heap->thread_id == _mi_thread_id()) return false;
-  _mi_error_message(EINVAL, "%s: heap %p belongs to another thread (heaps are thread-local; ignored)\n", call, (const void*)heap);
-  return true;
-}
-
-void mi_collect(bool force) mi_attr_noexcept {
-  mi_heap_t* heap = mi_prim_get_default_heap();
-  if (mi_unlikely(mi_atomic_load_relaxed(&_mi_sheaps_dying) != 0) && mi_heap_is_initialized(heap)) {
-    _mi_sheap_sweep(heap->tld);   /* this thread's parts of deleted shared heaps */
-    heap = mi_prim_get_default_heap();   /* (the backing heap if the default was such a part) */
-  }
-  mi_heap_collect(heap, force);
-  if (mi_unlikely(mi_live_enabled()) && mi_heap_is_initialized(heap)) _mi_observe_collected(heap->tld);   /* figures now */
-  mi_assert_expensive(_mi_observe_check(MI_CHECK_THREAD, heap, NULL));
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -269,31 +245,10 @@ void _mi_heap_init(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool 
   }
 }
 
-mi_heap_t* mi_heap_new_ex(int heap_tag, bool allow_destroy, mi_arena_id_t arena_id) {
-  if (arena_id != 0 && !_mi_arena_id_is_valid(arena_id)) {
-    _mi_error_message(EINVAL, "unknown arena id %d\n", arena_id);
-    return NULL;
-  }
-  mi_heap_t* bheap = mi_heap_get_backing();
-  if (!mi_heap_is_initialized(bheap)) return NULL;
-  mi_heap_t* heap = (mi_heap_t*)mi_heap_malloc(bheap, sizeof(mi_heap_t));
-  if (heap == NULL) return NULL;
-  _mi_heap_init(heap, bheap->tld, arena_id, allow_destroy, (uint8_t)heap_tag);
-  return heap;
-}
-
-mi_heap_t* mi_heap_new(void) {
-  return mi_heap_new_ex(0, true, 0);
-}
-
-mi_heap_t* mi_heap_new_in_arena(mi_arena_id_t arena_id) {
-  return mi_heap_new_ex(0, false, arena_id);
-}
-
 mi_heap_t* _mi_heap_by_tag(mi_heap_t* heap, uint8_t tag) {
   if (heap->tag == tag) return heap;
   for (mi_heap_t* h = heap->tld->heaps; h != NULL; h = h->next) {
-    if (h->tag == tag && !h->allow_destroy && !mi_heap_is_theap(h) && h->arena_id == heap->arena_id) return h;
+    if (h->tag == tag && !h->allow_destroy && h->sheap == NULL && h->arena_id == heap->arena_id) return h;
   }
   return heap;
 }
@@ -318,9 +273,10 @@ static void mi_heap_reset_pages(mi_heap_t* heap) {
   mi_live_leave(heap->tld);
 }
 
-/* Release the heap structure (not its pages). */
-static void mi_heap_free(mi_heap_t* heap) {
-  if (mi_heap_is_backing(heap)) return;   /* never freed */
+/* The heap leaves its thread (its pages are gone): its descriptor is its maker's to free
+   (heap-api.c, sheap.c). */
+static void mi_heap_unlist(mi_heap_t* heap) {
+  mi_assert_internal(!mi_heap_is_backing(heap));   /* (it lives until thread exit) */
   if (heap->prof != NULL) _mi_observe_heap_done(heap);
   if (heap == mi_prim_get_default_heap()) {
     _mi_thread_set_default_heap(heap->tld->heap_backing);
@@ -334,8 +290,6 @@ static void mi_heap_free(mi_heap_t* heap) {
     else heap->tld->heaps = heap->next;
     mi_live_leave(heap->tld);
   }
-  if (mi_heap_is_theap(heap)) _mi_sheap_theap_unlink(heap);
-  mi_free(heap);
 }
 
 /* Move all pages of `from` into `heap` (same thread). */
@@ -359,32 +313,26 @@ static void mi_heap_absorb(mi_heap_t* heap, mi_heap_t* from) {
   mi_live_leave(heap->tld);
 }
 
-void mi_heap_delete(mi_heap_t* heap) {
-  if (heap != NULL && mi_heap_is_shared(heap)) { _mi_sheap_delete(heap, false); return; }
-  if (!mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_delete")) return;
-  if (mi_heap_is_backing(heap)) {
-    mi_heap_collect(heap, false);   /* the backing heap lives until thread exit */
-    return;
-  }
-  /* live blocks move to a heap of the same arena, else they are abandoned (for a later heap
-     of that arena to reclaim). A theap of a live shared heap (thread exit: the sweep ends those
-     of dead ones first) abandons its pages to that heap (abandon.c): they stay its blocks, for
-     a later theap of it to reclaim, its destroy to free, mi_heap_of to name. */
+/* mi_heap_delete (heap-api.c) of a heap of the calling thread, not its backing heap: live
+   blocks move to a heap of the same arena, else they are abandoned (for a later heap of that
+   arena to reclaim); with keep_lists, to the lists the heap's pages go on (pages_lists: a
+   theap's, its shared heap's, abandon.c). Then the heap leaves the thread (mi_heap_unlist). */
+void _mi_heap_delete(mi_heap_t* heap, bool keep_lists) {
   mi_heap_t* target = heap->tld->heap_backing;
-  if (mi_heap_is_live_part(heap)) {
+  if (keep_lists) {
     target = NULL;
   }
   else if (target->arena_id != heap->arena_id) {
     for (target = heap->tld->heaps; target != NULL; target = target->next) {
       /* (not a heap that may be destroyed, nor a shared heap's part: the blocks stay live) */
-      if (target != heap && target->arena_id == heap->arena_id && !target->allow_destroy && !mi_heap_is_theap(target)) break;
+      if (target != heap && target->arena_id == heap->arena_id && !target->allow_destroy && target->sheap == NULL) break;
     }
   }
   mi_heap_t* const sampled = _mi_observe_heap_companion(heap);
   if (heap->prof != NULL) _mi_observe_heap_release(heap);
   if (target != NULL) { mi_heap_absorb(target, heap); mi_heap_absorb(target, sampled); }
   else { _mi_heap_collect_abandon(heap); if (sampled != NULL) _mi_heap_collect_abandon(sampled); }
-  mi_heap_free(heap);
+  mi_heap_unlist(heap);
 }
 
 static bool mi_heap_page_destroy(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
@@ -417,77 +365,39 @@ static void mi_heap_destroy_pages(mi_heap_t* heap) {
   mi_heap_reset_pages(heap);
 }
 
-void mi_heap_destroy(mi_heap_t* heap) {
-  if (heap != NULL && mi_heap_is_shared(heap)) { _mi_sheap_delete(heap, true); return; }
-  if (!mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_destroy")) return;
-  if (!heap->allow_destroy) {
-    _mi_warning_message("mi_heap_destroy: heap %p does not allow destruction (use mi_heap_new); deleting it instead\n", (void*)heap);
-    mi_heap_delete(heap);
-    return;
-  }
+/* mi_heap_destroy (heap-api.c) of a heap of the calling thread that allows it: every page
+   freed with its blocks, then the heap leaves the thread. False: not destroyed (nothing done),
+   the caller deletes it instead. */
+bool _mi_heap_destroy(mi_heap_t* heap) {
+  mi_assert_internal(heap->allow_destroy && !mi_heap_is_backing(heap));
 #if MI_GUARDED > 0
   if (heap->guarded_used) {
     /* its pages may hold guard pages that only the free of their block removes */
     _mi_verbose_message("mi_heap_destroy: heap %p has held guarded objects; deleting it instead\n", (void*)heap);
-    mi_heap_delete(heap);
-    return;
+    return false;
   }
 #endif
   if (heap->prof != NULL) _mi_observe_heap_release(heap);
   mi_heap_destroy_pages(heap);
   mi_heap_destroy_pages(_mi_observe_heap_companion(heap));   /* the heap's sampled blocks */
-  mi_heap_free(heap);
+  mi_heap_unlist(heap);
+  return true;
 }
 
-/* ---------------------------------------------------------------------------------------
-   Default heap
---------------------------------------------------------------------------------------- */
-/* A shared heap stands for the calling thread's part of it (made on first use): that part
-   becomes the default, so mi_malloc allocates in the shared heap until the default changes or
-   the part ends (sheap.c: the default goes back to the backing heap first). */
-mi_heap_t* mi_heap_set_default(mi_heap_t* heap) {
-  if (heap != NULL && mi_heap_is_shared(heap)) heap = _mi_sheap_theap(heap, true);   /* (NULL after its delete) */
-  if (!mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_set_default")) return NULL;
-  if (mi_heap_is_dead_part(heap)) {
-    _mi_error_message(EINVAL, "mi_heap_set_default: %p is a part of a deleted or destroyed shared heap (ignored)\n", (void*)heap);
-    return NULL;
-  }
-  mi_heap_t* old = mi_prim_get_default_heap();
-  _mi_thread_set_default_heap(heap);
-  return old;
+bool mi_is_in_heap_region(const void* p) mi_attr_noexcept {
+  return (p != NULL && _mi_segment_map_covers(p));
 }
 
-mi_heap_t* mi_heap_get_default(void) {
-  mi_thread_init();
-  mi_heap_t* heap = mi_prim_get_default_heap();
-  if (mi_unlikely(mi_heap_is_dead_part(heap))) {
-    heap = heap->tld->heap_backing;   /* a part of a shared heap another thread ended (as in _mi_malloc_generic) */
-    _mi_thread_set_default_heap(heap);
-  }
-  return heap;
+/* The page of p if p lies in a page of ours that is in use (the page need not be the caller's) */
+mi_page_t* _mi_heap_page_in_use_of(const void* p) {
+  mi_segment_t* segment = _mi_segment_map_segment_of(p);
+  if (segment == NULL) return NULL;
+  mi_page_t* page = _mi_segment_page_of(segment, p);
+  return (page->segment_in_use && page->block_size != 0 ? page : NULL);
 }
 
-mi_heap_t* mi_heap_get_backing(void) {
-  mi_heap_t* heap = mi_heap_get_default();
-  if (!mi_heap_is_initialized(heap)) return heap;
-  return heap->tld->heap_backing;
-}
-
-/* ---------------------------------------------------------------------------------------
-   Introspection
---------------------------------------------------------------------------------------- */
-/* A shared heap in the introspection calls: the calling thread's part of it (NULL: none) */
-static mi_heap_t* mi_heap_own_part(mi_heap_t* heap) {
-  return (heap != NULL && mi_heap_is_shared(heap) ? _mi_sheap_theap(heap, false) : heap);
-}
-
-bool mi_heap_contains_block(mi_heap_t* heap, const void* p) {
-  heap = mi_heap_own_part(heap);
-  if (!mi_heap_is_initialized(heap) || p == NULL) return false;
-  mi_segment_t* segment = _mi_ptr_segment_checked(p);
-  if (segment == NULL) return false;
-  const mi_heap_t* const owner = mi_page_heap(_mi_segment_page_of(segment, p));
-  return (owner == heap || (owner != NULL && owner == _mi_observe_heap_companion(heap)));
+bool mi_any_heap_contains(const void* p) {
+  return (_mi_heap_page_in_use_of(p) != NULL);
 }
 
 typedef struct mi_check_owned_s { const void* p; bool found; } mi_check_owned_t;
@@ -504,74 +414,14 @@ static bool mi_heap_page_check_owned(mi_heap_t* heap, mi_page_queue_t* pq, mi_pa
   return true;
 }
 
-bool mi_heap_check_owned(mi_heap_t* heap, const void* p) {
-  heap = mi_heap_own_part(heap);
-  if (!mi_heap_is_initialized(heap) || p == NULL) return false;
+/* mi_heap_check_owned (heap-api.c) of a heap of the calling thread: p in one of its pages */
+bool _mi_heap_check_owned(mi_heap_t* heap, const void* p) {
   if (((uintptr_t)p & (sizeof(uintptr_t) - 1)) != 0) return false;
   mi_check_owned_t info = { p, false };
   mi_heap_visit_pages(heap, &mi_heap_page_check_owned, &info);
   mi_heap_t* const sampled = _mi_observe_heap_companion(heap);
   if (!info.found && sampled != NULL) mi_heap_visit_pages(sampled, &mi_heap_page_check_owned, &info);
   return info.found;
-}
-
-bool mi_check_owned(const void* p) {
-  return mi_heap_check_owned(mi_prim_get_default_heap(), p);
-}
-
-bool mi_is_in_heap_region(const void* p) mi_attr_noexcept {
-  return (p != NULL && _mi_segment_map_covers(p));
-}
-
-/* mimalloc v3's queries (docs/v3-api.md). Heaps are not yet shared by threads, so v3's "main
-   heap", the one every thread allocates from by default, is here the calling thread's backing
-   heap: it is that thread's part of the main heap, the only part it may allocate from, and the
-   heap mi_heap_delete hands live blocks to. */
-mi_heap_t* mi_heap_main(void) {
-  return mi_heap_get_backing();
-}
-
-/* The page of p if p lies in a page of ours that is in use (the page need not be the caller's) */
-static mi_page_t* mi_heap_page_in_use_of(const void* p) {
-  mi_segment_t* segment = _mi_segment_map_segment_of(p);
-  if (segment == NULL) return NULL;
-  mi_page_t* page = _mi_segment_page_of(segment, p);
-  return (page->segment_in_use && page->block_size != 0 ? page : NULL);
-}
-
-/* The heap that owns p's page now. A block of a shared heap names the shared heap, whichever
-   thread's part holds it, sampled or not, or whether that thread ended: the page carries the
-   mark (its abandon_lists, sheap.h: mi_sheap_of_page), as only its thread may read a heap's
-   fields. A block the profiler sampled (prof.c) lies in its heap's sample heap: that is mapped back for the
-   calling thread's heaps, whose list only this thread may walk. An ordinary abandoned page has
-   no heap until a thread reclaims it: NULL. */
-mi_heap_t* mi_heap_of(const void* p) {
-  mi_page_t* page = mi_heap_page_in_use_of(p);
-  if (page == NULL) return NULL;
-  /* acquire: pairs with mi_page_set_heap's release of xheap, so the mark read below is at
-     least the one set with this owner (a relaxed read could see the mark from before an
-     adoption, NULL, and name the other thread's theap) */
-  mi_heap_t* const owner = mi_atomic_load_acquire(&page->xheap);
-  if (owner == NULL) return mi_sheap_of_page(page);   /* NULL: an ordinary abandoned page */
-  if (mi_page_owner(page) != _mi_thread_id()) {
-    mi_heap_t* const sheap = mi_sheap_of_page(page);   /* (set before xheap) */
-    return (sheap != NULL ? sheap : owner);
-  }
-  mi_heap_t* const dflt = mi_prim_get_default_heap();
-  if (!mi_heap_is_initialized(dflt)) return owner;
-  for (mi_heap_t* h = dflt->tld->heaps; h != NULL; h = h->next) {
-    if (h == owner || _mi_observe_heap_companion(h) == owner) return mi_heap_named(h);
-  }
-  return owner;
-}
-
-bool mi_heap_contains(const mi_heap_t* heap, const void* p) {
-  if (heap == NULL) heap = mi_heap_main();
-  return (mi_heap_is_initialized(heap) && mi_heap_of(p) == heap);
-}
-
-bool mi_any_heap_contains(const void* p) {
-  return (mi_heap_page_in_use_of(p) != NULL);
 }
 
 /* Visit a page as an area and, optionally, each of its live blocks. The page's free lists
@@ -651,63 +501,14 @@ static bool mi_heap_visit_own(mi_heap_t* heap, mi_visit_blocks_args_t* args) {
   return (sampled == NULL || mi_heap_visit_pages(sampled, &mi_heap_page_visit, args));
 }
 
-/* sheap.c: a part of a shared heap, the visitor told of `shown`: the calling thread's (`own`)
-   as any heap of its own, another thread's as it is (mi_heap_page_visit_as_is) */
-bool _mi_heap_visit_part(const mi_heap_t* theap, const mi_heap_t* shown, bool own, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
+/* A heap's blocks, the visitor told of `shown`: the calling thread's heap (`own`: heap-api.c,
+   or its part of a shared heap), or another thread's part of a shared heap as it is
+   (mi_heap_page_visit_as_is, sheap.c) */
+bool _mi_heap_visit_part(const mi_heap_t* heap, const mi_heap_t* shown, bool own, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   mi_visit_blocks_args_t args = { visit_blocks, visitor, arg, shown };
-  if (own) return mi_heap_visit_own((mi_heap_t*)theap, &args);
-  mi_heap_t* const sampled = _mi_observe_heap_companion(theap);
-  return (mi_heap_visit_pages((mi_heap_t*)theap, &mi_heap_page_visit_as_is, &args) &&
+  if (own) return mi_heap_visit_own((mi_heap_t*)heap, &args);
+  mi_heap_t* const sampled = _mi_observe_heap_companion(heap);
+  return (mi_heap_visit_pages((mi_heap_t*)heap, &mi_heap_page_visit_as_is, &args) &&
           (sampled == NULL || mi_heap_visit_pages(sampled, &mi_heap_page_visit_as_is, &args)));
 }
 
-bool mi_heap_visit_blocks(const mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
-  if (visitor == NULL) return false;
-  if (heap != NULL && mi_heap_is_shared(heap)) return _mi_sheap_visit_blocks((mi_heap_t*)heap, visit_blocks, visitor, arg);
-  if (!mi_heap_is_initialized(heap) || mi_heap_check_owner(heap, "mi_heap_visit_blocks")) return false;
-  mi_visit_blocks_args_t args = { visit_blocks, visitor, arg, heap };
-  return mi_heap_visit_own((mi_heap_t*)heap, &args);
-}
-
-static bool mi_abandoned_visit_allowed(mi_block_visit_fun* visitor, const char* call) {
-  if (visitor == NULL) return false;
-  if (!mi_option_is_enabled(mi_option_visit_abandoned)) {
-    _mi_error_message(EFAULT, "%s requires the option 'visit_abandoned' to be enabled\n", call);
-    return false;
-  }
-  return true;
-}
-
-/* v3's mi_heap_visit_abandoned_blocks (v3.c): the abandoned blocks that are the heap's. A shared
-   heap's: the pages its ended parts left to it (sheap.c). The main heap's (NULL) or a thread's
-   heap's: the ordinary abandoned pages of its subprocess (the calling thread's for the main
-   heap) and tag, as no list tells from which heap of an ended thread a page came. */
-bool _mi_heap_visit_abandoned(mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
-  if (!mi_abandoned_visit_allowed(visitor, "mi_heap_visit_abandoned_blocks")) return false;
-  if (heap == NULL) heap = _mi_sheap_main();
-  if (heap != _mi_sheap_main() && mi_heap_is_shared(heap)) return _mi_sheap_abandoned_visit(heap, visit_blocks, visitor, arg);
-  mi_heap_t* const own = (heap == _mi_sheap_main() ? mi_prim_get_default_heap() : heap);
-  if (!mi_heap_is_initialized(own)) return (heap == _mi_sheap_main() ? _mi_abandoned_visit(&_mi_subproc_main, NULL, NULL, 0, visit_blocks, visitor, arg) : false);
-  return _mi_abandoned_visit(own->tld->subproc, NULL, NULL, (heap == _mi_sheap_main() ? 0 : own->tag), visit_blocks, visitor, arg);
-}
-
-bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
-  if (!mi_abandoned_visit_allowed(visitor, "mi_abandoned_visit_blocks")) return false;
-  mi_subproc_t* subproc = (subproc_id == NULL ? &_mi_subproc_main : (mi_subproc_t*)subproc_id);
-  return _mi_sheaps_abandoned_visit(subproc, heap_tag, visit_blocks, visitor, arg);   /* its shared heaps' pages too */
-}
-
-bool mi_unsafe_heap_page_is_under_utilized(mi_heap_t* heap, void* p, size_t perc_threshold) mi_attr_noexcept {
-  if (p == NULL) return false;
-  mi_segment_t* segment = _mi_ptr_segment_checked(p);
-  if (segment == NULL) return false;
-  mi_page_t* page = _mi_segment_page_of(segment, p);
-  mi_heap_t* pheap = mi_page_heap(page);
-  if (heap != NULL && mi_heap_is_shared(heap) && (heap = mi_heap_own_part(heap)) == NULL) return false;
-  if (pheap == NULL || (heap != NULL && pheap != heap)) return false;
-  if (perc_threshold >= 100) return true;
-  if (segment->page_kind == MI_PAGE_HUGE) return false;
-  if (pheap->pages[_mi_bin(page->block_size)].first == page) return false;   /* current allocation page */
-  if (page->capacity < page->reserved) return false;                          /* not fully extended */
-  return ((size_t)page->used * 100 <= perc_threshold * (size_t)page->reserved);
-}

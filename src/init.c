@@ -4,6 +4,7 @@
    thread-exit abandonment (docs/design.md: "Heaps and the fast paths", "Thread exit",
    "Initialisation"). */
 #include "internal/heap.h"
+#include "internal/sheap.h"   /* hooks: thread exit and fork (_mi_heap_api_thread_done, _mi_sheap_fork_*) */
 #include "internal/version.h"
 #include "prim/prim.h"
 #if defined(_WIN32)
@@ -278,13 +279,7 @@ void _mi_thread_done(mi_heap_t* heap) {
   if (backing->thread_id != _mi_thread_id()) return;   /* not ours */
   _mi_observe_thread_done(tld);
   _mi_thread_set_default_heap(backing);
-  _mi_sheap_sweep(tld);   /* parts of destroyed shared heaps are destroyed, the others deleted below */
-  mi_heap_t* h = tld->heaps;
-  while (h != NULL) {
-    mi_heap_t* next = h->next;
-    if (h != backing) mi_heap_delete(h);
-    h = next;
-  }
+  _mi_heap_api_thread_done(tld);   /* its other heaps end (theaps as their shared heap did) */
   _mi_heap_collect_abandon(backing);
   mi_sched_point(MI_SCHED_THREAD_DONE);   /* pages abandoned, the purger not yet told; tld and stats still here */
   _mi_purger_thread_done();   /* (heaps valid: pthread_create's allocation is served statically) */
@@ -414,7 +409,8 @@ static void mi_fork_child(void) {
 
 void mi_subproc_add_current_thread(mi_subproc_id_t subproc_id) {
   if (subproc_id == NULL) return;
-  mi_heap_t* heap = mi_heap_get_default();
+  mi_thread_init();
+  mi_heap_t* heap = mi_prim_get_default_heap();   /* (any of the thread's heaps: its tld) */
   if (!mi_heap_is_initialized(heap)) return;
   if (heap->tld->subproc != &_mi_subproc_main) return;
   heap->tld->subproc = (mi_subproc_t*)subproc_id;

@@ -10,7 +10,7 @@
    each thread runs itself (types.h, mi_sheap_t: state). A theap that ends with its thread while
    the heap is live leaves its pages to the heap (abandon.c): a later theap of it adopts them,
    its delete or destroy hands them over or frees them. */
-#include "internal/heap.h"
+#include "internal/sheap.h"
 
 _Atomic(size_t) _mi_sheaps_dying;
 
@@ -65,7 +65,7 @@ static mi_abandoned_lists_t* mi_sheaps_lists_next(mi_abandoned_lists_t* prev, vo
   return (sh == NULL ? NULL : &sh->abandoned);
 }
 
-/* mi_abandoned_visit_blocks (heap.c): the abandoned pages of a subprocess and of its shared
+/* mi_abandoned_visit_blocks (heap-api.c): the abandoned pages of a subprocess and of its shared
    heaps, under the lock of the list of shared heaps (none is freed), then the subprocess'
    (fork's lock order). The visitor runs under both: it must not allocate, nor make or end a
    heap. */
@@ -143,7 +143,7 @@ mi_heap_t* mi_heap_new_shared_in_arena(mi_arena_id_t arena_id) {
 static mi_heap_t* mi_sheap_theap_make(mi_sheap_t* sh, mi_tld_t* tld) {
   mi_sheap_part_t* const part = (mi_sheap_part_t*)mi_heap_malloc(tld->heap_backing, sizeof(mi_sheap_part_t));
   if (part == NULL) return NULL;
-  mi_heap_t* const theap = &part->heap;   /* (mi_heap_free frees the whole block) */
+  mi_heap_t* const theap = &part->heap;   /* (heap-api.c frees the whole block through it) */
   _mi_heap_init(theap, tld, sh->arena_id, sh->allow_destroy, 0);
   part->next = NULL;
   part->stats = NULL;
@@ -228,7 +228,7 @@ static mi_stats_data_t* mi_sheap_part_ended(mi_sheap_t* sh, mi_stats_data_t* par
   return part;
 }
 
-/* mi_heap_free of a theap (its own thread): off its shared heap's list, and the shared heap
+/* A theap heap.c ended (its own thread; heap-api.c, before its block is freed): off its shared heap's list, and the shared heap
    freed if it is no longer live and this was its last theap. Its published figures join the
    heap's ended ones in the same hold of the lock, so a taking counts them once (stats-v3.c). */
 void _mi_sheap_theap_unlink(mi_heap_t* theap) {

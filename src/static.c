@@ -25,6 +25,7 @@ void _mi_static_text_begin(void) { }
 #include "debug.c"
 #include "free.c"
 #include "heap.c"
+#include "heap-api.c"
 #include "init.c"
 #include "static-alloc.c"
 #include "leaks.c"

@@ -103,7 +103,7 @@ static void mi_stats_older_walk(mi_stats_data_t* block, mi_stats_data_t* now) {
    published plus the rises the walks saw; as current values, the last walk's plus the current
    values of the parts that ended since (their blocks are on the walked pages now: the next walk
    counts as a rise only what they had not published). Not exact: a taking between a part's
-   abandoning of its pages and its unlinking (heap.c, mi_heap_delete) counts the blocks it had
+   abandoning of its pages and its unlinking (heap-api.c, mi_heap_delete) counts the blocks it had
    published twice (in the totals for good), and
    blocks a later part adopts count again in its totals. `parts`: the threads' parts counted.
 --------------------------------------------------------------------------------------- */

@@ -112,21 +112,21 @@ mi_decl_export bool mi_v3_subproc_visit_heaps(mi_v3_subproc_id_t subproc, bool (
 /* ---------------------------------------------------------------------------------------
    Heaps and theaps
 --------------------------------------------------------------------------------------- */
-/* (heap.c: a shared heap's ended parts' pages; the main heap's or a thread's heap's: the
+/* (heap-api.c: a shared heap's ended parts' pages; the main heap's or a thread's heap's: the
    ordinary ones of its subprocess and tag. Reading another thread's heap's tld and tag is safe:
    both are set when it is made and never change.) */
 mi_decl_export bool mi_heap_visit_abandoned_blocks(mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
-  return _mi_heap_visit_abandoned(heap, visit_blocks, visitor, arg);
+  return _mi_heap_api_visit_abandoned(heap, visit_blocks, visitor, arg);
 }
 
 /* v3's main heap is one heap for all threads: the shared heap _mi_sheap_main, whose part for a
    thread is its backing heap. mi_heap_of names it for any thread's backing heap. Another
    thread's heap may not be read (only its thread may), but where it lies tells: a thread's
-   other heaps, its theaps and the shared heaps are blocks of our segments (heap.c, sheap.c),
+   other heaps, its theaps and the shared heaps are blocks of our segments (heap-api.c, sheap.c),
    its backing heap is not (thread data from the OS, init.c; the first thread's is static). Nor
    is a thread's profiler sample heap (prof.c): another thread's blocks sampled in its backing
    heap name the main heap too; those sampled in a theap name its shared heap (the page's mark,
-   heap.c, mi_heap_of). */
+   heap-api.c, mi_heap_of). */
 mi_decl_export mi_heap_t* mi_v3_heap_main(void) {
   return _mi_sheap_main();
 }

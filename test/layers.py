@@ -50,20 +50,26 @@ LAYERS = {
     "segment.c": 4, "abandon.c": 4, "page.c": 4, "purger.c": 4,
     # The checks of checked builds and the trackers act on pages and blocks from the page layer up.
     "debug.c": 4, "secure.c": 4, "track.c": 4,
-    "heap.c": 5, "init.c": 5, "static-alloc.c": 5, "sheap.c": 5,
+    "heap.c": 5, "init.c": 5, "static-alloc.c": 5,
+    # Shared heaps over the heaps of a thread, and the public heap functions that tell the two
+    # apart (heap.c knows of shared heaps only the field mi_heap_t.sheap). Below the allocation
+    # entry points, which turn a shared heap into the thread's theap (_mi_sheap_theap) and whose
+    # slow path ends dead theaps: those calls go down; the descriptors being blocks
+    # (mi_heap_malloc, mi_free) are the two calls up (HOOKS).
+    "sheap.c": 6, "heap-api.c": 6,
     # Guarded objects are allocations of their own (they call malloc and free).
-    "alloc.c": 6, "free.c": 6, "aligned.c": 6, "guarded.c": 6,
+    "alloc.c": 7, "free.c": 7, "aligned.c": 7, "guarded.c": 7,
     # The profiler's counted entry points (malloc, calloc, operator new that count bytes) are entry
     # points like the public ones, which the override binds the program's calls to.
-    "posix.c": 7, "new.c": 7, "override.c": 7, "v3.c": 7, "prof-entry.c": 7,
+    "posix.c": 8, "new.c": 8, "override.c": 8, "v3.c": 8, "prof-entry.c": 8,
     # Windows' static override: its own object (not in static.c's unit), the public API's layer.
-    "override-windows.c": 7,
+    "override-windows.c": 8,
     # Windows' redirecting DLL: its own unit too (libmimalloc-redirect.dll), on the public API.
-    "redirect-windows.c": 7,
+    "redirect-windows.c": 8,
     # The observers: they read the core and the core reaches them only through the hooks of
     # internal/observe.h, which observe.c hands on.
-    "observe.c": 8, "prof.c": 8, "prof-samples.c": 8, "prof-stack.c": 8, "prof-write.c": 8,
-    "live.c": 8, "leaks.c": 8, "stats-print.c": 8, "stats-v3.c": 8, "validate.c": 8,
+    "observe.c": 9, "prof.c": 9, "prof-samples.c": 9, "prof-stack.c": 9, "prof-write.c": 9,
+    "live.c": 9, "leaks.c": 9, "stats-print.c": 9, "stats-v3.c": 9, "validate.c": 9,
 }
 
 # What each layer is (docs/design.md's layer table is generated from this and LAYERS).
@@ -75,11 +81,12 @@ LAYER_NAMES = {
     3: "arenas and the segment map, with the purge of free arena blocks",
     4: "segments and pages, abandonment, the purger thread (the due purges of both); the checks of "
        "checked builds, secure builds' checks and the trackers",
-    5: "heaps, shared heaps, the thread and process life cycle, and the static allocation of what libc allocates for us",
-    6: "allocation and free, aligned allocation, guarded objects",
-    7: "API and override: POSIX and C++ entry points, the profiler's counted entry points, the symbols of the header's v3 mode (`MI_V3_API`, "
+    5: "heaps of a thread, the thread and process life cycle, and the static allocation of what libc allocates for us",
+    6: "shared heaps (heaps any thread can use) and the public heap functions, which tell a shared heap from a thread's",
+    7: "allocation and free, aligned allocation, guarded objects",
+    8: "API and override: POSIX and C++ entry points, the profiler's counted entry points, the symbols of the header's v3 mode (`MI_V3_API`, "
        "docs/v3-api.md); Windows' static override and redirecting DLL, objects of their own on the public API",
-    8: "observers: the profiler, the live view, the leak report, the statistics' read-outs, the validators "
+    9: "observers: the profiler, the live view, the leak report, the statistics' read-outs, the validators "
        "of debug builds; the hooks' dispatch (`observe.c`)",
 }
 
@@ -97,10 +104,11 @@ HEADERS = {
     "internal/os.h": 2, "internal/bitmap.h": 2,
     "internal/arena.h": 3,
     "internal/segment.h": 4, "internal/page.h": 4, "internal/track.h": 4,
-    "internal/heap.h": 5, "internal/sheap.h": 5,
-    "internal/alloc.h": 6,
-    "internal/api.h": 7, "internal/v3.h": 7, "internal/crt-windows.h": 7,
-    "internal/observers.h": 8, "internal/prof-hook.h": 8, "internal/prof.h": 8,
+    "internal/heap.h": 5,
+    "internal/sheap.h": 6,
+    "internal/alloc.h": 7,
+    "internal/api.h": 8, "internal/v3.h": 8, "internal/crt-windows.h": 8,
+    "internal/observers.h": 9, "internal/prof-hook.h": 9, "internal/prof.h": 9,
 }
 # The umbrella of all the layer headers: no file of src/ includes it (its includes would show no
 # dependency); it is not a layer's header.
@@ -143,11 +151,19 @@ HOOKS = {
     ("page.c", "_mi_heap_fresh_page_taken"): "a fresh page paces the heap's sweep of late remote frees",
     # Delayed blocks are freed like any block of the owner.
     ("heap.c", "_mi_free_delayed_block"): "delayed blocks are freed by the owner",
-    # A heap's descriptor is a block of the thread's backing heap.
-    ("heap.c", "mi_heap_malloc"): "mi_heap_new allocates the heap's descriptor",
-    ("heap.c", "mi_free"): "mi_heap_delete frees the heap's descriptor",
+    # A heap's descriptor, a shared heap and its theaps are blocks of the thread's backing heap.
+    ("heap-api.c", "mi_heap_malloc"): "mi_heap_new allocates the heap's descriptor",
+    ("heap-api.c", "mi_free"): "mi_heap_delete frees the heap's descriptor (a theap's too)",
     ("sheap.c", "mi_heap_malloc"): "a shared heap and its theaps are blocks of the thread's backing heap",
     ("sheap.c", "mi_free"): "and are freed as blocks",
+    # Thread exit and fork, events of init.c, reach the shared heaps: only the thread may end its
+    # heaps (a theap's pages go to its shared heap, which it may free with its last theap), and
+    # the shared heaps' locks come first in fork's lock order (sheap.c), before the subprocesses'.
+    ("init.c", "_mi_heap_api_thread_done"): "a thread's end ends its heaps: theaps (and their shared heaps, with the last), heaps of mi_heap_new, their descriptors",
+    ("init.c", "_mi_sheap_fork_prepare"): "fork takes the shared heaps' locks first (their lock order) ...",
+    ("init.c", "_mi_sheap_fork_release"): "... and releases them in the parent and the child",
+    # MIMALLOC_DESTROY_ON_EXIT: process end collects the thread's heaps as a program's mi_collect(true).
+    ("init.c", "mi_collect"): "destroy_on_exit: process end collects like mi_collect(true)",
     # Static allocation (while the allocator itself calls libc) falls back on the slow path of
     # its heap when its room is used up.
     ("static-alloc.c", "_mi_malloc_generic"): "static allocation falls back on its heap",
@@ -202,6 +218,7 @@ PREFIXES = {
     "debug.c": ["_mi_debug_"], "secure.c": ["_mi_secure_"], "track.c": ["_mi_track_"],
     "heap.c": ["_mi_heap_"], "init.c": ["_mi_process_", "_mi_thread_", "_mi_subproc_", "_mi_subprocs_"],
     "static-alloc.c": ["_mi_static_alloc_"], "sheap.c": ["_mi_sheap_", "_mi_sheaps_"],
+    "heap-api.c": ["_mi_heap_api_"],
     "alloc.c": ["_mi_alloc_", "_mi_malloc_", "_mi_realloc_"], "free.c": ["_mi_free_"],
     "aligned.c": ["_mi_aligned_"], "guarded.c": ["_mi_guarded_"],
     "posix.c": ["_mi_posix_"], "new.c": ["_mi_new_"], "new-handler.cpp": ["_mi_new_handler_"],

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Layer 6 (docs/design.md, "Layers"): allocation and free (alloc.c, free.c), aligned allocation
+/* Layer 7 (docs/design.md, "Layers"): allocation and free (alloc.c, free.c), aligned allocation
    (aligned.c), guarded objects (guarded.c), and the allocation fast path, inline. */
 #pragma once
-#include "heap.h"
+#include "sheap.h"
 
 /* ------------------------------------------------------------------------------------------
    alloc.c / free.c / aligned.c

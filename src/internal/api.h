@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Layer 7 (docs/design.md, "Layers"): what the entry points and the override export to the
+/* Layer 8 (docs/design.md, "Layers"): what the entry points and the override export to the
    layer above. The public API itself is mimalloc.h; v3 mode's types are v3.h, Windows' CRT
    names crt-windows.h. */
 #pragma once

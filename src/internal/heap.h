@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Layer 5 (docs/design.md, "Layers"): heaps (heap.c), shared heaps (sheap.c, sheap.h), the
-   process and thread life cycle (init.c) and static allocation (static-alloc.c). */
+/* Layer 5 (docs/design.md, "Layers"): heaps of a thread (heap.c), the process and thread life
+   cycle (init.c) and static allocation (static-alloc.c). Shared heaps and the public heap
+   functions are the layer above (sheap.h). */
 #pragma once
 #include "page.h"
-#include "sheap.h"
 
 
 /* ------------------------------------------------------------------------------------------
@@ -44,6 +44,13 @@ static inline bool mi_heap_is_backing(const mi_heap_t* heap) {
   return (heap->tld->heap_backing == heap);
 }
 
+/* The lists a heap adopts abandoned pages from before its subprocess' (page.c): a theap's, its
+   shared heap's (sheap.h); not those of the profiler's sample heap of a theap, which never
+   reclaims (its sheap is NULL) */
+static inline mi_abandoned_lists_t* mi_heap_own_lists(const mi_heap_t* heap) {
+  return (heap->sheap != NULL ? heap->pages_lists : NULL);
+}
+
 /* ------------------------------------------------------------------------------------------
    heap.c
 ------------------------------------------------------------------------------------------ */
@@ -54,6 +61,11 @@ typedef bool (heap_page_visitor_fun)(mi_heap_t* heap, mi_page_queue_t* pq, mi_pa
 bool       _mi_heap_visit_pages(mi_heap_t* heap, heap_page_visitor_fun* fn, void* arg);
 void       _mi_heap_init_unlisted(mi_heap_t* heap, mi_tld_t* tld, mi_arena_id_t arena_id, bool allow_destroy, uint8_t tag);   /* no list, no profiler */
 void       _mi_heap_collect_abandon(mi_heap_t* heap);
+void       _mi_heap_collect(mi_heap_t* heap, bool force);   /* mi_heap_collect of a heap of the calling thread */
+void       _mi_heap_delete(mi_heap_t* heap, bool keep_lists);   /* mi_heap_delete of a heap of the thread but its backing one; its descriptor is the caller's to free */
+bool       _mi_heap_destroy(mi_heap_t* heap);   /* mi_heap_destroy of one that allows it; false: not destroyed (delete it) */
+mi_page_t* _mi_heap_page_in_use_of(const void* p);   /* p's page if in use (any thread's), else NULL */
+bool       _mi_heap_check_owned(mi_heap_t* heap, const void* p);   /* mi_heap_check_owned of a heap of the calling thread */
 void       _mi_heap_fresh_page_taken(mi_heap_t* heap);   /* page.c, before a fresh page: every so often take other threads' frees into all pages */
 void       _mi_heap_collect_periodic(mi_heap_t* heap);   /* every ~100 ms of slow-path calls */
 void       _mi_heap_after_fork_child(mi_heap_t* heap);   /* the forking thread's heaps, in the child */
@@ -61,20 +73,4 @@ bool       _mi_heap_delayed_free_partial(mi_heap_t* heap);
 void       _mi_heap_delayed_free_all(mi_heap_t* heap);
 mi_heap_t* _mi_heap_by_tag(mi_heap_t* heap, uint8_t tag);
 bool       _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
-bool       _mi_heap_visit_abandoned(mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* v3's mi_heap_visit_abandoned_blocks: the heap's own */
-bool       _mi_heap_visit_part(const mi_heap_t* theap, const mi_heap_t* shown, bool own, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* sheap.c: a shared heap's part (own: the calling thread's) */
-/* Heaps are thread-local (v2 API): is `heap` another thread's? Then it is reported (EINVAL) and
-   the call does nothing (an allocation returns NULL with errno ENOMEM, like every failing
-   allocation): using another thread's heap would change its page lists unsynchronised.
-   mi_heap_check_owner is in every build, on the paths that change a heap's page lists or pages
-   (the generic allocation path, collect, delete, destroy, set_default, visit); the entry
-   points that share malloc's fast path use mi_heap_is_foreign, which only debug builds
-   compile: release builds leave the compare (and the thread-id load) off that path, so a
-   foreign heap's blocks may be taken from a page's free list unchecked until its next refill. */
-bool       _mi_heap_is_foreign(const mi_heap_t* heap, const char* call);
-#define mi_heap_check_owner(heap, call)  mi_unlikely(_mi_heap_is_foreign(heap, call))
-#if MI_DEBUG > 0
-#define mi_heap_is_foreign(heap, call)  mi_heap_check_owner(heap, call)
-#else
-#define mi_heap_is_foreign(heap, call)  (false)
-#endif
+bool       _mi_heap_visit_part(const mi_heap_t* heap, const mi_heap_t* shown, bool own, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* a heap's blocks as `shown`'s: the calling thread's (own) or another thread's part of a shared heap (sheap.c) */

@@ -8,9 +8,10 @@
 #include "arena.h"        /* 3: arenas, their purge, the segment map */
 #include "segment.h"      /* 4: segments, abandonment, the purger */
 #include "page.h"         /* 4: pages, checks, trackers */
-#include "heap.h"         /* 5: heaps, shared heaps, process and threads */
-#include "alloc.h"        /* 6: allocation and free */
-#include "api.h"          /* 7: what the entry points export */
-#include "observers.h"    /* 8: observers */
-#include "prof-hook.h"    /* 8: the profiler */
+#include "heap.h"         /* 5: heaps of a thread, process and threads */
+#include "sheap.h"        /* 6: shared heaps, the public heap functions */
+#include "alloc.h"        /* 7: allocation and free */
+#include "api.h"          /* 8: what the entry points export */
+#include "observers.h"    /* 9: observers */
+#include "prof-hook.h"    /* 9: the profiler */
 #include "observe.h"      /* any: the observers' hooks */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Layer 8 (docs/design.md, "Layers"): the observers' functions that other observers use: the
+/* Layer 9 (docs/design.md, "Layers"): the observers' functions that other observers use: the
    leak report (leaks.c), the live view (live.c), the statistics' read-outs (stats-print.c) and
    the validators of checked builds (validate.c). The core reaches the observers only through
    observe.h; the profiler's files have prof-hook.h and prof.h. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The sampling heap profiler's interface to the rest of the library (prof.c, prof-samples.c,
    prof-stack.c; docs/profiler.md): whether it is built, its hooks on the allocation slow path
-   and in heaps, the counted entry points, and the samples. Layer 8; what the core reads of it is in observe.h. */
+   and in heaps, the counted entry points, and the samples. Layer 9; what the core reads of it is in observe.h. */
 #pragma once
 
 #include "observers.h"

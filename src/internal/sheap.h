@@ -1,16 +1,43 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared heaps (src/sheap.c; the object and its invariants: types.h, mi_sheap_t): what the
-   heap entry points, the allocation slow path, thread exit and fork need of them. The layer
-   owns one field of a heap (mi_heap_t.sheap) and one of a thread (mi_tld_t.sheap_last); a
-   theap's pages go on its shared heap's abandoned lists (mi_heap_t.pages_lists), which the
-   page and abandonment code see as lists of their own, nothing more. */
+/* Layer 6 (docs/design.md, "Layers"): shared heaps (src/sheap.c; the object and its invariants:
+   types.h, mi_sheap_t) and the public heap functions that take them (src/heap-api.c), over the
+   heaps of a thread (heap.h): what the allocation entry points and slow path, thread exit and
+   fork need of them. The layer owns one field of a heap (mi_heap_t.sheap) and one of a thread
+   (mi_tld_t.sheap_last); a theap's pages go on its shared heap's abandoned lists
+   (mi_heap_t.pages_lists), which the page and abandonment code see as lists of their own,
+   nothing more. */
 #pragma once
 
-#include "types.h"
+#include "heap.h"
+
+/* ------------------------------------------------------------------------------------------
+   heap-api.c: the public heap functions
+------------------------------------------------------------------------------------------ */
+/* Heaps are thread-local (v2 API): is `heap` another thread's? Then it is reported (EINVAL) and
+   the call does nothing (an allocation returns NULL with errno ENOMEM, like every failing
+   allocation): using another thread's heap would change its page lists unsynchronised.
+   mi_heap_check_owner is in every build, on the paths that change a heap's page lists or pages
+   (the generic allocation path, collect, delete, destroy, set_default, visit); the entry
+   points that share malloc's fast path use mi_heap_is_foreign, which only debug builds
+   compile: release builds leave the compare (and the thread-id load) off that path, so a
+   foreign heap's blocks may be taken from a page's free list unchecked until its next refill. */
+bool       _mi_heap_api_is_foreign(const mi_heap_t* heap, const char* call);   /* (a shared heap is refused too) */
+#define mi_heap_check_owner(heap, call)  mi_unlikely(_mi_heap_api_is_foreign(heap, call))
+#if MI_DEBUG > 0
+#define mi_heap_is_foreign(heap, call)  mi_heap_check_owner(heap, call)
+#else
+#define mi_heap_is_foreign(heap, call)  (false)
+#endif
+void       _mi_heap_api_thread_done(mi_tld_t* tld);   /* thread exit (init.c): the thread's heaps but its backing one end */
+bool       _mi_heap_api_visit_abandoned(mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* v3's mi_heap_visit_abandoned_blocks: the heap's own */
+
+/* ------------------------------------------------------------------------------------------
+   sheap.c: shared heaps
+------------------------------------------------------------------------------------------ */
 
 extern _Atomic(size_t) _mi_sheaps_dying;   /* shared heaps deleted or destroyed, not yet freed */
 mi_heap_t* _mi_sheap_theap(mi_heap_t* sheap, bool create);   /* the calling thread's theap; NULL: none (or could not make one) */
-void       _mi_sheap_theap_unlink(mi_heap_t* theap);         /* mi_heap_free of a theap: off its shared heap */
+void       _mi_sheap_theap_unlink(mi_heap_t* theap);         /* a theap heap.c ended, before its block is freed: off its shared heap */
 void       _mi_sheap_sweep(mi_tld_t* tld);                   /* delete or destroy this thread's theaps of dead shared heaps */
 mi_heap_t* _mi_sheap_dying_step(mi_heap_t* heap, bool sweep_due);   /* the slow path while _mi_sheaps_dying != 0: the heap that serves the call */
 mi_heap_t* _mi_sheap_default_back(mi_heap_t* heap);          /* a dead default part gives way to the backing heap (returned) */
@@ -26,7 +53,7 @@ void       _mi_sheap_fork_prepare(void);                     /* every shared hea
 void       _mi_sheap_fork_release(void);                     /* ... and released (parent and child) */
 
 /* A theap as sheap.c allocates it: the heap, then what only the layer reads (under the shared
-   heap's lock). mi_heap_free frees the block through the heap. */
+   heap's lock). heap-api.c frees the block through the heap. */
 typedef struct mi_sheap_part_s {
   mi_heap_t         heap;    /* first: a theap's mi_heap_t* is its mi_sheap_part_t* */
   mi_heap_t*        next;    /* its shared heap's theaps (mi_sheap_t.theaps) */
@@ -62,12 +89,6 @@ static inline bool mi_heap_is_live_part(const mi_heap_t* heap) {
 /* The heap the API names for one of the thread's heaps: a theap's shared heap, else itself */
 static inline mi_heap_t* mi_heap_named(mi_heap_t* heap) {
   return (heap->sheap != NULL ? (mi_heap_t*)heap->sheap : heap);
-}
-
-/* The lists a heap adopts abandoned pages from before its subprocess' (page.c): a theap's, its
-   shared heap's; not those of the profiler's sample heap of a theap, which never reclaims */
-static inline mi_abandoned_lists_t* mi_heap_own_lists(const mi_heap_t* heap) {
-  return (heap->sheap != NULL ? heap->pages_lists : NULL);
 }
 
 /* mi_heap_of of a block in a page: the shared heap whose lists the page goes on (only shared

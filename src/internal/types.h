@@ -738,7 +738,7 @@ struct mi_heap_s {
    belongs to one theap). Invariants:
      mark == MI_SHEAP_MARK (where a heap has its tld: mi_heap_is_shared);
      theaps: every theap whose sheap is this heap, linked through mi_sheap_part_t.next, under `lock`;
-       a theap is linked by its own thread when made and unlinked when freed (mi_heap_free),
+       a theap is linked by its own thread when made and unlinked when freed (heap-api.c),
        by its own thread: at thread exit, at a sweep (below), or in mi_heap_delete/destroy of
        the shared heap by that thread;
      state: MI_SHEAP_LIVE until mi_heap_delete or mi_heap_destroy (then _DELETED or
