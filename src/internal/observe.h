@@ -65,8 +65,8 @@ typedef struct mi_live_head_s {
   bool       watched;
   int        depth;
   mi_lock_t  lock;
-  int64_t    freed;     /* blocks of this thread's pages freed (counted where the frees of
-                           pages with MI_PAGE_FREE_HOOK go), since live_exact or any base */
+  int64_t    freed;     /* blocks of this thread's pages freed since it got the state
+                           (counted where the frees of pages with MI_PAGE_FREE_HOOK go) */
 } mi_live_head_t;
 /* The owner's side of the lock: around every change of its page queues and heap list while a
    publisher may read them; a load or two and a branch otherwise. */
