@@ -86,7 +86,6 @@ static void mi_tld_init(mi_tld_t* tld, mi_heap_t* backing, bool is_zero) {
   tld->heap_backing = backing;
   tld->heaps = backing;
   tld->subproc = &_mi_subproc_main;
-  tld->live_exact = mi_live_enabled();   /* its allocations and frees are counted from the start */
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -263,6 +262,7 @@ void mi_thread_init(void) mi_attr_noexcept {
     return;
   }
   mi_tld_init(&td->tld, &td->heap, is_zero);
+  if (mi_unlikely(mi_live_enabled())) _mi_observe_thread_new(&td->tld);   /* counted from its start */
   _mi_heap_init(&td->heap, &td->tld, 0, false, 0);
   mi_os_stat_increase(threads, 1);
   _mi_purger_thread_init();

@@ -59,6 +59,8 @@ typedef struct mi_live_header_s {
                                         document's msecs are since then, so a viewer knows its age */
   _Atomic(uint64_t) interval_ms;     /* the viewer may change it (MI_LIVE_MIN..MAX_INTERVAL) */
   _Atomic(uint64_t) reset_request;   /* incremented by the viewer: publishers reset their peaks */
+  _Atomic(uint64_t) thread_states;   /* threads' live states in use (the pool below), as of the
+                                        last process document: one per thread that has one */
 } mi_live_header_t;
 
 typedef struct mi_live_doc_s {
@@ -77,13 +79,103 @@ static char mi_live_path[64];
 static _Atomic(mi_msecs_t) mi_live_process_next;   /* when the process document is due */
 static _Atomic(int) mi_live_starting;               /* mi_option_set from two threads at once: one starts it */
 
-/* The threads whose documents the background thread keeps fresh: slot i's owner, or NULL.
-   Set by the owner at its first publication, cleared at its end, both under the lock, which
-   the background thread holds while it publishes for one of them (so their tld outlives it).
-   Lock order: registry, then a tld's live_lock; an owner never takes the registry while it
-   holds its own live_lock. */
+/* A thread's live state (tld->live points at its head). Invariants: tld->live == &state->head
+   and state->tld == tld while the thread has it; a thread has one from its start when the view
+   was on then (exact: its frees and pages moved in are counted from the start), else from its
+   first publication (its counts start there: the bases), until its end. Written by the owner
+   only, except `published` and what mi_live_write_thread writes, which are under head.lock. */
+typedef struct mi_live_thread_s {
+  mi_live_head_t   head;            /* first (observe.h): watched, depth, lock, freed */
+  mi_tld_t*        tld;             /* the owner's */
+  struct mi_live_thread_s* next_free;   /* on the pool's free list (only there) */
+  mi_live_doc_t*   doc;             /* NULL: no slot (yet) */
+  size_t           slot;
+  bool             no_slot;         /* every slot was taken when this thread looked */
+  bool             exact;           /* counting since the thread's start (else from its first
+                                       publication: the bases below) */
+  mi_msecs_t       next;            /* when the next publication is due */
+  mi_msecs_t       published;       /* when its document was last written (under head.lock) */
+  uint64_t         reset_seen;
+  int64_t          peak_blocks;
+  int64_t          peak_bytes;
+  int64_t          bin_peak[MI_BIN_HUGE_INTERNAL + 1];
+  int64_t          used_in;         /* blocks in use of pages that came from other threads */
+  int64_t          allocs_base, frees_base;
+} mi_live_thread_t;
+
+static inline mi_live_thread_t* mi_live_of(const mi_tld_t* tld) {
+  return (mi_live_thread_t*)tld->live;   /* (NULL or a state's head, its first member) */
+}
+
+/* The threads whose documents the background thread keeps fresh: the state of slot i's owner,
+   or NULL. Set by the owner at its first publication, cleared at its end, both under the lock,
+   which the background thread holds while it publishes for one of them (so their tld and state
+   outlive it). Lock order: registry, then a state's head.lock; an owner never takes the
+   registry while it holds its own head.lock. */
 static mi_lock_t mi_live_registry_lock = MI_LOCK_INIT;
-static mi_tld_t* mi_live_watched[MI_LIVE_SLOTS];
+static mi_live_thread_t* mi_live_watched[MI_LIVE_SLOTS];
+
+/* The states come from a pool of OS memory in 64 KiB chunks (56 states each), never from
+   malloc (the allocator's internals do not allocate from themselves), and not from the shared
+   file's slots: a thread has a state from its start, before it has a slot, and threads may
+   outnumber slots. Chunks are never returned (they hold the peak number of threads at once
+   that had a state, about 1.2 KiB each); a state is, at its thread's end. Under the pool's
+   lock: the chunk list, the free list, the count in use. Lock order: a process document's
+   lock, then the pool's; the pool's holds no other. */
+#define MI_LIVE_CHUNK_SIZE     (64 * MI_KiB)
+#define MI_LIVE_CHUNK_STATES   ((MI_LIVE_CHUNK_SIZE - 64) / sizeof(mi_live_thread_t))
+typedef struct mi_live_chunk_s {
+  struct mi_live_chunk_s* next;
+  mi_live_thread_t        states[MI_LIVE_CHUNK_STATES];
+} mi_live_chunk_t;
+_Static_assert(sizeof(mi_live_chunk_t) <= MI_LIVE_CHUNK_SIZE, "a chunk of states fits");
+
+static mi_lock_t mi_live_pool_lock = MI_LOCK_INIT;
+static mi_live_chunk_t* mi_live_chunks;
+static mi_live_thread_t* mi_live_pool_free;
+static size_t mi_live_pool_used;
+
+/* A zeroed state for `tld`, or NULL without OS memory (the thread then tries again at its
+   next publication, uncounted until then). */
+static mi_live_thread_t* mi_live_state_alloc(mi_tld_t* tld, bool exact) {
+  mi_lock_acquire(&mi_live_pool_lock);
+  if (mi_live_pool_free == NULL) {
+    mi_lock_release(&mi_live_pool_lock);   /* (no system call under the lock) */
+    bool is_zero = false;
+    mi_live_chunk_t* const chunk = (mi_live_chunk_t*)_mi_os_alloc(MI_LIVE_CHUNK_SIZE, &is_zero);
+    if (chunk == NULL) return NULL;
+    mi_lock_acquire(&mi_live_pool_lock);
+    chunk->next = mi_live_chunks;
+    mi_live_chunks = chunk;
+    for (size_t i = 0; i < MI_LIVE_CHUNK_STATES; i++) {
+      chunk->states[i].next_free = mi_live_pool_free;
+      mi_live_pool_free = &chunk->states[i];
+    }
+  }
+  mi_live_thread_t* const lt = mi_live_pool_free;
+  mi_live_pool_free = lt->next_free;
+  mi_live_pool_used++;
+  mi_lock_release(&mi_live_pool_lock);
+  memset(lt, 0, sizeof(*lt));   /* (its lock is set up at its first publication) */
+  lt->tld = tld;
+  lt->exact = exact;
+  return lt;
+}
+
+static void mi_live_state_free(mi_live_thread_t* lt) {
+  mi_lock_acquire(&mi_live_pool_lock);
+  lt->next_free = mi_live_pool_free;
+  mi_live_pool_free = lt;
+  mi_live_pool_used--;
+  mi_lock_release(&mi_live_pool_lock);
+}
+
+static size_t mi_live_pool_in_use(void) {
+  mi_lock_acquire(&mi_live_pool_lock);
+  const size_t n = mi_live_pool_used;
+  mi_lock_release(&mi_live_pool_lock);
+  return n;
+}
 
 /* The publication interval: the option's, unless a viewer changed it in the header. */
 static mi_msecs_t mi_live_interval(void) {
@@ -150,13 +242,27 @@ void _mi_live_fork_child(mi_tld_t* tld) {
   /* the registry's lock was taken by _mi_live_fork_prepare; the other threads are gone */
   mi_lock_init(&mi_live_registry_lock);
   memset(mi_live_watched, 0, sizeof(mi_live_watched));
-  if (tld != NULL) {   /* the slot and the counts were the parent's */
-    tld->live_watched = false;
-    tld->live_depth = 0;
-    tld->live_doc = NULL;
-    tld->live_no_slot = false;
-    tld->live_next = 0;
-    tld->live_exact = false;
+  /* the pool's lock was taken by _mi_live_fork_prepare: the states of the threads not here
+     are free again, this thread's stays */
+  mi_live_thread_t* const own = (tld != NULL ? mi_live_of(tld) : NULL);
+  mi_live_pool_free = NULL;
+  mi_live_pool_used = 0;
+  for (mi_live_chunk_t* chunk = mi_live_chunks; chunk != NULL; chunk = chunk->next) {
+    for (size_t i = 0; i < MI_LIVE_CHUNK_STATES; i++) {
+      mi_live_thread_t* const lt = &chunk->states[i];
+      if (lt == own) { mi_live_pool_used++; continue; }
+      lt->next_free = mi_live_pool_free;
+      mi_live_pool_free = lt;
+    }
+  }
+  mi_lock_release(&mi_live_pool_lock);
+  if (own != NULL) {   /* the slot and the counts were the parent's */
+    own->head.watched = false;
+    own->head.depth = 0;
+    own->doc = NULL;
+    own->no_slot = false;
+    own->next = 0;
+    own->exact = false;
   }
   /* (the pages' counting flags are cleared by _mi_heap_after_fork_child's walk) */
   mi_atomic_store_relaxed(&mi_live_starting, 0);   /* the child is single-threaded here */
@@ -189,6 +295,7 @@ static void mi_live_publish_process(mi_msecs_t now, bool force) {
   if (force) mi_lock_acquire(&mi_live_process_lock);
   else if (!mi_lock_try_acquire(&mi_live_process_lock)) return;   /* another thread writes it now */
   mi_atomic_store_relaxed(&mi_live_process_next, now + mi_live_interval());
+  mi_atomic_store_relaxed(&mi_live_map->thread_states, (uint64_t)mi_live_pool_in_use());
   mi_live_doc_t* doc = mi_live_process_doc();
   const size_t cap = MI_LIVE_PROCESS_SIZE - sizeof(mi_live_doc_t);
   mi_live_write_begin(doc);
@@ -208,14 +315,14 @@ static void mi_live_publish_process(mi_msecs_t now, bool force) {
   mi_lock_release(&mi_live_process_lock);
 }
 
-static bool mi_live_claim_slot(mi_tld_t* tld) {
+static bool mi_live_claim_slot(mi_live_thread_t* lt) {
   const int64_t tid = _mi_prim_thread_os_id();
   for (size_t i = 0; i < mi_live_map->slot_count; i++) {
     mi_live_doc_t* doc = mi_live_slot(i);
     int64_t expected = 0;
     if (mi_atomic_load_relaxed(&doc->tid) == 0 && mi_atomic_cas_strong_acq_rel(&doc->tid, &expected, tid)) {
-      tld->live_doc = doc;
-      tld->live_slot = i;
+      lt->doc = doc;
+      lt->slot = i;
       return true;
     }
   }
@@ -227,14 +334,15 @@ static bool mi_live_claim_slot(mi_tld_t* tld) {
    blocks in use were allocated by neither. */
 void _mi_live_page_move(mi_page_t* page, mi_tld_t* from, mi_tld_t* to) {
   if (from == to) return;
-  if (from != NULL) from->live_used_in -= (int64_t)page->used;
+  /* (a thread without a state counts from its first publication: nothing to move yet) */
+  if (from != NULL && from->live != NULL) mi_live_of(from)->used_in -= (int64_t)page->used;
   if (to != NULL) {
-    to->live_used_in += (int64_t)page->used;
+    if (to->live != NULL) mi_live_of(to)->used_in += (int64_t)page->used;
     mi_page_flag_set(page, MI_PAGE_FREE_HOOK, true);   /* the caller owns it now */
   }
 }
 
-/* Figures the owner changes outside live_lock (on its fast paths: page->used; on its slow
+/* Figures the owner changes outside head.lock (on its fast paths: page->used; on its slow
    paths: the counts of frees), read by the background thread as they are at that moment. An
    aligned word is read whole; the figure may be one operation old, which is what a snapshot
    of a running thread is. (ThreadSanitizer would report each pairing with the owner's plain
@@ -249,16 +357,17 @@ static int64_t mi_live_peek(const void* p, size_t size) {
 }
 #define mi_live_peek_field(x)   mi_live_peek(&(x), sizeof(x))
 
-/* A thread's document: its pages' blocks in use per size class. Called with tld->live_lock
+/* A thread's document: its pages' blocks in use per size class. Called with lt->head.lock
    held (so its heap list and page queues stand still), by the thread itself (`owner`) or by
    the background thread; only the owner changes its pages' flags. */
-static void mi_live_write_thread(mi_tld_t* tld, mi_msecs_t now, bool owner) {
+static void mi_live_write_thread(mi_live_thread_t* lt, mi_msecs_t now, bool owner) {
+  mi_tld_t* const tld = lt->tld;
   int64_t blocks[MI_BIN_HUGE_INTERNAL + 1];
   int64_t bytes[MI_BIN_HUGE_INTERNAL + 1];
   memset(blocks, 0, sizeof(blocks));
   memset(bytes, 0, sizeof(bytes));
   size_t heaps = 0, pages = 0;
-  const bool counting_starts = !tld->live_exact;   /* the thread had pages before the option was on */
+  const bool counting_starts = !lt->exact;   /* the thread had pages before the option was on */
   mi_assert_internal(owner || !counting_starts);
   for (mi_heap_t* heap = tld->heaps; heap != NULL; heap = heap->next) {
     heaps++;
@@ -275,44 +384,44 @@ static void mi_live_write_thread(mi_tld_t* tld, mi_msecs_t now, bool owner) {
   }
   int64_t total_blocks = 0, total_bytes = 0;
   for (size_t b = 0; b <= MI_BIN_HUGE_INTERNAL; b++) { total_blocks += blocks[b]; total_bytes += bytes[b]; }
-  const int64_t frees = (owner ? tld->live_freed : mi_live_peek_field(tld->live_freed));
-  const int64_t used_in = (owner ? tld->live_used_in : mi_live_peek_field(tld->live_used_in));
+  const int64_t frees = (owner ? lt->head.freed : mi_live_peek_field(lt->head.freed));
+  const int64_t used_in = (owner ? lt->used_in : mi_live_peek_field(lt->used_in));
   const int64_t allocs = frees + total_blocks - used_in;
   if (counting_starts) {   /* count from now */
-    tld->live_allocs_base = allocs;
-    tld->live_frees_base = frees;
-    tld->live_exact = true;
+    lt->allocs_base = allocs;
+    lt->frees_base = frees;
+    lt->exact = true;
   }
   /* peaks: over the figures published (reset on the viewer's request) */
   const uint64_t reset = mi_atomic_load_relaxed(&mi_live_map->reset_request);
-  if (reset != tld->live_reset_seen) {
-    tld->live_reset_seen = reset;
-    tld->live_peak_blocks = 0;
-    tld->live_peak_bytes = 0;
-    memset(tld->live_bin_peak, 0, sizeof(tld->live_bin_peak));
+  if (reset != lt->reset_seen) {
+    lt->reset_seen = reset;
+    lt->peak_blocks = 0;
+    lt->peak_bytes = 0;
+    memset(lt->bin_peak, 0, sizeof(lt->bin_peak));
   }
-  if (total_blocks > tld->live_peak_blocks) tld->live_peak_blocks = total_blocks;
-  if (total_bytes > tld->live_peak_bytes) tld->live_peak_bytes = total_bytes;
+  if (total_blocks > lt->peak_blocks) lt->peak_blocks = total_blocks;
+  if (total_bytes > lt->peak_bytes) lt->peak_bytes = total_bytes;
   for (size_t b = 0; b <= MI_BIN_HUGE_INTERNAL; b++) {
-    if (blocks[b] > tld->live_bin_peak[b]) tld->live_bin_peak[b] = blocks[b];
+    if (blocks[b] > lt->bin_peak[b]) lt->bin_peak[b] = blocks[b];
   }
-  tld->live_published = now;
-  mi_live_doc_t* doc = tld->live_doc;
+  lt->published = now;
+  mi_live_doc_t* doc = lt->doc;
   mi_json_t t = { doc->text, MI_LIVE_SLOT_SIZE - sizeof(mi_live_doc_t), 0 };
   mi_live_write_begin(doc);
   /* msecs: since the program started, when these figures were read; by: who read them */
   _mi_stats_print_json_add(&t, "{ \"tid\": %lld, \"slot\": %zu, \"msecs\": %lld, \"by\": \"%s\", \"heaps\": %zu, \"pages\": %zu,\n",
-              (long long)mi_atomic_load_relaxed(&doc->tid), tld->live_slot, (long long)_mi_process_elapsed(),
+              (long long)mi_atomic_load_relaxed(&doc->tid), lt->slot, (long long)_mi_process_elapsed(),
               (owner ? "thread" : "background"), heaps, pages);
   _mi_stats_print_json_add(&t, "  \"blocks\": { \"current\": %lld, \"peak\": %lld }, \"bytes\": { \"current\": %lld, \"peak\": %lld },\n",
-              (long long)total_blocks, (long long)tld->live_peak_blocks, (long long)total_bytes, (long long)tld->live_peak_bytes);
-  _mi_stats_print_json_add(&t, "  \"allocs\": %lld, \"frees\": %lld,\n  \"bins\": [", (long long)(allocs - tld->live_allocs_base), (long long)(frees - tld->live_frees_base));
+              (long long)total_blocks, (long long)lt->peak_blocks, (long long)total_bytes, (long long)lt->peak_bytes);
+  _mi_stats_print_json_add(&t, "  \"allocs\": %lld, \"frees\": %lld,\n  \"bins\": [", (long long)(allocs - lt->allocs_base), (long long)(frees - lt->frees_base));
   bool first = true;
   for (size_t b = 1; b <= MI_BIN_HUGE_INTERNAL; b++) {
-    if (blocks[b] == 0 && tld->live_bin_peak[b] == 0) continue;
+    if (blocks[b] == 0 && lt->bin_peak[b] == 0) continue;
     _mi_stats_print_json_add(&t, "%s\n    { \"bin\": %zu, \"block_size\": %zu, \"blocks\": %lld, \"peak\": %lld, \"bytes\": %lld }",
                 (first ? "" : ","), b, (b == MI_BIN_HUGE_INTERNAL ? (size_t)0 : _mi_page_bin_size(b)),
-                (long long)blocks[b], (long long)tld->live_bin_peak[b], (long long)bytes[b]);
+                (long long)blocks[b], (long long)lt->bin_peak[b], (long long)bytes[b]);
     first = false;
   }
   _mi_stats_print_json_add(&t, "\n  ] }\n");
@@ -326,28 +435,34 @@ static void mi_live_write_thread(mi_tld_t* tld, mi_msecs_t now, bool owner) {
    on the fast paths), so no document is older than 1.5 intervals while the thread lives. */
 void _mi_live_publish(mi_tld_t* tld, bool force) {
   if (!__atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE) || tld == NULL) return;
+  if (tld->live == NULL) {   /* the view started after the thread: counted from now on */
+    mi_live_thread_t* const fresh = mi_live_state_alloc(tld, false);
+    if (fresh == NULL) return;
+    tld->live = &fresh->head;
+  }
+  mi_live_thread_t* const lt = mi_live_of(tld);
   const mi_msecs_t now = _mi_prim_clock_now();
-  if (!force && now < tld->live_next) return;
-  tld->live_next = now + mi_live_interval();
+  if (!force && now < lt->next) return;
+  lt->next = now + mi_live_interval();
   _mi_stats_merge_thread(tld);   /* the totals include this thread's figures of now */
   mi_live_publish_process(now, force);
-  if (tld->live_doc == NULL && (tld->live_no_slot || !mi_live_claim_slot(tld))) {
-    tld->live_no_slot = true;
+  if (lt->doc == NULL && (lt->no_slot || !mi_live_claim_slot(lt))) {
+    lt->no_slot = true;
     return;
   }
-  const bool first = !tld->live_watched;
-  if (first) {   /* nobody else knows this tld yet: set up its lock before it is registered */
-    mi_assert_internal(tld->live_depth == 0);
-    mi_lock_init(&tld->live_lock);
-    tld->live_depth = 0;
-    tld->live_watched = true;
+  const bool first = !lt->head.watched;
+  if (first) {   /* nobody else knows this state yet: set up its lock before it is registered */
+    mi_assert_internal(lt->head.depth == 0);
+    mi_lock_init(&lt->head.lock);
+    lt->head.depth = 0;
+    lt->head.watched = true;
   }
   mi_live_enter(tld);
-  mi_live_write_thread(tld, now, true);
+  mi_live_write_thread(lt, now, true);
   mi_live_leave(tld);
   if (first) {   /* (after its first document: the background thread only refreshes) */
     mi_lock_acquire(&mi_live_registry_lock);
-    mi_live_watched[tld->live_slot] = tld;
+    mi_live_watched[lt->slot] = lt;
     mi_lock_release(&mi_live_registry_lock);
     _mi_purger_live_wanted();   /* the background thread publishes from now on */
   }
@@ -362,34 +477,52 @@ mi_msecs_t _mi_live_background(mi_msecs_t now) {
   mi_live_publish_process(now, false);
   mi_lock_acquire(&mi_live_registry_lock);
   for (size_t i = 0; i < MI_LIVE_SLOTS; i++) {
-    mi_tld_t* const tld = mi_live_watched[i];
-    if (tld == NULL) continue;
-    mi_lock_acquire(&tld->live_lock);   /* the owner holds it only inside a queue change */
-    if (now - tld->live_published >= interval) mi_live_write_thread(tld, now, false);
-    mi_lock_release(&tld->live_lock);
+    mi_live_thread_t* const lt = mi_live_watched[i];
+    if (lt == NULL) continue;
+    mi_lock_acquire(&lt->head.lock);   /* the owner holds it only inside a queue change */
+    if (now - lt->published >= interval) mi_live_write_thread(lt, now, false);
+    mi_lock_release(&lt->head.lock);
   }
   mi_lock_release(&mi_live_registry_lock);
   return now + (interval / 2 > 0 ? interval / 2 : 1);
 }
 
 /* fork: the child must not inherit the registry's lock held by the background thread (which
-   the child does not have); a tld's lock is only held inside the registry's. */
-void _mi_live_fork_prepare(void) { mi_lock_acquire(&mi_live_registry_lock); }
-void _mi_live_fork_parent(void)  { mi_lock_release(&mi_live_registry_lock); }
+   the child does not have), nor the pool's held by another thread; a state's lock is only held
+   inside the registry's (or by its owner, whose state the child frees). */
+void _mi_live_fork_prepare(void) {
+  mi_lock_acquire(&mi_live_registry_lock);
+  mi_lock_acquire(&mi_live_pool_lock);
+}
+void _mi_live_fork_parent(void) {
+  mi_lock_release(&mi_live_pool_lock);
+  mi_lock_release(&mi_live_registry_lock);
+}
 
-/* At thread exit: the slot becomes free (the viewer sees the thread go). */
+/* A thread starts while the view is on: its frees and pages moved in count from now. Without
+   OS memory it goes on without (and counts from its first publication). */
+void _mi_live_thread_new(mi_tld_t* tld) {
+  if (tld->live != NULL) return;
+  mi_live_thread_t* const lt = mi_live_state_alloc(tld, true);
+  if (lt != NULL) tld->live = &lt->head;
+}
+
+/* At thread exit: unregistered first (the background thread is then done with it), the slot
+   becomes free (the viewer sees the thread go), and the state goes back to the pool. */
 void _mi_live_thread_done(mi_tld_t* tld) {
-  if (tld == NULL) return;
-  if (tld->live_watched) {   /* (also when the view ended meanwhile: the registry holds it) */
-    mi_assert_internal(tld->live_depth == 0);
+  if (tld == NULL || tld->live == NULL) return;
+  mi_live_thread_t* const lt = mi_live_of(tld);
+  if (lt->head.watched) {   /* (also when the view ended meanwhile: the registry holds it) */
+    mi_assert_internal(lt->head.depth == 0);
     mi_lock_acquire(&mi_live_registry_lock);   /* waits for a publication for it in progress */
-    if (mi_live_watched[tld->live_slot] == tld) mi_live_watched[tld->live_slot] = NULL;
+    if (mi_live_watched[lt->slot] == lt) mi_live_watched[lt->slot] = NULL;
     mi_lock_release(&mi_live_registry_lock);
-    tld->live_watched = false;
+    lt->head.watched = false;
   }
-  if (!__atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE) || tld->live_doc == NULL) return;
-  mi_live_doc_t* doc = tld->live_doc;
-  tld->live_doc = NULL;
+  mi_live_doc_t* const doc = lt->doc;
+  tld->live = NULL;   /* (the thread's last frees and its abandonment count nothing now) */
+  mi_live_state_free(lt);
+  if (!__atomic_load_n(&_mi_live_enabled, __ATOMIC_ACQUIRE) || doc == NULL) return;
   mi_live_write_begin(doc);
   doc->len = 0;
   mi_live_write_end(doc);

@@ -31,6 +31,10 @@ void _mi_observe_thread_start(mi_tld_t* tld) {
   _mi_prof_thread_start(tld);   /* mi_profile_start by another thread */
 }
 
+void _mi_observe_thread_new(mi_tld_t* tld) {
+  _mi_live_thread_new(tld);
+}
+
 void _mi_observe_thread_done(mi_tld_t* tld) {
   _mi_live_thread_done(tld);
 }

@@ -54,13 +54,29 @@ extern mi_msecs_t _mi_prof_samples_interval;        /* ms between periodic dumps
 /* live.c: live statistics in shared memory for a viewer (MIMALLOC_LIVE) */
 extern bool _mi_live_enabled;                       /* atomic: set once at start, cleared at exit */
 static inline bool mi_live_enabled(void) { return __atomic_load_n(&_mi_live_enabled, __ATOMIC_RELAXED); }
-/* The owner's side of live_lock (types.h): around every change of its page queues and heap
-   list while a publisher may read them; one load and branch otherwise. */
+/* The part of a thread's live state (tld->live, types.h) that the core touches; the first member
+   of live.c's mi_live_thread_t, which owns the rest. While `watched` (set by the thread itself
+   at its first publication, cleared at its end), the live view's publisher (another thread,
+   live.c) may read the thread's heap list and page queues under `lock`; the thread holds it
+   (mi_live_enter/leave, nesting counted in `depth`) wherever it changes them: the page-queue
+   operations (page.c), the heap list (heap.c) and a heap's absorb. watched and depth are the
+   owner's alone; `freed` is written by the owner only (the publisher reads it as it is). */
+typedef struct mi_live_head_s {
+  bool       watched;
+  int        depth;
+  mi_lock_t  lock;
+  int64_t    freed;     /* blocks of this thread's pages freed since it got the state
+                           (counted where the frees of pages with MI_PAGE_FREE_HOOK go) */
+} mi_live_head_t;
+/* The owner's side of the lock: around every change of its page queues and heap list while a
+   publisher may read them; a load or two and a branch otherwise. */
 static inline void mi_live_enter(mi_tld_t* tld) {
-  if (mi_unlikely(tld->live_watched) && tld->live_depth++ == 0) mi_lock_acquire(&tld->live_lock);
+  mi_live_head_t* const live = tld->live;
+  if (mi_unlikely(live != NULL && live->watched) && live->depth++ == 0) mi_lock_acquire(&live->lock);
 }
 static inline void mi_live_leave(mi_tld_t* tld) {
-  if (mi_unlikely(tld->live_watched) && --tld->live_depth == 0) mi_lock_release(&tld->live_lock);
+  mi_live_head_t* const live = tld->live;
+  if (mi_unlikely(live != NULL && live->watched) && --live->depth == 0) mi_lock_release(&live->lock);
 }
 
 
@@ -69,6 +85,7 @@ void       _mi_observe_process_init(void);   /* the environment is readable: obs
 void       _mi_observe_process_done(void);   /* process exit: reports, then observers stop */
 void       _mi_observe_option_set(mi_option_t option, long value);   /* after process init */
 void       _mi_observe_thread_start(mi_tld_t* tld);   /* a thread allocates while mi_prof_rate() != 0 and its heap has no profiler */
+void       _mi_observe_thread_new(mi_tld_t* tld);     /* a thread's tld is set up while mi_live_enabled() */
 void       _mi_observe_thread_done(mi_tld_t* tld);    /* the thread ends; its heaps are still valid */
 typedef enum mi_observe_fork_e { MI_OBSERVE_FORK_PREPARE, MI_OBSERVE_FORK_PARENT, MI_OBSERVE_FORK_CHILD } mi_observe_fork_t;
 void       _mi_observe_fork(mi_observe_fork_t phase);   /* prepare: observers take their locks;

@@ -31,7 +31,8 @@ void       _mi_live_init(void);                       /* process init: reads MIM
 void       _mi_live_done(void);                       /* process exit: removes the file */
 void       _mi_live_fork_child(mi_tld_t* tld);        /* a fork child publishes nothing */
 void       _mi_live_publish(mi_tld_t* tld, bool force);   /* the thread's figures, when due */
-void       _mi_live_thread_done(mi_tld_t* tld);       /* frees the thread's slot */
+void       _mi_live_thread_new(mi_tld_t* tld);        /* a thread starts while the view is on: its state, counting from now */
+void       _mi_live_thread_done(mi_tld_t* tld);       /* frees the thread's slot and state */
 void       _mi_live_page_move(mi_page_t* page, mi_tld_t* from, mi_tld_t* to);   /* a page with blocks in use changes thread (NULL: none) */
 mi_msecs_t _mi_live_background(mi_msecs_t now);     /* the background thread: publishes what is due; when next (0: off) */
 void       _mi_live_fork_prepare(void);               /* the publisher's locks around fork */

@@ -80,11 +80,13 @@ static inline mi_heap_t* mi_page_heap(const mi_page_t* page) {
   return mi_atomic_load_relaxed(&((mi_page_t*)page)->xheap);
 }
 
-/* `n` blocks of `page` were freed (the frees of live.c); slow paths only */
+/* `n` blocks of `page` were freed (the frees of live.c), by the page's owner; slow paths only.
+   A thread without its live state yet counts nothing: its first publication takes its counts
+   from then on (live.c). */
 static inline void mi_live_count_freed(const mi_page_t* page, size_t n) {
   if (mi_unlikely(mi_live_enabled())) {
     mi_heap_t* const heap = mi_page_heap(page);
-    if (heap != NULL) heap->tld->live_freed += (int64_t)n;
+    if (heap != NULL && heap->tld->live != NULL) heap->tld->live->freed += (int64_t)n;
   }
 }
 static inline uintptr_t mi_page_flags(const mi_page_t* page) {

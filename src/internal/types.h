@@ -629,31 +629,12 @@ typedef struct mi_tld_s {
   mi_segments_tld_t   segments;
   mi_stats_data_t     stats;          /* this thread's figures (see above) */
   mi_stats_data_t     stats_published; /* current values already added to the totals */
-  /* live statistics (live.c; MIMALLOC_LIVE only): this thread's slot and its peaks */
-  struct mi_live_doc_s* live_doc;     /* NULL: no slot (yet) */
-  size_t              live_slot;
-  bool                live_no_slot;   /* every slot was taken when this thread looked */
-  mi_msecs_t          live_next;      /* when the next publication is due */
-  uint64_t            live_reset_seen;
-  int64_t             live_peak_blocks;
-  int64_t             live_peak_bytes;
-  int64_t             live_bin_peak[MI_BIN_HUGE_INTERNAL + 1];
-  /* allocations and frees (live.c has the derivation): */
-  int64_t             live_freed;     /* blocks of this thread's pages freed (counted where the
-                                         frees of pages with MI_PAGE_FREE_HOOK go) */
-  int64_t             live_used_in;   /* blocks in use of pages that came from other threads */
-  bool                live_exact;     /* counting since the thread's start (else from its first
-                                         publication: the base below) */
-  int64_t             live_allocs_base, live_frees_base;
-  /* While `live_watched` (set by the thread itself at its first publication, cleared at its
-     end), the live view's publisher (another thread, live.c) may read this thread's heap list
-     and page queues under `live_lock`; the thread holds it (mi_live_enter/leave, nesting
-     counted in live_depth) wherever it changes them: the page-queue operations (page.c), the
-     heap list (heap.c) and a heap's absorb. Owned fields: live_watched, live_depth, live_next. */
-  bool                live_watched;
-  int                 live_depth;
-  mi_lock_t           live_lock;
-  mi_msecs_t          live_published; /* when its document was last written (under live_lock) */
+  /* The live view's state of this thread (live.c, MIMALLOC_LIVE only), or NULL: its slot, peaks
+     and counts, and the lock by which another thread may read its heaps. The core sees only the
+     part it touches, observe.h's mi_live_head_t (through mi_live_enter/leave and
+     mi_live_count_freed); live.c owns the rest and gives and takes it back: set at thread start
+     while the view is on, else at the first publication; returned at thread end. */
+  struct mi_live_head_s* live;
   /* the one-entry cache of the shared-heap lookup (sheap.c): the last shared heap this thread
      allocated in and its theap of it, both NULL or theap->sheap == sheap and theap in this
      thread's heaps (cleared when that theap goes) */
