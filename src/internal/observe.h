@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The observers' hooks: the only way the core (layers 1-7, docs/design.md "Layers") reaches
+/* The observers' hooks: the only way the core (layers 1-8, docs/design.md "Layers") reaches
    the observers of the top layer (the profiler, the live view, the leak report, the statistics'
    printing, the validators). Each hook is an event of the core, not an observer's function;
    src/observe.c hands it to every observer that wants it. A hook that today has a cheap test
