@@ -178,10 +178,9 @@ bool mi_check_owned(const void* p) {
   return mi_heap_check_owned(mi_prim_get_default_heap(), p);
 }
 
-/* mimalloc v3's queries (docs/v3-api.md). Heaps are not yet shared by threads, so v3's "main
-   heap", the one every thread allocates from by default, is here the calling thread's backing
-   heap: it is that thread's part of the main heap, the only part it may allocate from, and the
-   heap mi_heap_delete hands live blocks to. */
+/* mi_heap_main of the v2 header (v3 mode's is mi_v3_heap_main, the shared heap
+   _mi_sheap_main): the calling thread's backing heap, its part of the heap every thread
+   allocates from by default, and the heap mi_heap_delete hands live blocks to. */
 mi_heap_t* mi_heap_main(void) {
   return mi_heap_get_backing();
 }
@@ -239,11 +238,11 @@ static bool mi_abandoned_visit_allowed(mi_block_visit_fun* visitor, const char* 
    heap) and tag, as no list tells from which heap of an ended thread a page came. */
 bool _mi_heap_api_visit_abandoned(mi_heap_t* heap, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   if (!mi_abandoned_visit_allowed(visitor, "mi_heap_visit_abandoned_blocks")) return false;
-  if (heap == NULL) heap = _mi_sheap_main();
-  if (heap != _mi_sheap_main() && mi_heap_is_shared(heap)) return _mi_sheap_abandoned_visit(heap, visit_blocks, visitor, arg);
-  mi_heap_t* const own = (heap == _mi_sheap_main() ? mi_prim_get_default_heap() : heap);
-  if (!mi_heap_is_initialized(own)) return (heap == _mi_sheap_main() ? _mi_abandoned_visit(&_mi_subproc_main, NULL, NULL, 0, visit_blocks, visitor, arg) : false);
-  return _mi_abandoned_visit(own->tld->subproc, NULL, NULL, (heap == _mi_sheap_main() ? 0 : own->tag), visit_blocks, visitor, arg);
+  const bool main = (heap == NULL || heap == _mi_sheap_main());
+  if (!main && mi_heap_is_shared(heap)) return _mi_sheap_abandoned_visit(heap, visit_blocks, visitor, arg);
+  mi_heap_t* const own = (main ? mi_prim_get_default_heap() : heap);
+  if (!mi_heap_is_initialized(own)) return (main && _mi_abandoned_visit(&_mi_subproc_main, NULL, NULL, 0, visit_blocks, visitor, arg));
+  return _mi_abandoned_visit(own->tld->subproc, NULL, NULL, (main ? 0 : own->tag), visit_blocks, visitor, arg);
 }
 
 bool mi_abandoned_visit_blocks(mi_subproc_id_t subproc_id, int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
