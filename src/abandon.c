@@ -110,6 +110,10 @@ void _mi_abandoned_add_page(mi_page_t* page, mi_tld_t* tld, mi_abandoned_lists_t
 bool _mi_abandoned_free_last(mi_segment_t* segment, mi_page_t* page, mi_block_t* block) {
   mi_subproc_t* subproc = segment->subproc;   /* stable: our block keeps the segment alive */
   mi_lock_acquire(&subproc->lock);
+  /* Read before the push: once our block is pushed, an adopter that took the page off its list
+     before our lock may collect the page, find it all free and release it, so nothing of the
+     page may be read after the CAS. (Listing changes only under the lock we hold.) */
+  const bool listed = page->abandoned_listed;
   uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
   uintptr_t tfreex;
   do {
@@ -121,7 +125,7 @@ bool _mi_abandoned_free_last(mi_segment_t* segment, mi_page_t* page, mi_block_t*
     tfreex = mi_tf_push(tfree, block);
   } while (!mi_atomic_cas_weak_acq_rel(&page->xthread_free, &tfree, tfreex));
   mi_segment_t* released = NULL;
-  if (page->abandoned_listed && mi_tf_count(tfreex) == MI_TF_ABANDONED_BASE) {
+  if (listed && mi_tf_count(tfreex) == MI_TF_ABANDONED_BASE) {
     released = mi_abandoned_page_release(page);
   }
   mi_lock_release(&subproc->lock);

@@ -256,9 +256,12 @@ suite asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=address
 # their tool, and the test registrations treat the two builds alike): not twice
 suite track-valgrind -DCMAKE_BUILD_TYPE=Release -DMI_TRACK_VALGRIND=ON -- -L "track|options|override"
 suite track-asan -DCMAKE_BUILD_TYPE=Release -DMI_TRACK_ASAN=ON
-suite "TSAN_OPTIONS=halt_on_error=1 ${TSAN_OPTIONS:-}" tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=thread -- -L "stress|purger"
-# the debug build's checks run on the freeing thread (padding, double-free search): race-free too
-suite "TSAN_OPTIONS=halt_on_error=1 ${TSAN_OPTIONS:-}" tsan-debug -DCMAKE_BUILD_TYPE=Debug -DMI_SANITIZE=thread -- -L "stress|purger"
+# both TSan builds have the schedule fuzzer (off unless a test sets MIMALLOC_TEST_SCHED): its
+# tests hold a thread inside a protocol's window, where TSan sees an access the window allows
+suite "TSAN_OPTIONS=halt_on_error=1 ${TSAN_OPTIONS:-}" tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMI_SANITIZE=thread -DMI_SCHED_FUZZ=ON -- -L "stress|purger"
+# the debug build's checks run on the freeing thread (padding, double-free search): race-free
+# too; and every fuzzed test (label sched) under TSan
+suite "TSAN_OPTIONS=halt_on_error=1 ${TSAN_OPTIONS:-}" tsan-debug -DCMAKE_BUILD_TYPE=Debug -DMI_SANITIZE=thread -DMI_SCHED_FUZZ=ON -- -L "stress|purger|sched"
 # OS-failure injection (docs/testing.md): every primitive failing once at each sampled call,
 # then 1% of all of them, in a secure build (guard pages too); about 4.5 minutes after the build
 suite failinject -DCMAKE_BUILD_TYPE=Release -DMI_SECURE=ON -DMI_FAIL_INJECT=ON -- -L failinject

@@ -19,11 +19,15 @@
      profile    mi_profile_start(4096) first where the profiler is built (prof-sample); prints
                 "profiler: on" or "profiler: off"
    every phase takes fresh pages (page-fresh).
+   sched-workload adopt    the last free of an abandoned page while another thread adopts it
+                (reclaim, free-last), round after round (phase_adopt)
    sched-workload single   one thread, a fixed sequence of allocations, frees, a heap deleted
                 and one destroyed: with MIMALLOC_PURGE_DELAY=-1 it reaches the same points in
                 the same order in every run (the replay check). */
 #include <mimalloc.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -112,6 +116,56 @@ static void phase_exit(void) {
   run(&exit_reclaimer, NULL);
   sleep_ms(1500);   /* the purger lingers 1 s, then waits for the free of those pages' last blocks */
   run(&exit_freer, NULL);
+}
+
+/* ---- adopt: the last free of an abandoned page against its adoption ---------------------- */
+/* Round after round, a thread ends with ADOPT_N live blocks in one page and one huge block; a
+   thread without a heap frees all but one of the small blocks, then, while the main thread's
+   mi_collect(true) adopts the pages (the fuzzer sleeping at reclaim holds a page taken but still
+   abandoned), the huge block and the last small one. Such a free must push its block and touch
+   the page no more: the adopter may then find the page all free and release it, and a huge
+   page's segment goes back to the OS at once (unmapped: a read is a crash). Under TSan (the tsan
+   suites build with the fuzzer) a read of the page after the push is a race with that release. */
+#define ADOPT_ROUNDS  150
+#define ADOPT_N       24
+#define ADOPT_SIZE    1040   /* a size class no other phase uses: its page is this round's */
+#define ADOPT_HUGE    (3u << 20)   /* above MI_LARGE_OBJ_SIZE_MAX: a segment of its own */
+static void* adopt_blocks[ADOPT_N];
+static void* adopt_huge;
+static _Atomic(int) adopt_stage;   /* 1: all but the last freed; 2: the adoption begins */
+
+static void* adopt_leaver(void* arg) {
+  (void)arg;
+  for (size_t i = 0; i < ADOPT_N; i++) adopt_blocks[i] = alloc(ADOPT_SIZE);
+  adopt_huge = alloc(ADOPT_HUGE);
+  return NULL;   /* ends with its pages' blocks live: abandoned */
+}
+
+static void* adopt_freer(void* arg) {
+  (void)arg;
+  for (size_t i = 1; i < ADOPT_N; i++) { check_free(adopt_blocks[i], ADOPT_SIZE); adopt_blocks[i] = NULL; }
+  atomic_store(&adopt_stage, 1);
+  while (atomic_load(&adopt_stage) != 2) sched_yield();
+  check_free(adopt_huge, ADOPT_HUGE);        /* the last (only) block of its page */
+  adopt_huge = NULL;
+  check_free(adopt_blocks[0], ADOPT_SIZE);   /* the last live block: under the lists' lock */
+  adopt_blocks[0] = NULL;
+  return NULL;
+}
+
+static void phase_adopt(void) {
+  for (int round = 0; round < ADOPT_ROUNDS; round++) {
+    run(&adopt_leaver, NULL);
+    atomic_store(&adopt_stage, 0);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, &adopt_freer, NULL), 0);
+    while (atomic_load(&adopt_stage) != 1) sched_yield();
+    atomic_store(&adopt_stage, 2);
+    mi_collect(true);   /* adopts every abandoned page: this round's among them, unless freed first */
+    pthread_join(t, NULL);
+  }
+  void* p = alloc(ADOPT_SIZE);   /* the size class still serves */
+  check_free(p, ADOPT_SIZE);
 }
 
 /* ---- heaps ------------------------------------------------------------------------------ */
@@ -219,9 +273,15 @@ static int single(void) {
   return test_summary("sched-workload single", "%s", "one thread, a fixed sequence");
 }
 
+static int adopt(void) {
+  phase_adopt();
+  return test_summary("sched-workload adopt", "%d rounds", ADOPT_ROUNDS);
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "single") == 0) return single();
+  if (argc > 1 && strcmp(argv[1], "adopt") == 0) return adopt();
   if (argc > 1 && strcmp(argv[1], "points") == 0) return points();
-  fprintf(stderr, "usage: sched-workload points|single\n");
+  fprintf(stderr, "usage: sched-workload points|single|adopt\n");
   return 2;
 }
