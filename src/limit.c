@@ -177,8 +177,10 @@ static void mi_limit_refresh(void) {
   mi_atomic_store_release(&mi_limit_reading, 0);
 }
 
-/* The limit in bytes that option `value` gives, reading the cgroup only for a share. */
+/* The limit in bytes that option `value` gives, reading the cgroup only for a share. 1 (what
+   "on", "yes" and an empty value parse to) is the cgroup's limit, not 1 KiB. */
 static size_t mi_limit_from_option(long value) {
+  if (value == 1) value = -100;
   if (value >= 0) return mi_limit_of(value, 0);
   mi_limit_refresh();
   return mi_limit_of(value, mi_atomic_load_relaxed(&mi_limit_cgroup));
@@ -230,9 +232,9 @@ void _mi_limit_describe(char* buf, size_t size) {
   mi_limit_fmt(cgroup_amount, sizeof(cgroup_amount), cgroup);
   int n = 0;
   if (value == 0) n = _mi_snprintf(buf, size, "off (option memory_limit is 0)");
-  else if (value > 0) n = _mi_snprintf(buf, size, "%s (option memory_limit)", amount);
+  else if (value > 1) n = _mi_snprintf(buf, size, "%s (option memory_limit)", amount);
   else if (limit == 0) n = _mi_snprintf(buf, size, "none (%s found)", mi_limit_source_names[MI_LIMIT_SRC_NONE]);
-  else if (value == -100) n = _mi_snprintf(buf, size, "%s (%s)", amount, mi_limit_source_names[source]);
+  else if (value == -100 || value == 1) n = _mi_snprintf(buf, size, "%s (%s)", amount, mi_limit_source_names[source]);
   else n = _mi_snprintf(buf, size, "%s (%ld%% of %s %s)", amount, -value, mi_limit_source_names[source], cgroup_amount);
   const size_t hard = _mi_limit_hard_get();
   if (hard != 0 && n > 0 && (size_t)n < size) {
@@ -250,6 +252,7 @@ size_t mi_memory_limit(void) mi_attr_noexcept {
 }
 
 void mi_memory_limit_set(size_t bytes) mi_attr_noexcept {
-  const size_t kib = _mi_divide_up(bytes, MI_KiB);
+  size_t kib = _mi_divide_up(bytes, MI_KiB);
+  if (kib == 1) kib = 2;   /* (the option's 1 is "on": the cgroup's limit) */
   mi_option_set(mi_option_memory_limit, (kib > (size_t)LONG_MAX ? LONG_MAX : (long)kib));
 }

@@ -17,7 +17,7 @@ environment (only PATH and sanitizer settings are inherited). Groups (one ctest 
              the cgroup's limit (90%, 50% of v1, a share without a cgroup limit = none), 0 = off
              even under a cgroup limit, invalid values (a warning, the default kept), a share
              over 100% (clamped, warned); MIMALLOC_MEMORY_LIMIT_HARD shown (on, an amount)
-  api        mi_memory_limit_set (bytes rounded up to KiB, 0 = off) and mi_option_set with a
+  api        mi_memory_limit_set (bytes rounded up to KiB, at least 2 KiB; 0 = off) and mi_option_set with a
              share, over a cgroup limit
   reread     the cgroup's value changes while the process runs: mi_memory_limit() returns the
              new one after the re-read interval (1 s), not before; the verbose line says it
@@ -154,6 +154,8 @@ def group_option(args, tmp):
         ("50%", v1root, 1 * GiB, "1 GiB (50% of cgroup v1 memory.limit_in_bytes 2 GiB)"),
         ("100%", root, 1000 * MiB, "1000 MiB (cgroup v2 memory.max)"),
         ("90%", none, 0, "none"),
+        ("on", root, 1000 * MiB, "1000 MiB (cgroup v2 memory.max)"),
+        ("", root, 1000 * MiB, "1000 MiB (cgroup v2 memory.max)"),
         ("0", root, 0, "off"),
         ("off", root, 0, "off"),
     ]
@@ -189,7 +191,7 @@ def group_api(args, tmp):
     rc, out, err = run(args, env, "get", "set", str(123 * MiB), "get", "print", "set", "1000", "get",
                        "set", "0", "get", "opt", "-50", "get")
     got = [int(x) for x in re.findall(r"^limit (\d+)$", out, re.M)]
-    check(got == [1000 * MiB, 123 * MiB, 1024, 0, 500 * MiB], "api: mi_memory_limit_set / mi_option_set",
+    check(got == [1000 * MiB, 123 * MiB, 2048, 0, 500 * MiB], "api: mi_memory_limit_set / mi_option_set",
           f"limits {got}")
     check((limit_line(err) or "").startswith("123 MiB (option memory_limit)"), "api: the line after a set",
           f"{limit_line(err)!r}")
