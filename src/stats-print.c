@@ -685,8 +685,10 @@ static void mi_stats_json(mi_json_t* json, const mi_stats_data_t* data, const mi
   _mi_stats_print_json_add(json, "{\n  \"stat_version\": %d,\n  \"mimalloc_version\": %d,\n  \"stat_level\": %d,\n  \"debug\": %d", MI_STAT_VERSION, MI_MALLOC_VERSION, MI_STAT, MI_DEBUG);
   _mi_stats_print_json_add(json, ",\n  \"process\": { \"elapsed_msecs\": %lld, \"user_msecs\": %lld, \"system_msecs\": %lld, \"page_faults\": %zu, ",
               (long long)info->elapsed, (long long)info->utime, (long long)info->stime, info->page_faults);
-  _mi_stats_print_json_add(json, "\"rss_current\": %zu, \"rss_peak\": %zu, \"commit_current\": %zu, \"commit_peak\": %zu }",
+  _mi_stats_print_json_add(json, "\"rss_current\": %zu, \"rss_peak\": %zu, \"commit_current\": %zu, \"commit_peak\": %zu, ",
               info->current_rss, info->peak_rss, info->current_commit, info->peak_commit);
+  /* the soft memory limit (0: none) and the purges made for it (limit.c): the live view's too */
+  _mi_stats_print_json_add(json, "\"memory_limit\": %zu, \"memory_limit_purges\": %zu }", _mi_limit_get(), _mi_limit_pressure_count());
 #define MI_STAT_COUNT(name)    _mi_stats_print_json_count(json, #name, &data->name);
 #define MI_STAT_COUNTER(name)  _mi_stats_print_json_add(json, ",\n  \"%s\": %lld", #name, (long long)data->name.total);
   MI_STAT_FIELDS()

@@ -24,6 +24,9 @@ environment (only PATH and sanitizer settings are inherited). Groups (one ctest 
   stats      mi_stats_print_out with a limit: a line with the limit, its source and the headroom
              (limit minus committed); without a limit no such line; MIMALLOC_VERBOSE=1's start-up
              options print the "memory limit:" line
+  json       MIMALLOC_STATS_JSON's process object: memory_limit (0 without) and
+             memory_limit_purges; the live view's /metrics (tools/mimalloc-live's metrics() on
+             that document): limit, headroom and purges only while a limit is in force
   pressure   the purger near the limit (80% of it, MIMALLOC_PURGE_DELAY=10000): memory freed
              under a limit goes back within about a second (committed falls), and the statistics
              count the purges made for the limit; without the limit the same memory stays
@@ -262,13 +265,45 @@ def group_pressure(args, tmp):
           f"committed {m.group(1) if m else None} (the purge delay is 10 s)")
 
 
-GROUPS = {"detect": group_detect, "option": group_option, "api": group_api, "reread": group_reread,
+def group_json(args, tmp):
+    root = os.path.join(tmp, "json")
+    layout(root, "0::/svc\n", {"svc/memory.max": "1073741824\n"})
+    import json
+    docs = {}
+    for name, extra in (("limit", {}), ("none", {"MIMALLOC_MEMORY_LIMIT": "0"})):
+        path = os.path.join(tmp, name + ".json")
+        rc, out, err = run(args, {"MIMALLOC_TEST_CGROUP_ROOT": root, "MIMALLOC_STATS_JSON": path, **extra}, "alloc", "4")
+        try:
+            docs[name] = json.load(open(path))
+        except (OSError, ValueError) as e:
+            check(False, "json: the exit document", f"{name}: {e}; stderr {err[-300:]}")
+            return
+    p = docs["limit"]["process"]
+    check(p.get("memory_limit") == GiB and p.get("memory_limit_purges") == 0, "json: process.memory_limit",
+          f"{p}")
+    check(docs["none"]["process"].get("memory_limit") == 0, "json: no limit is 0", f"{docs['none']['process']}")
+    # the live view's /metrics (tools/mimalloc-live) from such a document
+    import importlib.machinery, importlib.util
+    loader = importlib.machinery.SourceFileLoader("mimalloc_live", args.tool)
+    tool = importlib.util.module_from_spec(importlib.util.spec_from_loader("mimalloc_live", loader))
+    loader.exec_module(tool)
+    for name, want in (("limit", True), ("none", False)):
+        snap = {"process": docs[name], "alive": True, "os": {}, "threads": [], "process_age_ms": None}
+        text = tool.metrics(snap)
+        head = docs[name]["process"]["memory_limit"] - docs[name]["process"]["commit_current"]
+        has = (f"mimalloc_memory_limit_bytes {GiB}\n" in text and f"mimalloc_memory_limit_headroom_bytes {head}\n" in text
+               and "mimalloc_memory_limit_purges_total 0\n" in text)
+        check(has if want else "memory_limit" not in text, f"json: /metrics ({name})", text[:600])
+
+
+GROUPS = {"json": group_json, "detect": group_detect, "option": group_option, "api": group_api, "reread": group_reread,
           "stats": group_stats, "pressure": group_pressure}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--probe", required=True)
+    ap.add_argument("--tool", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "mimalloc-live"))
     ap.add_argument("group", choices=sorted(GROUPS))
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="mi-limit-") as tmp:
