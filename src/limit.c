@@ -41,7 +41,6 @@ static const char* const mi_limit_source_names[] = {
 static _Atomic(size_t)     mi_limit_cgroup;       /* the cgroup's limit in bytes, 0: none */
 static _Atomic(int)        mi_limit_cgroup_src;   /* mi_limit_source_t */
 static _Atomic(mi_msecs_t) mi_limit_read_at;      /* when the files were read last (0: never) */
-static _Atomic(int)        mi_limit_reading;      /* 1 while one thread reads them */
 static _Atomic(size_t)     mi_limit_pressure;     /* times the purger gave memory back for the limit */
 static _Atomic(size_t)     mi_limit_shown;        /* the limit last said in a verbose message (+1) */
 
@@ -161,20 +160,19 @@ static size_t mi_limit_of(long value, size_t cgroup) {
   return (cgroup / 100) * pct + ((cgroup % 100) * pct) / 100;
 }
 
-/* Read the cgroup's files when due (or never read), one thread at a time: another that asks
-   meanwhile takes the figures of the last read. */
+/* Read the cgroup's files when due (or never read), one thread at a time: the one whose CAS
+   moves the time of the last read on reads; another that asks meanwhile takes the figures of
+   the last read (none yet, for a few microseconds, at the very first). No lock: a fork in the
+   middle of a read leaves the child nothing held. */
 static void mi_limit_refresh(void) {
   const mi_msecs_t now = _mi_prim_clock_now();
-  const mi_msecs_t last = mi_atomic_load_acquire(&mi_limit_read_at);
+  mi_msecs_t last = mi_atomic_load_acquire(&mi_limit_read_at);
   if (last != 0 && now - last < MI_LIMIT_REREAD_MS) return;
-  int expected = 0;
-  if (!mi_atomic_cas_strong_acq_rel(&mi_limit_reading, &expected, 1)) return;
+  if (!mi_atomic_cas_strong_acq_rel(&mi_limit_read_at, &last, (now == 0 ? 1 : now))) return;
   mi_limit_source_t source;
   const size_t limit = mi_limit_detect(&source);
   mi_atomic_store_relaxed(&mi_limit_cgroup_src, (int)source);
-  mi_atomic_store_relaxed(&mi_limit_cgroup, limit);
-  mi_atomic_store_release(&mi_limit_read_at, (now == 0 ? 1 : now));
-  mi_atomic_store_release(&mi_limit_reading, 0);
+  mi_atomic_store_release(&mi_limit_cgroup, limit);
 }
 
 /* The limit in bytes that option `value` gives, reading the cgroup only for a share. 1 (what
