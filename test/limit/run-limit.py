@@ -20,7 +20,8 @@ environment (only PATH and sanitizer settings are inherited). Groups (one ctest 
   api        mi_memory_limit_set (bytes rounded up to KiB, at least 2 KiB; 0 = off) and mi_option_set with a
              share, over a cgroup limit
   reread     the cgroup's value changes while the process runs: mi_memory_limit() returns the
-             new one after the re-read interval (1 s), not before; the verbose line says it
+             new one after the re-read interval (1 s), not before; the verbose line says it; the
+             purger's thread re-reads it while purges wait, without a call of the program
   stats      mi_stats_print_out with a limit: a line with the limit, its source and the headroom
              (limit minus committed); without a limit no such line; MIMALLOC_VERBOSE=1's start-up
              options print the "memory limit:" line
@@ -212,6 +213,13 @@ def group_reread(args, tmp):
           f"limits {got} (expected 400 MiB, the same before 1 s, then 200 MiB, then none)")
     check("memory limit changed: 200 MiB (cgroup v2 memory.max)" in err, "reread: the verbose line",
           f"stderr {err[-600:]}")
+    # the purger re-reads it too, without a call of the program: freed memory waits 10 s for its
+    # purge, so the purger runs (checking the limit every 100 ms) while the file changes
+    layout(root, "0::/svc\n", {"svc/memory.max": "419430400\n"})
+    rc, out, err = run(args, {"MIMALLOC_TEST_CGROUP_ROOT": root, "MIMALLOC_VERBOSE": "1", "MIMALLOC_PURGE_DELAY": "10000"},
+                       "alloc", "8", "free", "write", path, "314572800\n", "sleep", "1500")
+    check(re.search(r"^mimalloc: thread 0x[0-9a-f]+: memory limit changed: 300 MiB \(cgroup v2 memory.max\)$", err, re.M)
+          is not None, "reread: by the purger", f"stderr {err[-600:]}")
 
 
 def amount(text):
