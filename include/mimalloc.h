@@ -762,6 +762,8 @@ typedef enum mi_option_e {
 #define mi_option_live           ((mi_option_t)1000)   /* MIMALLOC_LIVE: publish live statistics for tools/mimalloc-live */
 #define mi_option_live_interval  ((mi_option_t)1001)   /* MIMALLOC_LIVE_INTERVAL: ms between publications (10..60000) */
 #define mi_option_purge_thread   ((mi_option_t)1002)   /* MIMALLOC_PURGE_THREAD: 0 = no background purger thread */
+#define mi_option_memory_limit   ((mi_option_t)1003)   /* MIMALLOC_MEMORY_LIMIT: soft limit in KiB; -P = P% of the cgroup's (default -100; 1 = on = -100); 0 = off */
+#define mi_option_memory_limit_hard ((mi_option_t)1004) /* MIMALLOC_MEMORY_LIMIT_HARD: 0 = off (default); 1 = the soft limit; else KiB or -P% (not enforced yet) */
 
 #if defined(__cplusplus)
 extern "C" {
@@ -792,6 +794,16 @@ mi_decl_export void mi_option_set_default(mi_option_t option, long value);
 mi_decl_export void mi_options_print(void) mi_attr_noexcept;
 /* (v3) mi_options_print through `out` (NULL: default output), each line prefixed "mimalloc: ". */
 mi_decl_export void mi_options_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept;
+
+/* ---- Memory limit (docs/memory.md, "The memory limit") ---------------------- */
+
+/* The soft memory limit in force, in bytes (0: none): MIMALLOC_MEMORY_LIMIT, by default the
+   process's cgroup limit (v2 memory.high, else memory.max; v1 memory.limit_in_bytes), which is
+   read again when the last read is over a second old. */
+mi_decl_nodiscard mi_decl_export size_t mi_memory_limit(void) mi_attr_noexcept;
+/* Set the soft limit to `bytes` (rounded up to KiB, at least 2; 0 turns it off), as mi_option_set of
+   mi_option_memory_limit would: the cgroup's limit no longer applies. */
+mi_decl_export void mi_memory_limit_set(size_t bytes) mi_attr_noexcept;
 
 #if defined(__cplusplus)
 }  /* extern "C" */

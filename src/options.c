@@ -4,6 +4,7 @@
 #include "internal/base.h"
 #include "internal/heap.h"   /* hook: _mi_thread_is_main (layers.py HOOKS) */
 #include "internal/version.h"
+#include "internal/limit.h"
 #include "prim/prim.h"
 #include <limits.h>
 #include <stdarg.h>
@@ -48,7 +49,7 @@ typedef struct mi_option_desc_s {
 
 /* mimalloc's options (numbered 0 .. _mi_option_last-1), then this implementation's own from
    MI_OPTION_EXT_FIRST on (mimalloc.h): the table index of an option is mi_option_index. */
-#define MI_OPTION_EXT_COUNT  (3)
+#define MI_OPTION_EXT_COUNT  (5)
 #define MI_OPTION_COUNT      (_mi_option_last + MI_OPTION_EXT_COUNT)
 
 static mi_option_desc_t mi_options[MI_OPTION_COUNT] = {
@@ -96,7 +97,16 @@ static mi_option_desc_t mi_options[MI_OPTION_COUNT] = {
   MI_OPT(0,     live, "live", NULL, false, 0, 1),
   MI_OPT(1000,  live_interval, "live_interval", NULL, false, 10, 60000),
   MI_OPT(1,     purge_thread, "purge_thread", NULL, false, 0, 1),
+  /* sizes in KiB, or a share of the cgroup's limit as -percent (mi_option_has_pct): the
+     default -100 is the cgroup's limit itself (src/limit.c) */
+  MI_OPT(-100,  memory_limit, "memory_limit", NULL, true, -100, MI_KIB_MAX),
+  MI_OPT(0,     memory_limit_hard, "memory_limit_hard", NULL, true, -100, MI_KIB_MAX),
 };
+
+/* A size option whose negative values are shares of the cgroup's limit ("90%" is -90). */
+static bool mi_option_has_pct(const mi_option_desc_t* desc) {
+  return (desc->is_kib && desc->min < 0);
+}
 
 /* The table index of an option, or -1 for a number that is no option. */
 static int mi_option_index(mi_option_t option) {
@@ -203,8 +213,13 @@ void mi_options_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept {
   mi_options_line(out, arg, MI_VERSION_TEXT_FMT "; " MI_BUILD_NAME " build)\n", MI_VERSION_TEXT_ARGS);
   for (int i = 0; i < MI_OPTION_COUNT; i++) {
     const mi_option_desc_t* desc = &mi_options[i];
-    mi_options_line(out, arg, "option '%s': %ld%s\n", desc->name, mi_option_get(desc->option), (desc->is_kib ? " KiB" : ""));
+    const long value = mi_option_get(desc->option);
+    if (mi_option_has_pct(desc) && value < 0) mi_options_line(out, arg, "option '%s': %ld%%\n", desc->name, -value);
+    else mi_options_line(out, arg, "option '%s': %ld%s\n", desc->name, value, (desc->is_kib ? " KiB" : ""));
   }
+  char limit[160];
+  _mi_limit_describe(limit, sizeof(limit));
+  mi_options_line(out, arg, "memory limit: %s\n", limit);
   mi_options_line(out, arg, "debug level : %d\n", MI_DEBUG);
   mi_options_line(out, arg, "secure level: %d\n", MI_SECURE);
   mi_options_line(out, arg, "mem tracking: " MI_TRACK_NAME "\n");
@@ -219,7 +234,7 @@ static char mi_upper(char c) { return (c >= 'a' && c <= 'z' ? (char)(c - 'a' + '
 /* Parse an environment value (the value syntax of the README's options section). Numbers
    that do not fit saturate at LONG_MIN/LONG_MAX; sizes in bytes saturate in KiB alike; the
    caller clamps to the option's range. */
-static bool mi_option_parse(const char* s, bool is_kib, long* result) {
+static bool mi_option_parse(const char* s, bool is_kib, bool allow_pct, long* result) {
   char buf[65];
   size_t len = 0;
   while (s[len] != 0 && len < sizeof(buf) - 1) {
@@ -238,6 +253,11 @@ static bool mi_option_parse(const char* s, bool is_kib, long* result) {
   char* end = buf;
   long value = strtol(buf, &end, 10);
   if (end == buf) return false;
+  if (allow_pct && *end == '%' && *(end+1) == 0) {   /* a share: -percent (0% is 0: off) */
+    if (value < 0) return false;
+    *result = -value;
+    return true;
+  }
   if (is_kib) {
     long mult = 0;   /* in KiB; 0 means bytes */
     if (*end == 'K') { mult = 1; end++; }
@@ -280,7 +300,7 @@ bool _mi_option_env_flag(const char* name) {
   char value[65];
   if (!_mi_prim_getenv(name, value, sizeof(value))) return false;
   long result;
-  if (!mi_option_parse(value, false, &result)) {
+  if (!mi_option_parse(value, false, false, &result)) {
     _mi_warning_always("environment setting %s has an invalid value.\n", name);
     return false;
   }
@@ -289,6 +309,7 @@ bool _mi_option_env_flag(const char* name) {
 
 /* A value as the user writes it: sizes in the largest binary unit that divides them. */
 static void mi_option_value_str(const mi_option_desc_t* desc, long value, char* buf, size_t size) {
+  if (mi_option_has_pct(desc) && value < 0) { _mi_snprintf(buf, size, "%ld%%", -value); return; }
   if (!desc->is_kib || value <= 0) { _mi_snprintf(buf, size, "%ld", value); return; }
   static const char* const units[] = { "KiB", "MiB", "GiB", "TiB" };
   size_t u = 0;
@@ -326,7 +347,7 @@ static void mi_option_init(mi_option_desc_t* desc) {
   }
   if (found) {
     long result;
-    if (mi_option_parse(value, desc->is_kib, &result)) {
+    if (mi_option_parse(value, desc->is_kib, mi_option_has_pct(desc), &result)) {
       const long clamped = mi_option_clamp(desc, result);
       mi_atomic_store_relaxed(&desc->value, clamped);
       mi_atomic_store_release(&desc->init, MI_INITIALIZED);   /* before warning: it reads options */
@@ -355,6 +376,7 @@ static void mi_option_init(mi_option_desc_t* desc) {
 --------------------------------------------------------------------------------------- */
 static const char* mi_env_extra_names[] = {   /* settings read outside the option table */
   "SHOW_LEAKS", "STATS_JSON", "STATS_LAYOUT", "DISABLE_REDIRECT",
+  "TEST_CGROUP_ROOT",   /* src/limit.c (tests) */
   "PROFILE", "PROFILE_RATE", "PROFILE_MAX", "PROFILE_DEPTH", "PROFILE_INTERVAL",   /* src/prof-samples.c */
 #if MI_FAIL_INJECT
   "TEST_FAIL",   /* src/prim/failinject.c (test builds) */

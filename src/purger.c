@@ -50,6 +50,7 @@
    library stays mapped: -z nodelete, the pinned Windows DLL). */
 #include "internal/page.h"
 #include "internal/heap.h"   /* hooks: _mi_static_alloc_begin, _mi_static_alloc_end */
+#include "internal/limit.h"
 #include "prim/prim.h"
 
 #define MI_PURGER_GRANULARITY  (100)    /* ms: the least time between two passes */
@@ -114,6 +115,24 @@ static void mi_purger_busy_end(void) {
   mi_atomic_store_release(&mi_purger_busy, 0);
 }
 
+/* Near the memory limit (limit.c: our committed memory past MI_LIMIT_NEAR_PCT of it), every
+   purge waiting is done now, not at its deadline: all the slots of every subprocess and all
+   the free arena blocks, as mi_collect(true) purges them (docs/memory.md, "The memory limit").
+   Checked every MI_PURGER_GRANULARITY ms while the thread runs and a limit is in force; that
+   check also reads the cgroup's limit again (at most once a second, limit.c). Returns whether
+   a limit is in force. */
+static bool mi_purger_limit_check(void) {
+  const size_t limit = _mi_limit_get();
+  if (limit == 0 || !_mi_limit_near()) return (limit != 0);
+  if (mi_purger_busy_begin()) {
+    _mi_segments_purge_shared(true);
+    _mi_arenas_purge_try(true);
+    _mi_limit_pressure_note();
+  }
+  mi_purger_busy_end();
+  return true;
+}
+
 static bool mi_purger_try_pass(void) {
   const bool run = mi_purger_busy_begin();
   if (run) mi_purger_pass();
@@ -150,6 +169,8 @@ static void mi_purger_main(void* arg) {
   mi_msecs_t last = 0;         /* end of the last pass */
   mi_msecs_t idle_since = 0;   /* when it last found nothing pending (0: work since) */
   mi_msecs_t live_next = 0;    /* when the live view's work is due next */
+  mi_msecs_t limit_next = 0;   /* when the memory limit is checked next */
+  bool limited = false;        /* a memory limit is in force (as of the last check) */
   for (;;) {
     const int state = mi_atomic_load_acquire(&mi_purger_state);
     if (state != MI_PURGER_RUNNING && state != MI_PURGER_STARTING) break;   /* (it may run before its starter goes on) */
@@ -162,6 +183,10 @@ static void mi_purger_main(void* arg) {
       continue;
     }
     const bool enabled = mi_option_is_enabled(mi_option_purge_thread);
+    if (enabled && limit_next <= now) {
+      limited = mi_purger_limit_check();
+      limit_next = _mi_prim_clock_now() + MI_PURGER_GRANULARITY;
+    }
     if (due != 0) idle_since = 0;
     else if (idle_since == 0) idle_since = now;
     const mi_msecs_t wake = (due == 0 ? idle_since + MI_PURGER_LINGER : (due > last + MI_PURGER_GRANULARITY ? due : last + MI_PURGER_GRANULARITY));
@@ -201,7 +226,8 @@ static void mi_purger_main(void* arg) {
       return;
     }
     /* sleep; a notify that comes after the publication of `wake` sees it and wakes us if need be */
-    const mi_msecs_t planned = (live && (wake <= now || live_next < wake || !enabled) ? live_next : wake);
+    mi_msecs_t planned = (live && (wake <= now || live_next < wake || !enabled) ? live_next : wake);
+    if (limited && enabled && limit_next < planned) planned = limit_next;   /* (the limit is checked while purges wait) */
     mi_atomic_store_seq_cst(&mi_purger_wake, planned);
     if (mi_atomic_load_seq_cst(&mi_purger_due) != due) continue;   /* changed meanwhile */
     _mi_prim_thread_wait(planned - now);

@@ -29,6 +29,7 @@ void _mi_static_text_begin(void) { }
 #include "init.c"
 #include "static-alloc.c"
 #include "leaks.c"
+#include "limit.c"
 #include "live.c"
 #include "new.c"
 #include "observe.c"

@@ -9,6 +9,7 @@
    docs/design.md "Layers"): stats.c only counts. */
 #include "internal/observers.h"
 #include "internal/v3.h"
+#include "internal/limit.h"
 #include "prim/prim.h"
 #include <stdio.h>   /* only to recognise stdout/stderr in mi_stats_print */
 
@@ -138,6 +139,8 @@ void _mi_stats_print_process_info_text(const mi_process_info_t* info, mi_output_
   mi_print_process_info(&line, info);
 }
 
+static void mi_print_limit(mi_line_t* line, bool mimalloc_layout);
+
 static void mi_stats_print_mimalloc(const mi_stats_data_t* stats, const mi_process_info_t* info, mi_output_fun* out, void* arg) {
   mi_line_t line;
   line.len = 0;
@@ -200,6 +203,7 @@ static void mi_stats_print_mimalloc(const mi_stats_data_t* stats, const mi_proce
   mi_line_end(&line);
   mi_line_add(&line, "%10s: %5zu", "numa nodes", _mi_os_numa_node_count());
   mi_line_end(&line);
+  mi_print_limit(&line, true);
 
   mi_print_process_info(&line, info);
 }
@@ -408,6 +412,27 @@ static void mi_print_bins(mi_line_t* line, const mi_stats_data_t* stats, bool wi
   }
 }
 
+/* With a memory limit in force (limit.c): the limit, where it comes from, and the headroom,
+   i.e. the limit minus our committed memory (not the RSS: committed is what the allocator can
+   give back and holds to the limit, read without a system call; it includes what waits for a
+   purge, so it is the figure that must stay under the limit), and how often the purger had to
+   give memory back for it. No line without a limit (the layouts stay mimalloc's). */
+static void mi_print_limit(mi_line_t* line, bool mimalloc_layout) {
+  const size_t limit = _mi_limit_get();
+  if (limit == 0) return;
+  const size_t committed = _mi_limit_committed();
+  char desc[160], headroom[32], commit[32];
+  _mi_limit_describe(desc, sizeof(desc));
+  mi_fmt_bytes(headroom, sizeof(headroom), (committed >= limit ? 0 : (int64_t)(limit - committed)));
+  mi_fmt_bytes(commit, sizeof(commit), (int64_t)committed);
+  const size_t count = _mi_limit_pressure_count();
+  if (mimalloc_layout) mi_line_add(line, "%10s: ", "limit");
+  else mi_line_add(line, "mimalloc: memory limit: ");
+  mi_line_add(line, "%s, headroom %s (limit minus committed %s), %zu purge%s near the limit",
+              desc, headroom, commit, count, (count == 1 ? "" : "s"));
+  mi_line_end(line);
+}
+
 /* The first line: what most users want to know. "peak in use" is the peak of the page
    memory set up for blocks (the "in use" row), which every build counts. */
 static void mi_print_summary(mi_line_t* line, const mi_stats_data_t* stats, const mi_process_info_t* info) {
@@ -432,6 +457,7 @@ static void mi_stats_print_readable(const mi_stats_data_t* stats, const mi_proce
   }
   else {
     mi_print_summary(line, stats, info);
+    mi_print_limit(line, false);
   }
   mi_print_section(line, stats, "memory", amounts, MI_COUNT_OF(amounts), mi_rows_memory, MI_COUNT_OF(mi_rows_memory));
   mi_print_bins(line, stats, with_pages);
@@ -659,8 +685,10 @@ static void mi_stats_json(mi_json_t* json, const mi_stats_data_t* data, const mi
   _mi_stats_print_json_add(json, "{\n  \"stat_version\": %d,\n  \"mimalloc_version\": %d,\n  \"stat_level\": %d,\n  \"debug\": %d", MI_STAT_VERSION, MI_MALLOC_VERSION, MI_STAT, MI_DEBUG);
   _mi_stats_print_json_add(json, ",\n  \"process\": { \"elapsed_msecs\": %lld, \"user_msecs\": %lld, \"system_msecs\": %lld, \"page_faults\": %zu, ",
               (long long)info->elapsed, (long long)info->utime, (long long)info->stime, info->page_faults);
-  _mi_stats_print_json_add(json, "\"rss_current\": %zu, \"rss_peak\": %zu, \"commit_current\": %zu, \"commit_peak\": %zu }",
+  _mi_stats_print_json_add(json, "\"rss_current\": %zu, \"rss_peak\": %zu, \"commit_current\": %zu, \"commit_peak\": %zu, ",
               info->current_rss, info->peak_rss, info->current_commit, info->peak_commit);
+  /* the soft memory limit (0: none) and the purges made for it (limit.c): the live view's too */
+  _mi_stats_print_json_add(json, "\"memory_limit\": %zu, \"memory_limit_purges\": %zu }", _mi_limit_get(), _mi_limit_pressure_count());
 #define MI_STAT_COUNT(name)    _mi_stats_print_json_count(json, #name, &data->name);
 #define MI_STAT_COUNTER(name)  _mi_stats_print_json_add(json, ",\n  \"%s\": %lld", #name, (long long)data->name.total);
   MI_STAT_FIELDS()

@@ -45,6 +45,9 @@ LAYERS = {
     # Used from every layer, so at the bottom: options and output, the statistics' counters
     # (only counting: reading them out is stats-print.c's), and the unit's two text markers.
     "options.c": 1, "stats.c": 1, "static.c": 1,
+    # The memory limit: which one is in force (options, the cgroup's files through prim); the
+    # purger acts on it.
+    "limit.c": 1,
     "os.c": 2, "bitmap.c": 2, "random.c": 2,
     "arena.c": 3, "arena-purge.c": 3, "segment-map.c": 3,
     "segment.c": 4, "abandon.c": 4, "page.c": 4, "purger.c": 4,
@@ -76,7 +79,7 @@ LAYERS = {
 LAYER_NAMES = {
     1: "prim and base: the OS's primitives (with two files of test builds, which stand for the OS "
        "misbehaving: failure injection and the schedule fuzzer, docs/testing.md); options and output; "
-       "the statistics' counters; the unit (`static.c`)",
+       "the statistics' counters; the memory limit in force (`limit.c`); the unit (`static.c`)",
     2: "os: page-granular, aligned OS memory, commit and purge; bitmaps; random numbers",
     3: "arenas and the segment map, with the purge of free arena blocks",
     4: "segments and pages, abandonment, the purger thread (the due purges of both); the checks of "
@@ -100,7 +103,7 @@ OBSERVE_HEADER, OBSERVE_FILE = "internal/observe.h", "observe.c"
 HEADERS = {
     "internal/types.h": None, "internal/atomic.h": None, "internal/version.h": None,
     OBSERVE_HEADER: None,
-    "prim/prim.h": 1, "internal/base.h": 1, "internal/sched.h": 1,
+    "prim/prim.h": 1, "internal/base.h": 1, "internal/sched.h": 1, "internal/limit.h": 1,
     "internal/os.h": 2, "internal/bitmap.h": 2,
     "internal/arena.h": 3,
     "internal/segment.h": 4, "internal/page.h": 4, "internal/track.h": 4,
@@ -210,7 +213,7 @@ PREFIXES = {
     "prim/sched-fuzz.c": ["_mi_sched_"],
     "options.c": ["_mi_option_", "_mi_options_"],   # and OUTPUT_NAMES
     "stats.c": ["_mi_stat_", "_mi_stats_"],
-    "static.c": ["_mi_static_"],
+    "static.c": ["_mi_static_"], "limit.c": ["_mi_limit_"],
     "os.c": ["_mi_os_"], "bitmap.c": ["_mi_bitmap_"], "random.c": ["_mi_random_"],
     "arena.c": ["_mi_arena_", "_mi_arenas_"], "arena-purge.c": ["_mi_arena_purge_", "_mi_arenas_purge_"],
     "segment-map.c": ["_mi_segment_map_"],

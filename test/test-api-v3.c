@@ -297,7 +297,8 @@ static void test_printers(void) {
   CHECK(strstr(cap.text, "option 'arena_reserve': ") != NULL);
   CHECK(strstr(cap.text, " KiB\n") != NULL);                      /* sizes in KiB */
   CHECK(strstr(cap.text, "debug level : ") != NULL);
-  CHECK_EQ(count_of(cap.text, "option '") + 4, cap.calls);         /* version, options, 3 build lines */
+  CHECK(strstr(cap.text, "mimalloc: memory limit: ") != NULL);    /* the limit in force (docs/memory.md) */
+  CHECK_EQ(count_of(cap.text, "option '") + 5, cap.calls);         /* version, options, limit, 3 build lines */
 
   /* the same lines through the registered output, for mi_options_print and a NULL out */
   capture_t* reg = (capture_t*)mi_zalloc(sizeof(capture_t));

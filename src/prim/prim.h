@@ -146,6 +146,12 @@ long  _mi_prim_thread_os_id(void);
    at exit or on the program's request (statistics JSON). */
 int   _mi_prim_write_file(const char* path, const char* buf, size_t len);
 
+/* Read the start of the file `path` (at most size-1 bytes) into `buf`, NUL-terminated, and its
+   length into *len (0 on error); 0 or an errno value (ENOENT: no such file; ENOTSUP: the port
+   reads no files). Never allocates, keeps errno: the memory limit (src/limit.c) reads small
+   /proc and /sys files with it, on slow paths and from the purger's thread. */
+int   _mi_prim_read_file(const char* path, char* buf, size_t size, size_t* len);
+
 /* Copy the value of environment variable `name` (matched case-insensitively) into `result`
    (NUL-terminated; Unix cuts a value that does not fit, Windows reports it as absent); false
    when absent. Never allocates; works before libc is fully initialised (false then: the

@@ -442,6 +442,26 @@ void _mi_prim_process_info(mi_process_info_t* pinfo) {
   if (pinfo->peak_rss < peak) pinfo->peak_rss = peak;
 }
 
+int _mi_prim_read_file(const char* path, char* buf, size_t size, size_t* len) {
+  *len = 0;
+  if (size == 0) return EINVAL;
+  buf[0] = 0;
+  const int saved_errno = errno;
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int err = (fd < 0 ? errno : 0);
+  while (err == 0 && *len < size - 1) {
+    const ssize_t n = read(fd, buf + *len, size - 1 - *len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) err = errno;
+    if (n <= 0) break;
+    *len += (size_t)n;
+  }
+  if (fd >= 0) close(fd);
+  errno = saved_errno;
+  buf[*len] = 0;
+  return err;
+}
+
 /* ---------------------------------------------------------------------------------------
    Output, environment, randomness
 --------------------------------------------------------------------------------------- */

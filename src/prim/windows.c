@@ -267,6 +267,15 @@ long _mi_prim_thread_os_id(void) {
   return (long)GetCurrentThreadId();
 }
 
+/* No cgroups on Windows (a job object's limit would be the counterpart: not read yet), so the
+   memory limit finds none. */
+int _mi_prim_read_file(const char* path, char* buf, size_t size, size_t* len) {
+  (void)path;
+  *len = 0;
+  if (size > 0) buf[0] = 0;
+  return ENOTSUP;
+}
+
 int _mi_prim_write_file(const char* path, const char* buf, size_t len) {
   HANDLE h = CreateFileA(path, GENERIC_WRITE, FILE_SHARE_READ, NULL, CREATE_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
   if (h == INVALID_HANDLE_VALUE) return win_last_errno();

@@ -258,7 +258,7 @@ static void scenario_basic(void) {
   /* out-of-range options: 0 everywhere, and setting them changes nothing */
   long before[NOPT], after[NOPT];
   snapshot(before);
-  const int bad[] = { -1, -2, NOPT, NOPT + 1, 99, 999, MI_OPTION_EXT_FIRST + 3, 1004, INT_MAX, INT_MIN };
+  const int bad[] = { -1, -2, NOPT, NOPT + 1, 99, 999, MI_OPTION_EXT_FIRST + 5, 1006, INT_MAX, INT_MIN };
   for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
     mi_option_t o = (mi_option_t)bad[k];
     mi_option_set(o, 123);
@@ -295,6 +295,17 @@ static void scenario_basic(void) {
   mi_option_set(mi_option_purge_thread, -3);
   CHECK_EQ(mi_option_get(mi_option_purge_thread), 0);
   mi_option_set(mi_option_purge_thread, 1);
+  /* the memory limit: KiB, or -percent of the cgroup's limit (-100 .. KiB max; test/limit) */
+  CHECK_EQ((int)mi_option_memory_limit, MI_OPTION_EXT_FIRST + 3);
+  CHECK_EQ((int)mi_option_memory_limit_hard, MI_OPTION_EXT_FIRST + 4);
+  CHECK_EQ(mi_option_get(mi_option_memory_limit), -100);
+  CHECK_EQ(mi_option_get(mi_option_memory_limit_hard), 0);
+  mi_option_set(mi_option_memory_limit, -150);
+  CHECK_EQ(mi_option_get(mi_option_memory_limit), -100);
+  mi_option_set(mi_option_memory_limit, 2048);
+  CHECK_EQ(mi_option_get_size(mi_option_memory_limit), 2 * 1024 * 1024);
+  CHECK_EQ(mi_memory_limit(), 2 * 1024 * 1024);
+  mi_option_set(mi_option_memory_limit, -100);
 }
 
 int main(int argc, char** argv) {

@@ -90,7 +90,9 @@ OPTIONS = [
 ]
 assert len(OPTIONS) == 38
 # this implementation's own options (numbers from 1000), printed after mimalloc's: name, default
-EXT_OPTIONS = [("live", 0), ("live_interval", 1000), ("purge_thread", 1)]
+# (name, default as mi_options_print shows it: the memory limit's default is 100% of the cgroup's)
+EXT_OPTIONS = [("live", "0"), ("live_interval", "1000"), ("purge_thread", "1"),
+               ("memory_limit", "100%"), ("memory_limit_hard", "0 KiB")]
 INDEX = {name: i for i, (name, _, _) in enumerate(OPTIONS)}
 
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
@@ -800,7 +802,7 @@ def check_print_lines(ctx, lines, values, what):
     opt_lines = [l for l in lines if l.startswith("mimalloc: option '")]
     expect = ["mimalloc: option '%s': %d%s\n" % (name, values[i], " KiB" if kib else "")
               for i, (name, _, kib) in enumerate(OPTIONS)]
-    expect += ["mimalloc: option '%s': %d\n" % (name, default) for name, default in EXT_OPTIONS]
+    expect += ["mimalloc: option '%s': %s\n" % (name, default) for name, default in EXT_OPTIONS]
     ctx.eq(opt_lines, expect, what, "option lines of mi_options_print")
 
 

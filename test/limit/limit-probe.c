@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/* limit-probe.c -- reports the memory limit on request, for run-limit.py (which judges).
+   It executes its arguments as commands, in order:
+
+     get              "limit <mi_memory_limit()>"
+     set <bytes>      mi_memory_limit_set(bytes)
+     opt <value>      mi_option_set(mi_option_memory_limit, value)
+     print            mi_options_print() (its "memory limit:" line names the limit's source)
+     stats            mi_stats_print_out(NULL, NULL) (stderr)
+     write <path> <s> replace the file's contents with s (a container's limit changes)
+     sleep <ms>       sleep
+     alloc <MiB>      allocate and touch that many MiB in 64 KiB blocks, kept
+     free             free them all
+     committed        "committed <bytes>" (mi_process_info's current commit)
+*/
+#define _GNU_SOURCE
+#include <mimalloc.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void* blocks[1 << 16];
+static size_t nblocks;
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; i++) {
+    const char* cmd = argv[i];
+    if (strcmp(cmd, "get") == 0) {
+      printf("limit %zu\n", mi_memory_limit());
+    }
+    else if (strcmp(cmd, "set") == 0 && i + 1 < argc) {
+      mi_memory_limit_set((size_t)strtoull(argv[++i], NULL, 10));
+    }
+    else if (strcmp(cmd, "opt") == 0 && i + 1 < argc) {
+      mi_option_set(mi_option_memory_limit, strtol(argv[++i], NULL, 10));
+    }
+    else if (strcmp(cmd, "print") == 0) {
+      fflush(stdout);
+      mi_options_print();
+    }
+    else if (strcmp(cmd, "stats") == 0) {
+      fflush(stdout);
+      mi_stats_print_out(NULL, NULL);
+    }
+    else if (strcmp(cmd, "write") == 0 && i + 2 < argc) {
+      FILE* f = fopen(argv[i + 1], "w");
+      if (f == NULL) { printf("cannot write %s\n", argv[i + 1]); return 2; }
+      fputs(argv[i + 2], f);
+      fclose(f);
+      i += 2;
+    }
+    else if (strcmp(cmd, "sleep") == 0 && i + 1 < argc) {
+      const long ms = strtol(argv[++i], NULL, 10);
+      struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+      nanosleep(&t, NULL);
+    }
+    else if (strcmp(cmd, "alloc") == 0 && i + 1 < argc) {
+      const size_t n = (size_t)strtoull(argv[++i], NULL, 10) * 16;   /* 64 KiB blocks */
+      for (size_t k = 0; k < n && nblocks < sizeof(blocks) / sizeof(blocks[0]); k++) {
+        char* p = (char*)mi_malloc(64 * 1024);
+        if (p == NULL) { printf("alloc NULL\n"); return 2; }
+        memset(p, 1, 64 * 1024);
+        blocks[nblocks++] = p;
+      }
+    }
+    else if (strcmp(cmd, "free") == 0) {
+      while (nblocks > 0) mi_free(blocks[--nblocks]);
+    }
+    else if (strcmp(cmd, "committed") == 0) {
+      size_t commit = 0;
+      mi_process_info(NULL, NULL, NULL, NULL, NULL, &commit, NULL, NULL);
+      printf("committed %zu\n", commit);
+    }
+    else {
+      printf("unknown command %s\n", cmd);
+      return 2;
+    }
+    fflush(stdout);
+  }
+  return 0;
+}

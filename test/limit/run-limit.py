@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""run-limit.py -- the memory limit (src/limit.c, docs/memory.md "The memory limit").
+
+Builds fake cgroup layouts in a temporary directory (proc/self/cgroup and sys/fs/cgroup/...),
+points MIMALLOC_TEST_CGROUP_ROOT at it and runs limit-probe (limit-probe.c) in a clean
+environment (only PATH and sanitizer settings are inherited). Groups (one ctest test each):
+
+  detect     every layout: cgroup v2 memory.high below memory.max, memory.max only, both "max",
+             high "max" with a max, v1 limit_in_bytes, v1's huge "no limit" value, hybrid (v2
+             line without memory files, v1 memory controller), missing files, no
+             /proc/self/cgroup, garbage values (text, empty, negative, too long, 0, trailing
+             text), nested paths (a parent's lower limit binds; the least of the levels), a
+             trailing '/', a memory controller listed with others: mi_memory_limit() and the
+             source named on mi_options_print's "memory limit:" line
+  option     MIMALLOC_MEMORY_LIMIT: amounts (300MiB, 2GiB, 2g, 512k, plain bytes), shares of
+             the cgroup's limit (90%, 50% of v1, a share without a cgroup limit = none), 0 = off
+             even under a cgroup limit, invalid values (a warning, the default kept), a share
+             over 100% (clamped, warned); MIMALLOC_MEMORY_LIMIT_HARD shown (on, an amount)
+  api        mi_memory_limit_set (bytes rounded up to KiB, at least 2 KiB; 0 = off) and mi_option_set with a
+             share, over a cgroup limit
+  reread     the cgroup's value changes while the process runs: mi_memory_limit() returns the
+             new one after the re-read interval (1 s), not before; the verbose line says it; the
+             purger's thread re-reads it while purges wait, without a call of the program
+  stats      mi_stats_print_out with a limit: a line with the limit, its source and the headroom
+             (limit minus committed); without a limit no such line; MIMALLOC_VERBOSE=1's start-up
+             options print the "memory limit:" line
+  json       MIMALLOC_STATS_JSON's process object: memory_limit (0 without) and
+             memory_limit_purges; the live view's /metrics (tools/mimalloc-live's metrics() on
+             that document): limit, headroom and purges only while a limit is in force
+  pressure   the purger near the limit (80% of it, MIMALLOC_PURGE_DELAY=10000): memory freed
+             under a limit goes back within about a second (committed falls), and the statistics
+             count the purges made for the limit; without the limit the same memory stays
+             committed for the purge delay
+usage: run-limit.py --probe PATH GROUP
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+KiB, MiB, GiB = 1024, 1024 * 1024, 1024 * 1024 * 1024
+FAILS = []
+
+
+def check(cond, what, note=""):
+    if not cond:
+        FAILS.append(f"{what}: {note}")
+        print(f"FAIL {what}: {note}")
+    return cond
+
+
+def clean_env(extra):
+    env = {k: v for k, v in os.environ.items()
+           if k == "PATH" or k.endswith("SAN_OPTIONS") or k == "LD_LIBRARY_PATH"}
+    env.update(extra)
+    return env
+
+
+def run(args, extra_env, *cmds):
+    r = subprocess.run([args.probe] + list(cmds), env=clean_env(extra_env), capture_output=True,
+                       text=True, timeout=120)
+    return r.returncode, r.stdout, r.stderr
+
+
+def layout(root, cgroup_text, files):
+    """proc/self/cgroup holds cgroup_text (None: no file); files: relative path -> contents."""
+    os.makedirs(os.path.join(root, "proc", "self"), exist_ok=True)
+    if cgroup_text is not None:
+        with open(os.path.join(root, "proc", "self", "cgroup"), "w") as f:
+            f.write(cgroup_text)
+    for rel, text in files.items():
+        path = os.path.join(root, "sys", "fs", "cgroup", rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+
+def limit_of(out):
+    m = re.search(r"^limit (\d+)$", out, re.M)
+    return int(m.group(1)) if m else None
+
+
+def limit_line(err):
+    m = re.search(r"^mimalloc: memory limit: (.*)$", err, re.M)
+    return m.group(1) if m else None
+
+
+V1 = "12:pids:/x\n5:memory:/docker/abc\n1:name=systemd:/x\n"   # a v1 memory line among others
+
+
+def group_detect(args, tmp):
+    cases = [
+        # name, /proc/self/cgroup, files, expected bytes, expected source words
+        ("v2 high below max", "0::/app\n", {"app/memory.high": "314572800\n", "app/memory.max": "419430400\n"},
+         300 * MiB, "cgroup v2 memory.high"),
+        ("v2 max only", "0::/app\n", {"app/memory.max": "419430400\n"}, 400 * MiB, "cgroup v2 memory.max"),
+        ("v2 high max, max set", "0::/app\n", {"app/memory.high": "max\n", "app/memory.max": "419430400\n"},
+         400 * MiB, "cgroup v2 memory.max"),
+        ("v2 both max", "0::/app\n", {"app/memory.high": "max\n", "app/memory.max": "max\n"}, 0, "none"),
+        ("v2 high above max", "0::/app\n", {"app/memory.high": "524288000\n", "app/memory.max": "419430400\n"},
+         400 * MiB, "cgroup v2 memory.max"),
+        ("v1", V1, {"memory/docker/abc/memory.limit_in_bytes": "268435456\n"}, 256 * MiB,
+         "cgroup v1 memory.limit_in_bytes"),
+        ("v1 huge is none", V1, {"memory/docker/abc/memory.limit_in_bytes": "9223372036854771712\n"}, 0, "none"),
+        ("hybrid: v2 line, v1 memory", "4:memory:/m\n0::/\n",
+         {"unified/cgroup.procs": "", "memory/m/memory.limit_in_bytes": "134217728\n"}, 128 * MiB, "cgroup v1"),
+        ("v1 controller list", "3:cpu,memory,blkio:/g\n", {"memory/g/memory.limit_in_bytes": "67108864"},
+         64 * MiB, "cgroup v1"),
+        ("missing files", "0::/app\n", {}, 0, "none"),
+        ("no /proc/self/cgroup", None, {"app/memory.max": "419430400\n"}, 0, "none"),
+        ("garbage text", "0::/app\n", {"app/memory.max": "lots\n"}, 0, "none"),
+        ("garbage empty", "0::/app\n", {"app/memory.max": ""}, 0, "none"),
+        ("garbage negative", "0::/app\n", {"app/memory.max": "-5\n"}, 0, "none"),
+        ("garbage trailing", "0::/app\n", {"app/memory.max": "1048576k\n"}, 0, "none"),
+        ("garbage zero", "0::/app\n", {"app/memory.max": "0\n"}, 0, "none"),
+        ("garbage too long", "0::/app\n", {"app/memory.max": "99999999999999999999999999\n"}, 0, "none"),
+        ("garbage cgroup file", "hello world\n", {"memory.max": "419430400\n"}, 0, "none"),
+        ("nested: parent binds", "0::/a/b/c\n",
+         {"a/b/c/memory.max": "max\n", "a/b/memory.max": "209715200\n", "a/memory.max": "419430400\n"},
+         200 * MiB, "cgroup v2 memory.max"),
+        ("nested: least of levels", "0::/a/b/c\n",
+         {"a/b/c/memory.max": "314572800\n", "a/b/memory.high": "104857600\n", "memory.max": "52428800\n"},
+         50 * MiB, "cgroup v2 memory.max"),
+        ("nested: namespace root", "0::/\n", {"memory.max": "157286400\n"}, 150 * MiB, "cgroup v2 memory.max"),
+        ("trailing slash", "0::/app/\n", {"app/memory.high": "314572800\n"}, 300 * MiB, "cgroup v2 memory.high"),
+        ("v1 nested", "4:memory:/a/b\n", {"memory/a/b/memory.limit_in_bytes": "9223372036854771712\n",
+                                          "memory/a/memory.limit_in_bytes": "100663296\n"}, 96 * MiB, "cgroup v1"),
+    ]
+    for i, (name, cg, files, want, source) in enumerate(cases):
+        root = os.path.join(tmp, "detect%d" % i)
+        layout(root, cg, files)
+        rc, out, err = run(args, {"MIMALLOC_TEST_CGROUP_ROOT": root}, "get", "print")
+        what = "detect: " + name
+        if not check(rc == 0, what, f"exit {rc}: {err[-500:]}"):
+            continue
+        check(limit_of(out) == want, what, f"limit {limit_of(out)}, expected {want}")
+        line = limit_line(err)
+        check(line is not None and source in line, what, f"line {line!r} should name {source!r}")
+
+
+def group_option(args, tmp):
+    root = os.path.join(tmp, "opt")
+    layout(root, "0::/svc\n", {"svc/memory.max": "1048576000\n"})   # 1000 MiB
+    v1root = os.path.join(tmp, "opt1")
+    layout(v1root, "4:memory:/j\n", {"memory/j/memory.limit_in_bytes": "2147483648\n"})
+    none = os.path.join(tmp, "none")
+    layout(none, "0::/svc\n", {})
+    cases = [
+        ("300MiB", root, 300 * MiB, "300 MiB (option memory_limit)"),
+        ("2GiB", root, 2 * GiB, "2 GiB (option memory_limit)"),
+        ("2g", root, 2 * GiB, "2 GiB"),
+        ("512k", root, 512 * KiB, "512 KiB"),
+        ("1048576", root, 1 * MiB, "1 MiB"),
+        ("90%", root, 900 * MiB, "900 MiB (90% of cgroup v2 memory.max 1000 MiB)"),
+        ("50%", v1root, 1 * GiB, "1 GiB (50% of cgroup v1 memory.limit_in_bytes 2 GiB)"),
+        ("100%", root, 1000 * MiB, "1000 MiB (cgroup v2 memory.max)"),
+        ("90%", none, 0, "none"),
+        ("on", root, 1000 * MiB, "1000 MiB (cgroup v2 memory.max)"),
+        ("", root, 1000 * MiB, "1000 MiB (cgroup v2 memory.max)"),
+        ("0", root, 0, "off"),
+        ("off", root, 0, "off"),
+    ]
+    for value, r, want, text in cases:
+        rc, out, err = run(args, {"MIMALLOC_TEST_CGROUP_ROOT": r, "MIMALLOC_MEMORY_LIMIT": value}, "get", "print")
+        what = f"option: MIMALLOC_MEMORY_LIMIT={value}"
+        check(rc == 0 and limit_of(out) == want, what, f"limit {limit_of(out)}, expected {want} ({err[-300:]})")
+        line = limit_line(err)
+        check(line is not None and line.startswith(text), what, f"line {line!r}, expected it to start with {text!r}")
+        check("mimalloc: warning" not in err, what, f"unexpected warning: {err[-300:]}")
+    for value in ("lots", "90%%", "-5%", "12 MiB"):
+        rc, out, err = run(args, {"MIMALLOC_TEST_CGROUP_ROOT": root, "MIMALLOC_MEMORY_LIMIT": value}, "get")
+        what = f"option: invalid MIMALLOC_MEMORY_LIMIT={value}"
+        check(limit_of(out) == 1000 * MiB, what, f"the default (the cgroup's) should stay: {limit_of(out)}")
+        check("memory_limit has an invalid value" in err, what, f"no warning: {err[-300:]}")
+    rc, out, err = run(args, {"MIMALLOC_TEST_CGROUP_ROOT": root, "MIMALLOC_MEMORY_LIMIT": "150%"}, "get")
+    check(limit_of(out) == 1000 * MiB and "out of range" in err, "option: 150% is clamped to 100%",
+          f"limit {limit_of(out)}, stderr {err[-300:]}")
+    for value, text in (("on", "hard limit 1000 MiB"), ("1200MiB", "hard limit 1200 MiB"), ("0", None)):
+        rc, out, err = run(args, {"MIMALLOC_TEST_CGROUP_ROOT": root, "MIMALLOC_MEMORY_LIMIT_HARD": value}, "print")
+        line = limit_line(err) or ""
+        what = f"option: MIMALLOC_MEMORY_LIMIT_HARD={value}"
+        if text is None:
+            check("hard" not in line, what, f"line {line!r}")
+        else:
+            check(text in line, what, f"line {line!r} should say {text!r}")
+
+
+def group_api(args, tmp):
+    root = os.path.join(tmp, "api")
+    layout(root, "0::/svc\n", {"svc/memory.high": "1048576000\n"})
+    env = {"MIMALLOC_TEST_CGROUP_ROOT": root}
+    rc, out, err = run(args, env, "get", "set", str(123 * MiB), "get", "print", "set", "1000", "get",
+                       "set", "0", "get", "opt", "-50", "get")
+    got = [int(x) for x in re.findall(r"^limit (\d+)$", out, re.M)]
+    check(got == [1000 * MiB, 123 * MiB, 2048, 0, 500 * MiB], "api: mi_memory_limit_set / mi_option_set",
+          f"limits {got}")
+    check((limit_line(err) or "").startswith("123 MiB (option memory_limit)"), "api: the line after a set",
+          f"{limit_line(err)!r}")
+
+
+def group_reread(args, tmp):
+    root = os.path.join(tmp, "reread")
+    layout(root, "0::/svc\n", {"svc/memory.max": "419430400\n"})
+    path = os.path.join(root, "sys/fs/cgroup/svc/memory.max")
+    rc, out, err = run(args, {"MIMALLOC_TEST_CGROUP_ROOT": root, "MIMALLOC_VERBOSE": "1"},
+                       "get", "write", path, "209715200\n", "get", "sleep", "1200", "get",
+                       "write", path, "max\n", "sleep", "1200", "get")
+    got = [int(x) for x in re.findall(r"^limit (\d+)$", out, re.M)]
+    check(got == [400 * MiB, 400 * MiB, 200 * MiB, 0], "reread: the limit follows the cgroup's file",
+          f"limits {got} (expected 400 MiB, the same before 1 s, then 200 MiB, then none)")
+    check("memory limit changed: 200 MiB (cgroup v2 memory.max)" in err, "reread: the verbose line",
+          f"stderr {err[-600:]}")
+    # the purger re-reads it too, without a call of the program: freed memory waits 10 s for its
+    # purge, so the purger runs (checking the limit every 100 ms) while the file changes
+    layout(root, "0::/svc\n", {"svc/memory.max": "419430400\n"})
+    rc, out, err = run(args, {"MIMALLOC_TEST_CGROUP_ROOT": root, "MIMALLOC_VERBOSE": "1", "MIMALLOC_PURGE_DELAY": "10000"},
+                       "alloc", "8", "free", "write", path, "314572800\n", "sleep", "1500")
+    check(re.search(r"^mimalloc: thread 0x[0-9a-f]+: memory limit changed: 300 MiB \(cgroup v2 memory.max\)$", err, re.M)
+          is not None, "reread: by the purger", f"stderr {err[-600:]}")
+
+
+def amount(text):
+    """ "1.5 MiB" -> bytes (stats-print.c's rounding: three digits at most)."""
+    num, unit = text.split()
+    return float(num) * {"B": 1, "KiB": KiB, "MiB": MiB, "GiB": GiB}[unit]
+
+
+def group_stats(args, tmp):
+    root = os.path.join(tmp, "stats")
+    layout(root, "0::/svc\n", {"svc/memory.high": "1073741824\n"})
+    rc, out, err = run(args, {"MIMALLOC_TEST_CGROUP_ROOT": root}, "alloc", "8", "stats")
+    m = re.search(r"^mimalloc: memory limit: 1 GiB \(cgroup v2 memory.high\), headroom (\S+ \S+) "
+                  r"\(limit minus committed (\S+ \S+)\), (\d+) purges? near the limit$", err, re.M)
+    if check(m is not None, "stats: the limit line of the readable layout", f"stderr {err[:800]}"):
+        head, com = amount(m.group(1)), amount(m.group(2))
+        check(com >= 8 * MiB and abs(head + com - GiB) <= 0.01 * GiB, "stats: headroom = limit - committed",
+              f"headroom {m.group(1)}, committed {m.group(2)}")
+        lines = err.splitlines()
+        check(lines.index(m.group(0)) == 1, "stats: the limit line follows the summary", f"{lines[:3]}")
+    rc, out, err = run(args, {"MIMALLOC_TEST_CGROUP_ROOT": root, "MIMALLOC_STATS_LAYOUT": "mimalloc"}, "alloc", "8", "stats")
+    check(re.search(r"^     limit: 1 GiB \(cgroup v2 memory.high\), headroom \S+ \S+ \(limit minus committed \S+ \S+\), "
+                    r"\d+ purges? near the limit$", err, re.M) is not None,
+          "stats: the limit row of mimalloc's layout", f"stderr {err[-800:]}")
+    none = os.path.join(tmp, "stats-none")
+    layout(none, "0::/svc\n", {})
+    for env in ({"MIMALLOC_TEST_CGROUP_ROOT": none}, {"MIMALLOC_TEST_CGROUP_ROOT": root, "MIMALLOC_MEMORY_LIMIT": "0"}):
+        rc, out, err = run(args, env, "alloc", "8", "stats")
+        check("limit" not in err and "headroom" not in err and "peak RSS" in err, "stats: no limit, no line",
+              f"{env}: stderr {err[:400]}")
+    rc, out, err = run(args, {"MIMALLOC_TEST_CGROUP_ROOT": root, "MIMALLOC_VERBOSE": "1"}, "alloc", "1")
+    check("mimalloc: memory limit: 1 GiB (cgroup v2 memory.high)\n" in err, "stats: the verbose start-up line",
+          f"stderr {err[:1200]}")
+
+
+def group_pressure(args, tmp):
+    root = os.path.join(tmp, "pressure")
+    layout(root, "0::/svc\n", {"svc/memory.max": str(64 * MiB) + "\n"})
+    cmds = ("alloc", "60", "free", "sleep", "1500", "committed", "stats")
+    base = {"MIMALLOC_TEST_CGROUP_ROOT": root, "MIMALLOC_PURGE_DELAY": "10000"}
+    rc, out, err = run(args, base, *cmds)
+    m = re.search(r"^committed (\d+)$", out, re.M)
+    committed = int(m.group(1)) if m else None
+    check(committed is not None and committed < 24 * MiB, "pressure: freed memory goes back near the limit",
+          f"committed {committed} 1.5 s after freeing 60 MiB under a 64 MiB limit (purge delay 10 s)")
+    m = re.search(r"(\d+) purges? near the limit", err)
+    check(m is not None and int(m.group(1)) >= 1, "pressure: counted", f"stderr {err[:600]}")
+    rc, out, err = run(args, {**base, "MIMALLOC_MEMORY_LIMIT": "0"}, *cmds)
+    m = re.search(r"^committed (\d+)$", out, re.M)
+    check(m is not None and int(m.group(1)) >= 48 * MiB, "pressure: without the limit the memory waits",
+          f"committed {m.group(1) if m else None} (the purge delay is 10 s)")
+
+
+def group_json(args, tmp):
+    root = os.path.join(tmp, "json")
+    layout(root, "0::/svc\n", {"svc/memory.max": "1073741824\n"})
+    import json
+    docs = {}
+    for name, extra in (("limit", {}), ("none", {"MIMALLOC_MEMORY_LIMIT": "0"})):
+        path = os.path.join(tmp, name + ".json")
+        rc, out, err = run(args, {"MIMALLOC_TEST_CGROUP_ROOT": root, "MIMALLOC_STATS_JSON": path, **extra}, "alloc", "4")
+        try:
+            docs[name] = json.load(open(path))
+        except (OSError, ValueError) as e:
+            check(False, "json: the exit document", f"{name}: {e}; stderr {err[-300:]}")
+            return
+    p = docs["limit"]["process"]
+    check(p.get("memory_limit") == GiB and p.get("memory_limit_purges") == 0, "json: process.memory_limit",
+          f"{p}")
+    check(docs["none"]["process"].get("memory_limit") == 0, "json: no limit is 0", f"{docs['none']['process']}")
+    # the live view's /metrics (tools/mimalloc-live) from such a document
+    import importlib.machinery, importlib.util
+    loader = importlib.machinery.SourceFileLoader("mimalloc_live", args.tool)
+    tool = importlib.util.module_from_spec(importlib.util.spec_from_loader("mimalloc_live", loader))
+    loader.exec_module(tool)
+    for name, want in (("limit", True), ("none", False)):
+        snap = {"process": docs[name], "alive": True, "os": {}, "threads": [], "process_age_ms": None}
+        text = tool.metrics(snap)
+        head = docs[name]["process"]["memory_limit"] - docs[name]["process"]["commit_current"]
+        has = (f"mimalloc_memory_limit_bytes {GiB}\n" in text and f"mimalloc_memory_limit_headroom_bytes {head}\n" in text
+               and "mimalloc_memory_limit_purges_total 0\n" in text)
+        check(has if want else "memory_limit" not in text, f"json: /metrics ({name})", text[:600])
+
+
+GROUPS = {"json": group_json, "detect": group_detect, "option": group_option, "api": group_api, "reread": group_reread,
+          "stats": group_stats, "pressure": group_pressure}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--probe", required=True)
+    ap.add_argument("--tool", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "mimalloc-live"))
+    ap.add_argument("group", choices=sorted(GROUPS))
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="mi-limit-") as tmp:
+        GROUPS[args.group](args, tmp)
+    print(f"{'FAIL' if FAILS else 'PASS'} limit-{args.group}: {len(FAILS)} failure(s)")
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
