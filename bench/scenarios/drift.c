@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* drift: a live set of fixed size whose block sizes drift (a long-running service whose object
- * sizes change with its load: sessions, then buffers, then sessions again). The live set (`-m`
+/* drift: a 200 MiB live set whose block sizes drift from 64 B up to 64 KiB and back while 4 GiB
+ * pass through it (a service whose object sizes change with its load).
+ *
+ * The live set (`-m`
  * MiB, default 200) is filled, then random live blocks are replaced until `-g` GiB (default 4)
  * have passed through it. Each new block's size is drawn from a window of sizes 4x wide whose
  * bottom slides, evenly in log scale, from 64 B up to 16 KiB (the top reaching 64 KiB) over

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* handoff: two threads, each freeing what the other allocated (two pipeline stages handing each
- * other work). Each thread allocates blocks of 16..496 B (written, with their size) into a ring
+/* handoff: two threads, each freeing what the other allocated, through a ring of 4,096 blocks
+ * of 16..496 B each way (two pipeline stages handing each other work).
+ *
+ * Each thread allocates blocks of 16..496 B (written, with their size) into a ring
  * of 4,096 slots that the other thread empties, checking and freeing the blocks; a lock-free
  * single-producer/single-consumer ring each way. Each thread allocates `-n` blocks (default
  * 10M) and frees as many; a full ring or an empty one is waited on by spinning.

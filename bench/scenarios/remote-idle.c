@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* remote-idle: memory freed by another thread while its owner sleeps (a loader thread builds a
- * big structure and hands it to a worker that tears it down; then the process idles). The main
+/* remote-idle: 1M blocks of 1 KiB freed by another thread, then both threads idle (a loader
+ * builds a big structure, a worker tears it down, the process waits for work).
+ *
+ * The main
  * thread allocates 1M blocks of 1 KiB (written whole, pointers kept in an array) and hands them
  * to a second thread, which frees them all and then sleeps `-w` ms (default 1000); the main
  * thread stays alive all along, blocked in pthread_join.
