@@ -67,8 +67,8 @@ def parse_args(argv):
                    help="comma-separated allocator keys: ours,glibc,mimalloc-deb,mimalloc2,"
                         "mimalloc3,jemalloc,tcmalloc,tbbmalloc,snmalloc,rpmalloc (default: all)")
     add_build_dir_option(p)
-    p.add_argument("--env", action="append", default=[], metavar="KEY=VAL",
-                   help="extra environment for OUR runs only (repeatable)")
+    p.add_argument("--env", action="append", nargs="+", default=[], metavar="KEY=VAL",
+                   help="extra environment for OUR runs only (several, or repeated)")
     p.add_argument("--out", default=RESULTS_DIR,
                    help="where the .md and .json.gz go (default: bench/results/)")
     p.add_argument("--no-install", action="store_true",
@@ -86,6 +86,7 @@ def parse_args(argv):
     if unknown:
         p.error("unknown scenario(s): %s (known: %s)" % (",".join(unknown), ",".join(SCENARIOS)))
     args.allocators = set(x for x in args.allocators.split(",") if x)
+    args.env = [e for group in args.env for e in group]
     bad = [e for e in args.env if "=" not in e or e.startswith("=")]
     if bad:
         p.error("--env takes KEY=VAL, not %s" % " ".join(bad))
