@@ -215,7 +215,8 @@ def report(ctx, items, allocs, summ, failed, skipped):
                 text, ""] + ["%s." % n for n in notes]
     if failed or skipped:
         out += ["", "## Not measured", ""]
-        out += ["- %s under %s: %s" % (w, k, e) for (w, k), e in failed.items()]
+        names = {a["key"]: a["name"] for a in allocs}
+        out += ["- %s under %s: %s" % (w, names.get(k, k), e) for (w, k), e in failed.items()]
         out += ["- %s" % s for s in skipped]
     return "\n".join(out) + "\n"
 
