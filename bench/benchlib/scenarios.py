@@ -158,7 +158,7 @@ def summarize(items, allocs, runs, failed):
     return summ
 
 
-def best_peer(it, allocs, cells, key, higher):
+def best_peer(allocs, cells, key, higher):
     vals = [(cells[a["key"]].get(key), a["name"]) for a in allocs
             if a["key"] != "ours" and cells[a["key"]].get(key) is not None]
     if not vals:
@@ -176,7 +176,7 @@ def scenario_table(it, allocs, cells):
     figs = it["figures"]
     head = "| allocator | " + " | ".join("%s | / best peer" % label for _, label, _ in figs) + " |"
     lines = [head, "|---" + "|---:|---:" * len(figs) + "|"]
-    bests = [best_peer(it, allocs, cells, key, higher) for key, _, higher in figs]
+    bests = [best_peer(allocs, cells, key, higher) for key, _, higher in figs]
     for a in allocs:
         c = cells[a["key"]]
         if c["status"] != "ok":
