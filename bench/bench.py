@@ -19,6 +19,7 @@ SUBCOMMANDS = {
     "suite": ("suite", "every workload under every allocator: report, chart, raw runs"),
     "micro": ("micro", "micro-benchmarks (throughput table; --callgrind: instructions per call)"),
     "mem": ("mem", "RSS over time of a server-like program (bench-mem) under four allocators"),
+    "scenarios": ("scenarios", "memory at named moments (big values, remote frees, drift) and handoff"),
     "ab": ("ab", "A/B: two or more builds (or glibc) on one program, interleaved runs"),
     "real": ("real", "the real-program workloads (redis, python, g++, sqlite) on their own"),
     "chart": ("chart", "draw the chart of a result file (.json.gz) again"),
@@ -30,7 +31,7 @@ SUBCOMMANDS = {
 def usage(out):
     out.write(__doc__.lstrip() + "\nsubcommands:\n")
     for name, (_, line) in SUBCOMMANDS.items():
-        out.write("  %-7s %s\n" % (name, line))
+        out.write("  %-9s %s\n" % (name, line))
 
 
 def main(argv):

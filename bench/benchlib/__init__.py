@@ -9,6 +9,7 @@ Layers, each importing only from the ones above it (no cycles):
   peers, real, suite_report       the peer allocators; the real-program workloads; the suite's
                                   summary and report
   micro, mem, chart, suite, ab,   the subcommands, each with main(argv) -> exit status; one may
-  real, peers                     use one listed before it (chart draws mem's SVG; suite, chart)
+  real, peers, scenarios          use one listed before it (chart draws mem's SVG; suite, chart;
+                                  scenarios runs its programs with suite's one_run)
 chart_mpl is a script of its own, run with Debian's python3 for matplotlib.
 """
