@@ -25,6 +25,7 @@
 #include "internal/observe.h"   /* _mi_observe_check (debug builds) */
 #include "internal/segment.h"   /* hook: _mi_purger_notify */
 #include "internal/bitmap.h"
+#include "internal/limit.h"   /* _mi_limit_is_pressing */
 #include "prim/prim.h"
 
 _Atomic(size_t)             _mi_arenas_purge_pending;   /* some arena may have a purge scheduled */
@@ -35,6 +36,7 @@ static _Atomic(mi_msecs_t)  mi_arenas_backoff_time;     /* last change of the ba
 static mi_msecs_t mi_arena_purge_delay(void) {
   const long delay = mi_option_get(mi_option_purge_delay);
   if (delay < 0) return -1;
+  if (mi_unlikely(_mi_limit_is_pressing())) return 0;   /* near the memory limit: at once (limit.h) */
   return (mi_msecs_t)delay * (mi_msecs_t)mi_option_get_clamp(mi_option_arena_purge_mult, 0, 1000000);
 }
 

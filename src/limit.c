@@ -208,7 +208,16 @@ size_t _mi_limit_committed(void) {
 
 bool _mi_limit_near(void) {
   const size_t limit = _mi_limit_get();
-  return (limit != 0 && _mi_limit_committed() >= (limit / 100) * MI_LIMIT_NEAR_PCT);
+  /* (once near, until below MI_LIMIT_LEAVE_PCT: frees that take committed memory down past the
+     80% mark in the middle of a burst are purged at once too, not left for the purge delay) */
+  const size_t pct = (_mi_limit_is_pressing() ? MI_LIMIT_LEAVE_PCT : MI_LIMIT_NEAR_PCT);
+  return (limit != 0 && _mi_limit_committed() >= (limit / 100) * pct);
+}
+
+_Atomic(size_t) _mi_limit_pressing;
+
+void _mi_limit_pressing_set(bool on) {
+  if ((mi_atomic_load_relaxed(&_mi_limit_pressing) != 0) != on) mi_atomic_store_relaxed(&_mi_limit_pressing, on ? 1 : 0);
 }
 
 void _mi_limit_pressure_note(void) {

@@ -123,7 +123,9 @@ static void mi_purger_busy_end(void) {
    a limit is in force. */
 static bool mi_purger_limit_check(void) {
   const size_t limit = _mi_limit_get();
-  if (limit == 0 || !_mi_limit_near()) return (limit != 0);
+  const bool near = (limit != 0 && _mi_limit_near());
+  _mi_limit_pressing_set(near);   /* while near: what is freed is purged at once (limit.h) */
+  if (!near) return (limit != 0);
   if (mi_purger_busy_begin()) {
     _mi_segments_purge_shared(true);
     _mi_arenas_purge_try(true);
@@ -216,6 +218,7 @@ static void mi_purger_main(void* arg) {
         if (expected == MI_PURGER_STARTING) mi_atomic_yield();   /* our starter is finishing */
         continue;
       }
+      _mi_limit_pressing_set(false);   /* (no thread checks it now; a purge scheduled later starts one) */
       /* (a notify writes the deadline, then reads the state) */
       if (mi_atomic_load_seq_cst(&mi_purger_due) == 0 || !mi_option_is_enabled(mi_option_purge_thread)) {
         if (mi_option_is_enabled(mi_option_purge_thread)) mi_atomic_store_release(&_mi_purger_wanted, 1);

@@ -6,6 +6,7 @@
 #include "internal/page.h"
 #include "internal/heap.h"   /* hook: _mi_subprocs_visit */
 #include "prim/prim.h"
+#include "internal/limit.h"   /* _mi_limit_is_pressing */
 
 _Atomic(uintptr_t) _mi_segment_cookie_key;
 
@@ -153,6 +154,7 @@ static mi_msecs_t mi_segments_slot_purge_max(void) {
 static mi_msecs_t mi_segments_slot_purge_delay(const mi_subproc_t* subproc) {
   const long delay = mi_option_get(mi_option_purge_delay);
   if (delay <= 0) return delay;
+  if (mi_unlikely(_mi_limit_is_pressing())) return 0;   /* near the memory limit: at once (limit.h) */
   const mi_msecs_t max = mi_segments_slot_purge_max();
   const mi_msecs_t d = (mi_msecs_t)delay << subproc->purge_backoff;
   return (d < max ? d : max);

@@ -11,6 +11,7 @@
      sleep <ms>       sleep
      alloc <MiB>      allocate and touch that many MiB in 64 KiB blocks, kept
      free             free them all
+     release <MiB>    free that many MiB of them (the last allocated)
      committed        "committed <bytes>" (mi_process_info's current commit)
 */
 #define _GNU_SOURCE
@@ -64,6 +65,10 @@ int main(int argc, char** argv) {
         memset(p, 1, 64 * 1024);
         blocks[nblocks++] = p;
       }
+    }
+    else if (strcmp(cmd, "release") == 0 && i + 1 < argc) {
+      size_t n = (size_t)strtoull(argv[++i], NULL, 10) * 16;
+      while (n-- > 0 && nblocks > 0) mi_free(blocks[--nblocks]);
     }
     else if (strcmp(cmd, "free") == 0) {
       while (nblocks > 0) mi_free(blocks[--nblocks]);
