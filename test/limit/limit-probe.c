@@ -12,10 +12,14 @@
      alloc <MiB>      allocate and touch that many MiB in 64 KiB blocks, kept
      free             free them all
      release <MiB>    free that many MiB of them (the last allocated)
+     remote           another thread frees them all (they stay this thread's pages)
+     churn <ms>       allocate and free blocks of many sizes for that long (slow paths)
      committed        "committed <bytes>" (mi_process_info's current commit)
 */
 #define _GNU_SOURCE
 #include <mimalloc.h>
+
+#include <pthread.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +28,18 @@
 
 static void* blocks[1 << 16];
 static size_t nblocks;
+
+static void* free_all(void* arg) {
+  (void)arg;
+  while (nblocks > 0) mi_free(blocks[--nblocks]);
+  return NULL;
+}
+
+static long now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
@@ -69,6 +85,21 @@ int main(int argc, char** argv) {
     else if (strcmp(cmd, "release") == 0 && i + 1 < argc) {
       size_t n = (size_t)strtoull(argv[++i], NULL, 10) * 16;
       while (n-- > 0 && nblocks > 0) mi_free(blocks[--nblocks]);
+    }
+    else if (strcmp(cmd, "remote") == 0) {
+      pthread_t t;
+      if (pthread_create(&t, NULL, &free_all, NULL) != 0) { printf("no thread\n"); return 2; }
+      pthread_join(t, NULL);
+    }
+    else if (strcmp(cmd, "churn") == 0 && i + 1 < argc) {
+      const long end = now_ms() + strtol(argv[++i], NULL, 10);
+      void* ring[256] = { NULL };
+      for (size_t k = 0; now_ms() < end; k++) {
+        const size_t slot = k % 256;
+        mi_free(ring[slot]);
+        ring[slot] = mi_malloc(16 + (k * 7919) % 4000);   /* (every size class up to 4 KiB) */
+      }
+      for (size_t k = 0; k < 256; k++) mi_free(ring[k]);
     }
     else if (strcmp(cmd, "free") == 0) {
       while (nblocks > 0) mi_free(blocks[--nblocks]);

@@ -279,6 +279,17 @@ def group_pressure(args, tmp):
     # less committed (the last segment emptied is kept, with its slots, for the next pages);
     # without the limit 4 MiB more (a segment handed back whole to its arena, which waits)
     cmds = ("alloc", "60", "release", "4", "sleep", "400", "committed", "release", "12", "committed")
+    # another thread frees 56 MiB of this thread's blocks, which then allocates other sizes for
+    # 0.5 s: near the limit the emptied pages go back (this thread's sweeps of its pages, the
+    # purge at once); without the limit they wait for the 10 s purge delay
+    cmds2 = ("alloc", "56", "remote", "committed", "churn", "500", "committed")
+    for env, limited in ((base, True), ({**base, "MIMALLOC_MEMORY_LIMIT": "0"}, False)):
+        rc, out, err = run(args, env, *cmds2)
+        vals = [int(v) for v in re.findall(r"^committed (\d+)$", out, re.M)]
+        ok = len(vals) == 2 and vals[0] >= 52 * MiB and ((vals[1] < 16 * MiB) if limited else (vals[1] >= 48 * MiB))
+        check(ok, "pressure: another thread's frees come back near the limit" if limited else
+              "pressure: without the limit another thread's frees wait for the purge delay",
+              f"committed {vals}: after the frees by another thread, after 0.5 s of other allocations")
     for env, pressing in ((base, True), ({**base, "MIMALLOC_MEMORY_LIMIT": "0"}, False)):
         rc, out, err = run(args, env, *cmds)
         vals = [int(v) for v in re.findall(r"^committed (\d+)$", out, re.M)]
