@@ -115,6 +115,18 @@ def add_build_dir_option(parser):
                         help="build directory of our library (default: <repo>/build)")
 
 
+def finish_run_args(parser, args):
+    """The repetitions, timeout and selections of a suite-like subcommand (suite, scenarios):
+    --reps (3; 1 with --quick), --timeout (300 s; 60 with --quick), --only and --allocators
+    split on commas."""
+    if args.reps is not None and args.reps < 1:
+        parser.error("--reps must be at least 1")
+    args.reps = args.reps or (1 if args.quick else 3)
+    args.timeout = args.timeout or (60.0 if args.quick else 300.0)
+    args.only = [x for x in args.only.split(",") if x]
+    args.allocators = set(x for x in args.allocators.split(",") if x)
+
+
 def parse_with_command(parser, argv):
     """parser's options from the part of argv before "--", and the program after it as
     args.command, its first word resolved on PATH (an error through the parser otherwise)."""

@@ -31,8 +31,8 @@ import tempfile
 import time
 
 from benchlib import launcher, origin, peers, results, suite
-from benchlib.common import BENCH_DIR, RESULTS_DIR, add_build_dir_option, hms, loadavg, \
-    machine, note, run
+from benchlib.common import BENCH_DIR, RESULTS_DIR, add_build_dir_option, finish_run_args, hms, \
+    loadavg, machine, note, run
 
 CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-pthread"]
 LIBS = ["-ldl", "-lm"]
@@ -77,15 +77,10 @@ def parse_args(argv):
                    help="seconds per run (default 300; 60 with --quick)")
     p.add_argument("--keep", action="store_true", help="keep the temporary build directory")
     args = p.parse_args(argv)
-    if args.reps is not None and args.reps < 1:
-        p.error("--reps must be at least 1")
-    args.reps = args.reps or (1 if args.quick else 3)
-    args.timeout = args.timeout or (60.0 if args.quick else 300.0)
-    args.only = [x for x in args.only.split(",") if x]
+    finish_run_args(p, args)
     unknown = [x for x in args.only if x not in SCENARIOS]
     if unknown:
         p.error("unknown scenario(s): %s (known: %s)" % (",".join(unknown), ",".join(SCENARIOS)))
-    args.allocators = set(x for x in args.allocators.split(",") if x)
     args.env = [e for group in args.env for e in group]
     bad = [e for e in args.env if "=" not in e or e.startswith("=")]
     if bad:

@@ -39,7 +39,7 @@ import tempfile
 
 from benchlib import chart, debian, launcher, origin, ours, peers, results
 from benchlib.common import BENCH_DIR, CACHE_DIR, CPUS, LIB_DIR, RESULTS_DIR, \
-    add_build_dir_option, clean_env, hms, loadavg, machine, note, parse_result, run
+    add_build_dir_option, clean_env, finish_run_args, hms, loadavg, machine, note, parse_result, run
 from benchlib.suite_report import report, summarize
 
 CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-pthread"]
@@ -97,12 +97,7 @@ def parse_args(argv):
     p.add_argument("--real", default=os.path.join(LIB_DIR, "real.py"),
                    help="the real-program module (default: bench/benchlib/real.py; for tests)")
     args = p.parse_args(argv)
-    if args.reps is not None and args.reps < 1:
-        p.error("--reps must be at least 1")
-    args.reps = args.reps or (1 if args.quick else 3)
-    args.timeout = args.timeout or (60.0 if args.quick else 300.0)
-    args.only = [x for x in args.only.split(",") if x]
-    args.allocators = set(x for x in args.allocators.split(",") if x)
+    finish_run_args(p, args)
     args.argv = list(argv)
     return args
 
