@@ -198,7 +198,7 @@ static void mi_purger_main(void* arg) {
       last = _mi_prim_clock_now();
       continue;
     }
-    if (enabled && due == 0 && wake <= now && mi_purger_keep()) {
+    if (enabled && due == 0 && wake <= now && mi_purger_keep() && !_mi_limit_is_pressing()) {
       /* nothing due, but ended threads' pages wait for their last frees: sleep until a notify
          (or the end of the last thread: _mi_purger_thread_done wakes us) */
       mi_atomic_store_seq_cst(&mi_purger_wake, MI_PURGER_UNTIL_NOTIFIED);
@@ -209,7 +209,7 @@ static void mi_purger_main(void* arg) {
       idle_since = 0;   /* (a wake for nothing lingers again before it ends) */
       continue;
     }
-    if (!live && (!enabled || (due == 0 && wake <= now))) {
+    if (!live && (!enabled || (due == 0 && wake <= now && !_mi_limit_is_pressing()))) {   /* (near the limit it stays: frees purge at once while it checks) */
       /* nothing to wait for (and none came while it lingered): end, so that this thread never
          keeps a process alive whose other threads have ended (pthread_exit in main); the next
          allocation slow path starts another */
@@ -218,7 +218,7 @@ static void mi_purger_main(void* arg) {
         if (expected == MI_PURGER_STARTING) mi_atomic_yield();   /* our starter is finishing */
         continue;
       }
-      _mi_limit_pressing_set(false);   /* (no thread checks it now; a purge scheduled later starts one) */
+      _mi_limit_pressing_set(false);   /* (only when it was off or purging is: nothing checks it now) */
       /* (a notify writes the deadline, then reads the state) */
       if (mi_atomic_load_seq_cst(&mi_purger_due) == 0 || !mi_option_is_enabled(mi_option_purge_thread)) {
         if (mi_option_is_enabled(mi_option_purge_thread)) mi_atomic_store_release(&_mi_purger_wanted, 1);
@@ -341,6 +341,7 @@ void _mi_purger_fork_parent(void) {
 void _mi_purger_fork_child(bool thread_has_heap) {
   _mi_arenas_purge_fork_release();
   mi_atomic_store_relaxed(&mi_purger_threads, thread_has_heap ? 1 : 0);   /* the forking thread only */
+  _mi_limit_pressing_set(false);   /* (the child's purger, when it starts, checks the limit anew) */
   const int state = mi_atomic_load_relaxed(&mi_purger_state);
   if (state == MI_PURGER_DONE) return;
   if (state != MI_PURGER_NONE) mi_atomic_store_relaxed(&_mi_purger_wanted, 1);   /* the child's first allocation slow path */

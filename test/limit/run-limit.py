@@ -265,20 +265,23 @@ def group_pressure(args, tmp):
     rc, out, err = run(args, base, *cmds)
     m = re.search(r"^committed (\d+)$", out, re.M)
     committed = int(m.group(1)) if m else None
-    check(committed is not None and committed < 24 * MiB, "pressure: freed memory goes back near the limit",
+    # (below 80% nothing is forced, and once pressing, the purge stops below 70%: frees late in
+    # the burst may wait for their delay; 8 MiB when the purger's first check follows the whole
+    # burst, 24 MiB seen in a TSan Debug build whose check came in the middle of it)
+    check(committed is not None and committed < 64 * MiB * 8 // 10, "pressure: freed memory goes back near the limit",
           f"committed {committed} 1.5 s after freeing 60 MiB under a 64 MiB limit (purge delay 10 s)")
     m = re.search(r"(\d+) purges? near the limit", err)
     check(m is not None and int(m.group(1)) >= 1, "pressure: counted", f"stderr {err[:600]}")
     rc, out, err = run(args, {**base, "MIMALLOC_MEMORY_LIMIT": "0"}, *cmds)
     m = re.search(r"^committed (\d+)$", out, re.M)
-    check(m is not None and int(m.group(1)) >= 48 * MiB, "pressure: without the limit the memory waits",
+    check(m is not None and int(m.group(1)) >= 60 * MiB, "pressure: without the limit the memory waits",
           f"committed {m.group(1) if m else None} (the purge delay is 10 s)")
     # near the limit, frees purge at once: 4 MiB freed starts the purger, whose check finds
-    # 56 MiB live (past 80% of 64); 400 ms later 12 MiB more is freed and committed read at once
+    # 56 MiB live (past 80% of 64); 600 ms later 12 MiB more is freed and committed read at once
     # (before and after: still past 70%, where the purger would stop pressing). Measured: 8 MiB
     # less committed (the last segment emptied is kept, with its slots, for the next pages);
     # without the limit 4 MiB more (a segment handed back whole to its arena, which waits)
-    cmds = ("alloc", "60", "release", "4", "sleep", "400", "committed", "release", "12", "committed")
+    cmds = ("alloc", "60", "release", "4", "sleep", "600", "committed", "release", "12", "committed")
     # another thread frees 56 MiB of this thread's blocks, which then allocates other sizes for
     # 0.5 s: near the limit the emptied pages go back (this thread's sweeps of its pages, the
     # purge at once); without the limit they wait for the 10 s purge delay
