@@ -123,9 +123,9 @@ static void mi_purger_busy_end(void) {
    a limit is in force. */
 static bool mi_purger_limit_check(void) {
   const size_t limit = _mi_limit_get();
-  const bool near = (limit != 0 && _mi_limit_near());
-  _mi_limit_pressing_set(near);   /* while near: what is freed is purged at once (limit.h) */
-  if (!near) return (limit != 0);
+  const bool is_near = (limit != 0 && _mi_limit_near());
+  _mi_limit_pressing_set(is_near);   /* while near: what is freed is purged at once (limit.h) */
+  if (!is_near) return (limit != 0);
   if (mi_purger_busy_begin()) {
     _mi_segments_purge_shared(true);
     _mi_arenas_purge_try(true);

@@ -123,6 +123,8 @@ static const mimalloc_d_probe_entry mi_probe_entries[] = {
   MI_PROBE_OPTION(mi_option_live)
   MI_PROBE_OPTION(mi_option_live_interval)
   MI_PROBE_OPTION(mi_option_purge_thread)
+  MI_PROBE_OPTION(mi_option_memory_limit)
+  MI_PROBE_OPTION(mi_option_memory_limit_hard)
 };
 
 /* The table and its length. */

@@ -88,6 +88,8 @@ static const mimalloc_d_probe_v3_entry mi_probe_v3_entries[] = {
   MI_PROBE_OPTION(mi_option_live)
   MI_PROBE_OPTION(mi_option_live_interval)
   MI_PROBE_OPTION(mi_option_purge_thread)
+  MI_PROBE_OPTION(mi_option_memory_limit)
+  MI_PROBE_OPTION(mi_option_memory_limit_hard)
 };
 
 const mimalloc_d_probe_v3_entry* mimalloc_d_probe_v3_table(size_t* count);

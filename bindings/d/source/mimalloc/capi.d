@@ -382,6 +382,8 @@ enum mi_option_t
     mi_option_live = 1000,                /// 1000: publish live statistics in /dev/shm for tools/mimalloc-live (MIMALLOC_LIVE)
     mi_option_live_interval = 1001,       /// 1001: ms between publications of the live statistics (10..60000)
     mi_option_purge_thread = 1002,        /// 1002: 0 = no background purger thread (MIMALLOC_PURGE_THREAD, default 1)
+    mi_option_memory_limit = 1003,        /// 1003: soft memory limit in KiB, -P = P% of the cgroup's (default -100), 0 = none (MIMALLOC_MEMORY_LIMIT)
+    mi_option_memory_limit_hard = 1004,   /// 1004: hard memory limit, as above (default 0; not enforced yet)
 }
 /// The C tag name.
 alias mi_option_e = mi_option_t;
@@ -403,6 +405,11 @@ void mi_option_set(mi_option_t option, c_long value);
 void mi_option_set_default(mi_option_t option, c_long value);
 void mi_options_print();
 void mi_options_print_out(mi_output_fun out_, void* arg);
+
+/// The soft memory limit in force, in bytes (0: none); docs/memory.md.
+size_t mi_memory_limit();
+/// Set the soft memory limit (rounded up to KiB, at least 2; 0: none).
+void mi_memory_limit_set(size_t bytes);
 
 // ---------------------------------------------------------------------------
 // mimalloc-stats.h

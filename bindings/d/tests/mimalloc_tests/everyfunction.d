@@ -408,6 +408,11 @@ unittest // statistics, process information, output, error and deferred-free reg
     assert(capturedText().canFind("purge_delay"));
     c!"mi_options_print_out"(&capture, &calls);
     assert(capturedText().canFind("purge_delay"));
+    // the memory limit: set, read back (rounded up to KiB), off again
+    c!"mi_memory_limit_set"(300 * 1024 * 1024 + 1);
+    assert(c!"mi_memory_limit"() == 300 * 1024 * 1024 + 1024);
+    c!"mi_memory_limit_set"(0);
+    assert(c!"mi_memory_limit"() == 0);
     c!"mi_process_info_print_out"(&capture, &calls);
     assert(capturedText().canFind("peak rss"));
     c!"mi_process_info_print"();

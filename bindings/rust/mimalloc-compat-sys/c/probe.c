@@ -116,6 +116,8 @@ static const mi_compat_probe_entry_t mi_compat_probe_entries[] = {
   P_VALUE(mi_option_live)
   P_VALUE(mi_option_live_interval)
   P_VALUE(mi_option_purge_thread)
+  P_VALUE(mi_option_memory_limit)
+  P_VALUE(mi_option_memory_limit_hard)
 };
 
 #undef MI_STAT_COUNT

@@ -334,6 +334,11 @@ pub const mi_option_live: mi_option_t = 1000;
 pub const mi_option_live_interval: mi_option_t = 1001;
 /// 0: no background purger thread (`MIMALLOC_PURGE_THREAD`, default 1)
 pub const mi_option_purge_thread: mi_option_t = 1002;
+/// the soft memory limit in KiB, or -P for P% of the cgroup's limit (default -100: the cgroup's
+/// limit; 0: none) (`MIMALLOC_MEMORY_LIMIT`; docs/memory.md)
+pub const mi_option_memory_limit: mi_option_t = 1003;
+/// the hard memory limit, as above (default 0: none; not enforced yet) (`MIMALLOC_MEMORY_LIMIT_HARD`)
+pub const mi_option_memory_limit_hard: mi_option_t = 1004;
 
 // ---- 5. Functions (in the header's order) --------------------------------------------------
 
@@ -553,6 +558,8 @@ extern "C" {
     pub fn mi_option_set_default(option: mi_option_t, value: c_long);
     pub fn mi_options_print();
     pub fn mi_options_print_out(out: Option<mi_output_fun>, arg: *mut c_void);
+    pub fn mi_memory_limit() -> usize;
+    pub fn mi_memory_limit_set(bytes: usize);
 
     // ---- mimalloc-stats.h
     pub fn mi_stats_get(stats: *mut mi_stats_t) -> bool;

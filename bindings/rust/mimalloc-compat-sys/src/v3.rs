@@ -276,7 +276,8 @@ pub const mi_option_reset_delay: mi_option_t = mi_option_purge_delay;
 pub const mi_option_limit_os_alloc: mi_option_t = mi_option_disallow_os_alloc;
 
 // This implementation's own options: the same numbers in both modes.
-pub use crate::{mi_option_live, mi_option_live_interval, mi_option_purge_thread, MI_OPTION_EXT_FIRST};
+pub use crate::{mi_option_live, mi_option_live_interval, mi_option_memory_limit, mi_option_memory_limit_hard,
+                mi_option_purge_thread, MI_OPTION_EXT_FIRST};
 
 // ---- Functions -----------------------------------------------------------------------------
 

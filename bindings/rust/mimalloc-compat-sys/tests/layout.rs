@@ -98,6 +98,8 @@ fn rust_rows() -> Vec<(String, i64)> {
         mi_option_reset_decommits, mi_option_reset_delay, mi_option_abandoned_page_reset,
         mi_option_limit_os_alloc, MI_OPTION_EXT_FIRST, mi_option_live, mi_option_live_interval,
         mi_option_purge_thread,
+        mi_option_memory_limit,
+        mi_option_memory_limit_hard,
     );
     v
 }

@@ -107,13 +107,20 @@ pub enum MiOption {
     /// background thread, started on the first purge, so an idle process gives memory back;
     /// 0: purges from allocator activity only. This implementation's own option.
     PurgeThread = ffi::mi_option_purge_thread,
+    /// `mi_option_memory_limit` (`MIMALLOC_MEMORY_LIMIT`): the soft memory limit in KiB, or -P
+    /// for P% of the process's cgroup limit (default -100: the cgroup's limit); 0: none. Near
+    /// it, freed memory goes back to the OS at once (docs/memory.md). This implementation's own.
+    MemoryLimit = ffi::mi_option_memory_limit,
+    /// `mi_option_memory_limit_hard` (`MIMALLOC_MEMORY_LIMIT_HARD`): the hard limit, as above
+    /// (default 0: none); read and shown, not enforced yet. This implementation's own option.
+    MemoryLimitHard = ffi::mi_option_memory_limit_hard,
 }
 
 impl MiOption {
     /// Every option, in the order of their numbers: mimalloc's (numbered
     /// `0.._mi_option_last`, at the same index here), then this implementation's own
     /// (numbered from `MI_OPTION_EXT_FIRST` on; [`MiOption::is_extension`]).
-    pub const ALL: [MiOption; 41] = [
+    pub const ALL: [MiOption; 43] = [
         MiOption::ShowErrors,
         MiOption::ShowStats,
         MiOption::Verbose,
@@ -155,6 +162,8 @@ impl MiOption {
         MiOption::Live,
         MiOption::LiveInterval,
         MiOption::PurgeThread,
+        MiOption::MemoryLimit,
+        MiOption::MemoryLimitHard,
     ];
 
     /// The option's name as in `mi_option_<name>` (the environment variable is
@@ -202,6 +211,8 @@ impl MiOption {
             MiOption::Live => "live",
             MiOption::LiveInterval => "live_interval",
             MiOption::PurgeThread => "purge_thread",
+            MiOption::MemoryLimit => "memory_limit",
+            MiOption::MemoryLimitHard => "memory_limit_hard",
         }
     }
 
@@ -303,7 +314,8 @@ mod tests {
             assert_eq!(MiOption::from_raw(i as i32), Some(*o));
         }
         // then this implementation's own, numbered from MI_OPTION_EXT_FIRST
-        assert_eq!(ext, [MiOption::Live, MiOption::LiveInterval, MiOption::PurgeThread]);
+        assert_eq!(ext, [MiOption::Live, MiOption::LiveInterval, MiOption::PurgeThread,
+                         MiOption::MemoryLimit, MiOption::MemoryLimitHard]);
         for (i, o) in ext.iter().enumerate() {
             assert_eq!(o.as_raw(), ffi::MI_OPTION_EXT_FIRST + i as i32);
             assert!(o.is_extension());
