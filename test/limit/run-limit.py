@@ -39,6 +39,7 @@ usage: run-limit.py --probe PATH GROUP
 import argparse
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -61,8 +62,12 @@ def clean_env(extra):
     return env
 
 
+# cross builds run the probe under an emulator (test/CMakeLists.txt: MI_TEST_EMULATOR)
+EMULATOR = shlex.split(os.environ.get("MI_TEST_EMULATOR", ""))
+
+
 def run(args, extra_env, *cmds):
-    r = subprocess.run([args.probe] + list(cmds), env=clean_env(extra_env), capture_output=True,
+    r = subprocess.run(EMULATOR + [args.probe] + list(cmds), env=clean_env(extra_env), capture_output=True,
                        text=True, timeout=120)
     return r.returncode, r.stdout, r.stderr
 
