@@ -398,7 +398,6 @@ mi_decl_export void mi_heap_guarded_set_sample_rate(mi_heap_t* heap, size_t samp
 /* Guarded builds: only guard blocks whose size lies within [min,max]. */
 mi_decl_export void mi_heap_guarded_set_size_bound(mi_heap_t* heap, size_t min, size_t max);
 
-
 /* ---- Zero-initialised re-allocation --------------------------------------
    Only for blocks that were allocated zeroed: bytes gained by growing are
    zero. Failure returns NULL and leaves `p` valid. */
@@ -795,14 +794,8 @@ mi_decl_export void mi_options_print(void) mi_attr_noexcept;
 /* (v3) mi_options_print through `out` (NULL: default output), each line prefixed "mimalloc: ". */
 mi_decl_export void mi_options_print_out(mi_output_fun* out, void* arg) mi_attr_noexcept;
 
-/* ---- Memory limit (docs/memory.md, "The memory limit") ---------------------- */
-
-/* The soft memory limit in force, in bytes (0: none): MIMALLOC_MEMORY_LIMIT, by default the
-   process's cgroup limit (v2 memory.high, else memory.max; v1 memory.limit_in_bytes), which is
-   read again when the last read is over a second old. */
+/* The soft memory limit in bytes (0: none; by default the cgroup's, docs/memory.md); set: KiB, 0 = off. */
 mi_decl_nodiscard mi_decl_export size_t mi_memory_limit(void) mi_attr_noexcept;
-/* Set the soft limit to `bytes` (rounded up to KiB, at least 2; 0 turns it off), as mi_option_set of
-   mi_option_memory_limit would: the cgroup's limit no longer applies. */
 mi_decl_export void mi_memory_limit_set(size_t bytes) mi_attr_noexcept;
 
 #if defined(__cplusplus)
