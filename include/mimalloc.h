@@ -762,7 +762,7 @@ typedef enum mi_option_e {
 #define mi_option_live_interval  ((mi_option_t)1001)   /* MIMALLOC_LIVE_INTERVAL: ms between publications (10..60000) */
 #define mi_option_purge_thread   ((mi_option_t)1002)   /* MIMALLOC_PURGE_THREAD: 0 = no background purger thread */
 #define mi_option_memory_limit   ((mi_option_t)1003)   /* MIMALLOC_MEMORY_LIMIT: soft limit in KiB; -P = P% of the cgroup's (default -100; 1 = on = -100); 0 = off */
-#define mi_option_memory_limit_hard ((mi_option_t)1004) /* MIMALLOC_MEMORY_LIMIT_HARD: 0 = off (default); 1 = the soft limit; else KiB or -P% (not enforced yet) */
+#define mi_option_memory_limit_hard ((mi_option_t)1004) /* MIMALLOC_MEMORY_LIMIT_HARD: 0 = off (default); 1 = the soft limit; else KiB or -P%: past it malloc gives NULL, ENOMEM */
 
 #if defined(__cplusplus)
 extern "C" {

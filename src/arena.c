@@ -380,7 +380,9 @@ static bool mi_arena_mem_commit(mi_arena_t* arena, void* p, size_t size) {
 /* True if the memory was decommitted (it needs a commit before use), false if it stays
    committed (the OS only discarded it, or the program's function refused). */
 bool _mi_arena_mem_decommit(mi_arena_t* arena, void* p, size_t size, bool purge) {
-  if (arena->commit_fun == NULL) return (purge ? _mi_os_purge(p, size, arena->commit_syscall) : _mi_os_decommit(p, size, true));
+  /* (an arena whose commit is bookkeeping only, commit_syscall false, never protects: its next
+     commit would not lift the protection) */
+  if (arena->commit_fun == NULL) return (purge ? _mi_os_purge(p, size, arena->commit_syscall) : _mi_os_decommit(p, size, arena->commit_syscall));
   if (purge) {
     mi_os_stat_counter_increase(purge_calls, 1);
     mi_os_stat_counter_increase(purged, size);
@@ -407,7 +409,7 @@ bool _mi_arena_purge(const mi_memid_t* memid, void* p, size_t size) {
 }
 
 bool _mi_arena_decommit(const mi_memid_t* memid, void* p, size_t size) {
-  if (!memid->commit_fun) return _mi_os_decommit(p, size, true);
+  if (!memid->commit_fun) return _mi_os_decommit(p, size, memid->commit_syscall);   /* (as above) */
   return _mi_arena_mem_decommit(mi_arena_of_memid(memid), p, size, false);
 }
 

@@ -43,6 +43,8 @@ static _Atomic(int)        mi_limit_cgroup_src;   /* mi_limit_source_t */
 static _Atomic(mi_msecs_t) mi_limit_read_at;      /* when the files were read last (0: never) */
 static _Atomic(size_t)     mi_limit_pressure;     /* times the purger gave memory back for the limit */
 static _Atomic(size_t)     mi_limit_shown;        /* the limit last said in a verbose message (+1) */
+static _Atomic(size_t)     mi_limit_refused;      /* commits the hard limit refused */
+_Atomic(size_t)            _mi_limit_watch_at;    /* (limit.h; 0: the first commit computes it) */
 
 /* A cgroup value: decimal digits, then at most white space. False for "max" and odd values. */
 static bool mi_limit_parse(const char* s, size_t* bytes) {
@@ -206,18 +208,58 @@ size_t _mi_limit_committed(void) {
   return (committed < 0 ? 0 : (size_t)committed);
 }
 
-bool _mi_limit_near(void) {
-  const size_t limit = _mi_limit_get();
-  /* (once near, until below MI_LIMIT_LEAVE_PCT: frees that take committed memory down past the
-     80% mark in the middle of a burst are purged at once too, not left for the purge delay) */
-  const size_t pct = (_mi_limit_is_pressing() ? MI_LIMIT_LEAVE_PCT : MI_LIMIT_NEAR_PCT);
-  return (limit != 0 && _mi_limit_committed() >= (limit / 100) * pct);
-}
-
 _Atomic(size_t) _mi_limit_pressing;
+
+/* The marks as last computed: the hard limit (SIZE_MAX: none) and the near mark, MI_LIMIT_NEAR_PCT
+   of the soft limit or of the hard one when that is lower (SIZE_MAX: no limit; 0: not yet). */
+static _Atomic(size_t) mi_limit_near_at;
+static _Atomic(size_t) mi_limit_hard_at = SIZE_MAX;
 
 void _mi_limit_pressing_set(bool on) {
   if ((mi_atomic_load_relaxed(&_mi_limit_pressing) != 0) != on) mi_atomic_store_relaxed(&_mi_limit_pressing, on ? 1 : 0);
+}
+
+/* Compute both marks from the options (and the cgroup when due), and the commit watch. The
+   watch (os.c's first commit, before any limit is known) reads only the hard limit's option
+   unless that is a share of the cgroup's: a short process never reads the cgroup's files. */
+static void mi_limit_marks_update(bool soft_too) {
+  const size_t hard = (mi_option_get(mi_option_memory_limit_hard) == 0 ? 0 : _mi_limit_hard_get());
+  mi_atomic_store_relaxed(&mi_limit_hard_at, hard == 0 ? SIZE_MAX : hard);
+  mi_atomic_store_relaxed(&_mi_limit_watch_at, hard == 0 ? SIZE_MAX : hard);
+  if (soft_too) {
+    /* (a hard limit below the soft one, or alone, presses from its own mark: what can be given
+       back is given back before it refuses anything) */
+    size_t soft = _mi_limit_get();
+    if (hard != 0 && (soft == 0 || hard < soft)) soft = hard;
+    mi_atomic_store_relaxed(&mi_limit_near_at, soft == 0 ? SIZE_MAX : (soft / 100) * MI_LIMIT_NEAR_PCT);
+  }
+}
+
+bool _mi_limit_near(bool* in_force) {
+  const size_t committed = _mi_limit_committed();
+  mi_limit_marks_update(true);   /* (a limit set by mi_option_set, a cgroup's new one) */
+  const size_t near_at = mi_atomic_load_relaxed(&mi_limit_near_at);
+  *in_force = (near_at != 0 && near_at != SIZE_MAX);
+  /* (once near, until below MI_LIMIT_LEAVE_PCT: frees that take committed memory down past the
+     80% mark in the middle of a burst are purged at once too, not left for the purge delay) */
+  const size_t mark = (_mi_limit_is_pressing() ? (near_at / MI_LIMIT_NEAR_PCT) * MI_LIMIT_LEAVE_PCT : near_at);
+  return (*in_force && committed >= mark);
+}
+
+bool _mi_limit_commit_slow(size_t size) {
+  mi_limit_marks_update(false);   /* (an option changed since: the watch follows) */
+  const size_t committed = _mi_limit_committed();
+  const size_t after = (committed > SIZE_MAX - size ? SIZE_MAX : committed + size);
+  const size_t hard = mi_atomic_load_relaxed(&mi_limit_hard_at);
+  if (after <= hard) return true;
+  mi_atomic_add_relaxed(&mi_limit_refused, 1);
+  _mi_warning_message("the hard memory limit refuses to commit %zu KiB more (committed %zu KiB, limit %zu KiB)\n",
+                      size / MI_KiB, committed / MI_KiB, hard / MI_KiB);
+  return false;
+}
+
+size_t _mi_limit_refused_count(void) {
+  return mi_atomic_load_relaxed(&mi_limit_refused);
 }
 
 void _mi_limit_pressure_note(void) {
@@ -247,7 +289,7 @@ void _mi_limit_describe(char* buf, size_t size) {
   if (hard != 0 && n > 0 && (size_t)n < size) {
     char hard_amount[32];
     mi_limit_fmt(hard_amount, sizeof(hard_amount), hard);
-    _mi_snprintf(buf + n, size - (size_t)n, "; hard limit %s (not enforced yet)", hard_amount);
+    _mi_snprintf(buf + n, size - (size_t)n, "; hard limit %s", hard_amount);
   }
 }
 
@@ -262,4 +304,5 @@ void mi_memory_limit_set(size_t bytes) mi_attr_noexcept {
   size_t kib = _mi_divide_up(bytes, MI_KiB);
   if (kib == 1) kib = 2;   /* (the option's 1 is "on": the cgroup's limit) */
   mi_option_set(mi_option_memory_limit, (kib > (size_t)LONG_MAX ? LONG_MAX : (long)kib));
+  mi_limit_marks_update(true);
 }

@@ -2,6 +2,7 @@
 /* Memory from the OS: page-granular, optionally aligned, through the prim layer only. */
 #include "internal/os.h"
 #include "prim/prim.h"
+#include "internal/limit.h"   /* the hard memory limit's watch */
 
 static mi_os_mem_config_t mi_os_mem_config = {
   4096,         /* page size */
@@ -96,6 +97,7 @@ static bool mi_os_page_range(void* p, size_t size, uint8_t** start, size_t* len)
 }
 
 bool _mi_os_commit(void* p, size_t size, bool syscall) {
+  if (!_mi_limit_commit_allowed(size)) return false;   /* the hard memory limit (limit.h) */
   mi_os_stat_increase(committed, size);
   if (!syscall) return true;   /* already accessible: bookkeeping only */
   mi_os_stat_counter_increase(commit_calls, 1);
@@ -227,6 +229,7 @@ static void* mi_os_alloc_aligned_ex(size_t size, size_t alignment, size_t align_
   if (alignment < mi_os_mem_config.page_size) alignment = mi_os_mem_config.page_size;
   align_offset = align_offset % alignment;
   if (size >= SIZE_MAX - alignment) return NULL;
+  if (commit && count_commit && !_mi_limit_commit_allowed(size)) return NULL;   /* (limit.h) */
 
   void* p = NULL;
   size_t over_size = size + alignment;

@@ -122,10 +122,10 @@ static void mi_purger_busy_end(void) {
    check also reads the cgroup's limit again (at most once a second, limit.c). Returns whether
    a limit is in force. */
 static bool mi_purger_limit_check(void) {
-  const size_t limit = _mi_limit_get();
-  const bool is_near = (limit != 0 && _mi_limit_near());
+  bool in_force = false;
+  const bool is_near = _mi_limit_near(&in_force);
   _mi_limit_pressing_set(is_near);   /* while near: what is freed is purged at once (limit.h) */
-  if (!is_near) return (limit != 0);
+  if (!is_near) return in_force;
   if (mi_purger_busy_begin()) {
     _mi_segments_purge_shared(true);
     _mi_arenas_purge_try(true);

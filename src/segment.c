@@ -540,7 +540,8 @@ static bool mi_segment_guards_done(mi_segment_t* segment) {
    little); all others are committed whole. */
 static mi_segment_t* mi_segment_alloc_standard(mi_page_kind_t kind, mi_arena_id_t req_arena_id, int numa_node, mi_tld_t* tld) {
   mi_assert_internal(kind <= MI_PAGE_LARGE);
-  const bool eager = (mi_option_is_enabled(mi_option_eager_commit) &&
+  /* (near a memory limit, or under a hard one, commit only the slots used: limit.h) */
+  const bool eager = (mi_option_is_enabled(mi_option_eager_commit) && !_mi_limit_is_pressing() && !_mi_limit_hard_in_force() &&
                       tld->segments.created >= (size_t)mi_option_get_clamp(mi_option_eager_commit_delay, 0, 1024));
   mi_memid_t memid;
   mi_segment_t* segment = _mi_segment_map_alloc(MI_SEGMENT_SIZE, MI_SEGMENT_SIZE, 0, eager, req_arena_id, numa_node, &memid);
@@ -590,8 +591,8 @@ static void mi_segment_free(mi_segment_t* segment) {
   keep = (!mi_segment_guards_done(segment) && memid.arena_idx >= 0);
 #endif
   /* hand back whole committed memory: committing unused slots costs no RSS. If the OS refuses
-     a commit (then only with commit_syscall), the whole range is decommitted and handed back
-     uncommitted instead: the arena's committed bits must be true for every byte */
+     a commit (with commit_syscall, or the hard memory limit), the whole range is decommitted and
+     handed back uncommitted instead: the arena's committed bits must be true for every byte */
   bool committed = true;
   size_t uncounted = 0;   /* bytes of slots not committed (not in the committed statistic) */
   for (size_t i = 1; i < segment->capacity && mi_segment_has_slots(segment); i++) {

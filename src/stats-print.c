@@ -416,9 +416,12 @@ static void mi_print_bins(mi_line_t* line, const mi_stats_data_t* stats, bool wi
    i.e. the limit minus our committed memory (not the RSS: committed is what the allocator can
    give back and holds to the limit, read without a system call; it includes what waits for a
    purge, so it is the figure that must stay under the limit), and how often the purger had to
-   give memory back for it. No line without a limit (the layouts stay mimalloc's). */
+   give memory back for it, and how many commits the hard limit refused. No line without a limit
+   (the layouts stay mimalloc's). */
 static void mi_print_limit(mi_line_t* line, bool mimalloc_layout) {
-  const size_t limit = _mi_limit_get();
+  const size_t hard = _mi_limit_hard_get();
+  size_t limit = _mi_limit_get();
+  if (limit == 0) limit = hard;   /* (a hard limit alone: its headroom) */
   if (limit == 0) return;
   const size_t committed = _mi_limit_committed();
   char desc[160], headroom[32], commit[32];
@@ -430,6 +433,7 @@ static void mi_print_limit(mi_line_t* line, bool mimalloc_layout) {
   else mi_line_add(line, "mimalloc: memory limit: ");
   mi_line_add(line, "%s, headroom %s (limit minus committed %s), %zu purge%s near the limit",
               desc, headroom, commit, count, (count == 1 ? "" : "s"));
+  if (hard != 0) mi_line_add(line, ", %zu commit%s refused by the hard limit", _mi_limit_refused_count(), (_mi_limit_refused_count() == 1 ? "" : "s"));
   mi_line_end(line);
 }
 
@@ -687,8 +691,10 @@ static void mi_stats_json(mi_json_t* json, const mi_stats_data_t* data, const mi
               (long long)info->elapsed, (long long)info->utime, (long long)info->stime, info->page_faults);
   _mi_stats_print_json_add(json, "\"rss_current\": %zu, \"rss_peak\": %zu, \"commit_current\": %zu, \"commit_peak\": %zu, ",
               info->current_rss, info->peak_rss, info->current_commit, info->peak_commit);
-  /* the soft memory limit (0: none) and the purges made for it (limit.c): the live view's too */
-  _mi_stats_print_json_add(json, "\"memory_limit\": %zu, \"memory_limit_purges\": %zu }", _mi_limit_get(), _mi_limit_pressure_count());
+  /* the soft memory limit (0: none) and the purges made for it, the hard one and the commits it
+     refused (limit.c): the live view's too */
+  _mi_stats_print_json_add(json, "\"memory_limit\": %zu, \"memory_limit_purges\": %zu, \"memory_limit_hard\": %zu, \"memory_limit_refused\": %zu }",
+                           _mi_limit_get(), _mi_limit_pressure_count(), _mi_limit_hard_get(), _mi_limit_refused_count());
 #define MI_STAT_COUNT(name)    _mi_stats_print_json_count(json, #name, &data->name);
 #define MI_STAT_COUNTER(name)  _mi_stats_print_json_add(json, ",\n  \"%s\": %lld", #name, (long long)data->name.total);
   MI_STAT_FIELDS()

@@ -15,9 +15,13 @@
      remote           another thread frees them all (they stay this thread's pages)
      churn <ms>       allocate and free blocks of many sizes for that long (slow paths)
      committed        "committed <bytes>" (mi_process_info's current commit)
+     fill <KiB>       allocate and touch blocks of that size (kept) until one is NULL or
+                      4 GiB are held: "fill <blocks> errno <e>" (e: errno after the NULL, 0 if none)
+     big <MiB>        allocate, touch and free one block of that size: "big ok" or "big NULL errno <e>"
 */
 #define _GNU_SOURCE
 #include <mimalloc.h>
+#include <errno.h>
 
 #include <pthread.h>
 
@@ -103,6 +107,27 @@ int main(int argc, char** argv) {
     }
     else if (strcmp(cmd, "free") == 0) {
       while (nblocks > 0) mi_free(blocks[--nblocks]);
+    }
+    else if (strcmp(cmd, "fill") == 0 && i + 1 < argc) {
+      const size_t size = (size_t)strtoull(argv[++i], NULL, 10) * 1024;
+      size_t count = 0;
+      int err = 0;
+      for (size_t held = 0; held < ((size_t)4 << 30) && nblocks < sizeof(blocks) / sizeof(blocks[0]); held += size) {
+        errno = 0;
+        char* p = (char*)mi_malloc(size);
+        if (p == NULL) { err = errno; break; }
+        memset(p, 1, size);
+        blocks[nblocks++] = p;
+        count++;
+      }
+      printf("fill %zu errno %d\n", count, err);
+    }
+    else if (strcmp(cmd, "big") == 0 && i + 1 < argc) {
+      const size_t size = (size_t)strtoull(argv[++i], NULL, 10) << 20;
+      errno = 0;
+      char* p = (char*)mi_malloc(size);
+      if (p == NULL) printf("big NULL errno %d\n", errno);
+      else { memset(p, 1, size); mi_free(p); printf("big ok\n"); }
     }
     else if (strcmp(cmd, "committed") == 0) {
       size_t commit = 0;

@@ -37,6 +37,7 @@ environment (only PATH and sanitizer settings are inherited). Groups (one ctest 
 usage: run-limit.py --probe PATH GROUP
 """
 import argparse
+import errno
 import os
 import re
 import shlex
@@ -338,8 +339,57 @@ def group_json(args, tmp):
         check(has if want else "memory_limit" not in text, f"json: /metrics ({name})", text[:600])
 
 
+def group_hard(args, tmp):
+    """MIMALLOC_MEMORY_LIMIT_HARD: past it an allocation returns NULL with ENOMEM (not a crash,
+    not the kernel's SIGKILL), only after what can be given back was; freed memory is usable
+    again; no limit, no refusal."""
+    root = os.path.join(tmp, "hard")
+    layout(root, "0::/svc\n", {"svc/memory.max": str(128 * MiB) + "\n"})
+    base = {"MIMALLOC_TEST_CGROUP_ROOT": root, "MIMALLOC_MEMORY_LIMIT": "0"}
+    fills = lambda out: [(int(a), int(b)) for a, b in re.findall(r"^fill (\d+) errno (\d+)$", out, re.M)]
+    # 64 KiB blocks until NULL under 64 MiB: ENOMEM past 40 MiB and within the limit (plus the
+    # allocator's own metadata, which the limit does not hold); 16 MiB freed is usable again;
+    # a huge block over the headroom is refused, and allowed once the blocks are freed
+    for hard in ("64MiB", "50%"):   # (50% of the cgroup's 128 MiB)
+        rc, out, err = run(args, {**base, "MIMALLOC_MEMORY_LIMIT_HARD": hard, "MIMALLOC_SHOW_STATS": "1"},
+                           "fill", "64", "committed", "release", "16", "fill", "64", "big", "32", "free", "big", "32")
+        f = fills(out)
+        m = re.search(r"^committed (\d+)$", out, re.M)
+        committed = int(m.group(1)) if m else None
+        check(rc == 0 and len(f) == 2, f"hard {hard}: the probe ran", f"rc {rc} out {out[-400:]} err {err[-400:]}")
+        if len(f) != 2:
+            continue
+        check(f[0][1] == errno.ENOMEM and 40 * MiB <= f[0][0] * 64 * KiB <= 64 * MiB,
+              f"hard {hard}: NULL with ENOMEM at the limit", f"fill {f[0]} (blocks of 64 KiB, errno)")
+        check(committed is not None and committed <= 64 * MiB + 2 * MiB, f"hard {hard}: committed within the limit",
+              f"committed {committed}")
+        check(f[1][1] == errno.ENOMEM and f[1][0] >= 200, f"hard {hard}: freed memory is allocated again",
+              f"second fill {f[1]} after freeing 16 MiB (256 blocks)")
+        check(re.search(r"^big NULL errno %d$" % errno.ENOMEM, out, re.M) is not None and "big ok" in out,
+              f"hard {hard}: a huge block past the limit is refused, then allowed", out[-300:])
+        m = re.search(r"memory limit: (.*)$", err, re.M)
+        check(m is not None and "hard limit 64 MiB" in m.group(1) and re.search(r"[1-9]\d* commits? refused", m.group(1)),
+              f"hard {hard}: the statistics count the refusals", f"{m.group(1) if m else err[-600:]}")
+    # memory freed a moment ago waits for a 10 s purge delay; under the limit it is given back
+    # (or reused) before anything is refused: 48 MiB freed, then blocks of another size class
+    slow = {**base, "MIMALLOC_MEMORY_LIMIT_HARD": "64MiB", "MIMALLOC_PURGE_DELAY": "10000"}
+    rc, out, err = run(args, slow, "alloc", "48", "free", "fill", "300")
+    f = fills(out)
+    check(len(f) == 1 and f[0][0] * 300 * KiB >= 40 * MiB, "hard: memory waiting for its purge is given back first",
+          f"fill {f} (blocks of 300 KiB after 48 MiB of 64 KiB blocks were freed; purge delay 10 s)")
+    # without a hard limit the same allocation succeeds; with it, the probe sees NULL
+    rc, out, err = run(args, base, "alloc", "80")
+    check(rc == 0 and "alloc NULL" not in out, "hard: no limit, no refusal", f"rc {rc} {out[-200:]}")
+    rc, out, err = run(args, {**base, "MIMALLOC_MEMORY_LIMIT_HARD": "64MiB"}, "alloc", "80")
+    check(rc == 2 and "alloc NULL" in out, "hard: 80 MiB under a 64 MiB hard limit fails", f"rc {rc} {out[-200:]}")
+    # "on": the soft limit is also the hard one
+    rc, out, err = run(args, {**base, "MIMALLOC_MEMORY_LIMIT": "64MiB", "MIMALLOC_MEMORY_LIMIT_HARD": "on"}, "fill", "64")
+    f = fills(out)
+    check(len(f) == 1 and f[0][1] == errno.ENOMEM and f[0][0] * 64 * KiB <= 64 * MiB, "hard: on = the soft limit", f"fill {f}")
+
+
 GROUPS = {"json": group_json, "detect": group_detect, "option": group_option, "api": group_api, "reread": group_reread,
-          "stats": group_stats, "pressure": group_pressure}
+          "stats": group_stats, "pressure": group_pressure, "hard": group_hard}
 
 
 def main():

@@ -383,7 +383,7 @@ enum mi_option_t
     mi_option_live_interval = 1001,       /// 1001: ms between publications of the live statistics (10..60000)
     mi_option_purge_thread = 1002,        /// 1002: 0 = no background purger thread (MIMALLOC_PURGE_THREAD, default 1)
     mi_option_memory_limit = 1003,        /// 1003: soft memory limit in KiB, -P = P% of the cgroup's (default -100), 0 = none (MIMALLOC_MEMORY_LIMIT)
-    mi_option_memory_limit_hard = 1004,   /// 1004: hard memory limit, as above (default 0; not enforced yet)
+    mi_option_memory_limit_hard = 1004,   /// 1004: hard memory limit, as above (default 0; past it an allocation returns NULL)
 }
 /// The C tag name.
 alias mi_option_e = mi_option_t;

@@ -256,7 +256,7 @@ enum mi_option_t : int
     mi_option_live_interval = 1001,          /// 1001: ms between publications of the live statistics
     mi_option_purge_thread = 1002,           /// 1002: 0 = no background purger thread
     mi_option_memory_limit = 1003,           /// 1003: soft memory limit (KiB; -P: P% of the cgroup's)
-    mi_option_memory_limit_hard = 1004,      /// 1004: hard memory limit (not enforced yet)
+    mi_option_memory_limit_hard = 1004,      /// 1004: hard memory limit (past it an allocation returns NULL)
 }
 /// The C tag name.
 alias mi_option_e = mi_option_t;

@@ -337,7 +337,7 @@ pub const mi_option_purge_thread: mi_option_t = 1002;
 /// the soft memory limit in KiB, or -P for P% of the cgroup's limit (default -100: the cgroup's
 /// limit; 0: none) (`MIMALLOC_MEMORY_LIMIT`; docs/memory.md)
 pub const mi_option_memory_limit: mi_option_t = 1003;
-/// the hard memory limit, as above (default 0: none; not enforced yet) (`MIMALLOC_MEMORY_LIMIT_HARD`)
+/// the hard memory limit, as above (default 0: none; past it an allocation returns NULL, ENOMEM) (`MIMALLOC_MEMORY_LIMIT_HARD`)
 pub const mi_option_memory_limit_hard: mi_option_t = 1004;
 
 // ---- 5. Functions (in the header's order) --------------------------------------------------

@@ -112,7 +112,7 @@ pub enum MiOption {
     /// it, freed memory goes back to the OS at once (docs/memory.md). This implementation's own.
     MemoryLimit = ffi::mi_option_memory_limit,
     /// `mi_option_memory_limit_hard` (`MIMALLOC_MEMORY_LIMIT_HARD`): the hard limit, as above
-    /// (default 0: none); read and shown, not enforced yet. This implementation's own option.
+    /// (default 0: none): an allocation that would commit past it returns NULL (ENOMEM). This implementation's own option.
     MemoryLimitHard = ffi::mi_option_memory_limit_hard,
 }
 
