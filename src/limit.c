@@ -213,26 +213,47 @@ _Atomic(size_t) _mi_limit_pressing;
 /* The marks as last computed: the hard limit (SIZE_MAX: none) and the near mark, MI_LIMIT_NEAR_PCT
    of the soft limit or of the hard one when that is lower (SIZE_MAX: no limit; 0: not yet). */
 static _Atomic(size_t) mi_limit_near_at;
-static _Atomic(size_t) mi_limit_hard_at = SIZE_MAX;
+_Atomic(size_t) _mi_limit_hard_at = SIZE_MAX;
+static _Atomic(mi_msecs_t) mi_limit_pressed_at;   /* when the flag was last set (or confirmed) */
 
-void _mi_limit_pressing_set(bool on) {
-  if ((mi_atomic_load_relaxed(&_mi_limit_pressing) != 0) != on) mi_atomic_store_relaxed(&_mi_limit_pressing, on ? 1 : 0);
+/* The watch: the hard limit, and the near mark while not pressing (MI_LIMIT_FIRST_LOOK until the
+   soft limit is known: a short process never reads the cgroup's files). */
+static void mi_limit_watch_set(void) {
+  size_t watch = mi_atomic_load_relaxed(&_mi_limit_hard_at);
+  const size_t near_at = mi_atomic_load_relaxed(&mi_limit_near_at);
+  const size_t soft = (near_at == 0 ? MI_LIMIT_FIRST_LOOK : near_at);
+  if (!_mi_limit_is_pressing() && soft < watch) watch = soft;
+  mi_atomic_store_relaxed(&_mi_limit_watch_at, watch);
 }
 
-/* Compute both marks from the options (and the cgroup when due), and the commit watch. The
-   watch (os.c's first commit, before any limit is known) reads only the hard limit's option
-   unless that is a share of the cgroup's: a short process never reads the cgroup's files. */
-static void mi_limit_marks_update(bool soft_too) {
+void _mi_limit_pressing_set(bool on) {
+  if (on) mi_atomic_store_relaxed(&mi_limit_pressed_at, _mi_prim_clock_now());
+  if ((mi_atomic_load_relaxed(&_mi_limit_pressing) != 0) != on) {
+    mi_atomic_store_relaxed(&_mi_limit_pressing, on ? 1 : 0);
+    mi_limit_watch_set();
+  }
+}
+
+/* Compute both marks from the options (and the cgroup when due), and the watch. For the watch
+   (not `any_time`), a soft limit of the cgroup's is read only from MI_LIMIT_FIRST_LOOK. */
+static void mi_limit_marks_update(bool any_time) {
   const size_t hard = (mi_option_get(mi_option_memory_limit_hard) == 0 ? 0 : _mi_limit_hard_get());
-  mi_atomic_store_relaxed(&mi_limit_hard_at, hard == 0 ? SIZE_MAX : hard);
-  mi_atomic_store_relaxed(&_mi_limit_watch_at, hard == 0 ? SIZE_MAX : hard);
-  if (soft_too) {
+  mi_atomic_store_relaxed(&_mi_limit_hard_at, hard == 0 ? SIZE_MAX : hard);
+  const long soft_opt = mi_option_get(mi_option_memory_limit);
+  const bool reads_cgroup = (soft_opt < 0 || soft_opt == 1);
+  if (any_time || !reads_cgroup || _mi_limit_committed() >= MI_LIMIT_FIRST_LOOK || mi_atomic_load_relaxed(&mi_limit_read_at) != 0) {
     /* (a hard limit below the soft one, or alone, presses from its own mark: what can be given
        back is given back before it refuses anything) */
     size_t soft = _mi_limit_get();
     if (hard != 0 && (soft == 0 || hard < soft)) soft = hard;
     mi_atomic_store_relaxed(&mi_limit_near_at, soft == 0 ? SIZE_MAX : (soft / 100) * MI_LIMIT_NEAR_PCT);
   }
+  mi_limit_watch_set();
+}
+
+/* The mark below which pressing ends (MI_LIMIT_LEAVE_PCT), from the near mark. */
+static size_t mi_limit_leave_at(size_t near_at) {
+  return (near_at / MI_LIMIT_NEAR_PCT) * MI_LIMIT_LEAVE_PCT;
 }
 
 bool _mi_limit_near(bool* in_force) {
@@ -242,7 +263,7 @@ bool _mi_limit_near(bool* in_force) {
   *in_force = (near_at != 0 && near_at != SIZE_MAX);
   /* (once near, until below MI_LIMIT_LEAVE_PCT: frees that take committed memory down past the
      80% mark in the middle of a burst are purged at once too, not left for the purge delay) */
-  const size_t mark = (_mi_limit_is_pressing() ? (near_at / MI_LIMIT_NEAR_PCT) * MI_LIMIT_LEAVE_PCT : near_at);
+  const size_t mark = (_mi_limit_is_pressing() ? mi_limit_leave_at(near_at) : near_at);
   return (*in_force && committed >= mark);
 }
 
@@ -250,12 +271,26 @@ bool _mi_limit_commit_slow(size_t size) {
   mi_limit_marks_update(false);   /* (an option changed since: the watch follows) */
   const size_t committed = _mi_limit_committed();
   const size_t after = (committed > SIZE_MAX - size ? SIZE_MAX : committed + size);
-  const size_t hard = mi_atomic_load_relaxed(&mi_limit_hard_at);
-  if (after <= hard) return true;
-  mi_atomic_add_relaxed(&mi_limit_refused, 1);
-  _mi_warning_message("the hard memory limit refuses to commit %zu KiB more (committed %zu KiB, limit %zu KiB)\n",
-                      size / MI_KiB, committed / MI_KiB, hard / MI_KiB);
-  return false;
+  const size_t hard = mi_atomic_load_relaxed(&_mi_limit_hard_at);
+  if (after > hard) {
+    mi_atomic_add_relaxed(&mi_limit_refused, 1);
+    _mi_warning_message("the hard memory limit refuses to commit %zu KiB more (committed %zu KiB, limit %zu KiB)\n",
+                        size / MI_KiB, committed / MI_KiB, hard / MI_KiB);
+    return false;
+  }
+  const size_t near_at = mi_atomic_load_relaxed(&mi_limit_near_at);
+  if (near_at != 0 && after >= near_at && !_mi_limit_is_pressing()) {   /* (0: not known yet) */
+    _mi_limit_pressing_set(true);   /* at once, not at the purger's next check */
+    _mi_limit_pressure_note();
+  }
+  return true;
+}
+
+void _mi_limit_release_slow(void) {
+  const size_t near_at = mi_atomic_load_relaxed(&mi_limit_near_at);
+  if (near_at != SIZE_MAX && _mi_limit_committed() >= mi_limit_leave_at(near_at)) return;
+  if (_mi_prim_clock_now() - mi_atomic_load_relaxed(&mi_limit_pressed_at) < MI_LIMIT_HOLD_MS) return;
+  _mi_limit_pressing_set(false);
 }
 
 size_t _mi_limit_refused_count(void) {

@@ -2,7 +2,7 @@
 /* Memory from the OS: page-granular, optionally aligned, through the prim layer only. */
 #include "internal/os.h"
 #include "prim/prim.h"
-#include "internal/limit.h"   /* the hard memory limit's watch */
+#include "internal/limit.h"   /* the memory limit's watch on commits */
 
 static mi_os_mem_config_t mi_os_mem_config = {
   4096,         /* page size */
@@ -76,7 +76,7 @@ void _mi_os_free_ex(void* p, size_t size, size_t committed_size) {
   int err = _mi_prim_free(p, size);
   _mi_trace_message("os: unmapped %zu KiB at %p\n", size / MI_KiB, p);
   mi_os_stat_decrease(reserved, size);
-  if (committed_size > 0) mi_os_stat_decrease(committed, committed_size);
+  if (committed_size > 0) { mi_os_stat_decrease(committed, committed_size); _mi_limit_released(); }
   if (err != 0) {
     _mi_warning_message("unable to free OS memory (error %d (0x%x), address %p, size 0x%zx bytes)\n", err, err, p, size);
   }
@@ -97,7 +97,7 @@ static bool mi_os_page_range(void* p, size_t size, uint8_t** start, size_t* len)
 }
 
 bool _mi_os_commit(void* p, size_t size, bool syscall) {
-  if (!_mi_limit_commit_allowed(size)) return false;   /* the hard memory limit (limit.h) */
+  if (!_mi_limit_commit_allowed(size)) return false;   /* the hard memory limit; pressing (limit.h) */
   mi_os_stat_increase(committed, size);
   if (!syscall) return true;   /* already accessible: bookkeeping only */
   mi_os_stat_counter_increase(commit_calls, 1);
@@ -117,6 +117,7 @@ bool _mi_os_commit(void* p, size_t size, bool syscall) {
    so (the caller must not take it as zero or as needing a commit). */
 bool _mi_os_decommit(void* p, size_t size, bool protect) {
   mi_os_stat_decrease(committed, size);
+  _mi_limit_released();   /* (the pressing flag may end: limit.h) */
   uint8_t* start; size_t len;
   if (!mi_os_page_range(p, size, &start, &len)) return true;
   int err = _mi_prim_decommit(start, len, protect);

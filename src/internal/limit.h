@@ -10,6 +10,8 @@
 #define MI_LIMIT_REREAD_MS   (1000)   /* the cgroup's files are read at most once a second */
 #define MI_LIMIT_NEAR_PCT    (80)     /* "near the limit": our committed memory past this share */
 #define MI_LIMIT_LEAVE_PCT   (70)     /* ... and no longer near once below this one */
+#define MI_LIMIT_HOLD_MS     (100)    /* ... and this long after it was last found near */
+#define MI_LIMIT_FIRST_LOOK  (8 * MI_MiB)   /* below this committed, the watch reads no cgroup file */
 
 /* The soft limit in force, in bytes (0: none); reads the cgroup again when the last read is
    MI_LIMIT_REREAD_MS old (a few open/read/close, never an allocation). Not for fast paths. */
@@ -23,35 +25,46 @@ size_t     _mi_limit_committed(void);
    is lower), or, while pressing, still past MI_LIMIT_LEAVE_PCT? False without a limit; sets
    `in_force` to whether either limit is. Computes the limits again (the commit watch's too). */
 bool       _mi_limit_near(bool* in_force);
-/* Near the limit (as the purger's last check found): the purge delays of slots and arena
-   blocks are 0 (segment.c, arena-purge.c), so what is freed is given back at once, not at its
-   deadline. Set and cleared by the purger's thread only; one relaxed load for the readers. */
+/* Near the limit: the purge delays of slots and arena blocks are 0 (segment.c, arena-purge.c),
+   so what is freed is given back at once, not at its deadline, and new segments commit only the
+   slots they use. Set by the commit watch the moment a commit takes committed memory past the
+   near mark, and by the purger's check (every 100 ms) while it finds it there; cleared by that
+   check, or by a purge that takes committed memory below MI_LIMIT_LEAVE_PCT at least
+   MI_LIMIT_HOLD_MS after it was last set (so a burst of frees purges to its end, and the flag
+   ends also where no purger runs). One relaxed load for the readers. */
 extern _Atomic(size_t) _mi_limit_pressing;
 static inline bool _mi_limit_is_pressing(void) { return (mi_atomic_load_relaxed(&_mi_limit_pressing) != 0); }
 void       _mi_limit_pressing_set(bool on);
-/* The hard limit's watch: os.c asks before it commits `size` bytes of OS memory (a commit, or a
-   mapping made committed; not the allocator's own metadata, which the limit does not hold). One
-   relaxed load and a compare while our committed memory stays below `_mi_limit_watch_at` (the
-   hard limit, SIZE_MAX without one; 0 until the first commit computes it, and the purger's check
-   and mi_memory_limit_set compute it again). Past it, the slow path reads the options again and
-   refuses a commit that would take our committed memory past the hard limit: false, counted, and
-   the caller's allocation fails; _mi_malloc_generic then collects everything it can (purges
-   included) and tries once more before it returns NULL with ENOMEM. The soft limit, or 80% of
-   the hard one, has the purger give memory back before that (_mi_limit_near). */
+/* The watch: os.c asks before it commits `size` bytes of OS memory (a commit, or a mapping made
+   committed; not the allocator's own metadata, which the limit does not hold). One relaxed load
+   and a compare while our committed memory stays below `_mi_limit_watch_at`: the least of the
+   hard limit and, while not pressing, the near mark (MI_LIMIT_FIRST_LOOK until the soft limit
+   was first computed; 0 before the first commit). Past it, the slow path reads the options again
+   (the cgroup when due), sets the pressing flag past the near mark, and refuses a commit that
+   would take our committed memory past the hard limit: false, counted, and the caller's
+   allocation fails; _mi_malloc_generic then collects everything it can (purges included) and
+   tries once more before it returns NULL with ENOMEM. */
 extern _Atomic(size_t) _mi_limit_watch_at;
 bool       _mi_limit_commit_slow(size_t size);
 static inline bool _mi_limit_commit_allowed(size_t size) {
   const int64_t committed = __atomic_load_n(&_mi_stats_main.committed.current, __ATOMIC_RELAXED);
-  if (mi_likely(committed < 0 || (size_t)committed + size <= mi_atomic_load_relaxed(&_mi_limit_watch_at))) return true;
+  if (mi_likely(committed < 0 || (size_t)committed + size < mi_atomic_load_relaxed(&_mi_limit_watch_at))) return true;
   return _mi_limit_commit_slow(size);
 }
-/* Is a hard limit in force (as the watch last computed it; 0, not yet computed, counts as one)? */
+/* os.c after it gave memory back: while pressing, the flag may end (see above). */
+void       _mi_limit_release_slow(void);
+static inline void _mi_limit_released(void) {
+  if (mi_unlikely(_mi_limit_is_pressing())) _mi_limit_release_slow();
+}
+/* Is a hard limit in force (as last computed)? */
+extern _Atomic(size_t) _mi_limit_hard_at;
 static inline bool _mi_limit_hard_in_force(void) {
-  return (mi_atomic_load_relaxed(&_mi_limit_watch_at) != SIZE_MAX);
+  return (mi_atomic_load_relaxed(&_mi_limit_hard_at) != SIZE_MAX);
 }
 /* Commits the hard limit refused (statistics). */
 size_t     _mi_limit_refused_count(void);
-/* The purger had to give memory back at once because of the limit: counted (statistics). */
+/* Work for the limit, counted (statistics): each time the watch starts pressing, and each pass
+   of the purger that gave back at once what waited for its purge delay. */
 void       _mi_limit_pressure_note(void);
 size_t     _mi_limit_pressure_count(void);
 /* "300 MiB (90% of cgroup v2 memory.high 333 MiB)", "none (no cgroup limit found)", ...:
