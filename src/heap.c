@@ -7,6 +7,7 @@
 #include "internal/heap.h"
 #include "internal/alloc.h"   /* hooks: _mi_free_delayed_block, the guarded objects' */
 #include "prim/prim.h"
+#include "internal/limit.h"   /* _mi_limit_is_pressing */
 
 /* ---------------------------------------------------------------------------------------
    Page iteration
@@ -78,6 +79,9 @@ static bool mi_heap_page_collect(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t
   _mi_page_free_collect(page, collect >= MI_FORCE);
   if (mi_page_all_free(page)) {
     _mi_page_free(page, pq);
+  }
+  else if (collect == MI_FORCE || (collect == MI_PERIODIC && _mi_limit_is_pressing())) {
+    _mi_page_purge_free_interiors(page);   /* its live blocks pin the page: give back the rest */
   }
   else if (collect == MI_ABANDON) {
     _mi_page_abandon(page, pq);
@@ -153,7 +157,7 @@ static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
 void _mi_heap_collect_periodic(mi_heap_t* heap) {
   const long delay = mi_option_get(mi_option_purge_delay);
   if (delay < 0) return;
-  const mi_msecs_t interval = (delay < 1 ? 10 : 10 * (mi_msecs_t)delay);
+  const mi_msecs_t interval = (delay < 1 ? 10 : (_mi_limit_is_pressing() ? 100 : 10 * (mi_msecs_t)delay));   /* (near the memory limit: 100 ms) */
   const mi_msecs_t now = _mi_prim_clock_now();
   /* the backing heap too, from any heap's slow path: the pages of every heap the thread deletes
      go there (mi_heap_absorb), and other threads' frees empty them later; a thread that makes a

@@ -334,6 +334,48 @@ void _mi_page_free_collect(mi_page_t* page, bool force) {
   }
 }
 
+/* Give the OS pages inside free blocks back while the page holds live blocks (near the memory
+   limit, and on mi_collect(true)): a page keeps its slots until its last block is freed, so a
+   size class the program no longer asks for pins whole pages for a few survivors (limit-drift:
+   574 MiB of pages for a 200 MiB live set). Of each free block of the page's own lists, the
+   whole OS pages between its first two words (the link, and the mark below) and its padding
+   are discarded (zero, or their old contents, when touched again: a free block's contents are
+   undefined, and free_is_zero is dropped with the mark). The mark, MI_PAGE_INTERIOR_PURGED in
+   the block's second word, keeps a block that stays free from being discarded again; an
+   allocation overwrites it, or leaves it to read as garbage. Owner only (its lists), release
+   builds only (debug builds check the fill of free blocks), not under a memory checker.
+   Returns the bytes discarded. */
+#if MI_DEBUG == 0 && !MI_TRACK_ENABLED
+#define MI_PAGE_INTERIOR_PURGED  ((uintptr_t)0x6d692d7075726764ULL)
+static size_t mi_page_purge_list(mi_page_t* page, mi_block_t* list, size_t bsize, size_t os_page) {
+  size_t purged = 0;
+  size_t count = 0;
+  for (mi_block_t* b = list; b != NULL && count <= page->capacity; b = mi_block_next(page, b), count++) {
+    uintptr_t* const mark = (uintptr_t*)b + 1;
+    if (*mark == MI_PAGE_INTERIOR_PURGED) continue;
+    const uintptr_t start = _mi_align_up((uintptr_t)b + 2 * sizeof(uintptr_t), os_page);
+    const uintptr_t end = _mi_align_down((uintptr_t)b + bsize - MI_PADDING_SIZE, os_page);
+    if (end <= start) continue;
+    _mi_os_discard((void*)start, end - start);
+    *mark = MI_PAGE_INTERIOR_PURGED;
+    purged += end - start;
+  }
+  return purged;
+}
+
+size_t _mi_page_purge_free_interiors(mi_page_t* page) {
+  const size_t os_page = _mi_os_page_size();
+  const size_t bsize = page->block_size;
+  if (bsize < os_page || page->used == 0 || page->free_is_zero) return 0;   /* (smaller: no whole OS page inside) */
+  return mi_page_purge_list(page, page->free, bsize, os_page) + mi_page_purge_list(page, page->local_free, bsize, os_page);
+}
+#else
+size_t _mi_page_purge_free_interiors(mi_page_t* page) {
+  (void)page;
+  return 0;
+}
+#endif
+
 /* For an allocation from a page whose free list is empty: _mi_page_free_collect's release
    path, inlined here (a page with free blocks is left alone); checked builds collect, and
    validate, every time. */

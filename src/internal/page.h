@@ -19,6 +19,7 @@ mi_page_t* _mi_page_first_available(mi_heap_t* heap, size_t size);
 mi_page_t* _mi_page_find(mi_heap_t* heap, size_t size, size_t huge_alignment, size_t align_offset);
 void       _mi_page_to_full(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_free_collect(mi_page_t* page, bool force);
+size_t     _mi_page_purge_free_interiors(mi_page_t* page);   /* owner: the OS pages inside free blocks (page.c) */
 void       _mi_page_retire(mi_page_t* page);
 void       _mi_page_unfull(mi_page_t* page);
 void       _mi_page_free(mi_page_t* page, mi_page_queue_t* pq);
