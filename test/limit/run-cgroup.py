@@ -51,28 +51,14 @@ import subprocess
 import sys
 import time
 
-MiB = 1024 * 1024
+from limitcheck import FAILS, MiB, check, clean_env   # (this directory: the drivers' shared part)
+
 SKIP = 77   # ctest's SKIP_RETURN_CODE (CMakeLists.txt)
-FAILS = []
-
-
-def check(cond, what, note=""):
-    if not cond:
-        FAILS.append(f"{what}: {note}")
-        print(f"FAIL {what}: {note}")
-    return cond
 
 
 def skip(why):
     print(f"SKIP limit-cgroup: {why}")
     sys.exit(SKIP)
-
-
-def clean_env(extra):
-    env = {k: v for k, v in os.environ.items()
-           if k == "PATH" or k.endswith("SAN_OPTIONS") or k == "LD_LIBRARY_PATH"}
-    env.update(extra)
-    return env
 
 
 def read(path, default=None):

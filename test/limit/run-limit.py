@@ -45,22 +45,7 @@ import subprocess
 import sys
 import tempfile
 
-KiB, MiB, GiB = 1024, 1024 * 1024, 1024 * 1024 * 1024
-FAILS = []
-
-
-def check(cond, what, note=""):
-    if not cond:
-        FAILS.append(f"{what}: {note}")
-        print(f"FAIL {what}: {note}")
-    return cond
-
-
-def clean_env(extra):
-    env = {k: v for k, v in os.environ.items()
-           if k == "PATH" or k.endswith("SAN_OPTIONS") or k == "LD_LIBRARY_PATH"}
-    env.update(extra)
-    return env
+from limitcheck import FAILS, GiB, KiB, MiB, check, clean_env   # (this directory: the drivers' shared part)
 
 
 # cross builds run the probe under an emulator (test/CMakeLists.txt: MI_TEST_EMULATOR)
