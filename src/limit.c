@@ -267,19 +267,17 @@ bool _mi_limit_near(bool* in_force) {
   return (*in_force && committed >= mark);
 }
 
-bool _mi_limit_commit_slow(size_t size) {
+bool _mi_limit_commit_slow(size_t size, size_t committed) {
   mi_limit_marks_update(false);   /* (an option changed since: the watch follows) */
-  const size_t committed = _mi_limit_committed();
-  const size_t after = (committed > SIZE_MAX - size ? SIZE_MAX : committed + size);
   const size_t hard = mi_atomic_load_relaxed(&_mi_limit_hard_at);
-  if (after > hard) {
+  if (committed > hard) {   /* (`committed` includes `size`) */
     mi_atomic_add_relaxed(&mi_limit_refused, 1);
     _mi_warning_message("the hard memory limit refuses to commit %zu KiB more (committed %zu KiB, limit %zu KiB)\n",
-                        size / MI_KiB, committed / MI_KiB, hard / MI_KiB);
+                        size / MI_KiB, (committed - size) / MI_KiB, hard / MI_KiB);
     return false;
   }
   const size_t near_at = mi_atomic_load_relaxed(&mi_limit_near_at);
-  if (near_at != 0 && after >= near_at && !_mi_limit_is_pressing()) {   /* (0: not known yet) */
+  if (near_at != 0 && committed >= near_at && !_mi_limit_is_pressing()) {   /* (0: not known yet) */
     _mi_limit_pressing_set(true);   /* at once, not at the purger's next check */
     _mi_limit_pressure_note();
   }

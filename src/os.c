@@ -97,8 +97,7 @@ static bool mi_os_page_range(void* p, size_t size, uint8_t** start, size_t* len)
 }
 
 bool _mi_os_commit(void* p, size_t size, bool syscall) {
-  if (!_mi_limit_commit_allowed(size)) return false;   /* the hard memory limit; pressing (limit.h) */
-  mi_os_stat_increase(committed, size);
+  if (!_mi_limit_commit_count(size)) return false;   /* counted, unless the hard memory limit refuses (limit.h) */
   if (!syscall) return true;   /* already accessible: bookkeeping only */
   mi_os_stat_counter_increase(commit_calls, 1);
   uint8_t* start; size_t len;
@@ -230,7 +229,8 @@ static void* mi_os_alloc_aligned_ex(size_t size, size_t alignment, size_t align_
   if (alignment < mi_os_mem_config.page_size) alignment = mi_os_mem_config.page_size;
   align_offset = align_offset % alignment;
   if (size >= SIZE_MAX - alignment) return NULL;
-  if (commit && count_commit && !_mi_limit_commit_allowed(size)) return NULL;   /* (limit.h) */
+  const bool counted = (commit && count_commit);
+  if (counted && !_mi_limit_commit_count(size)) return NULL;   /* counted now, unless refused (limit.h) */
 
   void* p = NULL;
   size_t over_size = size + alignment;
@@ -254,12 +254,14 @@ static void* mi_os_alloc_aligned_ex(size_t size, size_t alignment, size_t align_
   if (p == NULL && !mi_os_mem_config.has_partial_free) {
     p = mi_os_alloc_placed(size, alignment, align_offset, commit, allow_large, &large);
     if (p == NULL) {
+      if (counted) mi_os_stat_decrease(committed, size);
       _mi_warning_message("unable to allocate aligned OS memory (size 0x%zx bytes, alignment 0x%zx)\n", size, alignment);
       return NULL;
     }
     over_size = size;
   }
   if (p == NULL && _mi_prim_alloc(NULL, over_size, commit, allow_large, &large, &p) != 0) {
+    if (counted) mi_os_stat_decrease(committed, size);
     _mi_warning_message("unable to allocate aligned OS memory (size 0x%zx bytes, alignment 0x%zx)\n", size, alignment);
     return NULL;
   }
@@ -273,7 +275,6 @@ static void* mi_os_alloc_aligned_ex(size_t size, size_t alignment, size_t align_
   if (is_zero != NULL) *is_zero = true;
   if (is_large != NULL) *is_large = large;
   mi_os_stat_increase(reserved, size);
-  if (commit && count_commit) mi_os_stat_increase(committed, size);
   mi_os_stat_counter_increase(mmap_calls, 1);
   _mi_trace_message("os: mapped %zu KiB at %p (%s%s)\n", size / MI_KiB, (void*)aligned,
                     (commit ? "committed" : "reserved"), (large ? ", large OS pages" : ""));

@@ -25,7 +25,14 @@ void _mi_stat_increase(mi_stat_count_t* stat, size_t amount) {
 }
 
 void _mi_stat_atomic_increase(mi_stat_count_t* stat, size_t amount) {
-  const int64_t current = mi_add64(&stat->current, (int64_t)amount);
+  _mi_stat_atomic_counted(stat, amount, _mi_stat_atomic_add(stat, (int64_t)amount));
+}
+
+int64_t _mi_stat_atomic_add(mi_stat_count_t* stat, int64_t amount) {
+  return mi_add64(&stat->current, amount);
+}
+
+void _mi_stat_atomic_counted(mi_stat_count_t* stat, size_t amount, int64_t current) {
   mi_add64(&stat->total, (int64_t)amount);
   mi_max64(&stat->peak, current);
 }

@@ -97,6 +97,10 @@ extern mi_stats_data_t _mi_stats_main;     /* process totals: atomic updates onl
 void       _mi_stat_increase(mi_stat_count_t* stat, size_t amount);          /* thread-local */
 void       _mi_stat_atomic_increase(mi_stat_count_t* stat, size_t amount);   /* process totals */
 void       _mi_stat_atomic_decrease(mi_stat_count_t* stat, size_t amount);
+/* The increase in two steps, for a caller that may take it back (limit.h): the current value
+   (returns the new one), then, once it stands, the total and the peak. */
+int64_t    _mi_stat_atomic_add(mi_stat_count_t* stat, int64_t amount);
+void       _mi_stat_atomic_counted(mi_stat_count_t* stat, size_t amount, int64_t current);
 void       _mi_stat_atomic_counter_add(mi_stat_counter_t* stat, size_t amount);
 /* Blocks of a page leave (out) or join (in) the figures of the thread `tld` (NULL: the page
    is or was abandoned and its blocks count in the process totals only). MI_STAT > 1. */

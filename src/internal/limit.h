@@ -17,7 +17,7 @@
    MI_LIMIT_REREAD_MS old (a few open/read/close, never an allocation). Not for fast paths. */
 size_t     _mi_limit_get(void);
 /* The hard limit (MIMALLOC_MEMORY_LIMIT_HARD) in bytes (0: none); computed like the soft one;
-   "on" (1) is the soft limit. Enforced by _mi_limit_commit_allowed. */
+   "on" (1) is the soft limit. Enforced by _mi_limit_commit_count. */
 size_t     _mi_limit_hard_get(void);
 /* Our committed memory (the statistics' `committed`, all threads): what the limit is held to. */
 size_t     _mi_limit_committed(void);
@@ -35,21 +35,29 @@ bool       _mi_limit_near(bool* in_force);
 extern _Atomic(size_t) _mi_limit_pressing;
 static inline bool _mi_limit_is_pressing(void) { return (mi_atomic_load_relaxed(&_mi_limit_pressing) != 0); }
 void       _mi_limit_pressing_set(bool on);
-/* The watch: os.c asks before it commits `size` bytes of OS memory (a commit, or a mapping made
-   committed; not the allocator's own metadata, which the limit does not hold). One relaxed load
-   and a compare while our committed memory stays below `_mi_limit_watch_at`: the least of the
-   hard limit and, while not pressing, the near mark (MI_LIMIT_FIRST_LOOK until the soft limit
-   was first computed; 0 before the first commit). Past it, the slow path reads the options again
-   (the cgroup when due), sets the pressing flag past the near mark, and refuses a commit that
-   would take our committed memory past the hard limit: false, counted, and the caller's
-   allocation fails; _mi_malloc_generic then collects everything it can (purges included) and
-   tries once more before it returns NULL with ENOMEM. */
+/* The watch: os.c counts every commit of OS memory here (a commit, or a mapping made committed;
+   not the allocator's own metadata, which the limit does not hold): the statistics' committed
+   memory grows by `size` (one atomic add, as it did before), and while the result stays below
+   `_mi_limit_watch_at` that is all (one more relaxed load and a compare). The watch is the least
+   of the hard limit and, while not pressing, the near mark (MI_LIMIT_FIRST_LOOK until the soft
+   limit was first computed; 0 before the first commit). Past it, the slow path reads the
+   options again (the cgroup when due), sets the pressing flag past the near mark, and refuses a
+   commit that takes our committed memory past the hard limit: the add is taken back, counted,
+   and false; the caller's allocation fails, and _mi_malloc_generic then collects everything it
+   can (purges included) and tries once more before it returns NULL with ENOMEM. The add comes
+   first, so threads that commit at once never pass the hard limit together (one of them may be
+   refused while another's commit, refused after it, is taken back). */
 extern _Atomic(size_t) _mi_limit_watch_at;
-bool       _mi_limit_commit_slow(size_t size);
-static inline bool _mi_limit_commit_allowed(size_t size) {
-  const int64_t committed = __atomic_load_n(&_mi_stats_main.committed.current, __ATOMIC_RELAXED);
-  if (mi_likely(committed < 0 || (size_t)committed + size < mi_atomic_load_relaxed(&_mi_limit_watch_at))) return true;
-  return _mi_limit_commit_slow(size);
+bool       _mi_limit_commit_slow(size_t size, size_t committed);
+static inline bool _mi_limit_commit_count(size_t size) {
+  const int64_t committed = _mi_stat_atomic_add(&_mi_stats_main.committed, (int64_t)size);
+  if (mi_unlikely(committed >= 0 && (size_t)committed >= mi_atomic_load_relaxed(&_mi_limit_watch_at)) &&
+      !_mi_limit_commit_slow(size, (size_t)committed)) {
+    _mi_stat_atomic_add(&_mi_stats_main.committed, -(int64_t)size);
+    return false;
+  }
+  _mi_stat_atomic_counted(&_mi_stats_main.committed, size, committed);
+  return true;
 }
 /* os.c after it gave memory back: while pressing, the flag may end (see above). */
 void       _mi_limit_release_slow(void);
