@@ -18,6 +18,9 @@
      fill <KiB>       allocate and touch blocks of that size (kept) until one is NULL or
                       4 GiB are held: "fill <blocks> errno <e>" (e: errno after the NULL, 0 if none)
      big <MiB>        allocate, touch and free one block of that size: "big ok" or "big NULL errno <e>"
+     mtfill <n> <KiB> n threads at once allocate and touch blocks of that size until one is NULL,
+                      then free theirs: "mtfill <blocks> enomem <threads that saw ENOMEM> peak <peak
+                      committed bytes>"
 */
 #define _GNU_SOURCE
 #include <mimalloc.h>
@@ -36,6 +39,23 @@ static size_t nblocks;
 static void* free_all(void* arg) {
   (void)arg;
   while (nblocks > 0) mi_free(blocks[--nblocks]);
+  return NULL;
+}
+
+typedef struct { size_t size; size_t count; int err; } mtfill_t;
+static void* mtfill_thread(void* arg) {
+  mtfill_t* const t = (mtfill_t*)arg;
+  void** held = (void**)mi_malloc(sizeof(void*) * 8192);
+  if (held == NULL) { t->err = errno; return NULL; }
+  while (t->count < 8192) {
+    errno = 0;
+    char* p = (char*)mi_malloc(t->size);
+    if (p == NULL) { t->err = errno; break; }
+    memset(p, 1, t->size);
+    held[t->count++] = p;
+  }
+  for (size_t k = 0; k < t->count; k++) mi_free(held[k]);
+  mi_free(held);
   return NULL;
 }
 
@@ -128,6 +148,27 @@ int main(int argc, char** argv) {
       char* p = (char*)mi_malloc(size);
       if (p == NULL) printf("big NULL errno %d\n", errno);
       else { memset(p, 1, size); mi_free(p); printf("big ok\n"); }
+    }
+    else if (strcmp(cmd, "mtfill") == 0 && i + 2 < argc) {
+      const int n = atoi(argv[++i]);
+      const size_t size = (size_t)strtoull(argv[++i], NULL, 10) * 1024;
+      pthread_t th[16];
+      mtfill_t tf[16];
+      int started = 0;
+      for (int k = 0; k < n && k < 16; k++) {
+        tf[k].size = size; tf[k].count = 0; tf[k].err = 0;
+        if (pthread_create(&th[k], NULL, &mtfill_thread, &tf[k]) == 0) started++;
+      }
+      size_t blocks_total = 0;
+      int enomem = 0;
+      for (int k = 0; k < started; k++) {
+        pthread_join(th[k], NULL);
+        blocks_total += tf[k].count;
+        if (tf[k].err == ENOMEM) enomem++;
+      }
+      size_t peak = 0;
+      mi_process_info(NULL, NULL, NULL, NULL, NULL, NULL, &peak, NULL);
+      printf("mtfill %zu enomem %d peak %zu\n", blocks_total, enomem, peak);
     }
     else if (strcmp(cmd, "committed") == 0) {
       size_t commit = 0;
