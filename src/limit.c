@@ -267,17 +267,21 @@ bool _mi_limit_near(bool* in_force) {
   return (*in_force && committed >= mark);
 }
 
-bool _mi_limit_commit_slow(size_t size, size_t committed) {
+bool _mi_limit_commit_slow(size_t size) {
+  _mi_stat_atomic_add(&_mi_stats_main.committed, -(int64_t)size);   /* (the caller's add: counted again below, or not) */
   mi_limit_marks_update(false);   /* (an option changed since: the watch follows) */
   const size_t hard = mi_atomic_load_relaxed(&_mi_limit_hard_at);
-  if (committed > hard) {   /* (`committed` includes `size`) */
+  const int64_t upto = (hard >= (size_t)INT64_MAX ? INT64_MAX : (int64_t)hard);
+  const int64_t committed = _mi_stat_atomic_add_upto(&_mi_stats_main.committed, (int64_t)size, upto);
+  if (committed < 0) {
     mi_atomic_add_relaxed(&mi_limit_refused, 1);
     _mi_warning_message("the hard memory limit refuses to commit %zu KiB more (committed %zu KiB, limit %zu KiB)\n",
-                        size / MI_KiB, (committed - size) / MI_KiB, hard / MI_KiB);
+                        size / MI_KiB, _mi_limit_committed() / MI_KiB, hard / MI_KiB);
     return false;
   }
+  _mi_stat_atomic_counted(&_mi_stats_main.committed, size, committed);
   const size_t near_at = mi_atomic_load_relaxed(&mi_limit_near_at);
-  if (near_at != 0 && committed >= near_at && !_mi_limit_is_pressing()) {   /* (0: not known yet) */
+  if (near_at != 0 && (size_t)committed >= near_at && !_mi_limit_is_pressing()) {   /* (0: not known yet) */
     _mi_limit_pressing_set(true);   /* at once, not at the purger's next check */
     _mi_limit_pressure_note();
   }

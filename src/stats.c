@@ -32,6 +32,14 @@ int64_t _mi_stat_atomic_add(mi_stat_count_t* stat, int64_t amount) {
   return mi_add64(&stat->current, amount);
 }
 
+int64_t _mi_stat_atomic_add_upto(mi_stat_count_t* stat, int64_t amount, int64_t limit) {
+  int64_t current = mi_load64(&stat->current);
+  do {
+    if (current > limit - amount) return -1;
+  } while (!__atomic_compare_exchange_n(&stat->current, &current, current + amount, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  return current + amount;
+}
+
 void _mi_stat_atomic_counted(mi_stat_count_t* stat, size_t amount, int64_t current) {
   mi_add64(&stat->total, (int64_t)amount);
   mi_max64(&stat->peak, current);

@@ -101,6 +101,7 @@ void       _mi_stat_atomic_decrease(mi_stat_count_t* stat, size_t amount);
    (returns the new one), then, once it stands, the total and the peak. */
 int64_t    _mi_stat_atomic_add(mi_stat_count_t* stat, int64_t amount);
 void       _mi_stat_atomic_counted(mi_stat_count_t* stat, size_t amount, int64_t current);
+int64_t    _mi_stat_atomic_add_upto(mi_stat_count_t* stat, int64_t amount, int64_t limit);   /* -1: not added, it would pass `limit` */
 void       _mi_stat_atomic_counter_add(mi_stat_counter_t* stat, size_t amount);
 /* Blocks of a page leave (out) or join (in) the figures of the thread `tld` (NULL: the page
    is or was abandoned and its blocks count in the process totals only). MI_STAT > 1. */

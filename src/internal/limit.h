@@ -10,7 +10,7 @@
 #define MI_LIMIT_REREAD_MS   (1000)   /* the cgroup's files are read at most once a second */
 #define MI_LIMIT_NEAR_PCT    (80)     /* "near the limit": our committed memory past this share */
 #define MI_LIMIT_LEAVE_PCT   (70)     /* ... and no longer near once below this one */
-#define MI_LIMIT_HOLD_MS     (100)    /* ... and this long after it was last found near */
+#define MI_LIMIT_HOLD_MS     (1000)   /* ... and, where no purger check clears it, this long after it was last found near */
 #define MI_LIMIT_FIRST_LOOK  (8 * MI_MiB)   /* below this committed, the watch reads no cgroup file */
 
 /* The soft limit in force, in bytes (0: none); reads the cgroup again when the last read is
@@ -40,21 +40,19 @@ void       _mi_limit_pressing_set(bool on);
    memory grows by `size` (one atomic add, as it did before), and while the result stays below
    `_mi_limit_watch_at` that is all (one more relaxed load and a compare). The watch is the least
    of the hard limit and, while not pressing, the near mark (MI_LIMIT_FIRST_LOOK until the soft
-   limit was first computed; 0 before the first commit). Past it, the slow path reads the
-   options again (the cgroup when due), sets the pressing flag past the near mark, and refuses a
-   commit that takes our committed memory past the hard limit: the add is taken back, counted,
-   and false; the caller's allocation fails, and _mi_malloc_generic then collects everything it
-   can (purges included) and tries once more before it returns NULL with ENOMEM. The add comes
-   first, so threads that commit at once never pass the hard limit together (one of them may be
-   refused while another's commit, refused after it, is taken back). */
+   limit was first computed; 0 before the first commit). Past it, the slow path takes the add
+   back, reads the options again (the cgroup when due), and adds again only if that keeps our
+   committed memory within the hard limit (a compare-and-swap: threads that commit at once never
+   pass it together, and a refused add never shows in the peak); past the near mark it sets the
+   pressing flag. A refused commit is counted and false: the caller's allocation fails, and
+   _mi_malloc_generic then collects everything it can (purges included) and tries once more
+   before it returns NULL with ENOMEM. */
 extern _Atomic(size_t) _mi_limit_watch_at;
-bool       _mi_limit_commit_slow(size_t size, size_t committed);
+bool       _mi_limit_commit_slow(size_t size);
 static inline bool _mi_limit_commit_count(size_t size) {
   const int64_t committed = _mi_stat_atomic_add(&_mi_stats_main.committed, (int64_t)size);
-  if (mi_unlikely(committed >= 0 && (size_t)committed >= mi_atomic_load_relaxed(&_mi_limit_watch_at)) &&
-      !_mi_limit_commit_slow(size, (size_t)committed)) {
-    _mi_stat_atomic_add(&_mi_stats_main.committed, -(int64_t)size);
-    return false;
+  if (mi_unlikely(committed >= 0 && (size_t)committed >= mi_atomic_load_relaxed(&_mi_limit_watch_at))) {
+    return _mi_limit_commit_slow(size);   /* (it takes this add back first) */
   }
   _mi_stat_atomic_counted(&_mi_stats_main.committed, size, committed);
   return true;

@@ -19,12 +19,14 @@
                       4 GiB are held: "fill <blocks> errno <e>" (e: errno after the NULL, 0 if none)
      big <MiB>        allocate, touch and free one block of that size: "big ok" or "big NULL errno <e>"
      mtfill <n> <KiB> n threads at once allocate and touch blocks of that size until one is NULL,
-                      then free theirs: "mtfill <blocks> enomem <threads that saw ENOMEM> peak <peak
-                      committed bytes>"
+                      and free theirs once all did (so the blocks counted were held at once):
+                      "mtfill <blocks> enomem <threads that saw ENOMEM> peak <peak committed bytes>"
 */
 #define _GNU_SOURCE
 #include <mimalloc.h>
 #include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
 
 #include <pthread.h>
 
@@ -42,7 +44,8 @@ static void* free_all(void* arg) {
   return NULL;
 }
 
-typedef struct { size_t size; size_t count; int err; } mtfill_t;
+typedef struct { size_t size; size_t count; int err; int threads; } mtfill_t;
+static _Atomic(int) mtfill_done;   /* threads that saw NULL: none frees before all did */
 static void* mtfill_thread(void* arg) {
   mtfill_t* const t = (mtfill_t*)arg;
   void** held = (void**)mi_malloc(sizeof(void*) * 8192);
@@ -54,6 +57,8 @@ static void* mtfill_thread(void* arg) {
     memset(p, 1, t->size);
     held[t->count++] = p;
   }
+  atomic_fetch_add(&mtfill_done, 1);
+  while (atomic_load(&mtfill_done) < t->threads) sched_yield();   /* all hold what they got */
   for (size_t k = 0; k < t->count; k++) mi_free(held[k]);
   mi_free(held);
   return NULL;
@@ -155,8 +160,9 @@ int main(int argc, char** argv) {
       pthread_t th[16];
       mtfill_t tf[16];
       int started = 0;
+      atomic_store(&mtfill_done, 0);
       for (int k = 0; k < n && k < 16; k++) {
-        tf[k].size = size; tf[k].count = 0; tf[k].err = 0;
+        tf[k].size = size; tf[k].count = 0; tf[k].err = 0; tf[k].threads = (n < 16 ? n : 16);
         if (pthread_create(&th[k], NULL, &mtfill_thread, &tf[k]) == 0) started++;
       }
       size_t blocks_total = 0;
