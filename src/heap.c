@@ -137,8 +137,9 @@ static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
     mi_heap_visit_pages(heap, &mi_heap_page_never_delayed, NULL);
   }
   _mi_heap_delayed_free_all(heap);
-  if (collect == MI_FORCE && mi_heap_is_backing(heap) && !heap->allow_destroy) {
-    _mi_abandoned_reclaim_all(heap);   /* memory of ended threads */
+  const bool pressing = (collect == MI_PERIODIC && _mi_limit_is_pressing());   /* near the memory limit */
+  if ((collect == MI_FORCE || pressing) && mi_heap_is_backing(heap) && !heap->allow_destroy) {
+    _mi_abandoned_reclaim_all(heap);   /* memory of ended threads (its free parts go back below) */
   }
   _mi_page_collect_retired(heap, force);
   mi_heap_visit_pages(heap, &mi_heap_page_collect, &collect);

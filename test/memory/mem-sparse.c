@@ -3,7 +3,7 @@
    blocks (page.c, _mi_page_purge_free_interiors; docs/memory.md, "The memory limit"): a size
    class the program no longer asks for would otherwise pin whole pages for its survivors.
 
-   Usage: mem-sparse collect|pressing [expect-drop]
+   Usage: mem-sparse collect|pressing|ended [expect-drop]
      The program allocates 64 MiB of 32 KiB blocks (16 to a 512 KiB page), each filled with a
      pattern of its own, and frees all but every 16th: each page keeps one live block. Then
        collect   mi_collect(true)
@@ -11,6 +11,9 @@
                  collect also collects the backing heap, where the pages are), run under
                  MIMALLOC_MEMORY_LIMIT=16MiB (near the limit: it collects every 100 ms and
                  gives the free blocks' insides back)
+       ended     as pressing, but a thread allocated the blocks, freed its share and ended: its
+                 pages are abandoned with one live block each; near the limit the slow path's
+                 collect takes them back (as mi_collect(true) does) and gives back the rest
      and checks:
      - with expect-drop (release builds with the RSS reliable: debug builds check the fill of
        free blocks and keep it, memory checkers track every byte), the RSS falls by at least
@@ -48,18 +51,15 @@ static int64_t discarded(void) {
   return st.reset.total;
 }
 
-int main(int argc, char** argv) {
-  if (argc < 2 || (strcmp(argv[1], "collect") != 0 && strcmp(argv[1], "pressing") != 0)) {
-    fprintf(stderr, "usage: mem-sparse collect|pressing [expect-drop]\n");
-    return 2;
-  }
-  const bool pressing = (strcmp(argv[1], "pressing") == 0);
-  const bool expect_drop = (argc > 2 && strcmp(argv[2], "expect-drop") == 0 && MT_RSS_ASSERTS);
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
+static uintptr_t lo = UINTPTR_MAX, hi = 0;
+
+/* 64 MiB of blocks, each filled, then all but every KEEP-th freed */
+static void* allocate_and_thin(void* arg) {
+  (void)arg;
   for (size_t i = 0; i < COUNT; i++) {
     blocks[i] = (unsigned char*)mi_malloc(BLOCK);
     CHECK(blocks[i] != NULL);
-    if (blocks[i] == NULL) return test_summary("mem-sparse", "out of memory");
+    if (blocks[i] == NULL) return NULL;
     memset(blocks[i], 0x5a, BLOCK);   /* resident, all of it */
     fill(i);
     if ((uintptr_t)blocks[i] < lo) lo = (uintptr_t)blocks[i];
@@ -67,6 +67,25 @@ int main(int argc, char** argv) {
   }
   for (size_t i = 0; i < COUNT; i++) {
     if (i % KEEP != 0) { mi_free(blocks[i]); blocks[i] = NULL; }
+  }
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2 || (strcmp(argv[1], "collect") != 0 && strcmp(argv[1], "pressing") != 0 && strcmp(argv[1], "ended") != 0)) {
+    fprintf(stderr, "usage: mem-sparse collect|pressing|ended [expect-drop]\n");
+    return 2;
+  }
+  const bool ended = (strcmp(argv[1], "ended") == 0);
+  const bool pressing = ended || (strcmp(argv[1], "pressing") == 0);
+  const bool expect_drop = (argc > 2 && strcmp(argv[2], "expect-drop") == 0 && MT_RSS_ASSERTS);
+  if (ended) {
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, &allocate_and_thin, NULL) == 0);
+    pthread_join(t, NULL);
+  }
+  else {
+    allocate_and_thin(NULL);
   }
   const size_t rss_before = mt_rss();
   const int64_t reset_before = discarded();
