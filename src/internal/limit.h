@@ -43,8 +43,10 @@ void       _mi_limit_pressing_set(bool on);
    limit was first computed; 0 before the first commit). Past it, the slow path takes the add
    back, reads the options again (the cgroup when due), and adds again only if that keeps our
    committed memory within the hard limit (a compare-and-swap: threads that commit at once never
-   pass it together, and a refused add never shows in the peak); past the near mark it sets the
-   pressing flag. A refused commit is counted and false: the caller's allocation fails, and
+   pass it together); past the near mark it sets the pressing flag. (Until the slow path takes
+   it back, an add past the watch is in the counter: another thread's count may see it, so the
+   statistics' peak can include, for an instant, up to one commit per thread that was then
+   refused; the memory itself never passes the limit.) A refused commit is counted and false: the caller's allocation fails, and
    _mi_malloc_generic then collects everything it can (purges included) and tries once more
    before it returns NULL with ENOMEM. */
 extern _Atomic(size_t) _mi_limit_watch_at;
