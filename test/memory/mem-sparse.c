@@ -42,15 +42,6 @@ static bool intact(size_t i) {
   return (blocks[i][BLOCK - 1] == pattern_of(i, BLOCK - 1));
 }
 
-static int64_t discarded(void) {
-  static mi_stats_t st;   /* (large: not on the stack) */
-  memset(&st, 0, sizeof(st));
-  st.size = sizeof(st);
-  st.version = MI_STAT_VERSION;
-  if (!mi_stats_get(&st)) return -1;
-  return st.reset.total;
-}
-
 static uintptr_t lo = UINTPTR_MAX, hi = 0;
 
 /* 64 MiB of blocks, each filled, then all but every KEEP-th freed */
@@ -88,7 +79,7 @@ int main(int argc, char** argv) {
     allocate_and_thin(NULL);
   }
   const size_t rss_before = mt_rss();
-  const int64_t reset_before = discarded();
+  const int64_t reset_before = mt_stats()->reset.total;
   if (pressing) {
     /* other work that takes the allocation slow path (a heap's first block of each size class),
        whose periodic collect also collects the thread's backing heap, where the pages are */
@@ -103,7 +94,7 @@ int main(int argc, char** argv) {
     mi_collect(true);
   }
   const size_t rss_after = mt_rss();
-  const int64_t reset_after = discarded();
+  const int64_t reset_after = mt_stats()->reset.total;
   printf("rss %zu -> %zu KiB, discarded %lld KiB\n", rss_before / KiB, rss_after / KiB,
          (long long)(reset_after - reset_before) / (long long)KiB);
   if (expect_drop) {
@@ -119,9 +110,7 @@ int main(int argc, char** argv) {
     CHECK(blocks[i] != NULL);
     if (blocks[i] == NULL) break;
     if (i % 2 == 0) {
-      bool zero = true;
-      for (size_t k = 0; k < BLOCK && zero; k += 8) zero = (*(uint64_t*)(blocks[i] + k) == 0);
-      CHECK_MSG(zero, "calloc'ed block %zu is not zero", i);
+      CHECK_MSG(mt_is_zero(blocks[i], BLOCK), "calloc'ed block %zu is not zero", i);
     }
     if ((uintptr_t)blocks[i] >= lo && (uintptr_t)blocks[i] < hi) inside++;
     fill(i);
