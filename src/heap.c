@@ -67,6 +67,12 @@ void _mi_heap_delayed_free_all(mi_heap_t* heap) {
    they return); MI_ABANDON: thread exit. */
 typedef enum mi_collect_e { MI_PERIODIC, MI_NORMAL, MI_FORCE, MI_ABANDON } mi_collect_t;
 
+/* Does this collect give back all it can, pages of ended threads and the insides of free blocks
+   in pages still in use included? mi_collect(true), and the slow path's near the memory limit. */
+static bool mi_collect_gives_all(mi_collect_t collect) {
+  return (collect == MI_FORCE || (collect == MI_PERIODIC && _mi_limit_is_pressing()));
+}
+
 static bool mi_heap_page_never_delayed(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
   (void)heap; (void)pq; (void)arg;
   _mi_page_use_delayed_free(page, MI_NEVER_DELAYED_FREE, false);
@@ -80,7 +86,7 @@ static bool mi_heap_page_collect(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t
   if (mi_page_all_free(page)) {
     _mi_page_free(page, pq);
   }
-  else if (collect == MI_FORCE || (collect == MI_PERIODIC && _mi_limit_is_pressing())) {
+  else if (mi_collect_gives_all(collect)) {
     _mi_page_purge_free_interiors(page);   /* its live blocks pin the page: give back the rest */
   }
   else if (collect == MI_ABANDON) {
@@ -137,8 +143,7 @@ static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
     mi_heap_visit_pages(heap, &mi_heap_page_never_delayed, NULL);
   }
   _mi_heap_delayed_free_all(heap);
-  const bool pressing = (collect == MI_PERIODIC && _mi_limit_is_pressing());   /* near the memory limit */
-  if ((collect == MI_FORCE || pressing) && mi_heap_is_backing(heap) && !heap->allow_destroy) {
+  if (mi_collect_gives_all(collect) && mi_heap_is_backing(heap) && !heap->allow_destroy) {
     _mi_abandoned_reclaim_all(heap);   /* memory of ended threads (its free parts go back below) */
   }
   _mi_page_collect_retired(heap, force);

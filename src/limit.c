@@ -41,7 +41,7 @@ static const char* const mi_limit_source_names[] = {
 static _Atomic(size_t)     mi_limit_cgroup;       /* the cgroup's limit in bytes, 0: none */
 static _Atomic(int)        mi_limit_cgroup_src;   /* mi_limit_source_t */
 static _Atomic(mi_msecs_t) mi_limit_read_at;      /* when the files were read last (0: never) */
-static _Atomic(size_t)     mi_limit_pressure;     /* times the purger gave memory back for the limit */
+static _Atomic(size_t)     mi_limit_pressure;     /* starts of pressing, and purger passes, for the limit */
 static _Atomic(size_t)     mi_limit_shown;        /* the limit last said in a verbose message (+1) */
 static _Atomic(size_t)     mi_limit_refused;      /* commits the hard limit refused */
 _Atomic(size_t)            _mi_limit_watch_at;    /* (limit.h; 0: the first commit computes it) */

@@ -433,7 +433,10 @@ static void mi_print_limit(mi_line_t* line, bool mimalloc_layout) {
   else mi_line_add(line, "mimalloc: memory limit: ");
   mi_line_add(line, "%s, headroom %s (limit minus committed %s), %zu purge%s near the limit",
               desc, headroom, commit, count, (count == 1 ? "" : "s"));
-  if (hard != 0) mi_line_add(line, ", %zu commit%s refused by the hard limit", _mi_limit_refused_count(), (_mi_limit_refused_count() == 1 ? "" : "s"));
+  if (hard != 0) {
+    const size_t refused = _mi_limit_refused_count();
+    mi_line_add(line, ", %zu commit%s refused by the hard limit", refused, (refused == 1 ? "" : "s"));
+  }
   mi_line_end(line);
 }
 
