@@ -67,6 +67,8 @@ static mi_decl_noinline mi_heap_t* mi_malloc_sheaps_dying(mi_heap_t* heap) {
   return _mi_sheap_dying_step(heap, (heap->tld->heartbeat % (4 * MI_GENERIC_WORK_EVERY)) == 0);
 }
 
+static void* mi_malloc_generic_find(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset, size_t psize, unsigned long long beat);
+
 void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) {
   /* the sampling profiler (prof.c) has its own slow path, which calls this one again while
      busy; a heap with a profiler is initialised and its own */
@@ -115,6 +117,14 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
     if (dying != 0) heap = mi_malloc_sheaps_dying(heap);
     if (mi_prof_rate() != 0) _mi_observe_thread_start(heap->tld);   /* mi_profile_start by another thread */
   }
+  mi_heap_owner_enter(heap);   /* (heap-idle.c: the purger stays off our full pages meanwhile) */
+  void* const p = mi_malloc_generic_find(size, heap, zero, huge_alignment, align_offset, psize, beat);
+  mi_heap_owner_leave(heap);
+  return p;
+}
+
+/* The part of the slow path that may touch the heap's full pages: in an owner section. */
+static void* mi_malloc_generic_find(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset, size_t psize, unsigned long long beat) {
   _mi_options_deferred_free(heap, false);
   _mi_heap_delayed_free_partial(heap);
   if (mi_unlikely(mi_atomic_load_relaxed(&_mi_purger_wanted) != 0)) _mi_purger_start_wanted();   /* (never from a free) */

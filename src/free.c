@@ -23,6 +23,15 @@ static void mi_free_block_local(mi_page_t* page, mi_block_t* block) {
   }
 }
 
+/* ... into a full page (or one just adopted): in an owner section (heap-idle.c: the purger
+   empties full pages of a heap while its owner is out of them). */
+static mi_decl_noinline void mi_free_block_local_full(mi_page_t* page, mi_block_t* block) {
+  mi_heap_t* const heap = mi_page_heap(page);
+  mi_heap_owner_enter(heap);
+  mi_free_block_local(page, block);
+  mi_heap_owner_leave(heap);
+}
+
 /* Free by another thread: one CAS on the page's thread_free list, or, the first time a block
    is freed into a full page, a push on the owning heap's delayed list so the owner learns the
    page has space again (see mi_delayed_t). Into an abandoned page (abandoned form,
@@ -72,6 +81,8 @@ static void mi_free_block_mt(mi_block_t* block, mi_page_t* page, mi_segment_t* s
       do {
         mi_block_set_next(page, block, dfree);
       } while (!mi_atomic_cas_weak_release(&heap->thread_delayed_free, &dfree, block));
+      /* the owner may sleep: the purger looks (heap-idle.c) */
+      if (mi_atomic_load_relaxed(&_mi_heap_idle_notified) == 0) _mi_heap_idle_notify_slow();
     }
     tfree = mi_atomic_load_relaxed(&page->xthread_free);
     do {
@@ -135,12 +146,15 @@ void _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) {
     }
   }
 #endif
-  if (owner == _mi_thread_id()) mi_free_block_local(page, block);
+  if (owner == _mi_thread_id()) {
+    if (mi_likely(!mi_page_is_in_full(page))) mi_free_block_local(page, block);
+    else mi_free_block_local_full(page, block);
+  }
   else if (owner == 0 && _mi_abandoned_reclaim_on_free(page)) {
     /* adopted: the page is ours now (mi_free took the block for a foreign one and did not
        count it: counted here, as for a delayed block) */
     _mi_stat_blocks_freed(page, mi_page_heap(page)->tld, 1);
-    mi_free_block_local(page, block);
+    mi_free_block_local_full(page, block);
   }
   else mi_free_block_mt(block, page, segment);
 }

@@ -15,16 +15,19 @@
 /* Visit every page of every queue; the visitor may remove the page from its queue. */
 static bool mi_heap_visit_pages(mi_heap_t* heap, heap_page_visitor_fun* fn, void* arg) {
   if (heap == NULL || heap->page_count == 0) return true;
-  for (size_t i = 0; i <= MI_BIN_FULL; i++) {
+  mi_heap_owner_enter(heap);   /* (the pages the purger emptied are freed first: never visited) */
+  bool ok = true;
+  for (size_t i = 0; i <= MI_BIN_FULL && ok; i++) {
     mi_page_queue_t* pq = &heap->pages[i];
     mi_page_t* page = pq->first;
     while (page != NULL) {
       mi_page_t* next = page->next;
-      if (!fn(heap, pq, page, arg)) return false;
+      if (!fn(heap, pq, page, arg)) { ok = false; break; }
       page = next;
     }
   }
-  return true;
+  mi_heap_owner_leave(heap);
+  return ok;
 }
 
 bool _mi_heap_visit_pages(mi_heap_t* heap, heap_page_visitor_fun* fn, void* arg) {
@@ -125,8 +128,15 @@ void _mi_heap_after_fork_child(mi_heap_t* heap) {
   }
 }
 
+static void mi_heap_collect_ex_in(mi_heap_t* heap, mi_collect_t collect);
 static void mi_heap_collect_ex(mi_heap_t* heap, mi_collect_t collect) {
   if (!mi_heap_is_initialized(heap)) return;
+  mi_heap_owner_enter(heap);
+  mi_heap_collect_ex_in(heap, collect);
+  mi_heap_owner_leave(heap);
+}
+
+static void mi_heap_collect_ex_in(mi_heap_t* heap, mi_collect_t collect) {
   mi_assert_expensive(_mi_observe_check(MI_CHECK_HEAP, heap, NULL));
   const bool force = (collect >= MI_FORCE);
   if (mi_unlikely(heap->prof != NULL)) {
@@ -340,8 +350,11 @@ void _mi_heap_delete(mi_heap_t* heap, bool keep_lists) {
   }
   mi_heap_t* const sampled = _mi_observe_heap_companion(heap);
   if (heap->prof != NULL) _mi_observe_heap_release(heap);
+  mi_heap_t* const backing = heap->tld->heap_backing;
+  mi_heap_owner_enter(backing);   /* (the target's queues may be the backing heap's) */
   if (target != NULL) { mi_heap_absorb(target, heap); mi_heap_absorb(target, sampled); }
   else { _mi_heap_collect_abandon(heap); if (sampled != NULL) _mi_heap_collect_abandon(sampled); }
+  mi_heap_owner_leave(backing);
   mi_heap_unlist(heap);
 }
 

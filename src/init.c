@@ -191,6 +191,7 @@ void mi_process_init(void) mi_attr_noexcept {
   _mi_heap_init(&_mi_thread_main_heap, &mi_tld_main, 0, false, 0);
   _mi_prim_thread_init_auto_done();
   mi_os_stat_increase(threads, 1);
+  _mi_heap_idle_register(&mi_tld_main);
   _mi_purger_thread_init();
   _mi_process_is_initialized = true;
   mi_atomic_store_release(&mi_process_init_state, 2);
@@ -265,6 +266,7 @@ void mi_thread_init(void) mi_attr_noexcept {
   if (mi_unlikely(mi_live_enabled())) _mi_observe_thread_new(&td->tld);   /* counted from its start */
   _mi_heap_init(&td->heap, &td->tld, 0, false, 0);
   mi_os_stat_increase(threads, 1);
+  _mi_heap_idle_register(&td->tld);
   _mi_purger_thread_init();
   _mi_thread_set_default_heap(&td->heap);
   _mi_prim_thread_associate_default_heap(&td->heap);
@@ -280,6 +282,9 @@ void _mi_thread_done(mi_heap_t* heap) {
   _mi_observe_thread_done(tld);
   _mi_thread_set_default_heap(backing);
   _mi_heap_api_thread_done(tld);   /* its other heaps end (theaps as their shared heap did) */
+  mi_heap_owner_enter(backing);
+  _mi_heap_idle_unregister(tld);   /* the purger no longer looks at the heap (it stopped: our section) */
+  mi_heap_owner_leave(backing);
   _mi_heap_collect_abandon(backing);
   mi_sched_point(MI_SCHED_THREAD_DONE);   /* pages abandoned, the purger not yet told; tld and stats still here */
   _mi_purger_thread_done();   /* (heaps valid: pthread_create's allocation is served statically) */
@@ -376,6 +381,7 @@ static void mi_fork_prepare(void) {
   _mi_purger_fork_prepare();   /* first: a pass may take locks */
   _mi_observe_fork(MI_OBSERVE_FORK_PREPARE);   /* (the purger's live work is paused now) */
   _mi_sheap_fork_prepare();
+  _mi_heap_idle_fork_prepare();
   mi_lock_acquire(&mi_subprocs_lock);
   for (mi_subproc_t* sp = &_mi_subproc_main; sp != NULL; sp = sp->next) {
     mi_lock_acquire(&sp->lock);
@@ -387,6 +393,7 @@ static void mi_fork_parent(void) {
     mi_lock_release(&sp->lock);
   }
   mi_lock_release(&mi_subprocs_lock);
+  _mi_heap_idle_fork_release();
   _mi_sheap_fork_release();
   _mi_observe_fork(MI_OBSERVE_FORK_PARENT);
   _mi_purger_fork_parent();
@@ -400,6 +407,7 @@ static void mi_fork_child(void) {
     mi_lock_release(&sp->lock);
   }
   mi_lock_release(&mi_subprocs_lock);
+  _mi_heap_idle_fork_release();
   _mi_sheap_fork_release();
   _mi_observe_fork(MI_OBSERVE_FORK_CHILD);
   mi_heap_t* heap = mi_prim_get_default_heap();

@@ -554,6 +554,38 @@ void _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq) {
   _mi_abandoned_add_page(page, tld, heap->pages_lists);   /* its heap's own lists, if any (types.h) */
 }
 
+/* Idle reclaim (heap-idle.c): by the purger, while the page's owner is out of its slow paths
+   (the owner handshake, types.h). If every block of this full page is free, the owner holding
+   none (`used` then counts only the thread_free list and the `delayed` blocks of the heap's
+   delayed list the caller took), its lists are dropped (thread_free word MI_TF_EMPTIED) and the
+   memory of its blocks goes back to the OS at once. The caller drops the delayed blocks. */
+bool _mi_page_try_empty(mi_page_t* page, size_t delayed) {
+  if (!mi_page_is_in_full(page) || page->free != NULL || page->local_free != NULL) return false;
+  if (mi_page_prof_samples(page) != 0 || mi_page_is_huge(page)) return false;
+  uintptr_t tfree = mi_atomic_load_acquire(&page->xthread_free);
+  if (mi_tf_is_abandoned(tfree) || mi_tf_delayed(tfree) != MI_NO_DELAYED_FREE) return false;
+  if (page->used != mi_tf_count(tfree) + delayed) return false;   /* live blocks (or a free in flight) */
+  /* a push since the load (a block freed twice) fails the exchange: not emptied */
+  if (!mi_atomic_cas_strong_acq_rel(&page->xthread_free, &tfree, MI_TF_EMPTIED)) return false;
+  const size_t os_page = _mi_os_page_size();
+  const uintptr_t start = _mi_align_up((uintptr_t)mi_page_start(page), os_page);
+  const uintptr_t end = _mi_align_down((uintptr_t)mi_page_start(page) + (size_t)page->capacity * page->block_size, os_page);
+  if (end > start) _mi_os_discard((void*)start, end - start);
+  return true;
+}
+
+/* By the owner: a page the purger emptied (above) is free: its blocks count as freed, and it
+   goes back to its segment. */
+void _mi_page_free_emptied(mi_page_t* page, mi_page_queue_t* pq) {
+  mi_assert_internal(mi_tf_is_emptied(mi_atomic_load_relaxed(&page->xthread_free)));
+  mi_page_thread_freed(page, page->used);
+  page->free = NULL;
+  page->local_free = NULL;
+  page->free_is_zero = false;
+  mi_atomic_store_release(&page->xthread_free, mi_tf_make_empty(MI_NO_DELAYED_FREE));
+  _mi_page_free(page, pq);
+}
+
 /* A page became empty. If it is the only page of its size class, keep it for a few heartbeats
    (allocation patterns often free and re-allocate right away); otherwise free it now. */
 void _mi_page_retire(mi_page_t* page) {

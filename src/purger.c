@@ -93,11 +93,13 @@ static _Atomic(size_t) mi_purger_threads;
    that purge, as long as a thread that may free is alive. */
 static bool mi_purger_keep(void) {
   return (mi_atomic_load_seq_cst(&mi_purger_threads) > 0 && _mi_abandoned_pages_listed() > 0 &&
-          mi_option_get(mi_option_purge_delay) >= 0);
+          mi_option_get(mi_option_purge_delay) >= 0) ||
+         (mi_atomic_load_seq_cst(&mi_purger_threads) >= 2 && _mi_heap_idle_keep());   /* (frees into a sleeping thread's full pages notify from inside a free too: heap-idle.c) */
 }
 
 /* The purge passes, all thread-safe and free of thread state. */
 static void mi_purger_pass(void) {
+  if (mi_atomic_load_acquire(&_mi_heap_idle_notified) != 0) _mi_heap_idle_pass(_mi_prim_clock_now());   /* sleeping threads' full pages */
   _mi_segments_purge_shared(false);
   mi_sched_point(MI_SCHED_PURGER_PASS);   /* busy: a fork or mi_process_done waits for the pass */
   _mi_arenas_purge_try(false);
@@ -280,7 +282,13 @@ void _mi_purger_start_wanted(void) {
 
 /* Process init (the main thread) and mi_thread_init: a thread with a heap. */
 void _mi_purger_thread_init(void) {
-  mi_atomic_add_relaxed(&mi_purger_threads, 1);
+  const size_t threads = mi_atomic_add_relaxed(&mi_purger_threads, 1) + 1;
+  /* a second thread: frees into a sleeping thread's full pages may come from inside a free,
+     where the thread cannot be started (heap-idle.c); this thread's allocation slow path starts it */
+  if (threads == 2 && mi_atomic_load_relaxed(&mi_purger_state) == MI_PURGER_NONE &&
+      mi_option_is_enabled(mi_option_purge_thread) && mi_option_get(mi_option_purge_delay) >= 0) {
+    mi_atomic_store_release(&_mi_purger_wanted, 1);
+  }
 }
 
 /* _mi_thread_done, after the thread's pages were abandoned (its heaps still valid): the other
@@ -294,7 +302,7 @@ void _mi_purger_thread_done(void) {
   if (state == MI_PURGER_NONE) {
     if (mi_atomic_load_relaxed(&_mi_purger_wanted) != 0 || mi_purger_keep()) mi_purger_start();
   }
-  else if (state == MI_PURGER_RUNNING && left == 0 && mi_atomic_load_seq_cst(&mi_purger_wake) == MI_PURGER_UNTIL_NOTIFIED) {
+  else if (state == MI_PURGER_RUNNING && left <= 1 && mi_atomic_load_seq_cst(&mi_purger_wake) == MI_PURGER_UNTIL_NOTIFIED) {   /* (1: mi_purger_keep may have changed) */
     _mi_prim_thread_wake();
   }
 }

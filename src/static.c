@@ -26,6 +26,7 @@ void _mi_static_text_begin(void) { }
 #include "free.c"
 #include "heap.c"
 #include "heap-api.c"
+#include "heap-idle.c"
 #include "init.c"
 #include "static-alloc.c"
 #include "leaks.c"

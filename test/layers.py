@@ -54,6 +54,8 @@ LAYERS = {
     # The checks of checked builds and the trackers act on pages and blocks from the page layer up.
     "debug.c": 4, "secure.c": 4, "track.c": 4,
     "heap.c": 5, "init.c": 5, "static-alloc.c": 5,
+    # Idle reclaim: the purger's look at sleeping threads' heaps (their full pages, their delayed lists).
+    "heap-idle.c": 5,
     # Shared heaps over the heaps of a thread, and the public heap functions that tell the two
     # apart (heap.c knows of shared heaps only the field mi_heap_t.sheap). Below the allocation
     # entry points, which turn a shared heap into the thread's theap (_mi_sheap_theap) and whose
@@ -184,6 +186,9 @@ HOOKS = {
     ("prim/windows.c", "_mi_thread_done"): "thread detach ends the thread's heaps",
     # The purger's pass visits every subprocess, whose list init.c keeps.
     ("segment.c", "_mi_subprocs_visit"): "the purger's pass visits every subprocess",
+    # The purger looks at sleeping threads' heaps (heap-idle.c): their full pages emptied by others' frees.
+    ("purger.c", "_mi_heap_idle_pass"): "the purger empties the full pages of sleeping threads (idle reclaim)",
+    ("purger.c", "_mi_heap_idle_keep"): "and waits for frees into them while two threads live",
     # pthread_create allocates through malloc: the purger starts its thread under static allocation.
     ("purger.c", "_mi_static_alloc_begin"): "pthread_create allocates: the purger starts its thread under static allocation",
     ("purger.c", "_mi_static_alloc_end"): "the end of that static allocation",
@@ -223,6 +228,7 @@ PREFIXES = {
     "heap.c": ["_mi_heap_"], "init.c": ["_mi_process_", "_mi_thread_", "_mi_subproc_", "_mi_subprocs_"],
     "static-alloc.c": ["_mi_static_alloc_"], "sheap.c": ["_mi_sheap_", "_mi_sheaps_"],
     "heap-api.c": ["_mi_heap_api_"],
+    "heap-idle.c": ["_mi_heap_idle_"],
     "alloc.c": ["_mi_alloc_", "_mi_malloc_", "_mi_realloc_"], "free.c": ["_mi_free_"],
     "aligned.c": ["_mi_aligned_"], "guarded.c": ["_mi_guarded_"],
     "posix.c": ["_mi_posix_"], "new.c": ["_mi_new_"], "new-handler.cpp": ["_mi_new_handler_"],

@@ -74,3 +74,34 @@ void       _mi_heap_delayed_free_all(mi_heap_t* heap);
 mi_heap_t* _mi_heap_by_tag(mi_heap_t* heap, uint8_t tag);
 bool       _mi_heap_area_visit_blocks(const mi_heap_t* heap, mi_page_t* page, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);
 bool       _mi_heap_visit_part(const mi_heap_t* heap, const mi_heap_t* shown, bool own, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* a heap's blocks as `shown`'s: the calling thread's (own) or another thread's part of a shared heap (sheap.c) */
+
+/* ------------------------------------------------------------------------------------------
+   heap-idle.c: the purger empties the full pages of a sleeping thread (types.h, mi_heap_t)
+------------------------------------------------------------------------------------------ */
+void       _mi_heap_idle_register(mi_tld_t* tld);     /* a thread with a backing heap starts */
+void       _mi_heap_idle_unregister(mi_tld_t* tld);   /* ... ends: before its heap is released */
+void       _mi_heap_idle_wait(mi_heap_t* heap);       /* owner: the purger works on the heap: wait for it to stop */
+void       _mi_heap_idle_take_back(mi_heap_t* heap);  /* owner: free the pages the purger emptied */
+void       _mi_heap_idle_notify_slow(void);           /* a block was pushed on a heap's delayed list */
+size_t     _mi_heap_idle_pass(mi_msecs_t now);        /* the purger: returns the pages emptied */
+bool       _mi_heap_idle_keep(void);                  /* should the purger stay for frees into full pages? */
+void       _mi_heap_idle_fork_prepare(void);
+void       _mi_heap_idle_fork_release(void);
+extern _Atomic(int) _mi_heap_idle_notified;           /* a pass is due (set by the first delayed push after one) */
+
+/* An owner section (types.h, mi_heap_t): around the owner's slow paths that may touch one of
+   its full pages; nests. The first entry frees what the purger emptied meanwhile. Only a
+   thread's backing heap has them (the purger looks at no other heap), so a visit of another
+   thread's heap (a shared heap's part, never a backing heap) writes nothing. Not for the static
+   empty heap (tld == NULL). */
+static inline void mi_heap_owner_enter(mi_heap_t* heap) {
+  if (heap->tld->heap_backing != heap || heap->idle_depth++ != 0) return;
+  /* odd: inside; the store and the load below against the purger's (sequentially consistent) */
+  mi_atomic_store_seq_cst(&heap->idle_owner, mi_atomic_load_relaxed(&heap->idle_owner) + 1);
+  if (mi_unlikely(mi_atomic_load_seq_cst(&heap->idle_purger) != 0)) _mi_heap_idle_wait(heap);
+  if (mi_unlikely(mi_atomic_load_relaxed(&heap->idle_emptied) != 0)) _mi_heap_idle_take_back(heap);
+}
+static inline void mi_heap_owner_leave(mi_heap_t* heap) {
+  if (heap->tld->heap_backing != heap || --heap->idle_depth != 0) return;
+  mi_atomic_store_release(&heap->idle_owner, mi_atomic_load_relaxed(&heap->idle_owner) + 1);
+}

@@ -21,6 +21,8 @@ void       _mi_page_to_full(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_free_collect(mi_page_t* page, bool force);
 size_t     _mi_page_purge_free_interiors(mi_page_t* page);   /* owner: the OS pages inside free blocks (page.c) */
 void       _mi_page_retire(mi_page_t* page);
+bool       _mi_page_try_empty(mi_page_t* page, size_t delayed);       /* the purger: idle reclaim (heap-idle.c) */
+void       _mi_page_free_emptied(mi_page_t* page, mi_page_queue_t* pq);   /* the owner: a page it emptied */
 void       _mi_page_unfull(mi_page_t* page);
 void       _mi_page_free(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq);
@@ -139,7 +141,11 @@ static inline bool mi_page_immediate_available(const mi_page_t* page) { return p
      The state bits read as MI_USE_DELAYED_FREE, so the cross-thread fast path, which only
      pushes directly in the other states, leaves such a page to mi_free_block_mt.
    Pushes add one to the count in both forms; only the segment's owner (or the holder of the
-   abandoned lock while nobody owns it) converts between them (page.c). */
+   abandoned lock while nobody owns it) converts between them (page.c).
+   A third form, emptied (bits 0-2 all set, MI_TF_EMPTIED): a full page of a sleeping owner
+   whose blocks were all freed by other threads, taken whole by the purger and given back to
+   the OS (heap-idle.c); its lists are gone, and the owner frees the page when it next runs
+   (_mi_heap_idle_take_back). A push onto it (a block freed twice) keeps the form. */
 #define MI_TF_COUNT_SHIFT  (48)
 #define MI_TF_ABANDONED    ((uintptr_t)4)
 #define MI_TF_ABANDONED_BASE ((size_t)1 << 15)
@@ -150,6 +156,8 @@ static inline mi_block_t* mi_tf_block(uintptr_t tf) { return (mi_block_t*)(tf & 
 static inline mi_delayed_t mi_tf_delayed(uintptr_t tf) { return (mi_delayed_t)(tf & 3); }
 static inline size_t mi_tf_count(uintptr_t tf) { return (size_t)(tf >> MI_TF_COUNT_SHIFT); }
 static inline bool mi_tf_is_abandoned(uintptr_t tf) { return (tf & MI_TF_ABANDONED) != 0; }
+#define MI_TF_EMPTIED      (MI_TF_ABANDONED | (uintptr_t)MI_NEVER_DELAYED_FREE)
+static inline bool mi_tf_is_emptied(uintptr_t tf) { return (tf & MI_TF_EMPTIED) == MI_TF_EMPTIED; }
 /* an empty list in state `delayed` */
 static inline uintptr_t mi_tf_make_empty(mi_delayed_t delayed) { return (uintptr_t)delayed; }
 /* the same list (and length) in another state (owned form) */

@@ -639,6 +639,11 @@ typedef struct mi_tld_s {
      allocated in and its theap of it, both NULL or theap->sheap == sheap and theap in this
      thread's heaps (cleared when that theap goes) */
   struct { struct mi_sheap_s* sheap; mi_heap_t* theap; } sheap_last;
+  /* the list of threads whose backing heap the purger may empty pages of while the thread
+     sleeps (heap-idle.c), under its lock */
+  struct mi_tld_s*    idle_next;
+  struct mi_tld_s*    idle_prev;
+  bool                idle_listed;
 } mi_tld_t;
 
 /* A heap. Owned by the thread that created it; only that thread allocates from it.
@@ -706,6 +711,17 @@ struct mi_heap_s {
                                               The profiler's one field in the heap */
   struct mi_sheap_s*    sheap;             /* the shared-heap layer's one field (sheap.c): the
                                               shared heap this is the thread's part of, or NULL */
+  /* Idle reclaim (heap-idle.c): the purger gives back full pages whose blocks other threads
+     freed all while the owner sleeps. The owner's slow paths that may touch a full page run
+     in an owner section: idle_owner is odd inside one (nesting counted in idle_depth), and
+     the purger works on the heap only while idle_purger is 1 and idle_owner was even and
+     unchanged since its last look (a Dekker handshake, sequentially consistent): the owner
+     then waits, the purger stops at its next page. The fast paths never touch a full page. */
+  _Atomic(size_t)       idle_owner;        /* written by the owner only */
+  size_t                idle_depth;        /* owner: nesting of its sections */
+  _Atomic(int)          idle_purger;       /* 1 while the purger works on the heap's pages */
+  size_t                idle_seen;         /* purger: idle_owner at its last look */
+  _Atomic(size_t)       idle_emptied;      /* full pages the purger emptied (MI_TF_EMPTIED), not yet freed by the owner */
   mi_abandoned_lists_t* pages_lists;       /* where its pages go when abandoned (mi_page_t.
                                               abandon_lists): its shared heap's for a theap, its
                                               theap's for the sample heap of a theap (prof.c),

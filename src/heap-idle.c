@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/* Idle reclaim: the purger gives back the full pages of a sleeping thread whose blocks other
+   threads have all freed (docs/memory.md, "Memory freed by other threads").
+
+   A block freed by another thread goes back to its page: the owner collects it in its slow
+   path. The first free into a full page also pushes the block on the owner's delayed list
+   (types.h, mi_delayed_t). While the owner sleeps (a producer waiting for its consumers, a
+   pool thread between jobs), nothing collects, and all of that memory stays resident though
+   no block of it is in use: 1 GiB in the remote-idle scenario (bench/scenarios), in every
+   allocator we measured. Here the purger takes over:
+   - a delayed push notifies it (once per pass: _mi_heap_idle_notified), and it looks at the
+     heaps of the threads listed here 20 purge delays later (mi_heap_idle_ms);
+   - a heap whose owner ran none of its slow paths since the previous look (idle_owner
+     unchanged, types.h) and whose delayed list holds blocks is worked on, under the owner
+     handshake of mi_heap_t: the purger takes the delayed list, and each full page whose
+     blocks are then all accounted for (page->used == its thread_free count + its delayed
+     blocks taken: the owner holds none) is emptied (page.c, _mi_page_try_empty): its lists
+     dropped, its memory given back to the OS at once, its thread_free word MI_TF_EMPTIED;
+   - the other delayed blocks go back on the list, so the owner learns of them as before;
+   - the owner frees the emptied pages to their segments at the start of its next owner
+     section (_mi_heap_idle_take_back): their slots are then anyone's.
+   Why that is safe without a lock on any fast path: the owner touches a full page only in its
+   slow paths (a full page's frees take _mi_free_generic: MI_PAGE_IN_FULL is a flag; malloc
+   never takes a full page), and those run in owner sections, which exclude the purger's
+   work on the heap (the handshake, types.h). The page's fields the purger reads were written
+   in an earlier section or before it, and the section's end (a release store) orders them
+   before the purger's look (an acquire load).
+   The list is of threads' backing heaps (other heaps and shared heaps' parts are not looked
+   at); a thread leaves it before its heap is released, under the list's lock, which the
+   purger holds while it works. */
+#include "internal/heap.h"
+#include "prim/prim.h"
+
+/* ms from a delayed push to the purger's look: 20 purge delays (200 ms by default; a heap is
+   idle once its owner ran no slow path between two looks, so its pages go back 400-600 ms
+   after the frees), at least 10 ms */
+static mi_msecs_t mi_heap_idle_ms(void) {
+  const long delay = mi_option_get(mi_option_purge_delay);
+  return (delay < 1 ? 10 : 20 * (mi_msecs_t)delay);
+}
+#define MI_HEAP_IDLE_TALLY (1024)   /* pages of one heap worked on per look (a static table: the
+                                       purger is one thread); the rest waits for the next look */
+
+static mi_lock_t    mi_heap_idle_lock = MI_LOCK_INIT;
+static mi_tld_t*    mi_heap_idle_threads;          /* under the lock */
+static _Atomic(size_t) mi_heap_idle_count;         /* threads listed (written under the lock) */
+_Atomic(int)        _mi_heap_idle_notified;        /* 1: a look is due (set by a delayed push) */
+
+/* The purger's table of one heap's delayed blocks by page (only the purger thread uses it). */
+typedef struct mi_idle_tally_s {
+  mi_page_t*  page;
+  mi_block_t* first;   /* its delayed blocks, linked (with the page's keys) */
+  mi_block_t* last;
+  size_t      count;
+} mi_idle_tally_t;
+static mi_idle_tally_t mi_heap_idle_tally[MI_HEAP_IDLE_TALLY * 2];
+
+void _mi_heap_idle_register(mi_tld_t* tld) {
+  mi_lock_acquire(&mi_heap_idle_lock);
+  tld->idle_prev = NULL;
+  tld->idle_next = mi_heap_idle_threads;
+  if (mi_heap_idle_threads != NULL) mi_heap_idle_threads->idle_prev = tld;
+  mi_heap_idle_threads = tld;
+  tld->idle_listed = true;
+  mi_atomic_add_relaxed(&mi_heap_idle_count, 1);
+  mi_lock_release(&mi_heap_idle_lock);
+}
+
+void _mi_heap_idle_unregister(mi_tld_t* tld) {
+  if (!tld->idle_listed) return;
+  mi_lock_acquire(&mi_heap_idle_lock);   /* (waits for a look in progress) */
+  if (tld->idle_prev != NULL) tld->idle_prev->idle_next = tld->idle_next;
+  else mi_heap_idle_threads = tld->idle_next;
+  if (tld->idle_next != NULL) tld->idle_next->idle_prev = tld->idle_prev;
+  tld->idle_next = tld->idle_prev = NULL;
+  tld->idle_listed = false;
+  mi_atomic_sub_relaxed(&mi_heap_idle_count, 1);
+  mi_lock_release(&mi_heap_idle_lock);
+}
+
+/* The purger waits (without a timeout) for delayed pushes while another thread may free into
+   a thread's pages: while two threads are listed. */
+bool _mi_heap_idle_keep(void) {
+  return (mi_atomic_load_relaxed(&mi_heap_idle_count) >= 2 && mi_option_get(mi_option_purge_delay) >= 0);
+}
+
+/* fork: no thread may hold the list's lock across it (init.c's lock order: before the
+   subprocesses' locks). The child keeps the list: the parent's other threads' heaps stay
+   (unowned, as their memory does), and the purger may empty their pages there too. */
+void _mi_heap_idle_fork_prepare(void) { mi_lock_acquire(&mi_heap_idle_lock); }
+void _mi_heap_idle_fork_release(void) { mi_lock_release(&mi_heap_idle_lock); }
+
+void _mi_heap_idle_wait(mi_heap_t* heap) {
+  while (mi_atomic_load_seq_cst(&heap->idle_purger) != 0) mi_atomic_yield();   /* it stops at its next page */
+}
+
+void _mi_heap_idle_take_back(mi_heap_t* heap) {
+  if (mi_atomic_exchange_acq_rel(&heap->idle_emptied, 0) == 0) return;
+  mi_page_queue_t* const pq = &heap->pages[MI_BIN_FULL];
+  for (mi_page_t* page = pq->first; page != NULL; ) {
+    mi_page_t* const next = page->next;
+    if (mi_tf_is_emptied(mi_atomic_load_acquire(&page->xthread_free))) _mi_page_free_emptied(page, pq);
+    page = next;
+  }
+}
+
+void _mi_heap_idle_notify_slow(void) {
+  if (mi_option_get(mi_option_purge_delay) < 0) return;   /* nothing is given back */
+  if (mi_atomic_exchange_acq_rel(&_mi_heap_idle_notified, 1) != 0) return;
+  _mi_purger_notify(_mi_prim_clock_now() + mi_heap_idle_ms());
+}
+
+/* Link the delayed blocks of `list` by page into the tally (up to MI_HEAP_IDLE_TALLY pages);
+   returns the blocks left over (not tallied) and sets *entries. */
+static mi_block_t* mi_heap_idle_tally_list(mi_block_t* list, size_t* entries) {
+  const size_t slots = MI_HEAP_IDLE_TALLY * 2;
+  memset(mi_heap_idle_tally, 0, sizeof(mi_heap_idle_tally));
+  size_t n = 0;
+  while (list != NULL) {
+    mi_page_t* const page = _mi_ptr_page(list);
+    mi_block_t* const next = mi_block_next(page, list);
+    size_t i = (((uintptr_t)page >> 7) * 0x9E3779B97F4A7C15ULL) >> 53;   /* 11 bits of a page index */
+    while (mi_heap_idle_tally[i].page != NULL && mi_heap_idle_tally[i].page != page) i = (i + 1) % slots;
+    mi_idle_tally_t* const t = &mi_heap_idle_tally[i];
+    if (t->page == NULL) {
+      if (n >= MI_HEAP_IDLE_TALLY) break;   /* full: the rest waits */
+      t->page = page;
+      t->last = list;
+      n++;
+    }
+    mi_block_set_next(page, list, t->first);
+    t->first = list;
+    t->count++;
+    list = next;
+  }
+  *entries = n;
+  return list;
+}
+
+/* Put a chain of delayed blocks back on the heap's list (its last block links to the list). */
+static void mi_heap_idle_push_back(mi_heap_t* heap, mi_block_t* first, mi_block_t* last) {
+  if (first == NULL) return;
+  mi_page_t* const last_page = _mi_ptr_page(last);
+  mi_block_t* head = mi_atomic_load_relaxed(&heap->thread_delayed_free);
+  do {
+    mi_block_set_next(last_page, last, head);
+  } while (!mi_atomic_cas_weak_release(&heap->thread_delayed_free, &head, first));
+}
+
+/* The last block of a list (linked with each block's page's keys). */
+static mi_block_t* mi_heap_idle_list_last(mi_block_t* list) {
+  mi_block_t* next;
+  while ((next = mi_block_next(_mi_ptr_page(list), list)) != NULL) list = next;
+  return list;
+}
+
+/* Work on one idle heap (the handshake is ours): its delayed list, MI_HEAP_IDLE_TALLY pages at
+   a time, until done or the owner wants the heap back; returns the pages emptied. */
+static size_t mi_heap_idle_empty(mi_heap_t* heap) {
+  mi_block_t* list = mi_atomic_exchange_acq_rel(&heap->thread_delayed_free, NULL);
+  size_t emptied = 0;
+  mi_block_t* back_first = NULL;   /* the delayed blocks of pages not emptied */
+  mi_block_t* back_last = NULL;
+  while (list != NULL && mi_atomic_load_seq_cst(&heap->idle_owner) == heap->idle_seen) {
+    size_t entries = 0;
+    list = mi_heap_idle_tally_list(list, &entries);
+    for (size_t i = 0; i < MI_HEAP_IDLE_TALLY * 2; i++) {
+      mi_idle_tally_t* const t = &mi_heap_idle_tally[i];
+      if (t->page == NULL) continue;
+      /* (once the owner wants the heap back, the rest of the tally goes back to the list) */
+      if (mi_atomic_load_seq_cst(&heap->idle_owner) == heap->idle_seen &&
+          mi_atomic_load_relaxed(&t->page->xheap) == heap && _mi_page_try_empty(t->page, t->count)) {
+        emptied++;
+        continue;
+      }
+      mi_block_set_next(t->page, t->last, back_first);   /* (the chain's last block links to the next chain) */
+      if (back_last == NULL) back_last = t->last;
+      back_first = t->first;
+    }
+  }
+  if (list != NULL) mi_heap_idle_push_back(heap, list, mi_heap_idle_list_last(list));
+  mi_heap_idle_push_back(heap, back_first, back_last);
+  if (emptied > 0) mi_atomic_add_relaxed(&heap->idle_emptied, emptied);   /* (read by the owner after the handshake) */
+  return emptied;
+}
+
+/* The purger's look at the listed heaps (purger.c, when notified). */
+size_t _mi_heap_idle_pass(mi_msecs_t now) {
+  mi_atomic_store_release(&_mi_heap_idle_notified, 0);   /* pushes from now on notify again */
+  size_t emptied = 0;
+  bool again = false;
+  mi_lock_acquire(&mi_heap_idle_lock);
+  for (mi_tld_t* tld = mi_heap_idle_threads; tld != NULL; tld = tld->idle_next) {
+    mi_heap_t* const heap = tld->heap_backing;
+    if (mi_atomic_load_relaxed(&heap->thread_delayed_free) == NULL) continue;
+    const size_t owner = mi_atomic_load_seq_cst(&heap->idle_owner);
+    if ((owner & 1) != 0 || owner != heap->idle_seen) {   /* ran since the last look: later */
+      heap->idle_seen = owner;
+      again = true;
+      continue;
+    }
+    mi_atomic_store_seq_cst(&heap->idle_purger, 1);
+    if (mi_atomic_load_seq_cst(&heap->idle_owner) == owner) emptied += mi_heap_idle_empty(heap);
+    mi_atomic_store_release(&heap->idle_purger, 0);
+  }
+  mi_lock_release(&mi_heap_idle_lock);
+  if (again) {   /* a look at those heaps once their owners may be idle */
+    mi_atomic_store_release(&_mi_heap_idle_notified, 1);
+    _mi_purger_notify(now + mi_heap_idle_ms());
+  }
+  return emptied;
+}

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/* mem-idle-remote.c -- a thread's full pages whose blocks other threads freed go back to the OS
+   while the thread sleeps (idle reclaim, src/heap-idle.c; memory-idle-remote-*).
+
+   usage: mem-idle-remote idle|keep|race
+
+     idle  main allocates 64 MiB of 1 KiB blocks (each filled with its own pattern) and keeps the
+           first eighth; thread B frees the rest (and allocates a block, which starts the purger
+           where a free cannot: src/purger.c) and sleeps 1.5 s while main waits in
+           pthread_join (no call into the allocator). Checked: B's RSS then is within 8 MiB
+           (main's kept blocks) + 12 MiB of the start, and the `reset` statistic grew by at least
+           40 MiB (the statistic is checked under sanitizers too, the RSS is not:
+           MT_RSS_ASSERTS); main's kept blocks are intact (their pages were not emptied); main
+           then allocates the freed amount again and the committed memory grows by at most
+           16 MiB (the emptied pages went back to their segments at main's first allocation, and
+           their slots are taken again), and every block is intact.
+     keep  MIMALLOC_PURGE_THREAD=0: the same, but B's RSS stays at least 50 MiB above the start
+           (what `idle` would see without the purger: this is what the feature changes).
+     race  three owner threads for 3 s (with MIMALLOC_PURGE_DELAY=1 the purger looks every
+           20 ms): each allocates 2,000 blocks of 16 B .. 192 KiB, keeps a random tenth and
+           hands the rest to a freeing thread, sleeps 0-60 ms (so that the purger finds its heap
+           idle), checks its kept blocks, frees half of them (its own frees into full pages:
+           the owner sections), sleeps again, checks and frees the rest. The freeing thread
+           checks every block before it frees it. Any page emptied under a live block would
+           zero that block: every check compares the whole block with its pattern. Also
+           checked: the purger emptied pages (the `reset` statistic grew). Run oversubscribed
+           (five threads, two cores in CI) and under ThreadSanitizer (label stress). */
+#include "memory-common.h"
+#include <stdatomic.h>
+
+#define IDLE_BLOCK   (1 * KiB)
+#define IDLE_COUNT   (64 * 1024)
+#define IDLE_KEEP    (IDLE_COUNT / 8)
+#define IDLE_MS      1500
+
+static unsigned char* blocks[IDLE_COUNT];
+
+static unsigned char pattern_of(size_t i) { return (unsigned char)(i * 7 + 1); }
+static bool intact(size_t i) { return mt_is_filled(blocks[i], IDLE_BLOCK, pattern_of(i)); }
+
+static size_t b_rss;
+static int64_t b_reset;
+
+static void* idle_freer(void* arg) {
+  (void)arg;
+  const int64_t reset0 = mt_stats()->reset.total;
+  for (size_t i = IDLE_KEEP; i < IDLE_COUNT; i++) {
+    CHECK_MSG(intact(i), "block %zu changed before its free", i);
+    mi_free(blocks[i]);
+    blocks[i] = NULL;
+  }
+  /* a thread that frees also allocates (a worker): its first allocation is a safe place to
+     start the purger (a free is not: src/purger.c) */
+  void* own = mi_malloc(100);
+  CHECK(own != NULL);
+  mi_free(own);
+  mt_sleep_ms(IDLE_MS);   /* main waits in pthread_join: both idle */
+  b_rss = mt_rss();
+  b_reset = mt_stats()->reset.total - reset0;
+  return NULL;
+}
+
+static int test_idle(bool keep) {
+  const size_t rss0 = mt_rss();
+  for (size_t i = 0; i < IDLE_COUNT; i++) {
+    blocks[i] = (unsigned char*)mi_malloc(IDLE_BLOCK);
+    CHECK(blocks[i] != NULL);
+    if (blocks[i] == NULL) return test_summary("mem-idle-remote", "out of memory");
+    mt_fill(blocks[i], IDLE_BLOCK, pattern_of(i));
+  }
+  const size_t rss_peak = mt_rss();
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, &idle_freer, NULL) == 0);
+  pthread_join(t, NULL);
+  printf("rss: start %.1f MiB, peak %.1f, %d ms after the frees %.1f; discarded %.1f MiB\n",
+         mt_mib(rss0), mt_mib(rss_peak), IDLE_MS, mt_mib(b_rss), (double)b_reset / (double)MiB);
+  if (keep) {
+    if (MT_RSS_ASSERTS) CHECK_MSG(b_rss >= rss0 + 50 * MiB, "without the purger the RSS fell to %.1f MiB above the start", mt_mib_diff(b_rss, rss0));
+  }
+  else {
+    if (MT_RSS_ASSERTS) CHECK_MSG(b_rss <= rss0 + IDLE_KEEP * IDLE_BLOCK + 12 * MiB, "the RSS is %.1f MiB above the start while idle", mt_mib_diff(b_rss, rss0));
+    CHECK_MSG(b_reset >= (int64_t)(40 * MiB), "only %.1f MiB discarded while idle", (double)b_reset / (double)MiB);
+  }
+  for (size_t i = 0; i < IDLE_KEEP; i++) CHECK_MSG(intact(i), "kept block %zu changed", i);
+  /* the freed amount again: into the slots of the pages given back */
+  const int64_t committed1 = mt_stats()->committed.current;
+  for (size_t i = IDLE_KEEP; i < IDLE_COUNT; i++) {
+    blocks[i] = (unsigned char*)mi_malloc(IDLE_BLOCK);
+    CHECK(blocks[i] != NULL);
+    if (blocks[i] == NULL) break;
+    mt_fill(blocks[i], IDLE_BLOCK, pattern_of(i));
+  }
+  const int64_t committed2 = mt_stats()->committed.current;
+  printf("committed: %.1f MiB before allocating again, %.1f after\n", (double)committed1 / (double)MiB, (double)committed2 / (double)MiB);
+  CHECK_MSG(committed2 <= committed1 + (int64_t)(16 * MiB), "committed grew by %.1f MiB: the freed pages' slots were not reused",
+            (double)(committed2 - committed1) / (double)MiB);
+  for (size_t i = 0; i < IDLE_COUNT; i++) CHECK_MSG(blocks[i] == NULL || intact(i), "block %zu changed", i);
+  for (size_t i = 0; i < IDLE_COUNT; i++) mi_free(blocks[i]);
+  return test_summary("mem-idle-remote", "%s", keep ? "keep" : "idle");
+}
+
+/* --- race ------------------------------------------------------------------------------ */
+#define RACE_OWNERS   3
+#define RACE_BATCH    2000
+#define RACE_MS       3000
+
+typedef struct race_block_s { unsigned char* p; size_t size; } race_block_t;
+
+static pthread_mutex_t race_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t  race_cond = PTHREAD_COND_INITIALIZER;
+static race_block_t*   race_queue[64];     /* batches for the freeing thread */
+static size_t          race_queued;
+static int             race_owners_left = RACE_OWNERS;
+static _Atomic(long)   race_checked;
+
+static unsigned char race_pattern(const void* p) { return (unsigned char)(((uintptr_t)p >> 4) * 13 + 5); }
+static void race_fill(race_block_t* b) { memset(b->p, race_pattern(b->p), b->size); }
+static void race_check(const race_block_t* b, const char* who) {
+  CHECK_MSG(mt_is_filled(b->p, b->size, race_pattern(b->p)), "%s: block %p of %zu bytes changed (first byte 0x%02x, want 0x%02x)", who,
+            (void*)b->p, b->size, b->p[0], race_pattern(b->p));
+  atomic_fetch_add(&race_checked, 1);
+}
+
+static uint64_t race_rand(uint64_t* s) { *s ^= *s << 13; *s ^= *s >> 7; *s ^= *s << 17; return *s; }
+
+static size_t race_size(uint64_t* s) {
+  static const size_t sizes[] = { 16, 48, 200, 1024, 3000, 20000, 70000, 192 * 1024 };
+  const uint64_t r = race_rand(s);
+  /* mostly small blocks: pages of many blocks fill and go to the full queue */
+  return (r % 16 < 12 ? sizes[r % 4] : sizes[4 + (r >> 8) % 4]);
+}
+
+static void race_hand(race_block_t* batch) {
+  pthread_mutex_lock(&race_lock);
+  while (race_queued == sizeof(race_queue) / sizeof(race_queue[0])) pthread_cond_wait(&race_cond, &race_lock);
+  race_queue[race_queued++] = batch;
+  pthread_cond_broadcast(&race_cond);
+  pthread_mutex_unlock(&race_lock);
+}
+
+static void* race_owner(void* arg) {
+  uint64_t seed = 0x9E3779B97F4A7C15ULL * (uint64_t)(uintptr_t)arg + 1;
+  race_block_t kept[RACE_BATCH];
+  const long long end = mt_now_ms() + RACE_MS;
+  while (mt_now_ms() < end) {
+    race_block_t* batch = (race_block_t*)calloc(RACE_BATCH + 1, sizeof(race_block_t));
+    CHECK(batch != NULL);
+    if (batch == NULL) break;
+    size_t nkept = 0, nbatch = 0;
+    for (size_t i = 0; i < RACE_BATCH; i++) {
+      race_block_t b = { NULL, race_size(&seed) };
+      b.p = (unsigned char*)mi_malloc(b.size);
+      CHECK(b.p != NULL);
+      if (b.p == NULL) continue;
+      race_fill(&b);
+      if (race_rand(&seed) % 10 == 0) kept[nkept++] = b;
+      else batch[nbatch++] = b;
+    }
+    batch[nbatch].p = NULL;   /* the end */
+    race_hand(batch);
+    mt_sleep_ms((long)(race_rand(&seed) % 61));
+    for (size_t i = 0; i < nkept; i++) race_check(&kept[i], "owner");
+    for (size_t i = 0; i < nkept; i += 2) mi_free(kept[i].p);
+    mt_sleep_ms((long)(race_rand(&seed) % 61));
+    for (size_t i = 1; i < nkept; i += 2) { race_check(&kept[i], "owner"); mi_free(kept[i].p); }
+  }
+  pthread_mutex_lock(&race_lock);
+  race_owners_left--;
+  pthread_cond_broadcast(&race_cond);
+  pthread_mutex_unlock(&race_lock);
+  return NULL;
+}
+
+static void* race_freer(void* arg) {
+  (void)arg;
+  for (;;) {
+    pthread_mutex_lock(&race_lock);
+    while (race_queued == 0 && race_owners_left > 0) pthread_cond_wait(&race_cond, &race_lock);
+    if (race_queued == 0) { pthread_mutex_unlock(&race_lock); break; }
+    race_block_t* batch = race_queue[--race_queued];
+    pthread_cond_broadcast(&race_cond);
+    pthread_mutex_unlock(&race_lock);
+    for (race_block_t* b = batch; b->p != NULL; b++) { race_check(b, "freer"); mi_free(b->p); }
+    free(batch);
+  }
+  return NULL;
+}
+
+static int test_race(void) {
+  const int64_t reset0 = mt_stats()->reset.total;
+  pthread_t owners[RACE_OWNERS], freer;
+  CHECK(pthread_create(&freer, NULL, &race_freer, NULL) == 0);
+  for (size_t i = 0; i < RACE_OWNERS; i++) CHECK(pthread_create(&owners[i], NULL, &race_owner, (void*)(uintptr_t)(i + 1)) == 0);
+  for (size_t i = 0; i < RACE_OWNERS; i++) pthread_join(owners[i], NULL);
+  pthread_join(freer, NULL);
+  const int64_t reset = mt_stats()->reset.total - reset0;
+  printf("race: %ld blocks checked, %.1f MiB discarded\n", (long)atomic_load(&race_checked), (double)reset / (double)MiB);
+  CHECK_MSG(reset > 0, "the purger emptied no page");
+  return test_summary("mem-idle-remote", "race");
+}
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && strcmp(argv[1], "idle") == 0) return test_idle(false);
+  if (argc >= 2 && strcmp(argv[1], "keep") == 0) return test_idle(true);
+  if (argc >= 2 && strcmp(argv[1], "race") == 0) return test_race();
+  fprintf(stderr, "usage: mem-idle-remote idle|keep|race\n");
+  return 2;
+}
