@@ -54,6 +54,26 @@ typedef struct mi_idle_tally_s {
   size_t      count;
 } mi_idle_tally_t;
 static mi_idle_tally_t mi_heap_idle_tally[MI_HEAP_IDLE_TALLY * 2];
+/* The memory of the pages emptied in one round, given back in address order, adjacent ranges
+   with one system call (the pages of a segment freed together are: remote-idle's 16,384 pages
+   of 64 KiB took 16,384 calls, now one per segment). */
+typedef struct mi_idle_range_s { uintptr_t start; uintptr_t end; } mi_idle_range_t;
+static mi_idle_range_t mi_heap_idle_ranges[MI_HEAP_IDLE_TALLY];
+
+static void mi_heap_idle_discard(size_t n) {
+  for (size_t i = 1; i < n; i++) {   /* insertion sort: mostly in order already */
+    const mi_idle_range_t r = mi_heap_idle_ranges[i];
+    size_t j = i;
+    while (j > 0 && mi_heap_idle_ranges[j - 1].start > r.start) { mi_heap_idle_ranges[j] = mi_heap_idle_ranges[j - 1]; j--; }
+    mi_heap_idle_ranges[j] = r;
+  }
+  for (size_t i = 0; i < n; ) {
+    const uintptr_t start = mi_heap_idle_ranges[i].start;
+    uintptr_t end = mi_heap_idle_ranges[i].end;
+    for (i++; i < n && mi_heap_idle_ranges[i].start == end; i++) end = mi_heap_idle_ranges[i].end;
+    if (end > start) _mi_os_discard((void*)start, end - start);
+  }
+}
 
 void _mi_heap_idle_register(mi_tld_t* tld) {
   mi_lock_acquire(&mi_heap_idle_lock);
@@ -163,13 +183,16 @@ static size_t mi_heap_idle_empty(mi_heap_t* heap) {
   mi_block_t* back_last = NULL;
   while (list != NULL && mi_atomic_load_seq_cst(&heap->idle_owner) == heap->idle_seen) {
     size_t entries = 0;
+    size_t ranges = 0;
     list = mi_heap_idle_tally_list(list, &entries);
     for (size_t i = 0; i < MI_HEAP_IDLE_TALLY * 2; i++) {
       mi_idle_tally_t* const t = &mi_heap_idle_tally[i];
       if (t->page == NULL) continue;
       /* (once the owner wants the heap back, the rest of the tally goes back to the list) */
+      mi_idle_range_t* const r = &mi_heap_idle_ranges[ranges];
       if (mi_atomic_load_seq_cst(&heap->idle_owner) == heap->idle_seen &&
-          mi_atomic_load_relaxed(&t->page->xheap) == heap && _mi_page_try_empty(t->page, t->count)) {
+          mi_atomic_load_relaxed(&t->page->xheap) == heap && _mi_page_try_empty(t->page, t->count, &r->start, &r->end)) {
+        ranges++;
         emptied++;
         continue;
       }
@@ -177,6 +200,7 @@ static size_t mi_heap_idle_empty(mi_heap_t* heap) {
       if (back_last == NULL) back_last = t->last;
       back_first = t->first;
     }
+    mi_heap_idle_discard(ranges);   /* before the owner may take the pages back (our handshake) */
   }
   if (list != NULL) mi_heap_idle_push_back(heap, list, mi_heap_idle_list_last(list));
   mi_heap_idle_push_back(heap, back_first, back_last);

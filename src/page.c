@@ -557,9 +557,10 @@ void _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq) {
 /* Idle reclaim (heap-idle.c): by the purger, while the page's owner is out of its slow paths
    (the owner handshake, types.h). If every block of this full page is free, the owner holding
    none (`used` then counts only the thread_free list and the `delayed` blocks of the heap's
-   delayed list the caller took), its lists are dropped (thread_free word MI_TF_EMPTIED) and the
-   memory of its blocks goes back to the OS at once. The caller drops the delayed blocks. */
-bool _mi_page_try_empty(mi_page_t* page, size_t delayed) {
+   delayed list the caller took), its lists are dropped (thread_free word MI_TF_EMPTIED) and
+   [*start, *end) is the memory of its blocks (whole OS pages), for the caller to give back to
+   the OS before the owner may run again. The caller drops the delayed blocks. */
+bool _mi_page_try_empty(mi_page_t* page, size_t delayed, uintptr_t* start, uintptr_t* end) {
   if (!mi_page_is_in_full(page) || page->free != NULL || page->local_free != NULL) return false;
   if (mi_page_prof_samples(page) != 0 || mi_page_is_huge(page)) return false;
   uintptr_t tfree = mi_atomic_load_acquire(&page->xthread_free);
@@ -568,9 +569,9 @@ bool _mi_page_try_empty(mi_page_t* page, size_t delayed) {
   /* a push since the load (a block freed twice) fails the exchange: not emptied */
   if (!mi_atomic_cas_strong_acq_rel(&page->xthread_free, &tfree, MI_TF_EMPTIED)) return false;
   const size_t os_page = _mi_os_page_size();
-  const uintptr_t start = _mi_align_up((uintptr_t)mi_page_start(page), os_page);
-  const uintptr_t end = _mi_align_down((uintptr_t)mi_page_start(page) + (size_t)page->capacity * page->block_size, os_page);
-  if (end > start) _mi_os_discard((void*)start, end - start);
+  *start = _mi_align_up((uintptr_t)mi_page_start(page), os_page);
+  *end = _mi_align_down((uintptr_t)mi_page_start(page) + (size_t)page->capacity * page->block_size, os_page);
+  if (*end < *start) *end = *start;
   return true;
 }
 
