@@ -340,6 +340,11 @@ bool _mi_debug_free(mi_segment_t* segment, mi_page_t* page, void* p, bool is_loc
   const size_t bsize = page->block_size;
   mi_block_t* block = _mi_secure_checked_free_block(page, p);
   if (block == NULL) return false;
+  if (mi_unlikely(mi_tf_is_emptied(mi_atomic_load_acquire(&page->xthread_free)))) {
+    /* the purger emptied the page (heap-idle.c): all its blocks were free, its memory is gone */
+    _mi_error_message(EAGAIN, "double free detected of block %p with size %zu (its page was given back while its owner slept; ignored)\n", p, bsize);
+    return false;
+  }
 #if MI_DEBUG > 0
   /* double free: a freed block is filled (the huge ones are not: always look) */
   const bool huge = mi_page_is_huge(page);

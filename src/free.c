@@ -27,8 +27,14 @@ static void mi_free_block_local(mi_page_t* page, mi_block_t* block) {
    empties full pages of a heap while its owner is out of them). */
 static mi_decl_noinline void mi_free_block_local_full(mi_page_t* page, mi_block_t* block) {
   mi_heap_t* const heap = mi_page_heap(page);
-  mi_heap_owner_enter(heap);
-  mi_free_block_local(page, block);
+  mi_heap_owner_enter_ex(heap, false);   /* (the emptied pages, this one perhaps, are freed below) */
+  if (mi_unlikely(mi_tf_is_emptied(mi_atomic_load_acquire(&page->xthread_free)))) {
+    /* every block of the page was free when the purger emptied it: this one was freed before */
+    _mi_error_message(EAGAIN, "mi_free: double free of %p (its page was given back while its owner slept)\n", (void*)block);
+  }
+  else {
+    mi_free_block_local(page, block);
+  }
   mi_heap_owner_leave(heap);
 }
 

@@ -75,8 +75,16 @@ static void mi_heap_idle_discard(size_t n) {
   }
 }
 
+/* The list's lock. The purger holds it while it works; on Windows, ExitProcess may end the
+   purger wherever it is (purger.c, mi_purger_pause): then a thread that ends after it gives up
+   rather than wait forever (false; the process is ending). */
+static bool mi_heap_idle_lock_acquire(void) {
+  if (_mi_prim_thread_alive()) { mi_lock_acquire(&mi_heap_idle_lock); return true; }
+  return mi_lock_try_acquire(&mi_heap_idle_lock);
+}
+
 void _mi_heap_idle_register(mi_tld_t* tld) {
-  mi_lock_acquire(&mi_heap_idle_lock);
+  if (!mi_heap_idle_lock_acquire()) return;
   tld->idle_prev = NULL;
   tld->idle_next = mi_heap_idle_threads;
   if (mi_heap_idle_threads != NULL) mi_heap_idle_threads->idle_prev = tld;
@@ -88,7 +96,7 @@ void _mi_heap_idle_register(mi_tld_t* tld) {
 
 void _mi_heap_idle_unregister(mi_tld_t* tld) {
   if (!tld->idle_listed) return;
-  mi_lock_acquire(&mi_heap_idle_lock);   /* (waits for a look in progress) */
+  if (!mi_heap_idle_lock_acquire()) return;   /* (waits for a look in progress) */
   if (tld->idle_prev != NULL) tld->idle_prev->idle_next = tld->idle_next;
   else mi_heap_idle_threads = tld->idle_next;
   if (tld->idle_next != NULL) tld->idle_next->idle_prev = tld->idle_prev;
@@ -108,10 +116,19 @@ bool _mi_heap_idle_keep(void) {
    subprocesses' locks). The child keeps the list: the parent's other threads' heaps stay
    (unowned, as their memory does), and the purger may empty their pages there too. */
 void _mi_heap_idle_fork_prepare(void) { mi_lock_acquire(&mi_heap_idle_lock); }
-void _mi_heap_idle_fork_release(void) { mi_lock_release(&mi_heap_idle_lock); }
+void _mi_heap_idle_fork_release(bool child) {
+  if (child) mi_atomic_store_relaxed(&_mi_heap_idle_notified, 0);   /* the child's purger is told anew (its deadlines start empty) */
+  mi_lock_release(&mi_heap_idle_lock);
+}
 
 void _mi_heap_idle_wait(mi_heap_t* heap) {
-  while (mi_atomic_load_seq_cst(&heap->idle_purger) != 0) mi_atomic_yield();   /* it stops at its next page */
+  while (mi_atomic_load_seq_cst(&heap->idle_purger) != 0) {   /* it stops at its next page */
+    if (!_mi_prim_thread_alive()) {   /* ended by ExitProcess (Windows) in the middle: the process ends */
+      mi_atomic_store_release(&heap->idle_purger, 0);
+      return;
+    }
+    mi_atomic_yield();
+  }
 }
 
 void _mi_heap_idle_take_back(mi_heap_t* heap) {
@@ -124,6 +141,8 @@ void _mi_heap_idle_take_back(mi_heap_t* heap) {
   }
 }
 
+/* _mi_heap_idle_notified: 0, or a pass is due: 1 after a delayed push, 2 for a look again
+   (the pass sets it, below) */
 void _mi_heap_idle_notify_slow(void) {
   if (mi_option_get(mi_option_purge_delay) < 0) return;   /* nothing is given back */
   if (mi_atomic_exchange_acq_rel(&_mi_heap_idle_notified, 1) != 0) return;
@@ -208,11 +227,20 @@ static size_t mi_heap_idle_empty(mi_heap_t* heap) {
   return emptied;
 }
 
+/* Looks again at heaps whose pages were not all free at a look (their last frees come slowly,
+   and only the first free into a full page notifies): after idle_ms << backoff, the backoff
+   growing with each look that empties nothing, up to MI_HEAP_IDLE_BACKOFF_MAX, then only at
+   the next delayed push (which starts it over). The purger's alone. */
+#define MI_HEAP_IDLE_BACKOFF_MAX  (6)   /* 200 ms .. 12.8 s by default */
+static unsigned mi_heap_idle_backoff;
+
 /* The purger's look at the listed heaps (purger.c, when notified). */
 size_t _mi_heap_idle_pass(mi_msecs_t now) {
-  mi_atomic_store_release(&_mi_heap_idle_notified, 0);   /* pushes from now on notify again */
+  /* pushes from now on notify again */
+  if (mi_atomic_exchange_acq_rel(&_mi_heap_idle_notified, 0) == 1) mi_heap_idle_backoff = 0;
   size_t emptied = 0;
-  bool again = false;
+  bool again = false;     /* a heap whose owner ran since the last look */
+  bool pending = false;   /* an idle heap with delayed blocks left */
   mi_lock_acquire(&mi_heap_idle_lock);
   for (mi_tld_t* tld = mi_heap_idle_threads; tld != NULL; tld = tld->idle_next) {
     mi_heap_t* const heap = tld->heap_backing;
@@ -226,11 +254,16 @@ size_t _mi_heap_idle_pass(mi_msecs_t now) {
     mi_atomic_store_seq_cst(&heap->idle_purger, 1);
     if (mi_atomic_load_seq_cst(&heap->idle_owner) == owner) emptied += mi_heap_idle_empty(heap);
     mi_atomic_store_release(&heap->idle_purger, 0);
+    if (mi_atomic_load_relaxed(&heap->thread_delayed_free) != NULL) pending = true;
   }
   mi_lock_release(&mi_heap_idle_lock);
-  if (again) {   /* a look at those heaps once their owners may be idle */
-    mi_atomic_store_release(&_mi_heap_idle_notified, 1);
-    _mi_purger_notify(now + mi_heap_idle_ms());
+  if (emptied > 0) mi_heap_idle_backoff = 0;
+  mi_msecs_t next = 0;
+  if (again) next = now + mi_heap_idle_ms();   /* a look at those heaps once their owners may be idle */
+  else if (pending && mi_heap_idle_backoff < MI_HEAP_IDLE_BACKOFF_MAX) next = now + (mi_heap_idle_ms() << ++mi_heap_idle_backoff);
+  if (next != 0) {
+    mi_atomic_store_release(&_mi_heap_idle_notified, 2);
+    _mi_purger_notify(next);
   }
   return emptied;
 }

@@ -393,7 +393,7 @@ static void mi_fork_parent(void) {
     mi_lock_release(&sp->lock);
   }
   mi_lock_release(&mi_subprocs_lock);
-  _mi_heap_idle_fork_release();
+  _mi_heap_idle_fork_release(false);
   _mi_sheap_fork_release();
   _mi_observe_fork(MI_OBSERVE_FORK_PARENT);
   _mi_purger_fork_parent();
@@ -407,7 +407,7 @@ static void mi_fork_child(void) {
     mi_lock_release(&sp->lock);
   }
   mi_lock_release(&mi_subprocs_lock);
-  _mi_heap_idle_fork_release();
+  _mi_heap_idle_fork_release(true);
   _mi_sheap_fork_release();
   _mi_observe_fork(MI_OBSERVE_FORK_CHILD);
   mi_heap_t* heap = mi_prim_get_default_heap();

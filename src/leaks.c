@@ -105,6 +105,7 @@ static void mi_leak_walk_segment(mi_segment_t* segment, void* arg) {
   for (size_t i = 0; i < segment->capacity; i++) {
     mi_page_t* page = &segment->pages[i];
     if (!page->segment_in_use || page->block_size == 0 || page->used == 0) continue;
+    if (mi_tf_is_emptied(mi_atomic_load_acquire(&page->xthread_free))) continue;   /* all free: emptied by the purger (heap-idle.c), not yet freed by its owner */
     const uintptr_t owner = mi_page_owner(page);
     if (walk->bin_only != SIZE_MAX && _mi_bin(page->block_size) != walk->bin_only) continue;
     if (owner != walk->self && owner != 0) {

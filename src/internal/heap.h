@@ -86,7 +86,7 @@ void       _mi_heap_idle_notify_slow(void);           /* a block was pushed on a
 size_t     _mi_heap_idle_pass(mi_msecs_t now);        /* the purger: returns the pages emptied */
 bool       _mi_heap_idle_keep(void);                  /* should the purger stay for frees into full pages? */
 void       _mi_heap_idle_fork_prepare(void);
-void       _mi_heap_idle_fork_release(void);
+void       _mi_heap_idle_fork_release(bool child);
 extern _Atomic(int) _mi_heap_idle_notified;           /* a pass is due (set by the first delayed push after one) */
 
 /* An owner section (types.h, mi_heap_t): around the owner's slow paths that may touch one of
@@ -94,13 +94,14 @@ extern _Atomic(int) _mi_heap_idle_notified;           /* a pass is due (set by t
    thread's backing heap has them (the purger looks at no other heap), so a visit of another
    thread's heap (a shared heap's part, never a backing heap) writes nothing. Not for the static
    empty heap (tld == NULL). */
-static inline void mi_heap_owner_enter(mi_heap_t* heap) {
+static inline void mi_heap_owner_enter_ex(mi_heap_t* heap, bool take_back) {
   if (heap->tld->heap_backing != heap || heap->idle_depth++ != 0) return;
   /* odd: inside; the store and the load below against the purger's (sequentially consistent) */
   mi_atomic_store_seq_cst(&heap->idle_owner, mi_atomic_load_relaxed(&heap->idle_owner) + 1);
   if (mi_unlikely(mi_atomic_load_seq_cst(&heap->idle_purger) != 0)) _mi_heap_idle_wait(heap);
-  if (mi_unlikely(mi_atomic_load_relaxed(&heap->idle_emptied) != 0)) _mi_heap_idle_take_back(heap);
+  if (take_back && mi_unlikely(mi_atomic_load_relaxed(&heap->idle_emptied) != 0)) _mi_heap_idle_take_back(heap);
 }
+static inline void mi_heap_owner_enter(mi_heap_t* heap) { mi_heap_owner_enter_ex(heap, true); }
 static inline void mi_heap_owner_leave(mi_heap_t* heap) {
   if (heap->tld->heap_backing != heap || --heap->idle_depth != 0) return;
   mi_atomic_store_release(&heap->idle_owner, mi_atomic_load_relaxed(&heap->idle_owner) + 1);

@@ -2,7 +2,7 @@
 /* mem-idle-remote.c -- a thread's full pages whose blocks other threads freed go back to the OS
    while the thread sleeps (idle reclaim, src/heap-idle.c; memory-idle-remote-*).
 
-   usage: mem-idle-remote idle|keep|race
+   usage: mem-idle-remote idle|spread|double-free|keep|race
 
      idle  main allocates 64 MiB of 1 KiB blocks (each filled with its own pattern) and keeps the
            first eighth and every 509th block of the rest (pages with one live block); thread B
@@ -15,7 +15,14 @@
            then allocates the freed amount again and the peak of committed memory grows by at
            most 16 MiB (the emptied pages went back to their segments at main's first allocation, and
            their slots are taken again), and every block is intact.
-     keep  MIMALLOC_PURGE_THREAD=0: the same, but B's RSS stays at least 50 MiB above the start
+     spread  as idle, but B frees a quarter of every page's blocks at a time, 300 ms apart, and
+           sleeps 3 s: only the first free into a full page notifies the purger, whose first
+           looks find no page all free; it looks again later (a backoff) and then finds them.
+     double-free  as idle; then main's first call frees again one of the blocks B freed, in a
+           page the purger emptied: reported once (EAGAIN, mi_register_error), and the rest of
+           idle's checks pass (nothing was written into the page). Not under a memory checker
+           (it reports the double free itself).
+     keep  MIMALLOC_PURGE_THREAD=0: the same as idle, but B's RSS stays at least 50 MiB above the start
            (what `idle` would see without the purger: this is what the feature changes).
      race  three owner threads for 4 s (with MIMALLOC_PURGE_DELAY=1 the purger looks every
            20 ms): each allocates 2,000 blocks of 16 B .. 192 KiB, keeps one in 64 at random and
@@ -44,22 +51,37 @@ static bool kept(size_t i) { return (i < IDLE_KEEP || i % IDLE_SPARSE == 0); }
 
 static size_t b_rss;
 static int64_t b_reset;
+static bool idle_double_free;        /* mode double-free */
+static unsigned char* stale_block;   /* one of B's blocks, freed */
+static int errors_seen[2];           /* EAGAIN, other */
+
+static void on_error(int err, void* arg) {
+  (void)arg;
+  errors_seen[err == EAGAIN ? 0 : 1]++;
+}
+
+static bool idle_spread;
 
 static void* idle_freer(void* arg) {
   (void)arg;
-  const int64_t reset0 = mt_stats()->reset.total;
-  for (size_t i = IDLE_KEEP; i < IDLE_COUNT; i++) {
-    if (kept(i)) continue;
-    CHECK_MSG(intact(i), "block %zu changed before its free", i);
-    mi_free(blocks[i]);
-    blocks[i] = NULL;
-  }
   /* a thread that frees also allocates (a worker): its first allocation is a safe place to
      start the purger (a free is not: src/purger.c) */
   void* own = mi_malloc(100);
   CHECK(own != NULL);
   mi_free(own);
-  mt_sleep_ms(IDLE_MS);   /* main waits in pthread_join: both idle */
+  const int64_t reset0 = mt_stats()->reset.total;
+  const size_t rounds = (idle_spread ? 4 : 1);
+  for (size_t r = 0; r < rounds; r++) {
+    if (r > 0) mt_sleep_ms(300);   /* spread: a quarter of every page's blocks at a time */
+    for (size_t i = IDLE_KEEP + r; i < IDLE_COUNT; i += rounds) {
+      if (kept(i)) continue;
+      CHECK_MSG(intact(i), "block %zu changed before its free", i);
+      if (stale_block == NULL && i % IDLE_SPARSE == IDLE_SPARSE / 2) stale_block = blocks[i];   /* (254 blocks from a kept one: a page without one) */
+      mi_free(blocks[i]);
+      blocks[i] = NULL;
+    }
+  }
+  mt_sleep_ms(idle_spread ? 2 * IDLE_MS : IDLE_MS);   /* main waits in pthread_join: both idle */
   b_rss = mt_rss();
   b_reset = mt_stats()->reset.total - reset0;
   return NULL;
@@ -77,8 +99,17 @@ static int test_idle(bool keep) {
   pthread_t t;
   CHECK(pthread_create(&t, NULL, &idle_freer, NULL) == 0);
   pthread_join(t, NULL);
+  if (idle_double_free) {
+    /* main's first call after the idle time: a block B freed, freed again, into a page the
+       purger emptied (its lists gone): reported, nothing written (the page is freed to its
+       segment at main's next allocation) */
+    mi_register_error(&on_error, NULL);
+    mi_free(stale_block);
+    mi_register_error(NULL, NULL);
+    CHECK_MSG(errors_seen[0] == 1 && errors_seen[1] == 0, "double free: %d EAGAIN and %d other errors reported (want 1, 0)", errors_seen[0], errors_seen[1]);
+  }
   printf("rss: start %.1f MiB, peak %.1f, %d ms after the frees %.1f; discarded %.1f MiB\n",
-         mt_mib(rss0), mt_mib(rss_peak), IDLE_MS, mt_mib(b_rss), (double)b_reset / (double)MiB);
+         mt_mib(rss0), mt_mib(rss_peak), idle_spread ? 2 * IDLE_MS : IDLE_MS, mt_mib(b_rss), (double)b_reset / (double)MiB);
   if (keep) {
     if (MT_RSS_ASSERTS) CHECK_MSG(b_rss >= rss0 + 50 * MiB, "without the purger the RSS fell to %.1f MiB above the start", mt_mib_diff(b_rss, rss0));
   }
@@ -105,7 +136,7 @@ static int test_idle(bool keep) {
             (double)(committed2 - committed1) / (double)MiB);
   for (size_t i = 0; i < IDLE_COUNT; i++) CHECK_MSG(blocks[i] == NULL || intact(i), "block %zu changed", i);
   for (size_t i = 0; i < IDLE_COUNT; i++) mi_free(blocks[i]);
-  return test_summary("mem-idle-remote", "%s", keep ? "keep" : "idle");
+  return test_summary("mem-idle-remote", "%s", keep ? "keep" : idle_spread ? "spread" : idle_double_free ? "double-free" : "idle");
 }
 
 /* --- race ------------------------------------------------------------------------------ */
@@ -210,6 +241,8 @@ static int test_race(void) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "idle") == 0) return test_idle(false);
+  if (argc >= 2 && strcmp(argv[1], "spread") == 0) { idle_spread = true; return test_idle(false); }
+  if (argc >= 2 && strcmp(argv[1], "double-free") == 0) { idle_double_free = true; return test_idle(false); }
   if (argc >= 2 && strcmp(argv[1], "keep") == 0) return test_idle(true);
   if (argc >= 2 && strcmp(argv[1], "race") == 0) return test_race();
   fprintf(stderr, "usage: mem-idle-remote idle|keep|race\n");
