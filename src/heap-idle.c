@@ -150,8 +150,8 @@ void _mi_heap_idle_notify_slow(void) {
 }
 
 /* Link the delayed blocks of `list` by page into the tally (up to MI_HEAP_IDLE_TALLY pages);
-   returns the blocks left over (not tallied) and sets *entries. */
-static mi_block_t* mi_heap_idle_tally_list(mi_block_t* list, size_t* entries) {
+   returns the blocks left over (not tallied). */
+static mi_block_t* mi_heap_idle_tally_list(mi_block_t* list) {
   const size_t slots = MI_HEAP_IDLE_TALLY * 2;
   memset(mi_heap_idle_tally, 0, sizeof(mi_heap_idle_tally));
   size_t n = 0;
@@ -172,7 +172,6 @@ static mi_block_t* mi_heap_idle_tally_list(mi_block_t* list, size_t* entries) {
     t->count++;
     list = next;
   }
-  *entries = n;
   return list;
 }
 
@@ -201,9 +200,8 @@ static size_t mi_heap_idle_empty(mi_heap_t* heap) {
   mi_block_t* back_first = NULL;   /* the delayed blocks of pages not emptied */
   mi_block_t* back_last = NULL;
   while (list != NULL && mi_atomic_load_seq_cst(&heap->idle_owner) == heap->idle_seen) {
-    size_t entries = 0;
     size_t ranges = 0;
-    list = mi_heap_idle_tally_list(list, &entries);
+    list = mi_heap_idle_tally_list(list);
     for (size_t i = 0; i < MI_HEAP_IDLE_TALLY * 2; i++) {
       mi_idle_tally_t* const t = &mi_heap_idle_tally[i];
       if (t->page == NULL) continue;

@@ -359,19 +359,14 @@ void _mi_heap_delete(mi_heap_t* heap, bool keep_lists) {
 }
 
 static bool mi_heap_page_destroy(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page, void* arg) {
-  (void)arg;
+  (void)heap; (void)arg;
   _mi_page_use_delayed_free(page, MI_NEVER_DELAYED_FREE, false);
 #if MI_TRACK_ENABLED
   /* the tool learns that the live blocks die (those freed by other threads it knows freed) */
   _mi_page_free_collect(page, true);
   _mi_heap_area_visit_blocks(heap, page, true, &_mi_track_visit_destroyed, page);
 #endif
-  _mi_stat_blocks_freed(page, heap->tld, page->used);   /* they all die with the heap */
-  mi_live_count_freed(page, page->used);
-  page->used = 0;
-  page->free = NULL;
-  page->local_free = NULL;
-  _mi_page_free(page, pq);
+  _mi_page_free_all(page, pq);   /* its blocks die with the heap */
   return true;
 }
 

@@ -575,16 +575,20 @@ bool _mi_page_try_empty(mi_page_t* page, size_t delayed, uintptr_t* start, uintp
   return true;
 }
 
-/* By the owner: a page the purger emptied (above) is free: its blocks count as freed, and it
-   goes back to its segment. */
-void _mi_page_free_emptied(mi_page_t* page, mi_page_queue_t* pq) {
-  mi_assert_internal(mi_tf_is_emptied(mi_atomic_load_relaxed(&page->xthread_free)));
+/* Free a page with the blocks it still counts in use: they die with it (mi_heap_destroy) or
+   were all free already (a page the purger emptied); either way they count as freed. */
+void _mi_page_free_all(mi_page_t* page, mi_page_queue_t* pq) {
   mi_page_thread_freed(page, page->used);
   page->free = NULL;
   page->local_free = NULL;
-  page->free_is_zero = false;
-  mi_atomic_store_release(&page->xthread_free, mi_tf_make_empty(MI_NO_DELAYED_FREE));
   _mi_page_free(page, pq);
+}
+
+/* By the owner: a page the purger emptied (above) goes back to its segment. */
+void _mi_page_free_emptied(mi_page_t* page, mi_page_queue_t* pq) {
+  mi_assert_internal(mi_tf_is_emptied(mi_atomic_load_relaxed(&page->xthread_free)));
+  mi_atomic_store_release(&page->xthread_free, mi_tf_make_empty(MI_NO_DELAYED_FREE));
+  _mi_page_free_all(page, pq);
 }
 
 /* A page became empty. If it is the only page of its size class, keep it for a few heartbeats

@@ -23,6 +23,7 @@ size_t     _mi_page_purge_free_interiors(mi_page_t* page);   /* owner: the OS pa
 void       _mi_page_retire(mi_page_t* page);
 bool       _mi_page_try_empty(mi_page_t* page, size_t delayed, uintptr_t* start, uintptr_t* end);   /* the purger: idle reclaim (heap-idle.c) */
 void       _mi_page_free_emptied(mi_page_t* page, mi_page_queue_t* pq);   /* the owner: a page it emptied */
+void       _mi_page_free_all(mi_page_t* page, mi_page_queue_t* pq);   /* a page with its blocks in use (they count as freed) */
 void       _mi_page_unfull(mi_page_t* page);
 void       _mi_page_free(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq);
