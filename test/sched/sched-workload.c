@@ -6,7 +6,7 @@
 
    sched-workload points   the phases below, on several threads:
      cross      a producer fills pages of one size, a consumer frees them into the full pages
-                (page-full, free-delayed), the producer allocates again (delayed-drain)
+                (page-full, free-delayed) but one in 64, the producer allocates again (delayed-drain)
      exit       a thread ends with live blocks in half-free pages (abandon, thread-done),
                 another thread allocates that size (reclaim); nothing is due for 1.5 s, so the
                 purger waits for the last frees (purger-wait); a third thread frees the rest
@@ -67,9 +67,16 @@ static void run(void* (*fn)(void*), void* arg) {
 #define CROSS_SIZE  48
 static void* cross_blocks[CROSS_N];
 
+/* the consumer leaves every CROSS_KEEP-th block live: a page whose blocks others all freed may
+   be emptied by the purger while the producer waits (idle reclaim, src/heap-idle.c), and then
+   nothing would be left for the producer's own drain */
+#define CROSS_KEEP  64
 static void* cross_free(void* arg) {
   (void)arg;
-  for (size_t i = 0; i < CROSS_N; i++) { check_free(cross_blocks[i], CROSS_SIZE); cross_blocks[i] = NULL; }
+  for (size_t i = 0; i < CROSS_N; i++) {
+    if (i % CROSS_KEEP == 0) continue;
+    check_free(cross_blocks[i], CROSS_SIZE); cross_blocks[i] = NULL;
+  }
   return NULL;
 }
 
@@ -79,6 +86,7 @@ static void* cross_producer(void* arg) {
     for (size_t i = 0; i < CROSS_N; i++) cross_blocks[i] = alloc(CROSS_SIZE);   /* pages fill up: full queue */
     run(&cross_free, NULL);                                                   /* into full pages: delayed */
     for (size_t i = 0; i < 1000; i++) check_free(alloc(CROSS_SIZE), CROSS_SIZE);   /* drains the delayed list */
+    for (size_t i = 0; i < CROSS_N; i += CROSS_KEEP) { check_free(cross_blocks[i], CROSS_SIZE); cross_blocks[i] = NULL; }
   }
   return NULL;
 }
