@@ -23,7 +23,7 @@ const mi_heap_t _mi_thread_empty_heap = {
 };
 
 #if MI_TLS_PE
-__attribute__((section(".tls$MI"))) mi_heap_t* _mi_thread_default_heap = (mi_heap_t*)&_mi_thread_empty_heap;   /* (base.h) */
+mi_decl_tls_pe mi_heap_t* _mi_thread_default_heap = (mi_heap_t*)&_mi_thread_empty_heap;   /* (base.h) */
 #else
 mi_decl_thread mi_thread_tls_t _mi_thread_tls = { (mi_heap_t*)&_mi_thread_empty_heap, 0, &_mi_thread_empty_heap.pages_free_direct[0] };
 #endif

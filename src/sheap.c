@@ -22,7 +22,12 @@ _Atomic(size_t) _mi_sheaps_dying;
 static mi_lock_t   mi_sheaps_lock = MI_LOCK_INIT;
 /* > 0 while this thread runs a visitor under mi_sheaps_lock: its sweep waits (ending a last
    theap frees its shared heap, which takes the lock: the thread would wait for itself) */
+#if MI_TLS_PE   /* (native: a thread's exit reads it, base.h) */
+mi_decl_tls_pe unsigned _mi_sheaps_held = 0;
+#define mi_sheaps_held  (*mi_tls_pe_ptr(unsigned, _mi_sheaps_held))
+#else
 static mi_decl_thread unsigned mi_sheaps_held;
+#endif
 static mi_sheap_t* mi_sheaps;
 
 /* mimalloc v3's main heap (mi_heap_main in the header's v3 mode, src/v3.c): a shared heap whose

@@ -128,6 +128,11 @@ int main(int argc, char** argv) {
   int threads = (argc > 1 ? atoi(argv[1]) : 200);
   if (threads < 2) threads = 2;
   if (threads > MAX_THREADS) threads = MAX_THREADS;
+  /* unbuffered, with a first line: a process that dies at exit (after the threads' and the
+     main thread's late allocations) has still said what it did, so test/windows.sh does not
+     take it for a Wine start failure and run it again (a libgcc abort at exit was hidden so) */
+  setvbuf(stdout, NULL, _IONBF, 0);
+  printf("thread-exit-win: %d threads\n", threads);
 
   mi_free(mi_malloc(8));   /* the allocator (and its FLS slot) first: ours comes after it */
   fls_key = FlsAlloc(&fls_callback);

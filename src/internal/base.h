@@ -182,16 +182,23 @@ static inline size_t _mi_bin(size_t size) {
    it sits in the image's TLS template (section .tls$MI, between the CRT's _tls_start in .tls
    and _tls_end in .tls$ZZZ) and is reached through the TEB's ThreadLocalStoragePointer
    (%gs:0x58) indexed by the image's _tls_index, at its section-relative offset (SECREL32).
-   Never access _mi_thread_default_heap directly there: only through _mi_thread_default_heap_ptr(). */
+   Never access _mi_thread_default_heap directly there: only through _mi_thread_default_heap_ptr().
+   Every thread-local variable that a thread's exit may touch is native TLS too (emulated TLS
+   is freed by the CRT's TLS callbacks: a later access allocates it again with the CRT's
+   malloc, which aborts the process when that fails at process exit): defined with
+   mi_decl_tls_pe and a global name (the asm names its symbol), reached with mi_tls_pe_ptr. */
 #define MI_TLS_PE 1
+#define mi_decl_tls_pe  __attribute__((section(".tls$MI")))
+#define mi_tls_pe_ptr(type, name) __extension__ ({ \
+    uintptr_t idx_, tls_; \
+    type* p_; \
+    __asm__("movl _tls_index(%%rip), %k0" : "=r"(idx_)); \
+    __asm__("movq %%gs:0x58, %0" : "=r"(tls_)); \
+    __asm__("leaq " #name "@SECREL32(%1), %0" : "=r"(p_) : "r"(((char**)tls_)[idx_])); \
+    p_; })
 extern mi_heap_t* _mi_thread_default_heap;
 static inline mi_heap_t** _mi_thread_default_heap_ptr(void) {
-  uintptr_t idx, tls;
-  mi_heap_t** p;
-  __asm__("movl _tls_index(%%rip), %k0" : "=r"(idx));
-  __asm__("movq %%gs:0x58, %0" : "=r"(tls));
-  __asm__("leaq _mi_thread_default_heap@SECREL32(%1), %0" : "=r"(p) : "r"(((char**)tls)[idx]));
-  return p;
+  return mi_tls_pe_ptr(mi_heap_t*, _mi_thread_default_heap);
 }
 #else
 /* The fast paths' thread-local data, at one TLS address: the default heap, and beside it what
