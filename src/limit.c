@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The soft memory limit (docs/memory.md, "The memory limit"): which limit is in force and where
    it comes from. MIMALLOC_MEMORY_LIMIT (mi_option_memory_limit) is an amount in KiB, 0 (off) or
-   a share of the process's cgroup limit stored as -percent; the default, -100, is the cgroup's
-   limit itself:
+   a share of the process's cgroup (or job object) limit stored as -percent; the default, -100,
+   is that limit itself:
    - cgroup v2: the least of memory.high and memory.max of the process's cgroup (the `0::/path`
      line of /proc/self/cgroup, under /sys/fs/cgroup) and of each cgroup above it (a slice's
      limit binds its children; a container's own cgroup is the root of its namespace, whose files
@@ -10,7 +10,10 @@
    - else cgroup v1: the least memory.limit_in_bytes of the memory controller's path and those
      above it (under /sys/fs/cgroup/memory);
    - "max", a missing file, anything but a decimal number, 0 and values from 2^60 up (v1 writes
-     2^63 - 4096 for "no limit") mean no limit at that level.
+     2^63 - 4096 for "no limit") mean no limit at that level;
+   - Windows: the job object the process is in (_mi_prim_job_limits), the lesser of its
+     per-process and its whole-job memory limit (both count committed memory, like ours; the
+     job's is shared with the job's other processes, as a cgroup's is).
    The files are read on first need (not at start-up: a short process pays nothing) and again
    when the last read is MI_LIMIT_REREAD_MS old (a container's limit can change): by whoever
    asks, which is the purger's thread, the statistics and mi_memory_limit; never a fast path.
@@ -27,11 +30,19 @@ typedef enum mi_limit_source_e {
   MI_LIMIT_SRC_NONE,       /* no cgroup limit found */
   MI_LIMIT_SRC_CG2_HIGH,   /* cgroup v2 memory.high */
   MI_LIMIT_SRC_CG2_MAX,    /* cgroup v2 memory.max */
-  MI_LIMIT_SRC_CG1         /* cgroup v1 memory.limit_in_bytes */
+  MI_LIMIT_SRC_CG1,        /* cgroup v1 memory.limit_in_bytes */
+  MI_LIMIT_SRC_JOB_PROCESS,/* Windows: the job object's per-process memory limit */
+  MI_LIMIT_SRC_JOB         /* Windows: the job object's memory limit (all its processes) */
 } mi_limit_source_t;
 
 static const char* const mi_limit_source_names[] = {
-  "no cgroup limit", "cgroup v2 memory.high", "cgroup v2 memory.max", "cgroup v1 memory.limit_in_bytes"
+#if defined(_WIN32)
+  "no job memory limit",
+#else
+  "no cgroup limit",
+#endif
+  "cgroup v2 memory.high", "cgroup v2 memory.max", "cgroup v1 memory.limit_in_bytes",
+  "job object process memory limit", "job object job memory limit"
 };
 
 #define MI_LIMIT_PATH_MAX   (512)
@@ -122,6 +133,12 @@ static size_t mi_limit_walk(const char* mount, const char* cgpath, const char* f
 /* Read the cgroup's limit (0: none) and where it comes from. */
 static size_t mi_limit_detect(mi_limit_source_t* source) {
   *source = MI_LIMIT_SRC_NONE;
+  size_t per_process = 0, job = 0;
+  if (_mi_prim_job_limits(&per_process, &job) && (per_process != 0 || job != 0)) {   /* Windows */
+    const bool least_is_job = (job != 0 && (per_process == 0 || job < per_process));
+    *source = (least_is_job ? MI_LIMIT_SRC_JOB : MI_LIMIT_SRC_JOB_PROCESS);
+    return (least_is_job ? job : per_process);
+  }
   char root[256];
   if (!_mi_prim_getenv("MIMALLOC_TEST_CGROUP_ROOT", root, sizeof(root))) root[0] = 0;
   char path[MI_LIMIT_PATH_MAX];

@@ -152,6 +152,13 @@ int   _mi_prim_write_file(const char* path, const char* buf, size_t len);
    /proc and /sys files with it, on slow paths and from the purger's thread. */
 int   _mi_prim_read_file(const char* path, char* buf, size_t size, size_t* len);
 
+/* The memory limits of the job object the process is in (Windows): its per-process and its
+   whole-job commit limits in bytes, 0 where that one is not set; false where the process is in
+   no job or the system has no such thing (Unix: the cgroup is read with _mi_prim_read_file).
+   Never allocates, keeps the last error. Tests: MIMALLOC_TEST_JOB_LIMIT="PROCESS,JOB" (bytes)
+   stands in for the job (Wine neither keeps nor reports a job's limits). */
+bool  _mi_prim_job_limits(size_t* process_limit, size_t* job_limit);
+
 /* Copy the value of environment variable `name` (matched case-insensitively) into `result`
    (NUL-terminated; Unix cuts a value that does not fit, Windows reports it as absent); false
    when absent. Never allocates; works before libc is fully initialised (false then: the

@@ -442,6 +442,12 @@ void _mi_prim_process_info(mi_process_info_t* pinfo) {
   if (pinfo->peak_rss < peak) pinfo->peak_rss = peak;
 }
 
+bool _mi_prim_job_limits(size_t* process_limit, size_t* job_limit) {
+  *process_limit = 0;   /* no job objects: the cgroup's files are the limit (src/limit.c) */
+  *job_limit = 0;
+  return false;
+}
+
 int _mi_prim_read_file(const char* path, char* buf, size_t size, size_t* len) {
   *len = 0;
   if (size == 0) return EINVAL;

@@ -267,13 +267,50 @@ long _mi_prim_thread_os_id(void) {
   return (long)GetCurrentThreadId();
 }
 
-/* No cgroups on Windows (a job object's limit would be the counterpart: not read yet), so the
-   memory limit finds none. */
+/* No cgroups on Windows: the job object's limits are the counterpart (_mi_prim_job_limits). */
 int _mi_prim_read_file(const char* path, char* buf, size_t size, size_t* len) {
   (void)path;
   *len = 0;
   if (size > 0) buf[0] = 0;
   return ENOTSUP;
+}
+
+/* "PROCESS,JOB": two decimal byte counts (MIMALLOC_TEST_JOB_LIMIT); false if malformed. */
+static bool win_parse_job_limits(const char* s, size_t* process_limit, size_t* job_limit) {
+  size_t* out[2] = { process_limit, job_limit };
+  for (int i = 0; i < 2; i++) {
+    size_t v = 0, digits = 0;
+    for (; *s >= '0' && *s <= '9' && digits < 19; s++, digits++) v = v * 10 + (size_t)(*s - '0');
+    if (digits == 0 || *s != (i == 0 ? ',' : 0)) return false;
+    *out[i] = v;
+    s++;
+  }
+  return true;
+}
+
+/* QueryInformationJobObject(NULL, ...) asks about the job the calling process is in (the
+   innermost one where jobs nest); it fails where the process is in none. Both limits count
+   committed memory (private bytes), as the allocator's own limit does. */
+bool _mi_prim_job_limits(size_t* process_limit, size_t* job_limit) {
+  *process_limit = 0;
+  *job_limit = 0;
+  char test[64];
+  if (_mi_prim_getenv("MIMALLOC_TEST_JOB_LIMIT", test, sizeof(test)) && test[0] != 0) {
+    if (win_parse_job_limits(test, process_limit, job_limit)) return true;
+    *process_limit = 0;
+    *job_limit = 0;
+    return false;
+  }
+  JOBOBJECT_EXTENDED_LIMIT_INFORMATION info;
+  memset(&info, 0, sizeof(info));
+  const DWORD saved = GetLastError();
+  const BOOL ok = QueryInformationJobObject(NULL, JobObjectExtendedLimitInformation, &info, sizeof(info), NULL);
+  SetLastError(saved);
+  if (!ok) return false;
+  const DWORD flags = info.BasicLimitInformation.LimitFlags;
+  if ((flags & JOB_OBJECT_LIMIT_PROCESS_MEMORY) != 0) *process_limit = (size_t)info.ProcessMemoryLimit;
+  if ((flags & JOB_OBJECT_LIMIT_JOB_MEMORY) != 0) *job_limit = (size_t)info.JobMemoryLimit;
+  return true;
 }
 
 int _mi_prim_write_file(const char* path, const char* buf, size_t len) {
@@ -418,15 +455,8 @@ static _Atomic(int)  win_fls_state;   /* 0: none, 1: created */
 /* the "exited" flag: native TLS like _mi_thread_default_heap (base.h), valid through all TLS
    callbacks and DLL notifications (gcc's emulated TLS may be freed by then: .CRT$XLD) */
 #if MI_TLS_PE
-__attribute__((section(".tls$MI"))) int _mi_prim_win_thread_exited = 0;
-static inline int* win_thread_exited_ptr(void) {
-  uintptr_t idx, tls;
-  int* p;
-  __asm__("movl _tls_index(%%rip), %k0" : "=r"(idx));
-  __asm__("movq %%gs:0x58, %0" : "=r"(tls));
-  __asm__("leaq _mi_prim_win_thread_exited@SECREL32(%1), %0" : "=r"(p) : "r"(((char**)tls)[idx]));
-  return p;
-}
+mi_decl_tls_pe int _mi_prim_win_thread_exited = 0;
+static inline int* win_thread_exited_ptr(void) { return mi_tls_pe_ptr(int, _mi_prim_win_thread_exited); }
 #else
 static mi_decl_thread int win_thread_exited = 0;
 static inline int* win_thread_exited_ptr(void) { return &win_thread_exited; }
