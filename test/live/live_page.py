@@ -76,6 +76,11 @@ def expected_view(s):
          fmt_count(p["pages_abandoned"]["current"]) + " pages"),
         ("purged", fmt_bytes(p["purged"]), fmt_count(p["purge_calls"]) + " purges"),
     ]
+    if p.get("memory_limit"):   # only while a limit is in force
+        limit, hard = p["memory_limit"], p["memory_limit_hard"]
+        cards.append(("memory limit", fmt_bytes(limit),
+                      "headroom " + fmt_bytes(max(0, limit - p["committed"]["current"])) + ", " +
+                      fmt_count(p["memory_limit_purges"]) + " purges" + (", hard " + fmt_bytes(hard) if hard else "")))
     threads = {str(t["tid"]): [t["name"] or "?", str(t["tid"]), fmt_bytes(t["bytes"]["current"]), fmt_bytes(t["bytes"]["peak"]),
                                fmt_count(t["blocks"]["current"]), fmt_count(t["blocks"]["peak"]),
                                fmt_rate(t["allocs_per_sec"]), fmt_rate(t["frees_per_sec"]), fmt_secs(t["age_ms"]), ""]

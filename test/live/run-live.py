@@ -275,6 +275,19 @@ def browser_checks(base, page, snap, tids):
     tid0 = str(broken["threads"][0]["tid"])
     check(threads.get(tid0, ([], None))[1] == "age_ms",
           f"browser: without age_ms, thread {tid0}'s missing mark is {threads.get(tid0, ([], None))[1]!r}, expected 'age_ms'")
+    # a memory limit in force: its card (limit, headroom, purges, the hard limit), and its line on
+    # the chart where it is near the figures; none without a limit (the program runs without one)
+    check(all(c[0] != "memory limit" for c in want_cards), "the program's snapshot has a memory limit: the page's no-limit case is untested")
+    limited = json.loads(json.dumps(snap))
+    lp = limited["process"]
+    lp["memory_limit"] = lp["committed"]["current"] + 3 * 1024 * 1024 + 512 * 1024
+    lp["memory_limit_purges"], lp["memory_limit_hard"] = 7, 2 * lp["memory_limit"]
+    want_cards = expected_view(limited)[0]
+    dom = browser_dom(chromium, page, limited)
+    cards = shown_view(dom)[0]
+    check([c[:3] for c in cards] == want_cards and all(c[3] is None for c in cards),
+          f"browser: with a memory limit the cards are {cards}, expected {want_cards}")
+    check('id="limit-line"' in dom, "browser: no limit line on the chart with the limit near the figures")
     if SHOT:   # the real viewer, as a user sees it
         with tempfile.TemporaryDirectory() as ud:
             subprocess.run([chromium, *BROWSER_FLAGS, f"--user-data-dir={ud}", f"--screenshot={SHOT}", base + "/"],
