@@ -14,7 +14,9 @@
      unchanged, types.h) and whose delayed list holds blocks is worked on, under the owner
      handshake of mi_heap_t: the purger takes the delayed list, and each full page whose
      blocks are then all accounted for (page->used == its thread_free count + its delayed
-     blocks taken: the owner holds none) is emptied (page.c, _mi_page_try_empty): its lists
+     blocks taken: the owner holds none; and those blocks are every block of the page once,
+     by their index sums, so a block freed twice is not taken for a live one) is emptied
+     (page.c, _mi_page_try_empty): its lists
      dropped, its memory given back to the OS at once, its thread_free word MI_TF_EMPTIED;
    - the other delayed blocks go back on the list, so the owner learns of them as before;
    - the owner frees the emptied pages to their segments at the start of its next owner
@@ -51,7 +53,7 @@ typedef struct mi_idle_tally_s {
   mi_page_t*  page;
   mi_block_t* first;   /* its delayed blocks, linked (with the page's keys) */
   mi_block_t* last;
-  size_t      count;
+  mi_page_block_sums_t sums;   /* their count and index sums (_mi_page_try_empty) */
 } mi_idle_tally_t;
 static mi_idle_tally_t mi_heap_idle_tally[MI_HEAP_IDLE_TALLY * 2];
 /* The memory of the pages emptied in one round, given back in address order, adjacent ranges
@@ -169,7 +171,7 @@ static mi_block_t* mi_heap_idle_tally_list(mi_block_t* list) {
     }
     mi_block_set_next(page, list, t->first);
     t->first = list;
-    t->count++;
+    _mi_page_block_sums_add(page, list, &t->sums);
     list = next;
   }
   return list;
@@ -208,7 +210,7 @@ static size_t mi_heap_idle_empty(mi_heap_t* heap) {
       /* (once the owner wants the heap back, the rest of the tally goes back to the list) */
       mi_idle_range_t* const r = &mi_heap_idle_ranges[ranges];
       if (mi_atomic_load_seq_cst(&heap->idle_owner) == heap->idle_seen &&
-          mi_atomic_load_relaxed(&t->page->xheap) == heap && _mi_page_try_empty(t->page, t->count, &r->start, &r->end)) {
+          mi_atomic_load_relaxed(&t->page->xheap) == heap && _mi_page_try_empty(t->page, &t->sums, &r->start, &r->end)) {
         ranges++;
         emptied++;
         continue;

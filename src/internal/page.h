@@ -21,7 +21,15 @@ void       _mi_page_to_full(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_free_collect(mi_page_t* page, bool force);
 size_t     _mi_page_purge_free_interiors(mi_page_t* page);   /* owner: the OS pages inside free blocks (page.c) */
 void       _mi_page_retire(mi_page_t* page);
-bool       _mi_page_try_empty(mi_page_t* page, size_t delayed, uintptr_t* start, uintptr_t* end);   /* the purger: idle reclaim (heap-idle.c) */
+/* A set of a page's blocks as their number and the sums of their indexes and squared indexes:
+   the blocks of a full page are all free exactly when the freed ones' sums are those of
+   0..capacity-1 (a block freed twice in place of a live one changes the sum by their
+   difference). Index sums of up to 2^16 blocks fit in 64 bits. */
+typedef struct mi_page_block_sums_s { size_t count; uint64_t sum; uint64_t sum2; } mi_page_block_sums_t;
+void       _mi_page_block_sums_add(const mi_page_t* page, const mi_block_t* block, mi_page_block_sums_t* sums);
+/* the purger (idle reclaim, heap-idle.c): empty a full page whose blocks are all free, given
+   the sums of the delayed blocks taken for it; false (nothing changed) otherwise */
+bool       _mi_page_try_empty(mi_page_t* page, const mi_page_block_sums_t* delayed, uintptr_t* start, uintptr_t* end);
 void       _mi_page_free_emptied(mi_page_t* page, mi_page_queue_t* pq);   /* the owner: a page it emptied */
 void       _mi_page_free_all(mi_page_t* page, mi_page_queue_t* pq);   /* a page with its blocks in use (they count as freed) */
 void       _mi_page_unfull(mi_page_t* page);

@@ -2,7 +2,7 @@
 /* mem-idle-remote.c -- a thread's full pages whose blocks other threads freed go back to the OS
    while the thread sleeps (idle reclaim, src/heap-idle.c; memory-idle-remote-*).
 
-   usage: mem-idle-remote idle|spread|double-free|keep|race
+   usage: mem-idle-remote idle|spread|double-free|double-free-full|keep|race
 
      idle  main allocates 64 MiB of 1 KiB blocks (each filled with its own pattern) and keeps the
            first eighth and every 509th block of the rest (pages with one live block); thread B
@@ -22,6 +22,13 @@
            page the purger emptied: reported once (EAGAIN, mi_register_error), and the rest of
            idle's checks pass (nothing was written into the page). Not under a memory checker
            (it reports the double free itself).
+     double-free-full  as idle, but B frees one block twice: the neighbour of a kept block, in
+           a page whose other blocks B frees, so that its thread_free count plus the delayed
+           block make the page look all free (its second free lands on its thread_free list, as
+           all but the page's first free do). Checked: the kept block is intact (the purger did
+           not give its page back) and the double free was reported (by the free in debug
+           builds, else by the purger, src/page.c _mi_page_try_empty). Main then touches that
+           size no more (the page's lists are corrupt). Not under a memory checker.
      keep  MIMALLOC_PURGE_THREAD=0: the same as idle, but B's RSS stays at least 50 MiB above the start
            (what `idle` would see without the purger: this is what the feature changes).
      race  three owner threads for 4 s (with MIMALLOC_PURGE_DELAY=1 the purger looks every
@@ -53,7 +60,10 @@ static size_t b_rss;
 static int64_t b_reset;
 static bool idle_double_free;        /* mode double-free */
 static unsigned char* stale_block;   /* one of B's blocks, freed */
-static int errors_seen[2];           /* EAGAIN, other */
+static bool idle_double_free_full;   /* mode double-free-full */
+static unsigned char* twice_block;   /* the block B frees twice */
+static size_t twice_kept;            /* the kept block beside it */
+static _Atomic(int) errors_seen[2];  /* EAGAIN, other (from B or the purger) */
 
 static void on_error(int err, void* arg) {
   (void)arg;
@@ -77,10 +87,16 @@ static void* idle_freer(void* arg) {
       if (kept(i)) continue;
       CHECK_MSG(intact(i), "block %zu changed before its free", i);
       if (stale_block == NULL && i % IDLE_SPARSE == IDLE_SPARSE / 2) stale_block = blocks[i];   /* (254 blocks from a kept one: a page without one) */
+      if (idle_double_free_full && twice_block == NULL && i % IDLE_SPARSE == 1 &&
+          ((uintptr_t)blocks[i] >> 16) == ((uintptr_t)blocks[i - 1] >> 16)) {   /* (64 KiB pages) */
+        twice_block = blocks[i];
+        twice_kept = i - 1;
+      }
       mi_free(blocks[i]);
       blocks[i] = NULL;
     }
   }
+  if (twice_block != NULL) mi_free(twice_block);   /* double-free-full: once more */
   mt_sleep_ms(idle_spread ? 2 * IDLE_MS : IDLE_MS);   /* main waits in pthread_join: both idle */
   b_rss = mt_rss();
   b_reset = mt_stats()->reset.total - reset0;
@@ -96,9 +112,21 @@ static int test_idle(bool keep) {
     mt_fill(blocks[i], IDLE_BLOCK, pattern_of(i));
   }
   const size_t rss_peak = mt_rss();
+  if (idle_double_free_full) mi_register_error(&on_error, NULL);
   pthread_t t;
   CHECK(pthread_create(&t, NULL, &idle_freer, NULL) == 0);
   pthread_join(t, NULL);
+  if (idle_double_free_full) {
+    mi_register_error(NULL, NULL);
+    CHECK_MSG(twice_block != NULL, "no block beside a kept one in its page");
+    CHECK_MSG(twice_block == NULL || intact(twice_kept), "kept block %zu, in the page of the block freed twice, changed: the page was given back under it", twice_kept);
+    CHECK_MSG(errors_seen[0] + errors_seen[1] >= 1, "the double free was not reported");
+    for (size_t i = 0; i < IDLE_COUNT; i++) {
+      if (kept(i)) CHECK_MSG(intact(i), "kept block %zu changed", i);
+    }
+    printf("double free reported %d times (EAGAIN) and %d (other); discarded %.1f MiB\n", (int)errors_seen[0], (int)errors_seen[1], (double)b_reset / (double)MiB);
+    return test_summary("mem-idle-remote", "double-free-full");   /* (that size's lists are corrupt: left as they are) */
+  }
   if (idle_double_free) {
     /* main's first call after the idle time: a block B freed, freed again, into a page the
        purger emptied (its lists gone): reported, nothing written (the page is freed to its
@@ -243,6 +271,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "idle") == 0) return test_idle(false);
   if (argc >= 2 && strcmp(argv[1], "spread") == 0) { idle_spread = true; return test_idle(false); }
   if (argc >= 2 && strcmp(argv[1], "double-free") == 0) { idle_double_free = true; return test_idle(false); }
+  if (argc >= 2 && strcmp(argv[1], "double-free-full") == 0) { idle_double_free_full = true; return test_idle(false); }
   if (argc >= 2 && strcmp(argv[1], "keep") == 0) return test_idle(true);
   if (argc >= 2 && strcmp(argv[1], "race") == 0) return test_race();
   fprintf(stderr, "usage: mem-idle-remote idle|keep|race\n");
