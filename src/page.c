@@ -554,12 +554,6 @@ void _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq) {
   _mi_abandoned_add_page(page, tld, heap->pages_lists);   /* its heap's own lists, if any (types.h) */
 }
 
-/* Idle reclaim (heap-idle.c): by the purger, while the page's owner is out of its slow paths
-   (the owner handshake, types.h). If every block of this full page is free, the owner holding
-   none (`used` then counts only the thread_free list and the `delayed` blocks of the heap's
-   delayed list the caller took), its lists are dropped (thread_free word MI_TF_EMPTIED) and
-   [*start, *end) is the memory of its blocks (whole OS pages), for the caller to give back to
-   the OS before the owner may run again. The caller drops the delayed blocks. */
 void _mi_page_block_sums_add(const mi_page_t* page, const mi_block_t* block, mi_page_block_sums_t* sums) {
   const uint64_t idx = (uint64_t)(((const uint8_t*)block - mi_page_start(page)) / page->block_size);
   sums->count++;
@@ -567,7 +561,13 @@ void _mi_page_block_sums_add(const mi_page_t* page, const mi_block_t* block, mi_
   sums->sum2 += idx * idx;
 }
 
-/* Counts alone took a block freed twice for a live one: the page was given back under it (a
+/* Idle reclaim (heap-idle.c): by the purger, while the page's owner is out of its slow paths
+   (the owner handshake, types.h). If every block of this full page is free, the owner holding
+   none (`used` then counts only the thread_free list and the `delayed` blocks of the heap's
+   delayed list the caller took), its lists are dropped (thread_free word MI_TF_EMPTIED) and
+   [*start, *end) is the memory of its blocks (whole OS pages), for the caller to give back to
+   the OS before the owner may run again. The caller drops the delayed blocks.
+   Counts alone took a block freed twice for a live one: the page was given back under it (a
    full page's first remote free goes to the delayed list, the others to thread_free, so the
    second free of a block lands in a list whose count then matches). So the thread_free list is
    walked too (its blocks never change while linked: the owner, idle, does not take them, and
