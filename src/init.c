@@ -411,8 +411,12 @@ static void mi_fork_child(void) {
   _mi_sheap_fork_release();
   _mi_observe_fork(MI_OBSERVE_FORK_CHILD);
   mi_heap_t* heap = mi_prim_get_default_heap();
+  /* the purger first: the thread is not in the child (started again on first need), and the
+     repair below may free pages the purger emptied (heap-idle.c) and so notify, commit and
+     purge: with the parent's purger state a notify would wake a thread that is not here,
+     under a lock it may have held, and an arena's commit lock would still be ours */
+  _mi_purger_fork_child(mi_heap_is_initialized(heap));
   _mi_heap_after_fork_child(heap);
-  _mi_purger_fork_child(mi_heap_is_initialized(heap));   /* the thread is not in the child: started again on first need */
 }
 
 void mi_subproc_add_current_thread(mi_subproc_id_t subproc_id) {

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #if !defined(_WIN32)
 #include <sys/mman.h>
 #include <unistd.h>   /* sysconf */
@@ -462,7 +463,12 @@ static bool commit_fun_body(bool commit, void* start, size_t size, bool* is_zero
 static bool commit_fun(bool commit, void* start, size_t size, bool* is_zero, void* arg) {
   commit_state_t* st = (commit_state_t*)arg;
   if (atomic_fetch_add(&st->inside, 1) != 0) atomic_fetch_add(&st->overlaps, 1);
-  for (int i = 0; i < 20; i++) sched_yield();   /* (a window for a second call to show) */
+  /* a window of 20 us for a second call to show: a spin, not yields, whose length on a busy
+     machine is the scheduler's (20 yields beside busy loops took 60-120 ms a call, calls are
+     serialised, and the test ran past its 180 s timeout in the loaded round) */
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do { clock_gettime(CLOCK_MONOTONIC, &t1); } while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 20000);
   const bool ok = commit_fun_body(commit, start, size, is_zero, st);
   atomic_fetch_sub(&st->inside, 1);
   return ok;

@@ -2,7 +2,7 @@
 /* mem-idle-remote.c -- a thread's full pages whose blocks other threads freed go back to the OS
    while the thread sleeps (idle reclaim, src/heap-idle.c; memory-idle-remote-*).
 
-   usage: mem-idle-remote idle|spread|double-free|double-free-full|keep|race
+   usage: mem-idle-remote idle|spread|double-free|double-free-full|fork|keep|race
 
      idle  main allocates 64 MiB of 1 KiB blocks (each filled with its own pattern) and keeps the
            first eighth and every 509th block of the rest (pages with one live block); thread B
@@ -29,6 +29,11 @@
            not give its page back) and the double free was reported (by the free in debug
            builds, else by the purger, src/page.c _mi_page_try_empty). Main then touches that
            size no more (the page's lists are corrupt). Not under a memory checker.
+     fork  as idle, but main forks right after the join, with the pages the purger emptied not
+           yet taken back: the child's fork handler takes them back (init.c: after the purger's
+           state is the child's own and the arenas' locks are released). The child checks main's
+           kept blocks, allocates the freed amount again, checks every block and exits, within
+           20 s (an alarm); the parent then goes on as in idle.
      keep  MIMALLOC_PURGE_THREAD=0: the same as idle, but B's RSS stays at least 50 MiB above the start
            (what `idle` would see without the purger: this is what the feature changes).
      race  three owner threads for 4 s (with MIMALLOC_PURGE_DELAY=1 the purger looks every
@@ -71,6 +76,39 @@ static void on_error(int err, void* arg) {
 }
 
 static bool idle_spread;
+static bool idle_fork;   /* mode fork */
+
+/* The freed amount again, into the slots of the pages given back; every block checked. */
+static void idle_refill(void) {
+  for (size_t i = IDLE_KEEP; i < IDLE_COUNT; i++) {
+    if (kept(i)) continue;
+    blocks[i] = (unsigned char*)mi_malloc(IDLE_BLOCK);
+    CHECK(blocks[i] != NULL);
+    if (blocks[i] == NULL) break;
+    mt_fill(blocks[i], IDLE_BLOCK, pattern_of(i));
+  }
+  for (size_t i = 0; i < IDLE_COUNT; i++) CHECK_MSG(blocks[i] == NULL || intact(i), "block %zu changed", i);
+}
+
+/* fork: the child checks and refills (its fork handler took the emptied pages back) */
+static void idle_fork_child_check(void) {
+  const pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    alarm(20);
+    for (size_t i = 0; i < IDLE_COUNT; i++) {
+      if (kept(i)) CHECK_MSG(intact(i), "child: kept block %zu changed", i);
+    }
+    idle_refill();
+    fflush(stdout);
+    _exit(test_failure_count() == 0 ? 0 : 1);
+  }
+  if (pid < 0) return;
+  int status = 0;
+  CHECK_EQ(waitpid(pid, &status, 0), pid);
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child %s %d", WIFSIGNALED(status) ? "died of signal" : "exited with",
+            WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+}
 
 static void* idle_freer(void* arg) {
   (void)arg;
@@ -116,6 +154,7 @@ static int test_idle(bool keep) {
   pthread_t t;
   CHECK(pthread_create(&t, NULL, &idle_freer, NULL) == 0);
   pthread_join(t, NULL);
+  if (idle_fork) idle_fork_child_check();
   if (idle_double_free_full) {
     mi_register_error(NULL, NULL);
     CHECK_MSG(twice_block != NULL, "no block beside a kept one in its page");
@@ -151,20 +190,13 @@ static int test_idle(bool keep) {
   }
   /* the freed amount again: into the slots of the pages given back */
   const int64_t committed1 = mt_stats()->committed.peak;
-  for (size_t i = IDLE_KEEP; i < IDLE_COUNT; i++) {
-    if (kept(i)) continue;
-    blocks[i] = (unsigned char*)mi_malloc(IDLE_BLOCK);
-    CHECK(blocks[i] != NULL);
-    if (blocks[i] == NULL) break;
-    mt_fill(blocks[i], IDLE_BLOCK, pattern_of(i));
-  }
+  idle_refill();
   const int64_t committed2 = mt_stats()->committed.peak;
   printf("committed peak: %.1f MiB before allocating again, %.1f after\n", (double)committed1 / (double)MiB, (double)committed2 / (double)MiB);
   CHECK_MSG(committed2 <= committed1 + (int64_t)(16 * MiB), "the committed peak grew by %.1f MiB: the freed pages' slots were not reused",
             (double)(committed2 - committed1) / (double)MiB);
-  for (size_t i = 0; i < IDLE_COUNT; i++) CHECK_MSG(blocks[i] == NULL || intact(i), "block %zu changed", i);
   for (size_t i = 0; i < IDLE_COUNT; i++) mi_free(blocks[i]);
-  return test_summary("mem-idle-remote", "%s", keep ? "keep" : idle_spread ? "spread" : idle_double_free ? "double-free" : "idle");
+  return test_summary("mem-idle-remote", "%s", keep ? "keep" : idle_spread ? "spread" : idle_double_free ? "double-free" : idle_fork ? "fork" : "idle");
 }
 
 /* --- race ------------------------------------------------------------------------------ */
@@ -272,8 +304,9 @@ int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "spread") == 0) { idle_spread = true; return test_idle(false); }
   if (argc >= 2 && strcmp(argv[1], "double-free") == 0) { idle_double_free = true; return test_idle(false); }
   if (argc >= 2 && strcmp(argv[1], "double-free-full") == 0) { idle_double_free_full = true; return test_idle(false); }
+  if (argc >= 2 && strcmp(argv[1], "fork") == 0) { idle_fork = true; return test_idle(false); }
   if (argc >= 2 && strcmp(argv[1], "keep") == 0) return test_idle(true);
   if (argc >= 2 && strcmp(argv[1], "race") == 0) return test_race();
-  fprintf(stderr, "usage: mem-idle-remote idle|keep|race\n");
+  fprintf(stderr, "usage: mem-idle-remote idle|spread|double-free|double-free-full|fork|keep|race\n");
   return 2;
 }
