@@ -45,7 +45,7 @@ size_t _mi_bitmap_clear_count(mi_bitmap_field_t* bitmap, size_t idx, size_t coun
   mi_bitmap_for_fields(f, idx, count) {
     const size_t mask = mi_bitmap_mask_in(f, idx, count);
     const size_t prev = mi_atomic_and_acq_rel(&bitmap[f], ~mask);
-    cleared += (size_t)__builtin_popcountll((unsigned long long)(prev & mask));
+    cleared += mi_popcount((uint64_t)(prev & mask));
   }
   return cleared;
 }

@@ -248,6 +248,12 @@ __attribute__((constructor)) static void mi_process_load(void) {
 __attribute__((destructor)) static void mi_process_unload(void) {
   mi_process_done();
 }
+/* The shared library's DT_FINI (CMakeLists.txt, MI_HOT_TEXT: -Wl,-fini): the C runtime's _fini
+   does nothing on these targets (destructors are in .fini_array), but it sits after all of the
+   code, and the loader's call at exit made a window of up to 64 KiB there resident. */
+#if defined(__ELF__)
+__attribute__((used, visibility("hidden"))) void _mi_process_fini_nothing(void) { }
+#endif
 #endif
 
 /* ---------------------------------------------------------------------------------------

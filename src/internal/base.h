@@ -161,6 +161,21 @@ static inline size_t mi_bsr(uintptr_t x) {  /* index of the highest set bit; x !
   return (sizeof(uintptr_t)*8 - 1) - (size_t)__builtin_clzll(x);   /* (long is 32 bits on Windows) */
 }
 
+/* The number of bits set. Where the target has no instruction for it (x86 without popcnt,
+   riscv without Zbb) gcc calls libgcc's __popcountdi2, linked at the far end of the shared
+   library's code: one call kept a 64 KiB window of it resident in every process (CMakeLists.txt,
+   MI_HOT_TEXT). So the same few shifts and one multiply inline instead. */
+static inline size_t mi_popcount(uint64_t x) {
+#if defined(__POPCNT__) || defined(__aarch64__) || defined(__riscv_zbb)
+  return (size_t)__builtin_popcountll((unsigned long long)x);
+#else
+  x = x - ((x >> 1) & 0x5555555555555555ULL);
+  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+  return (size_t)((x * 0x0101010101010101ULL) >> 56);
+#endif
+}
+
 /* Size to bin, table free (see the bin layout in types.h). */
 static inline size_t _mi_bin(size_t size) {
   size_t wsize = _mi_wsize_from_size(size);

@@ -854,9 +854,21 @@ void _mi_prim_thread_associate_default_heap(mi_heap_t* heap) {
   }
 }
 
+#if defined(__GLIBC__)
+/* glibc's pthread_atfork is a wrapper in libc_nonshared.a, linked at the far end of the shared
+   library's code: this call at start-up kept a 64 KiB window of it resident in every process
+   (CMakeLists.txt, MI_HOT_TEXT). It passes the object's handle to __register_atfork (exported by
+   libc since 2.3.2), as we do here. */
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void* dso_handle);
+extern void* __dso_handle __attribute__((visibility("hidden")));
+bool _mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
+  return (__register_atfork(prepare, parent, child, __dso_handle) == 0);
+}
+#else
 bool _mi_prim_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
   return (pthread_atfork(prepare, parent, child) == 0);
 }
+#endif
 
 /* ---------------------------------------------------------------------------------------
    The purger's thread: a detached pthread with a small stack, and a wait on a condition

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""check-hot-text.py LIB PROBE -- the shared library's hot text (CMakeLists.txt, MI_HOT_TEXT):
+the functions listed in cmake/hot-text.txt lie together, and a small program (hot-text-probe.c)
+runs nothing of the library beyond them, so that the kernel's fault-around keeps only their
+pages resident.
+Checked:
+  - most of the list names functions of this build (a list gone stale groups nothing);
+  - under callgrind (when valgrind is installed), every function of the library the probe ran,
+    exit included, lies at or before the end of the listed ones;
+  - the library's code pages resident at the probe's exit all lie within 64 KiB past that end
+    (the fault-around window), and fewer than the code's pages.
+A failure names the functions: run tools/hot-text.py on a Release build to list them again."""
+import os, re, subprocess, sys, shutil, tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LIST = os.path.join(HERE, "..", "..", "cmake", "hot-text.txt")
+WINDOW = 64 * 1024
+# the C runtime's start-up code in the library (crtbeginS.o): the first of .text's other input
+# sections, right after the listed functions
+CRT = {"deregister_tm_clones", "register_tm_clones", "__do_global_dtors_aux", "frame_dummy", "_init", "_fini"}
+failures = 0
+
+def fail(msg):
+    global failures
+    failures += 1
+    print("FAIL: " + msg)
+
+def symbols(lib):
+    out = subprocess.run(["nm", "-S", "--defined-only", lib], check=True, capture_output=True, text=True).stdout
+    syms = []
+    for line in out.splitlines():
+        p = line.split()
+        if len(p) == 4 and p[2] in "TtWw":
+            syms.append((int(p[0], 16), int(p[1], 16), p[3]))
+        elif len(p) == 3 and p[1] in "TtWw":   # (no size: the C runtime's own, crtbeginS.o)
+            syms.append((int(p[0], 16), 0, p[2]))
+    return sorted(syms)
+
+def name_at(syms, addr):
+    best = None
+    for a, size, n in syms:
+        if a <= addr: best = (a, n)
+        else: break
+    return "%s+0x%x" % (best[1], addr - best[0]) if best else hex(addr)
+
+def main():
+    lib, probe = os.path.realpath(sys.argv[1]), sys.argv[2]
+    listed = [l.strip() for l in open(LIST) if l.strip() and not l.startswith("#")]
+    syms = symbols(lib)
+    by_name = {n: (a, s) for a, s, n in syms}
+    found = [n for n in listed if n in by_name and by_name[n][1] > 0]
+    print("listed %d functions, %d in this build" % (len(listed), len(found)))
+    if len(found) < len(listed) * 3 // 4:
+        fail("only %d of the %d listed functions are in this build: the list is stale" % (len(found), len(listed)))
+    if not found: return
+    lo = min(by_name[n][0] for n in found)
+    hi = max(by_name[n][0] + by_name[n][1] for n in found)
+    text_end = max(a + s for a, s, n in syms)
+    print("the listed functions: 0x%x..0x%x (%d KiB); the code ends at 0x%x" % (lo, hi, (hi - lo) // 1024, text_end))
+    if hi - lo > 2 * WINDOW:
+        fail("the listed functions span %d KiB: not grouped (is the objcopy step of CMakeLists.txt in the link?)" % ((hi - lo) // 1024))
+
+    # the functions the probe runs (callgrind: every call, the exit included)
+    if shutil.which("valgrind") and shutil.which("callgrind_annotate"):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "probe.cg")
+            subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, probe],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            ann = subprocess.run(["callgrind_annotate", "--threshold=100", out], check=True, capture_output=True, text=True).stdout
+        ran, beyond = 0, []
+        for line in ann.splitlines():
+            m = re.match(r"\s*[\d,]+ .*:([A-Za-z0-9_.$]+)(?:'\d+)? \[(.*)\]$", line)
+            if not m or os.path.realpath(m.group(2)) != lib: continue
+            ran += 1
+            name = m.group(1)
+            addr = int(name, 16) if name.startswith("0x") else by_name.get(name, (None,))[0]
+            if addr is None or addr < hi: continue
+            where = name_at(syms, addr)
+            if where.split("+")[0] not in CRT: beyond.append(where)
+        print("under callgrind the probe ran %d functions of the library, %d beyond the listed ones" % (ran, len(beyond)))
+        if ran == 0: fail("callgrind saw no function of the library run (its symbols unread?)")
+        if beyond: fail("functions run beyond the listed ones: " + ", ".join(sorted(beyond)))
+    else:
+        print("(no valgrind: the functions run are not checked)")
+
+    # the pages resident at the probe's exit
+    res = subprocess.run([probe], check=True, capture_output=True, text=True).stdout
+    line = [l for l in res.splitlines() if l.startswith("resident:")]
+    if not line or "unknown" in line[0]:
+        print("(no /proc/self/pagemap: the resident pages are not checked)")
+    else:
+        pages = [int(x, 16) for x in line[0].split()[1:]]
+        far = [p for p in pages if p >= hi + WINDOW]
+        code_pages = (text_end - 0) // 4096
+        print("resident code pages at exit: %d (%d KiB), %d beyond the window past the listed ones" % (len(pages), len(pages) * 4, len(far)))
+        if far: fail("resident code pages far past the listed functions: " + ", ".join("0x%x (%s)" % (p, name_at(syms, p)) for p in far[:12]))
+        if not pages: fail("no resident code page found (the mapping not found?)")
+    print("%s hot-text: %d failure(s)" % ("FAIL" if failures else "PASS", failures))
+    sys.exit(1 if failures else 0)
+
+if __name__ == "__main__":
+    main()
