@@ -55,24 +55,31 @@ typedef struct mi_idle_tally_s {
   mi_block_t* last;
   mi_page_block_sums_t sums;   /* their count and index sums (_mi_page_try_empty) */
 } mi_idle_tally_t;
-static mi_idle_tally_t mi_heap_idle_tally[MI_HEAP_IDLE_TALLY * 2];
 /* The memory of the pages emptied in one round, given back in address order, adjacent ranges
    with one system call (the pages of a segment freed together are: remote-idle's 16,384 pages
    of 64 KiB took 16,384 calls, now one per segment). */
 typedef struct mi_idle_range_s { uintptr_t start; uintptr_t end; } mi_idle_range_t;
-static mi_idle_range_t mi_heap_idle_ranges[MI_HEAP_IDLE_TALLY];
+/* Both tables, taken from the OS for a pass that works on a heap and given back after it: as
+   static arrays they stayed resident after the first pass, 112 KiB in every process whose
+   purger ever looked (larson: 37 pages of .bss resident instead of 13). */
+typedef struct mi_idle_scratch_s {
+  mi_idle_tally_t tally[MI_HEAP_IDLE_TALLY * 2];
+  mi_idle_range_t ranges[MI_HEAP_IDLE_TALLY];
+} mi_idle_scratch_t;
+static mi_idle_scratch_t* mi_heap_idle_scratch;   /* during a pass (the purger's alone), else NULL */
 
 static void mi_heap_idle_discard(size_t n) {
+  mi_idle_range_t* const ranges = mi_heap_idle_scratch->ranges;
   for (size_t i = 1; i < n; i++) {   /* insertion sort: mostly in order already */
-    const mi_idle_range_t r = mi_heap_idle_ranges[i];
+    const mi_idle_range_t r = ranges[i];
     size_t j = i;
-    while (j > 0 && mi_heap_idle_ranges[j - 1].start > r.start) { mi_heap_idle_ranges[j] = mi_heap_idle_ranges[j - 1]; j--; }
-    mi_heap_idle_ranges[j] = r;
+    while (j > 0 && ranges[j - 1].start > r.start) { ranges[j] = ranges[j - 1]; j--; }
+    ranges[j] = r;
   }
   for (size_t i = 0; i < n; ) {
-    const uintptr_t start = mi_heap_idle_ranges[i].start;
-    uintptr_t end = mi_heap_idle_ranges[i].end;
-    for (i++; i < n && mi_heap_idle_ranges[i].start == end; i++) end = mi_heap_idle_ranges[i].end;
+    const uintptr_t start = ranges[i].start;
+    uintptr_t end = ranges[i].end;
+    for (i++; i < n && ranges[i].start == end; i++) end = ranges[i].end;
     if (end > start) _mi_os_discard((void*)start, end - start);
   }
 }
@@ -155,14 +162,14 @@ void _mi_heap_idle_notify_slow(void) {
    returns the blocks left over (not tallied). */
 static mi_block_t* mi_heap_idle_tally_list(mi_block_t* list) {
   const size_t slots = MI_HEAP_IDLE_TALLY * 2;
-  memset(mi_heap_idle_tally, 0, sizeof(mi_heap_idle_tally));
+  memset(mi_heap_idle_scratch->tally, 0, sizeof(mi_heap_idle_scratch->tally));
   size_t n = 0;
   while (list != NULL) {
     mi_page_t* const page = _mi_ptr_page(list);
     mi_block_t* const next = mi_block_next(page, list);
     size_t i = (((uintptr_t)page >> 7) * 0x9E3779B97F4A7C15ULL) >> 53;   /* 11 bits of a page index */
-    while (mi_heap_idle_tally[i].page != NULL && mi_heap_idle_tally[i].page != page) i = (i + 1) % slots;
-    mi_idle_tally_t* const t = &mi_heap_idle_tally[i];
+    while (mi_heap_idle_scratch->tally[i].page != NULL && mi_heap_idle_scratch->tally[i].page != page) i = (i + 1) % slots;
+    mi_idle_tally_t* const t = &mi_heap_idle_scratch->tally[i];
     if (t->page == NULL) {
       if (n >= MI_HEAP_IDLE_TALLY) break;   /* full: the rest waits */
       t->page = page;
@@ -205,10 +212,10 @@ static size_t mi_heap_idle_empty(mi_heap_t* heap) {
     size_t ranges = 0;
     list = mi_heap_idle_tally_list(list);
     for (size_t i = 0; i < MI_HEAP_IDLE_TALLY * 2; i++) {
-      mi_idle_tally_t* const t = &mi_heap_idle_tally[i];
+      mi_idle_tally_t* const t = &mi_heap_idle_scratch->tally[i];
       if (t->page == NULL) continue;
       /* (once the owner wants the heap back, the rest of the tally goes back to the list) */
-      mi_idle_range_t* const r = &mi_heap_idle_ranges[ranges];
+      mi_idle_range_t* const r = &mi_heap_idle_scratch->ranges[ranges];
       if (mi_atomic_load_seq_cst(&heap->idle_owner) == heap->idle_seen &&
           mi_atomic_load_relaxed(&t->page->xheap) == heap && _mi_page_try_empty(t->page, &t->sums, &r->start, &r->end)) {
         ranges++;
@@ -251,12 +258,21 @@ size_t _mi_heap_idle_pass(mi_msecs_t now) {
       again = true;
       continue;
     }
+    if (mi_heap_idle_scratch == NULL) {
+      bool is_zero;
+      mi_heap_idle_scratch = (mi_idle_scratch_t*)_mi_os_alloc(sizeof(mi_idle_scratch_t), &is_zero);
+      if (mi_heap_idle_scratch == NULL) { pending = true; break; }   /* (out of memory: a later look) */
+    }
     mi_atomic_store_seq_cst(&heap->idle_purger, 1);
     if (mi_atomic_load_seq_cst(&heap->idle_owner) == owner) emptied += mi_heap_idle_empty(heap);
     mi_atomic_store_release(&heap->idle_purger, 0);
     if (mi_atomic_load_relaxed(&heap->thread_delayed_free) != NULL) pending = true;
   }
   mi_lock_release(&mi_heap_idle_lock);
+  if (mi_heap_idle_scratch != NULL) {
+    _mi_os_free(mi_heap_idle_scratch, sizeof(mi_idle_scratch_t));
+    mi_heap_idle_scratch = NULL;
+  }
   if (emptied > 0) mi_heap_idle_backoff = 0;
   mi_msecs_t next = 0;
   if (again) next = now + mi_heap_idle_ms();   /* a look at those heaps once their owners may be idle */
