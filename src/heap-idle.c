@@ -40,8 +40,8 @@ static mi_msecs_t mi_heap_idle_ms(void) {
   const long delay = mi_option_get(mi_option_purge_delay);
   return (delay < 1 ? 10 : 20 * (mi_msecs_t)delay);
 }
-#define MI_HEAP_IDLE_TALLY (1024)   /* pages of one heap worked on per look (a static table: the
-                                       purger is one thread); the rest waits for the next look */
+#define MI_HEAP_IDLE_TALLY (1024)   /* pages of one heap worked on per look (one table, the
+                                       purger's: it is one thread); the rest waits for the next look */
 
 static mi_lock_t    mi_heap_idle_lock = MI_LOCK_INIT;
 static mi_tld_t*    mi_heap_idle_threads;          /* under the lock */
