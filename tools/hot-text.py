@@ -59,36 +59,43 @@ def build(tmp, name, src):
     subprocess.run(cmd, check=True)
     return exe
 
-def symbols(lib):
-    """address -> names, name -> address of the library's functions (nm, with local symbols)"""
-    out = subprocess.run(["nm", "--defined-only", lib], check=True, capture_output=True, text=True).stdout
-    by_addr, by_name = {}, {}
+def functions(lib):
+    """the library's functions, (address, size, name) by address (nm, local symbols too; size 0
+    where nm gives none: the C runtime's crtbeginS.o). Also used by test/hot-text."""
+    out = subprocess.run(["nm", "-S", "--defined-only", lib], check=True, capture_output=True, text=True).stdout
+    syms = []
     for line in out.splitlines():
         p = line.split()
-        if len(p) != 3 or p[1] not in "TtWw": continue
-        a = int(p[0], 16)
-        by_addr.setdefault(a, []).append(p[2])
-        by_name[p[2]] = a
-    return by_addr, by_name
+        if len(p) == 4 and p[2] in "TtWw": syms.append((int(p[0], 16), int(p[1], 16), p[3]))
+        elif len(p) == 3 and p[1] in "TtWw": syms.append((int(p[0], 16), 0, p[2]))
+    return sorted(syms)
+
+def functions_run(lib, exe, args=(), env=None):
+    """the names of the library's functions that `exe` ran under callgrind ("0x..." for code
+    without a symbol). Also used by test/hot-text."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "run.cg")
+        subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, exe] + list(args), env=env,
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ann = subprocess.run(["callgrind_annotate", "--threshold=100", out], check=True, capture_output=True, text=True).stdout
+    ran = []
+    for line in ann.splitlines():
+        m = re.match(r"\s*[\d,]+ .*:([A-Za-z0-9_.$]+)(?:'\d+)? \[(.*)\]$", line)
+        if m and os.path.realpath(m.group(2)) == lib: ran.append(m.group(1))
+    return ran
 
 def main():
     if len(sys.argv) != 2: sys.exit(__doc__)
     lib = os.path.realpath(os.path.join(sys.argv[1], "libmimalloc.so"))
-    by_addr, by_name = symbols(lib)
+    by_addr, by_name = {}, {}
+    for a, size, n in functions(lib):
+        by_addr.setdefault(a, []).append(n)
+        by_name[n] = a
     order, seen = [], set()
     with tempfile.TemporaryDirectory() as tmp:
         for name, src, args in PROGRAMS:
             exe = build(tmp, name, src)
-            out = os.path.join(tmp, name + ".cg")
-            env = dict(os.environ, LD_PRELOAD=lib)
-            subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, exe] + args, env=env,
-                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            ann = subprocess.run(["callgrind_annotate", "--threshold=100", out], check=True, capture_output=True, text=True).stdout
-            ran = []
-            for line in ann.splitlines():
-                m = re.match(r"\s*([\d,]+) .*:([A-Za-z0-9_.$]+)(?:'\d+)? \[(.*)\]$", line)
-                if not m or os.path.realpath(m.group(3)) != lib: continue
-                ran.append(m.group(2))
+            ran = functions_run(lib, exe, args, dict(os.environ, LD_PRELOAD=lib))
             for fn in ran:
                 if fn not in by_name: continue
                 for alias in sorted(by_addr[by_name[fn]]):   # (the section is named after the definition)

@@ -9,12 +9,16 @@ Checked:
   - under callgrind (when valgrind is installed), every function of the library the probe ran,
     exit included, lies at or before the end of the listed ones;
   - the library's code pages resident at the probe's exit all lie within 64 KiB past that end
-    (the fault-around window), and fewer than the code's pages.
+    (the fault-around window).
 A failure names the functions: run tools/hot-text.py on a Release build to list them again."""
-import os, re, subprocess, sys, shutil, tempfile
+import importlib.util, os, shutil, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIST = os.path.join(HERE, "..", "..", "cmake", "hot-text.txt")
+# the list's maker: its nm and callgrind readers (tools/hot-text.py)
+_spec = importlib.util.spec_from_file_location("hot_text", os.path.join(HERE, "..", "..", "tools", "hot-text.py"))
+hot_text = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(hot_text)
 WINDOW = 64 * 1024
 # the C runtime's start-up code in the library (crtbeginS.o): the first of .text's other input
 # sections, right after the listed functions
@@ -26,17 +30,6 @@ def fail(msg):
     failures += 1
     print("FAIL: " + msg)
 
-def symbols(lib):
-    out = subprocess.run(["nm", "-S", "--defined-only", lib], check=True, capture_output=True, text=True).stdout
-    syms = []
-    for line in out.splitlines():
-        p = line.split()
-        if len(p) == 4 and p[2] in "TtWw":
-            syms.append((int(p[0], 16), int(p[1], 16), p[3]))
-        elif len(p) == 3 and p[1] in "TtWw":   # (no size: the C runtime's own, crtbeginS.o)
-            syms.append((int(p[0], 16), 0, p[2]))
-    return sorted(syms)
-
 def name_at(syms, addr):
     best = None
     for a, size, n in syms:
@@ -47,7 +40,7 @@ def name_at(syms, addr):
 def main():
     lib, probe = os.path.realpath(sys.argv[1]), sys.argv[2]
     listed = [l.strip() for l in open(LIST) if l.strip() and not l.startswith("#")]
-    syms = symbols(lib)
+    syms = hot_text.functions(lib)
     by_name = {n: (a, s) for a, s, n in syms}
     found = [n for n in listed if n in by_name and by_name[n][1] > 0]
     print("listed %d functions, %d in this build" % (len(listed), len(found)))
@@ -63,17 +56,9 @@ def main():
 
     # the functions the probe runs (callgrind: every call, the exit included)
     if shutil.which("valgrind") and shutil.which("callgrind_annotate"):
-        with tempfile.TemporaryDirectory() as tmp:
-            out = os.path.join(tmp, "probe.cg")
-            subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, probe],
-                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            ann = subprocess.run(["callgrind_annotate", "--threshold=100", out], check=True, capture_output=True, text=True).stdout
         ran, beyond = 0, []
-        for line in ann.splitlines():
-            m = re.match(r"\s*[\d,]+ .*:([A-Za-z0-9_.$]+)(?:'\d+)? \[(.*)\]$", line)
-            if not m or os.path.realpath(m.group(2)) != lib: continue
+        for name in hot_text.functions_run(lib, probe):
             ran += 1
-            name = m.group(1)
             addr = int(name, 16) if name.startswith("0x") else by_name.get(name, (None,))[0]
             if addr is None or addr < hi: continue
             where = name_at(syms, addr)
@@ -92,7 +77,6 @@ def main():
     else:
         pages = [int(x, 16) for x in line[0].split()[1:]]
         far = [p for p in pages if p >= hi + WINDOW]
-        code_pages = (text_end - 0) // 4096
         print("resident code pages at exit: %d (%d KiB), %d beyond the window past the listed ones" % (len(pages), len(pages) * 4, len(far)))
         if far: fail("resident code pages far past the listed functions: " + ", ".join("0x%x (%s)" % (p, name_at(syms, p)) for p in far[:12]))
         if not pages: fail("no resident code page found (the mapping not found?)")
