@@ -5,9 +5,10 @@
    forked while a sampling thread was inside inherited the lock held and hung at its own first
    sample (test-sheap's fork test, 1 run in 12 at a rate of 64 bytes). Here two threads do
    nothing but sampled allocations while main forks PF_FORKS times; each child makes sampled
-   allocations and exits. A child that has not exited 10 s after the fork is hung: its stacks are
-   printed (hang-dump.h), it is killed, and the check fails; a fork that does not return in 40 s
-   (the parent stuck in the fork handlers) prints the parent's stacks and fails the test.
+   allocations and exits. A child that has not exited 10 s after the fork (60 s under qemu-user)
+   is hung: its stacks are
+   printed (hang-dump.h), it is killed, and the check fails; a fork that does not return 30 s after
+   that (the parent stuck in the fork handlers) prints the parent's stacks and fails the test.
    Usage: prof-fork-loader [forks]   (run with MIMALLOC_PROFILE set and a rate of 64 bytes) */
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +22,16 @@
 #include "../testing.h"
 #include "../hang-dump.h"
 
+/* The time a child gets, from the fork to its exit; the parent's watchdog gives a fork 30 s
+   more. Under qemu-user a child starts slowly (its code is translated again): the first fork's
+   child once took more than 10 s in CI. */
+#if defined(MI_TEST_EMULATED) && MI_TEST_EMULATED
+#define PF_CHILD_MS  60000
+#else
+#define PF_CHILD_MS  10000
+#endif
+#define PF_FORK_S    (PF_CHILD_MS / 1000 + 30)
+
 static atomic_bool stop;
 static atomic_int  forks_done;   /* children waited for (the watchdog's measure of progress) */
 
@@ -33,7 +44,7 @@ static void* sampler(void* arg) {
   return NULL;
 }
 
-/* The parent stuck: no child waited for in 40 s (the children themselves are given 10 s) */
+/* The parent stuck: no child waited for in PF_FORK_S seconds */
 static void* watchdog(void* arg) {
   (void)arg;
   int last = -1, still = 0;
@@ -43,9 +54,9 @@ static void* watchdog(void* arg) {
     const int done = atomic_load(&forks_done);
     still = (done == last ? still + 1 : 0);
     last = done;
-    if (still >= 40) {
+    if (still >= PF_FORK_S) {
       char why[96];
-      snprintf(why, sizeof(why), "fork %d has not returned in 40 s", done);
+      snprintf(why, sizeof(why), "fork %d has not returned in %d s", done, PF_FORK_S);
       test_hang_dump(getpid(), why);
       _exit(1);
     }
@@ -53,16 +64,16 @@ static void* watchdog(void* arg) {
   return NULL;
 }
 
-/* Waits for the child up to 10 s; a hung one is shown, killed and reaped. True if it exited 0. */
+/* Waits for the child up to PF_CHILD_MS; a hung one is shown, killed and reaped. True if it exited 0. */
 static bool child_wait(pid_t pid, int i) {
   int status = 0;
   for (int ms = 0; ; ms += 10) {
     const pid_t r = waitpid(pid, &status, WNOHANG);
     CHECK(r >= 0);
     if (r != 0) break;
-    if (ms >= 10000) {
+    if (ms >= PF_CHILD_MS) {
       char why[96];
-      snprintf(why, sizeof(why), "the child of fork %d has not exited in 10 s", i);
+      snprintf(why, sizeof(why), "the child of fork %d has not exited in %d s", i, PF_CHILD_MS / 1000);
       test_hang_dump(pid, why);
       kill(pid, SIGKILL);
       CHECK_EQ(waitpid(pid, &status, 0), pid);
@@ -93,7 +104,7 @@ int main(int argc, char** argv) {
     }
     if (!child_wait(pid, i)) hung++;
     atomic_fetch_add(&forks_done, 1);
-    if (hung >= 3) break;   /* (each costs 10 s) */
+    if (hung >= 3) break;   /* (each costs PF_CHILD_MS) */
   }
   atomic_store(&stop, true);
   for (int i = 0; i < 2; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
