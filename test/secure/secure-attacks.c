@@ -135,6 +135,7 @@ static void overflow(size_t len) {
   const uintptr_t t = (uintptr_t)(target + 64);
   for (size_t i = 0; i < sizeof evil; i += sizeof t) memcpy(evil + i, &t, sizeof t);
   if (len == 1) evil[0] = 0x28;   /* the low byte: the link then points into another block */
+  if (len == 1 && a[n] == evil[0]) evil[0] ^= 0x40;   /* an encoded link's byte may be 0x28: change it */
   memcpy(a + n, evil, len);
   allocate_on(n, 3000);
 }
