@@ -102,15 +102,22 @@ static void mi_free_block_mt(mi_block_t* block, mi_page_t* page, mi_segment_t* s
   }
 }
 
-/* A free into another thread's page without flags (p is the block): the common cross-thread
-   case, one CAS in a frame-less function; the delayed-free handshake and big blocks go to
-   mi_free_block_mt. */
-static mi_decl_noinline void mi_free_remote(mi_block_t* block, mi_page_t* page, mi_segment_t* segment) {
-  if (mi_unlikely(page->block_size > MI_HUGE_RESET_MIN)) { mi_free_block_mt(block, page, segment); return; }
+/* A free into another thread's page without flags but MI_PAGE_IN_FULL (p is the block): the
+   common cross-thread case, one CAS in a frame-less function; the delayed-free handshake (the
+   first free into a full page, whose state is MI_USE_DELAYED_FREE) and big blocks go to
+   mi_free_block_mt. Later frees into a full page push directly like any other (a pipeline's
+   consumer frees a third of its blocks into its producer's full pages). `xtid` is the page's
+   xthread_id: with MI_PAGE_IN_FULL it may be the caller's own full page (generic path). */
+static mi_decl_noinline void mi_free_remote(mi_block_t* block, mi_page_t* page, mi_segment_t* segment, uintptr_t xtid) {
+  if (mi_unlikely((xtid & MI_PAGE_IN_FULL) != 0 || page->block_size > MI_HUGE_RESET_MIN)) {
+    if ((xtid & ~MI_PAGE_IN_FULL) == _mi_thread_id()) { _mi_free_generic(block, page, segment); return; }
+    if (page->block_size > MI_HUGE_RESET_MIN) { mi_free_block_mt(block, page, segment); return; }
+  }
   uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
   uintptr_t tfreex;
   do {
-    if (mi_unlikely(mi_tf_delayed(tfree) == MI_USE_DELAYED_FREE)) { mi_free_block_mt(block, page, segment); return; }
+    /* (the segment again from the page: keeping `segment` live across the loop costs a move) */
+    if (mi_unlikely(mi_tf_delayed(tfree) == MI_USE_DELAYED_FREE)) { mi_free_block_mt(block, page, _mi_page_segment(page)); return; }
     mi_block_set_next(page, block, mi_tf_block(tfree));
     tfreex = mi_tf_push(tfree, block);
   } while (!mi_atomic_cas_weak_release(&page->xthread_free, &tfree, tfreex));
@@ -215,11 +222,11 @@ mi_decl_cache_align void mi_free(void* p) mi_attr_noexcept {
       _mi_page_retire(page);
     }
   }
-  else if (mi_likely((xtid & MI_PAGE_FLAGS_MASK) == 0 && xtid != 0)) {
+  else if (mi_likely((xtid & MI_PAGE_REMOTE_SLOW) == 0 && xtid > MI_PAGE_IN_FULL)) {   /* an owner, perhaps in full */
 #if MI_SECURE > 0
     if (mi_unlikely(!mi_secure_free_plain(page, p))) { _mi_free_generic(p, page, segment); return; }
 #endif
-    mi_free_remote((mi_block_t*)p, page, segment);   /* an owner: the page is in use */
+    mi_free_remote((mi_block_t*)p, page, segment, xtid);   /* an owner (perhaps this thread: a full page) */
   }
   else {
     _mi_free_generic(p, page, segment);

@@ -292,6 +292,8 @@ typedef enum mi_delayed_e {
                                                     (MIMALLOC_LIVE) counts them, the profiler
                                                     looks for its sampled blocks (prof_samples) */
 #define MI_PAGE_FLAGS_MASK   ((uintptr_t)0x07)   /* thread ids are at least 8-byte aligned */
+#define MI_PAGE_REMOTE_SLOW  (MI_PAGE_HAS_ALIGNED | MI_PAGE_FREE_HOOK)   /* the flags that send a
+                                                    cross-thread free to the generic path */
 
 /* A page holds blocks of a single size in [page_start, page_start + reserved*block_size).
    Invariants (owner thread view, `|l|` = length of list l):
