@@ -211,7 +211,7 @@ bool _mi_abandoned_reclaim_for_bin(mi_heap_t* heap, mi_abandoned_lists_t* own, s
    thread adopts the page (if it may serve the thread's default heap) and the free becomes
    local. Returns true if it did (the page is then this thread's). Not a page of one block (a
    large or huge one): its free releases it anyway, and the release of a huge block by
-   mi_free_block_mt gives its memory back at once. */
+   _mi_remote_free_block gives its memory back at once. */
 bool _mi_abandoned_reclaim_on_free(mi_page_t* page) {
   if (page->reserved <= 1 || !mi_option_is_enabled(mi_option_abandoned_reclaim_on_free)) return false;
   mi_heap_t* heap = mi_prim_get_default_heap();

@@ -117,6 +117,9 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
     if (dying != 0) heap = mi_malloc_sheaps_dying(heap);
     if (mi_prof_rate() != 0) _mi_observe_thread_start(heap->tld);   /* mi_profile_start by another thread */
   }
+  /* frees held back (remote.c), every 16th time: outside the owner section (a push may take
+     the subprocess' lock) */
+  if (mi_unlikely((beat % (4 * MI_GENERIC_WORK_EVERY)) == 0)) _mi_remote_flush(heap->tld);
   mi_heap_owner_enter(heap);   /* (heap-idle.c: the purger stays off our full pages meanwhile) */
   void* const p = mi_malloc_generic_find(size, heap, zero, huge_alignment, align_offset, psize, beat);
   mi_heap_owner_leave(heap);

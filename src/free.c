@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Freeing: the owner-thread fast path, the cross-thread single-CAS push with the delayed-free
-   handshake, and the slow cases (aligned interior pointers, full pages, empty pages). */
+/* Freeing: the owner-thread fast path, the cross-thread one (held back in a batch, or one CAS;
+   remote.c has the rest), and the slow cases (aligned interior pointers, full pages, empty pages). */
 #include "internal/alloc.h"
 
 /* Every build checks that a pointer is in one of our segments before touching it (the segment
@@ -38,86 +38,41 @@ static mi_decl_noinline void mi_free_block_local_full(mi_page_t* page, mi_block_
   mi_heap_owner_leave(heap);
 }
 
-/* Free by another thread: one CAS on the page's thread_free list, or, the first time a block
-   is freed into a full page, a push on the owning heap's delayed list so the owner learns the
-   page has space again (see mi_delayed_t). Into an abandoned page (abandoned form,
-   page.h) the push needs no handshake; the page's last live block is pushed under the
-   subprocess' lock, which releases the page (abandon.c): memory of ended threads comes back as
-   soon as its blocks are freed, whoever frees them. */
-static void mi_free_block_mt(mi_block_t* block, mi_page_t* page, mi_segment_t* segment) {
-  if (segment->page_kind == MI_PAGE_HUGE && page->block_size > MI_HUGE_RESET_MIN &&
-      !segment->memid.is_pinned && mi_option_get(mi_option_purge_delay) >= 0) {
-    /* the owner releases the segment later; give the memory back now */
-    _mi_os_discard((uint8_t*)block + _mi_os_page_size(), page->block_size - _mi_os_page_size());
-  }
-  uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
-  uintptr_t tfreex;
-  bool use_delayed;
-  for (;;) {
-    if (mi_unlikely(mi_tf_is_abandoned(tfree))) {
-      if (mi_tf_count(tfree) + 1 >= MI_TF_ABANDONED_BASE) {   /* the last live block */
-        mi_sched_point(MI_SCHED_FREE_LAST);   /* before the lock: an adopter may own the page meanwhile */
-        if (_mi_abandoned_free_last(segment, page, block)) return;
-        tfree = mi_atomic_load_relaxed(&page->xthread_free);   /* owned again */
-        continue;
-      }
-      use_delayed = false;
-      mi_block_set_next(page, block, mi_tf_block(tfree));
-      tfreex = mi_tf_push(tfree, block);
-    }
-    else {
-      use_delayed = (mi_tf_delayed(tfree) == MI_USE_DELAYED_FREE);
-      if (mi_unlikely(use_delayed)) {
-        tfreex = mi_tf_set_delayed(tfree, MI_DELAYED_FREEING);
-      }
-      else {
-        mi_block_set_next(page, block, mi_tf_block(tfree));
-        tfreex = mi_tf_push(tfree, block);
-      }
-    }
-    if (mi_atomic_cas_weak_acq_rel(&page->xthread_free, &tfree, tfreex)) break;
-  }
-
-  if (mi_unlikely(use_delayed)) {
-    mi_sched_point(MI_SCHED_FREE_DELAYED);   /* the owner waits (yielding) for the end of MI_DELAYED_FREEING */
-    /* the owner cannot change xheap while we are MI_DELAYED_FREEING */
-    mi_heap_t* heap = mi_atomic_load_acquire(&page->xheap);
-    if (heap != NULL) {
-      mi_block_t* dfree = mi_atomic_load_relaxed(&heap->thread_delayed_free);
-      do {
-        mi_block_set_next(page, block, dfree);
-      } while (!mi_atomic_cas_weak_release(&heap->thread_delayed_free, &dfree, block));
-      /* the owner may sleep: the purger looks (heap-idle.c) */
-      if (mi_atomic_load_relaxed(&_mi_heap_idle_notified) == 0) _mi_heap_idle_notify_slow();
-    }
-    tfree = mi_atomic_load_relaxed(&page->xthread_free);
-    do {
-      tfreex = tfree;
-      if (heap == NULL) {   /* cannot happen by the protocol; keep the block anyway */
-        mi_block_set_next(page, block, mi_tf_block(tfree));
-        tfreex = mi_tf_push(tfree, block);
-      }
-      tfreex = mi_tf_set_delayed(tfreex, MI_NO_DELAYED_FREE);
-    } while (!mi_atomic_cas_weak_release(&page->xthread_free, &tfree, tfreex));
-  }
-}
-
-/* A free into another thread's page without flags but MI_PAGE_IN_FULL (p is the block): the
-   common cross-thread case, one CAS in a frame-less function; the delayed-free handshake (the
-   first free into a full page, whose state is MI_USE_DELAYED_FREE) and big blocks go to
-   mi_free_block_mt. Later frees into a full page push directly like any other (a pipeline's
-   consumer frees a third of its blocks into its producer's full pages). `xtid` is the page's
-   xthread_id: with MI_PAGE_IN_FULL it may be the caller's own full page (generic path). */
+/* A free into another thread's page without flags but MI_PAGE_IN_FULL (p is the block), in a
+   frame-less function. Release builds hold a small block of a page that is not full back in
+   the freeing thread's batch of that page (remote.c): a load, a compare and two stores, no
+   atomic; the batch is pushed with one CAS. Other frees push at once with one CAS; the
+   delayed-free handshake (the first free into a full page, whose state is MI_USE_DELAYED_FREE)
+   and big blocks go to _mi_remote_free_block. Later frees into a full page push directly like
+   any other (a pipeline's consumer frees a third of its blocks into its producer's full pages).
+   `xtid` is the page's xthread_id: with MI_PAGE_IN_FULL it may be the caller's own full page
+   (generic path). */
 static mi_decl_noinline void mi_free_remote(mi_block_t* block, mi_page_t* page, mi_segment_t* segment, uintptr_t xtid) {
   if (mi_unlikely((xtid & MI_PAGE_IN_FULL) != 0 || page->block_size > MI_HUGE_RESET_MIN)) {
     if ((xtid & ~MI_PAGE_IN_FULL) == _mi_thread_id()) { _mi_free_generic(block, page, segment); return; }
-    if (page->block_size > MI_HUGE_RESET_MIN) { mi_free_block_mt(block, page, segment); return; }
+    if (page->block_size > MI_HUGE_RESET_MIN) { _mi_remote_free_block(block, page, segment); return; }
+    goto push;   /* a full page: at once (a sleeping owner's purger counts its frees, heap-idle.c) */
   }
+#if MI_REMOTE_BATCH
+  /* held back in this thread's batch of the page (remote.c); not by an uninitialised or
+     ending thread (the empty heap: no tld) */
+  const size_t limit = mi_page_remote_batch(page);
+  mi_tld_t* const tld = mi_prim_get_default_heap()->tld;
+  if (mi_likely(limit != 0 && tld != NULL)) {
+    struct mi_remote_batch_s* const b = &tld->remote_batch[mi_remote_batch_slot(page)];
+    if (mi_unlikely(b->page != page)) { _mi_remote_batch_start(tld, page, block); return; }
+    mi_block_set_next(page, block, b->head);
+    b->head = block;
+    if (mi_unlikely(++b->count >= limit)) _mi_remote_batch_full(tld, b);
+    return;
+  }
+#endif
+push:;
   uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
   uintptr_t tfreex;
   do {
     /* (the segment again from the page: keeping `segment` live across the loop costs a move) */
-    if (mi_unlikely(mi_tf_delayed(tfree) == MI_USE_DELAYED_FREE)) { mi_free_block_mt(block, page, _mi_page_segment(page)); return; }
+    if (mi_unlikely(mi_tf_delayed(tfree) == MI_USE_DELAYED_FREE)) { _mi_remote_free_block(block, page, _mi_page_segment(page)); return; }
     mi_block_set_next(page, block, mi_tf_block(tfree));
     tfreex = mi_tf_push(tfree, block);
   } while (!mi_atomic_cas_weak_release(&page->xthread_free, &tfree, tfreex));
@@ -169,7 +124,7 @@ void _mi_free_generic(void* p, mi_page_t* page, mi_segment_t* segment) {
     _mi_stat_blocks_freed(page, mi_page_heap(page)->tld, 1);
     mi_free_block_local_full(page, block);
   }
-  else mi_free_block_mt(block, page, segment);
+  else _mi_remote_free_block(block, page, segment);
 }
 
 /* A block that another thread queued on our heap's delayed list. */

@@ -223,6 +223,7 @@ void _mi_heap_collect_abandon(mi_heap_t* heap) {
 }
 
 void _mi_heap_collect(mi_heap_t* heap, bool force) {
+  if (mi_heap_is_initialized(heap)) _mi_remote_flush(heap->tld);   /* the calling thread's frees into others' pages */
   mi_heap_collect_ex(heap, force ? MI_FORCE : MI_NORMAL);
 }
 

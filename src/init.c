@@ -230,6 +230,8 @@ void mi_process_done(void) mi_attr_noexcept {
   int expected = 0;
   if (!mi_atomic_cas_strong_acq_rel(&mi_process_done_state, &expected, 1)) return;
   _mi_purger_done();   /* no background purge while we report and after */
+  mi_heap_t* const heap = mi_prim_get_default_heap();
+  if (mi_heap_is_initialized(heap)) _mi_remote_flush(heap->tld);   /* blocks this thread held back are free in the report */
   if (mi_option_is_enabled(mi_option_destroy_on_exit)) {
     mi_collect(true);
   }
@@ -285,6 +287,7 @@ void _mi_thread_done(mi_heap_t* heap) {
   mi_tld_t* tld = heap->tld;
   mi_heap_t* backing = tld->heap_backing;
   if (backing->thread_id != _mi_thread_id()) return;   /* not ours */
+  _mi_remote_flush(tld);   /* its frees into other threads' pages (remote.c) */
   _mi_observe_thread_done(tld);
   _mi_thread_set_default_heap(backing);
   _mi_heap_api_thread_done(tld);   /* its other heaps end (theaps as their shared heap did) */
@@ -297,6 +300,7 @@ void _mi_thread_done(mi_heap_t* heap) {
   if (backing->prof != NULL) _mi_observe_heap_done(backing);
   _mi_stats_merge_thread(tld);   /* after abandoning: the blocks left moved to the totals */
   mi_os_stat_decrease(threads, 1);
+  _mi_remote_flush(tld);   /* any held back since (from here on its frees are pushed at once) */
   _mi_thread_set_default_heap((mi_heap_t*)&_mi_thread_empty_heap);
   if (backing == &_mi_thread_main_heap) {
     /* the static main heap stays valid and empty; the thread may come back to it */

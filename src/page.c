@@ -460,6 +460,12 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
   mi_segment_t* segment = _mi_page_segment(page);
   mi_page_set_heap(page, heap);   /* (also abandon_lists: the slot's purge_expire until now, types.h) */
   page->heap_tag = heap->tag;
+#if MI_REMOTE_BATCH
+  /* others may hold back frees of its small blocks (remote.c); not in a heap that
+     mi_heap_destroy may free wholesale under them */
+  const bool batch = (!heap->allow_destroy && segment->page_kind != MI_PAGE_HUGE && block_size <= MI_REMOTE_BATCH_SIZE_MAX);
+  page->remote_batch = (uint8_t)(batch ? (MI_REMOTE_BATCH_BYTES / block_size < 32 ? MI_REMOTE_BATCH_BYTES / block_size : 32) : 0);
+#endif
 #if MI_SECURE > 0
   _mi_secure_page_init_keys(page);   /* before the first link is written */
 #endif

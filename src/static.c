@@ -44,6 +44,7 @@ void _mi_static_text_begin(void) { }
 #include "prof-write.c"
 #include "purger.c"
 #include "random.c"
+#include "remote.c"
 #include "secure.c"
 #include "guarded.c"
 #include "segment.c"

@@ -54,6 +54,8 @@ LAYERS = {
     # The checks of checked builds and the trackers act on pages and blocks from the page layer up.
     "debug.c": 4, "secure.c": 4, "track.c": 4,
     "heap.c": 5, "init.c": 5, "static-alloc.c": 5,
+    # Cross-thread frees: the push on another thread's page and the batches of held-back frees.
+    "remote.c": 5,
     # Idle reclaim: the purger's look at sleeping threads' heaps (their full pages, their delayed lists).
     "heap-idle.c": 5,
     # Shared heaps over the heaps of a thread, and the public heap functions that tell the two
@@ -228,7 +230,7 @@ PREFIXES = {
     "heap.c": ["_mi_heap_"], "init.c": ["_mi_process_", "_mi_thread_", "_mi_subproc_", "_mi_subprocs_"],
     "static-alloc.c": ["_mi_static_alloc_"], "sheap.c": ["_mi_sheap_", "_mi_sheaps_"],
     "heap-api.c": ["_mi_heap_api_"],
-    "heap-idle.c": ["_mi_heap_idle_"],
+    "heap-idle.c": ["_mi_heap_idle_"], "remote.c": ["_mi_remote_"],
     "alloc.c": ["_mi_alloc_", "_mi_malloc_", "_mi_realloc_"], "free.c": ["_mi_free_"],
     "aligned.c": ["_mi_aligned_"], "guarded.c": ["_mi_guarded_"],
     "posix.c": ["_mi_posix_"], "new.c": ["_mi_new_"], "new-handler.cpp": ["_mi_new_handler_"],

@@ -7,6 +7,21 @@
 
 
 /* ------------------------------------------------------------------------------------------
+   remote.c: cross-thread frees
+------------------------------------------------------------------------------------------ */
+/* push `block` of another thread's page (or an abandoned one); never held back */
+void       _mi_remote_free_block(mi_block_t* block, mi_page_t* page, mi_segment_t* segment);
+/* push every cross-thread free this thread holds back (tld of the calling thread, or NULL) */
+void       _mi_remote_flush(mi_tld_t* tld);
+#if MI_REMOTE_BATCH
+void       _mi_remote_batch_start(mi_tld_t* tld, mi_page_t* page, mi_block_t* block) mi_decl_noinline;
+void       _mi_remote_batch_full(mi_tld_t* tld, struct mi_remote_batch_s* b) mi_decl_noinline;
+static inline size_t mi_remote_batch_slot(const mi_page_t* page) {
+  return ((uintptr_t)page / MI_PAGE_DESC_ALIGN) % MI_REMOTE_BATCH_SLOTS;
+}
+#endif
+
+/* ------------------------------------------------------------------------------------------
    init.c: process and thread life cycle
 ------------------------------------------------------------------------------------------ */
 extern const mi_heap_t  _mi_thread_empty_heap;    /* default heap of uninitialised threads */

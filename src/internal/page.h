@@ -131,6 +131,13 @@ static inline uint32_t mi_page_prof_samples(const mi_page_t* page) {   /* profil
   (void)page; return 0;
 #endif
 }
+static inline size_t mi_page_remote_batch(const mi_page_t* page) {   /* types.h: remote_batch */
+#if MI_REMOTE_BATCH
+  return page->remote_batch;
+#else
+  (void)page; return 0;
+#endif
+}
 static inline bool mi_page_is_in_full(const mi_page_t* page) { return (mi_page_flags(page) & MI_PAGE_IN_FULL) != 0; }
 static inline void mi_page_set_in_full(mi_page_t* page, bool in_full) { mi_page_flag_set(page, MI_PAGE_IN_FULL, in_full); }
 static inline bool mi_page_has_aligned(const mi_page_t* page) { return (mi_page_flags(page) & MI_PAGE_HAS_ALIGNED) != 0; }
@@ -174,6 +181,10 @@ static inline uintptr_t mi_tf_set_delayed(uintptr_t tf, mi_delayed_t delayed) { 
 /* the list with `block` pushed (the caller linked it to mi_tf_block(tf)) */
 static inline uintptr_t mi_tf_push(uintptr_t tf, mi_block_t* block) {
   return ((tf + (((uintptr_t)1) << MI_TF_COUNT_SHIFT)) & ~MI_TF_BLOCK_MASK) | (uintptr_t)block;
+}
+/* the list with the chain head..tail of n blocks pushed (the caller linked tail to mi_tf_block(tf)) */
+static inline uintptr_t mi_tf_push_n(uintptr_t tf, mi_block_t* head, size_t n) {
+  return ((tf + ((uintptr_t)n << MI_TF_COUNT_SHIFT)) & ~MI_TF_BLOCK_MASK) | (uintptr_t)head;
 }
 /* the same list with another count (and form bits `low`: a delayed state, or MI_TF_ABANDONED) */
 static inline uintptr_t mi_tf_with_count(uintptr_t tf, size_t count, uintptr_t low) {

@@ -14,8 +14,9 @@
   X(PAGE_FULL,     "page-full")      /* page.c: a page moved to the full queue, before the late-free check */ \
   X(ABANDON,       "abandon")        /* abandon.c: a page in abandoned form, before it is listed */ \
   X(RECLAIM,       "reclaim")        /* abandon.c: a page taken off the abandoned lists, before it joins a heap */ \
-  X(FREE_LAST,     "free-last")      /* free.c: the last live block of an abandoned page, before the lock */ \
-  X(FREE_DELAYED,  "free-delayed")   /* free.c: a page in MI_DELAYED_FREEING, before the delayed push */ \
+  X(FREE_LAST,     "free-last")      /* remote.c: the last live block of an abandoned page, before the lock */ \
+  X(FREE_DELAYED,  "free-delayed")   /* remote.c: a page in MI_DELAYED_FREEING, before the delayed push */ \
+  X(REMOTE_PUSH,   "remote-push")    /* remote.c: a batch of cross-thread frees taken off its slot, before its push */ \
   X(DELAYED_DRAIN, "delayed-drain")  /* heap.c: the heap's delayed list taken, before its blocks are freed */ \
   X(SEGMENT_PURGE, "segment-purge")  /* segment.c: a slot purge pass between two holds of the lock */ \
   X(ARENA_PURGE,   "arena-purge")    /* arena-purge.c: arena blocks claimed and purged, before the claim is released */ \

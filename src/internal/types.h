@@ -262,6 +262,14 @@ typedef struct mi_padding_s {
 } mi_padding_t;
 #define MI_PADDING_SIZE   (MI_PADDING ? sizeof(mi_padding_t) : 0)
 #define MI_PADDING_GUARD_ROOM (MI_PADDING ? MI_MAX_ALIGN_SIZE : 0)   /* before a page's first block */
+/* Cross-thread frees batched by the freeing thread (remote.c): release builds only. Checked
+   builds search every free list for a double free, which a block held back would escape. */
+#ifndef MI_REMOTE_BATCH
+#define MI_REMOTE_BATCH   (MI_SECURE == 0 && MI_PADDING == 0)
+#endif
+#define MI_REMOTE_BATCH_SLOTS  (64)     /* per thread, by page descriptor address */
+#define MI_REMOTE_BATCH_BYTES  (8192)   /* a batch holds back at most this much, or 32 blocks */
+#define MI_REMOTE_BATCH_SIZE_MAX (MI_REMOTE_BATCH_BYTES / 4)   /* larger blocks are pushed at once */
 #define MI_DEBUG_UNINIT   (0xD0)
 #define MI_DEBUG_FREED    (0xDF)
 #define MI_DEBUG_PADDING  (0xDE)
@@ -436,6 +444,10 @@ typedef struct mi_page_s {
                                          let go at one load), every page release reads it
                                          (segment.c), and it fills padding of the 128-byte
                                          descriptor; the free fast path never reads it */
+  uint8_t            remote_batch;    /* 0, or how many of its blocks another thread's free may
+                                         hold back before pushing them with one CAS (remote.c):
+                                         set at the page's set-up in a heap that cannot be
+                                         destroyed, kept until the page is freed */
 #endif
 } mi_page_t;
 _Static_assert(sizeof(void*) != 8 || sizeof(mi_page_t) == MI_PAGE_DESC_ALIGN, "page descriptors are 128 bytes");
@@ -643,6 +655,14 @@ typedef struct mi_tld_s {
   struct { struct mi_sheap_s* sheap; mi_heap_t* theap; } sheap_last;
   /* the list of threads whose backing heap the purger may empty pages of while the thread
      sleeps (heap-idle.c), under its lock */
+  /* cross-thread frees this thread holds back (remote.c, MI_REMOTE_BATCH): slot i holds
+     blocks of one page whose descriptor address hashes to i, linked head to tail, count < the
+     page's remote_batch; they count as used in their page until pushed. remote_batch_used is
+     the number of slots with a page. */
+#if MI_REMOTE_BATCH
+  struct mi_remote_batch_s { mi_page_t* page; mi_block_t* head; mi_block_t* tail; size_t count; } remote_batch[MI_REMOTE_BATCH_SLOTS];
+  size_t              remote_batch_used;
+#endif
   struct mi_tld_s*    idle_next;
   struct mi_tld_s*    idle_prev;
   bool                idle_listed;

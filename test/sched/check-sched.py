@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 POINTS = ["page-fresh", "page-full", "abandon", "reclaim", "free-last", "free-delayed",
-          "delayed-drain", "segment-purge", "arena-purge", "purger-start", "purger-pass", "purger-wait", "heap-delete",
+          "remote-push", "delayed-drain", "segment-purge", "arena-purge", "purger-start", "purger-pass", "purger-wait", "heap-delete",
           "heap-destroy", "thread-done", "prof-sample", "sheap-sweep", "sheap-switch"]
 
 failures = []
