@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* mem-purge.c -- delayed purging: statistics, timing, and reuse of purged memory.
 
-   Usage: mem-purge cycle|delay|now
+   Usage: mem-purge cycle|delay|now|grid
 
    cycle  (run under each purge/commit setting, see CMakeLists.txt) six rounds of: allocate a mix
           of small (16 B..1 KiB), medium (20..120 KiB), large (1 MiB), huge (10 MiB, from an
@@ -35,6 +35,9 @@
    now    (MIMALLOC_PURGE_DELAY=0) right after the frees (plus mi_collect(false) to free the empty
           pages kept by the heap) the slots and the large block's segment are purged, without
           sleeping and without any arena purge pass (arena_purges stays the same).
+
+   grid   (MIMALLOC_PURGE_DELAY=200) 48 page slots freed one by one, 2 ms apart: purged in a few
+          calls (their due times lie on a grid of half the delay), not one call each.
 
    Only the statistics are asserted (not the RSS: MADV_FREE leaves it high until memory pressure),
    so this runs under the sanitizers too. */
@@ -392,6 +395,40 @@ static int delay_test(void) {
   return test_summary("mem-purge delay", "slots purged after %lld ms, arena after %lld ms", t3, t4);
 }
 
+/* grid: page slots freed one by one about 2 ms apart (within half the delay) are due together
+   and purged in a run or two, not one system call each (segment.c, the purge grid). Meanwhile
+   the thread runs the purges that are due every 2 ms (trigger: as a busy thread's slow path
+   does), which without the grid would find one slot due each time. */
+static int grid_test(void) {
+  const long delay = mi_option_get(mi_option_purge_delay);
+  CHECK_MSG(delay == 200, "needs MIMALLOC_PURGE_DELAY=200 (have %ld)", delay);
+  mt_activity(2000);
+  mi_collect(true);
+  work_alloc();
+  mi_free(work.large);
+  const snap_t s0 = snap();
+  const long long t0 = mt_now_ms();
+  for (size_t page = 0; page < 48; page++) {
+    for (size_t i = page * PAGE_BLOCKS; i < (page + 1) * PAGE_BLOCKS; i++) mi_free(work.small[i]);
+    mt_sleep_ms(2);
+  }
+  const long long spread = mt_now_ms() - t0;
+  snap_t s1;
+  long long t1;
+  do {
+    mt_sleep_ms(2);
+    trigger();
+    s1 = snap();
+    t1 = mt_now_ms() - t0;
+  } while (t1 < 3 * delay + spread && t1 < 3000);   /* (every slot due by 1.5 delays + the spread) */
+  const long long calls = s1.purge_calls - s0.purge_calls;
+  const long long cells = spread / (delay / 2) + 2;   /* grid cells the frees fell in */
+  CHECK_MSG(s1.purged >= s0.purged + (int64_t)(40 * 64 * KiB), "%lld ms after the frees: purged grew by %lld bytes only", t1, (long long)(s1.purged - s0.purged));
+  CHECK_MSG(calls <= cells + 2, "48 page slots freed over %lld ms took %lld purge calls (at most %lld expected: runs of slots due together)", spread, calls, cells + 2);
+  mi_free(work.anchor);
+  return test_summary("mem-purge grid", "48 slots freed over %lld ms purged in %lld calls", spread, calls);
+}
+
 static int now_test(void) {
   const long delay = mi_option_get(mi_option_purge_delay);
   CHECK_MSG(delay == 0, "needs MIMALLOC_PURGE_DELAY=0 (have %ld)", delay);
@@ -420,6 +457,7 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "cycle") == 0) return cycle();
   if (strcmp(mode, "delay") == 0) return delay_test();
   if (strcmp(mode, "now") == 0) return now_test();
+  if (strcmp(mode, "grid") == 0) return grid_test();
   fprintf(stderr, "unknown mode %s\n", mode);
   return 2;
 }
