@@ -7,7 +7,8 @@ usage: check-sched.py points WORKLOAD    every point reached and fuzzed; the set
 
 points: sched-workload points runs with every call an event (p:1, yields only) and `count`:
 each point of src/internal/sched.h must be called and have as many events as calls (prof-sample
-only where the profiler is built: the workload says so); then with the default probability and
+only where the profiler is built, remote-push only where cross-thread frees are held back: the
+workload says so); then with the default probability and
 sleeps (PASS, some events); with `points:` (events only there, calls everywhere); with p:0
 (no events); with seed:0 (off: no count line); with unknown entries (reported, the rest kept).
 replay: sched-workload single, with trace, twice with one seed (the same lines, and some) and
@@ -63,6 +64,7 @@ def check_points(workload):
     # every call an event, all yields (fast): every point reached and fuzzed
     p = run(workload, "points", "seed:1,p:1,yield:1,count", purge)
     prof = "profiler: on" in p.stdout
+    batch = "remote batch: on" in p.stdout   # (release builds hold cross-thread frees back)
     c = counts(p, "p:1")
     if c is not None:
         for name in POINTS:
@@ -71,11 +73,15 @@ def check_points(workload):
                 if calls != 0:
                     fail(f"p:1: prof-sample called {calls} times with the profiler off")
                 continue
+            if name == "remote-push" and not batch:
+                if calls != 0:
+                    fail(f"p:1: remote-push called {calls} times in a build that does not batch")
+                continue
             if calls == 0:
                 fail(f"p:1: point {name} never reached")
             if events != calls:
                 fail(f"p:1: point {name}: {events} events for {calls} calls")
-        print("p:1 counts: " + " ".join(f"{k} {v[0]}" for k, v in c.items()) + f" (profiler {'on' if prof else 'off'})")
+        print("p:1 counts: " + " ".join(f"{k} {v[0]}" for k, v in c.items()) + f" (profiler {'on' if prof else 'off'}, remote batch {'on' if batch else 'off'})")
     # the defaults: some events, sleeps among them
     p = run(workload, "points", "seed:2,count,trace", purge)
     c = counts(p, "defaults")

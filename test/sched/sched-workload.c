@@ -7,6 +7,9 @@
    sched-workload points   the phases below, on several threads:
      cross      a producer fills pages of one size, a consumer frees them into the full pages
                 (page-full, free-delayed) but one in 64, the producer allocates again (delayed-drain)
+     remote     a consumer frees into a producer's pages that are not full and waits: held
+                back in a release build, then pushed by its mi_collect (remote-push); prints
+                "remote batch: on" or "remote batch: off" (whether they were held back)
      exit       a thread ends with live blocks in half-free pages (abandon, thread-done),
                 another thread allocates that size (reclaim); nothing is due for 1.5 s, so the
                 purger waits for the last frees (purger-wait); a third thread frees the rest
@@ -88,6 +91,51 @@ static void* cross_producer(void* arg) {
     for (size_t i = 0; i < 1000; i++) check_free(alloc(CROSS_SIZE), CROSS_SIZE);   /* drains the delayed list */
     for (size_t i = 0; i < CROSS_N; i += CROSS_KEEP) { check_free(cross_blocks[i], CROSS_SIZE); cross_blocks[i] = NULL; }
   }
+  return NULL;
+}
+
+/* ---- remote: frees another thread holds back (release builds, src/remote.c) ------------- */
+#define REMOTE_N     4000
+#define REMOTE_SIZE  48
+static void* remote_blocks[REMOTE_N];
+static atomic_int remote_stage;
+static bool remote_batched;
+
+static void* remote_consumer(void* arg) {
+  (void)arg;
+  void* own = alloc(16);   /* (a heap of its own: its frees may be held back) */
+  for (size_t i = 0; i < REMOTE_N; i++) {
+    if (i % 50 != 0) { check_free(remote_blocks[i], REMOTE_SIZE); remote_blocks[i] = NULL; }
+  }
+  atomic_store(&remote_stage, 1);
+  while (atomic_load(&remote_stage) < 2) sleep_ms(1);
+  mi_collect(false);   /* pushes what it holds (remote-push) */
+  check_free(own, 16);
+  return NULL;
+}
+
+static bool remote_count(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t size, void* arg) {
+  (void)heap; (void)size;
+  if (block != NULL && area->block_size == REMOTE_SIZE) (*(size_t*)arg)++;
+  return true;
+}
+
+/* the producer's pages are not full (it frees one block in 50 itself): the consumer's frees
+   may be held back; whether they were (blocks of the producer still live while the consumer
+   waits) says if this build batches */
+static void* remote_producer(void* arg) {
+  (void)arg;
+  for (size_t i = 0; i < REMOTE_N; i++) remote_blocks[i] = alloc(REMOTE_SIZE);
+  for (size_t i = 0; i < REMOTE_N; i += 50) { check_free(remote_blocks[i], REMOTE_SIZE); remote_blocks[i] = NULL; }
+  atomic_store(&remote_stage, 0);
+  pthread_t t;
+  CHECK_EQ(pthread_create(&t, NULL, &remote_consumer, NULL), 0);
+  while (atomic_load(&remote_stage) < 1) sleep_ms(1);
+  size_t live = 0;
+  mi_heap_visit_blocks(mi_heap_get_backing(), true, &remote_count, &live);
+  remote_batched = (live > 0);
+  atomic_store(&remote_stage, 2);
+  pthread_join(t, NULL);
   return NULL;
 }
 
@@ -263,6 +311,9 @@ static int points(void) {
   printf("profiler: %s\n", prof ? "on" : "off");
   fflush(stdout);
   run(&cross_producer, NULL);
+  run(&remote_producer, NULL);
+  printf("remote batch: %s\n", remote_batched ? "on" : "off");
+  fflush(stdout);
   phase_exit();
   phase_heaps(2000);
   phase_sheap();
