@@ -37,7 +37,7 @@
           sleeping and without any arena purge pass (arena_purges stays the same).
 
    grid   (MIMALLOC_PURGE_DELAY=200) 48 page slots freed one by one, 2 ms apart: purged in a few
-          calls (their due times lie on a grid of half the delay), not one call each.
+          calls (their due times lie on a grid of a quarter of the delay), not one call each.
 
    Only the statistics are asserted (not the RSS: MADV_FREE leaves it high until memory pressure),
    so this runs under the sanitizers too. */
@@ -395,10 +395,10 @@ static int delay_test(void) {
   return test_summary("mem-purge delay", "slots purged after %lld ms, arena after %lld ms", t3, t4);
 }
 
-/* grid: page slots freed one by one about 2 ms apart (within half the delay) are due together
-   and purged in a run or two, not one system call each (segment.c, the purge grid). Meanwhile
-   the thread runs the purges that are due every 2 ms (trigger: as a busy thread's slow path
-   does), which without the grid would find one slot due each time. */
+/* grid: page slots freed one by one about 2 ms apart fall in a few steps of the due-time grid
+   (segment.c: a quarter of the delay) and are purged in a few runs, not one system call each.
+   Meanwhile the thread runs the purges that are due every 2 ms (trigger: as a busy thread's
+   slow path does), which without the grid would find one slot due each time. */
 static int grid_test(void) {
   const long delay = mi_option_get(mi_option_purge_delay);
   CHECK_MSG(delay == 200, "needs MIMALLOC_PURGE_DELAY=200 (have %ld)", delay);
@@ -420,9 +420,9 @@ static int grid_test(void) {
     trigger();
     s1 = snap();
     t1 = mt_now_ms() - t0;
-  } while (t1 < 3 * delay + spread && t1 < 3000);   /* (every slot due by 1.5 delays + the spread) */
+  } while (t1 < 3 * delay + spread && t1 < 3000);   /* (every slot due by 1.25 delays + the spread) */
   const long long calls = s1.purge_calls - s0.purge_calls;
-  const long long cells = spread / (delay / 2) + 2;   /* grid cells the frees fell in */
+  const long long cells = spread / (delay / 4) + 2;   /* grid cells the frees fell in */
   CHECK_MSG(s1.purged >= s0.purged + (int64_t)(40 * 64 * KiB), "%lld ms after the frees: purged grew by %lld bytes only", t1, (long long)(s1.purged - s0.purged));
   CHECK_MSG(calls <= cells + 2, "48 page slots freed over %lld ms took %lld purge calls (at most %lld expected: runs of slots due together)", spread, calls, cells + 2);
   mi_free(work.anchor);
