@@ -267,5 +267,5 @@ int main(int argc, char** argv) {
   if (all || strcmp(what, "bounded") == 0) test_freer(F_BOUNDED, "bounded");
   if (all || strcmp(what, "adopt") == 0) test_adopt();
   if (all || strcmp(what, "destroy") == 0) test_destroy();
-  return test_summary("remote-batch", what);
+  return test_summary("remote-batch", "%s", what);
 }
