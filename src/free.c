@@ -57,25 +57,21 @@ static mi_decl_noinline void mi_free_remote(mi_block_t* block, mi_page_t* page, 
   /* held back in this thread's batch of the page (remote.c); not by an uninitialised or
      ending thread (the empty heap: no tld) */
   const size_t limit = mi_page_remote_batch(page);
-  mi_tld_t* const tld = mi_prim_get_default_heap()->tld;
-  if (mi_likely(limit != 0 && tld != NULL)) {
-    struct mi_remote_batch_s* const b = &tld->remote_batch[mi_remote_batch_slot(page)];
-    if (mi_unlikely(b->page != page)) { _mi_remote_batch_start(tld, page, block); return; }
-    mi_block_set_next(page, block, b->head);
-    b->head = block;
-    if (mi_unlikely(++b->count >= limit)) _mi_remote_batch_full(tld, b);
-    return;
+  if (mi_likely(limit != 0)) {
+    mi_tld_t* const tld = mi_prim_get_default_heap()->tld;
+    if (mi_likely(tld != NULL)) {
+      struct mi_remote_batch_s* const b = &tld->remote_batch[mi_remote_batch_slot(page)];
+      if (mi_unlikely(b->page != page)) { _mi_remote_batch_start(tld, page, block); return; }
+      mi_block_set_next(page, block, b->head);
+      b->head = block;
+      if (mi_unlikely(++b->count >= limit)) _mi_remote_batch_push(tld, b);
+      return;
+    }
   }
 #endif
-push:;
-  uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
-  uintptr_t tfreex;
-  do {
-    /* (the segment again from the page: keeping `segment` live across the loop costs a move) */
-    if (mi_unlikely(mi_tf_delayed(tfree) == MI_USE_DELAYED_FREE)) { _mi_remote_free_block(block, page, _mi_page_segment(page)); return; }
-    mi_block_set_next(page, block, mi_tf_block(tfree));
-    tfreex = mi_tf_push(tfree, block);
-  } while (!mi_atomic_cas_weak_release(&page->xthread_free, &tfree, tfreex));
+push:
+  /* (the segment again from the page: keeping `segment` live across the CAS costs a move) */
+  if (mi_unlikely(!mi_page_push_remote_chain(page, block, block, 1))) _mi_remote_free_block(block, page, _mi_page_segment(page));
 }
 
 /* Secure builds: may the fast paths free p? Yes if p is a block start below the page's capacity

@@ -87,37 +87,28 @@ void _mi_remote_free_block(mi_block_t* block, mi_page_t* page, mi_segment_t* seg
      sleeps holds at most MI_REMOTE_BATCH_SLOTS batches. */
 
 /* Push a batch (the slot is emptied first: a free from inside the push finds it empty). */
-static mi_decl_noinline void mi_remote_batch_push(mi_tld_t* tld, struct mi_remote_batch_s* b) {
+mi_decl_noinline void _mi_remote_batch_push(mi_tld_t* tld, struct mi_remote_batch_s* b) {
   mi_page_t* const page = b->page;
   mi_block_t* block = b->head;
-  mi_block_t* const tail = b->tail;
   const size_t count = b->count;
   b->page = NULL;
   tld->remote_batch_used--;
   mi_sched_point(MI_SCHED_REMOTE_PUSH);
-  uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
-  uintptr_t tfreex;
-  do {
-    if (mi_unlikely(mi_tf_delayed(tfree) == MI_USE_DELAYED_FREE)) {
-      /* the handshake of a full page, or the abandoned form: one block at a time */
-      mi_segment_t* const segment = _mi_page_segment(page);
-      for (size_t i = 0; i < count; i++) {
-        mi_block_t* const next = mi_block_next(page, block);   /* (before the push relinks it) */
-        _mi_remote_free_block(block, page, segment);
-        block = next;
-      }
-      return;
-    }
-    mi_block_set_next(page, tail, mi_tf_block(tfree));
-    tfreex = mi_tf_push_n(tfree, block, count);
-  } while (!mi_atomic_cas_weak_release(&page->xthread_free, &tfree, tfreex));
+  if (mi_likely(mi_page_push_remote_chain(page, block, b->tail, count))) return;
+  /* the handshake of a full page, or the abandoned form: one block at a time */
+  mi_segment_t* const segment = _mi_page_segment(page);
+  for (size_t i = 0; i < count; i++) {
+    mi_block_t* const next = mi_block_next(page, block);   /* (before the push relinks it) */
+    _mi_remote_free_block(block, page, segment);
+    block = next;
+  }
 }
 
 /* A free into a page that holds no batch here: the slot's batch (of another page) is pushed,
    and a new one starts with the block. */
 void _mi_remote_batch_start(mi_tld_t* tld, mi_page_t* page, mi_block_t* block) {
   struct mi_remote_batch_s* const b = &tld->remote_batch[mi_remote_batch_slot(page)];
-  while (b->page != NULL) mi_remote_batch_push(tld, b);
+  while (b->page != NULL) _mi_remote_batch_push(tld, b);
   b->page = page;
   b->head = block;
   b->tail = block;
@@ -125,15 +116,10 @@ void _mi_remote_batch_start(mi_tld_t* tld, mi_page_t* page, mi_block_t* block) {
   tld->remote_batch_used++;
 }
 
-/* The batch of slot `b` is full. */
-void _mi_remote_batch_full(mi_tld_t* tld, struct mi_remote_batch_s* b) {
-  mi_remote_batch_push(tld, b);
-}
-
 void _mi_remote_flush(mi_tld_t* tld) {
   if (tld == NULL || tld->remote_batch_used == 0) return;
   for (size_t i = 0; i < MI_REMOTE_BATCH_SLOTS; i++) {
-    if (tld->remote_batch[i].page != NULL) mi_remote_batch_push(tld, &tld->remote_batch[i]);
+    if (tld->remote_batch[i].page != NULL) _mi_remote_batch_push(tld, &tld->remote_batch[i]);
   }
 }
 #else

@@ -14,8 +14,10 @@ void       _mi_remote_free_block(mi_block_t* block, mi_page_t* page, mi_segment_
 /* push every cross-thread free this thread holds back (tld of the calling thread, or NULL) */
 void       _mi_remote_flush(mi_tld_t* tld);
 #if MI_REMOTE_BATCH
+/* start the slot's batch of `page` with `block` (the slot's batch of another page is pushed) */
 void       _mi_remote_batch_start(mi_tld_t* tld, mi_page_t* page, mi_block_t* block) mi_decl_noinline;
-void       _mi_remote_batch_full(mi_tld_t* tld, struct mi_remote_batch_s* b) mi_decl_noinline;
+/* push the batch of slot `b` (full, or flushed) */
+void       _mi_remote_batch_push(mi_tld_t* tld, struct mi_remote_batch_s* b) mi_decl_noinline;
 static inline size_t mi_remote_batch_slot(const mi_page_t* page) {
   return ((uintptr_t)page / MI_PAGE_DESC_ALIGN) % MI_REMOTE_BATCH_SLOTS;
 }

@@ -235,6 +235,20 @@ static inline void mi_block_set_next(const mi_page_t* page, mi_block_t* block, m
 }
 #endif
 
+/* Another thread's free of the chain head..tail (n blocks, linked) into `page`: one CAS on its
+   thread_free list. False, and nothing pushed, while the page is in the delayed-free handshake
+   or the abandoned form: the caller then pushes block by block (_mi_remote_free_block). */
+static inline bool mi_page_push_remote_chain(mi_page_t* page, mi_block_t* head, mi_block_t* tail, size_t n) {
+  uintptr_t tfree = mi_atomic_load_relaxed(&page->xthread_free);
+  uintptr_t tfreex;
+  do {
+    if (mi_unlikely(mi_tf_delayed(tfree) == MI_USE_DELAYED_FREE)) return false;
+    mi_block_set_next(page, tail, mi_tf_block(tfree));
+    tfreex = mi_tf_push_n(tfree, head, n);
+  } while (!mi_atomic_cas_weak_release(&page->xthread_free, &tfree, tfreex));
+  return true;
+}
+
 /* A block freed by the page's owner: on `free` (which then holds a used block), or on
    local_free in sharded builds (MI_FREE_SHARDED, types.h). The caller updates `used`. */
 static inline void mi_page_push_owner_free(mi_page_t* page, mi_block_t* block) {

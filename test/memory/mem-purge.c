@@ -315,6 +315,14 @@ static void trigger(void) {
   mi_collect(false);
 }
 
+/* one step of a wait for purges: sleep, trigger, then the figures (in *s) and the ms since t0 */
+static long long poll_step(int ms, long long t0, snap_t* s) {
+  mt_sleep_ms(ms);
+  trigger();
+  *s = snap();
+  return mt_now_ms() - t0;
+}
+
 static int delay_test(void) {
   const long delay = mi_option_get(mi_option_purge_delay);
   const long mult = mi_option_get(mi_option_arena_purge_mult);
@@ -341,10 +349,7 @@ static int delay_test(void) {
   snap_t s3;
   long long t3;
   do {
-    mt_sleep_ms(50);
-    trigger();
-    s3 = snap();
-    t3 = mt_now_ms() - t0;
+    t3 = poll_step(50, t0, &s3);
   } while (s3.purged < s0.purged + (int64_t)(40 * 64 * KiB) && t3 < 3000);
   CHECK_MSG(s3.purged >= s0.purged + (int64_t)(40 * 64 * KiB), "%lld ms after the frees: purged grew by %lld bytes only", t3, (long long)(s3.purged - s0.purged));
   CHECK_MSG(t3 >= 300, "the page slots were purged after %lld ms, before the 300 ms delay", t3);
@@ -357,20 +362,14 @@ static int delay_test(void) {
   /* a secure build keeps an empty large segment (its guards cost system calls): the
      large block's slots are purged after the longest slot delay, the arena delay */
   do {
-    mt_sleep_ms(100);
-    trigger();
-    s4 = snap();
-    t4 = mt_now_ms() - t0;
+    t4 = poll_step(100, t0, &s4);
   } while (s4.purged < s3.purged + (int64_t)MiB && t4 < 3000);
   CHECK_MSG(s4.purged >= s3.purged + (int64_t)MiB, "%lld ms after the frees the large block's slots were not purged (%lld bytes)", t4, (long long)(s4.purged - s3.purged));
   CHECK_MSG(t4 >= 900, "the large block's slots were purged after %lld ms, before the 900 ms delay", t4);
 #else
   /* the large block's segment: due at 900 ms (plus 1 ms per further freed segment) */
   do {
-    mt_sleep_ms(100);
-    trigger();
-    s4 = snap();
-    t4 = mt_now_ms() - t0;
+    t4 = poll_step(100, t0, &s4);
   } while (s4.arena_purges == s0.arena_purges && t4 < 3000);
   CHECK_MSG(s4.arena_purges > s0.arena_purges, "no arena purge %lld ms after the frees", t4);
   CHECK_MSG(t4 >= 900, "the arena purge ran after %lld ms, before the 900 ms delay", t4);
@@ -416,10 +415,7 @@ static int grid_test(void) {
   snap_t s1;
   long long t1;
   do {
-    mt_sleep_ms(2);
-    trigger();
-    s1 = snap();
-    t1 = mt_now_ms() - t0;
+    t1 = poll_step(2, t0, &s1);
   } while (t1 < 3 * delay + spread && t1 < 3000);   /* (every slot due by 1.25 delays + the spread) */
   const long long calls = s1.purge_calls - s0.purge_calls;
   const long long cells = spread / (delay / 4) + 2;   /* grid cells the frees fell in */
