@@ -174,6 +174,25 @@ static size_t mi_arena_purge_claimed(mi_arena_t* arena, size_t idx, size_t count
   return purged;
 }
 
+/* Purge the blocks of [idx, idx+count) that are free (claimed for the purge) and scheduled and
+   due; those in use are left alone. Returns the number purged. */
+static size_t mi_arena_purge_free(mi_arena_t* arena, size_t idx, size_t count, mi_msecs_t now, bool force) {
+  size_t purged = 0;
+  if (_mi_bitmap_try_claim(arena->blocks_inuse, idx, count)) {
+    purged = mi_arena_purge_claimed(arena, idx, count, now, force);
+    mi_sched_point(MI_SCHED_ARENA_PURGE);   /* purged, still claimed: others must look elsewhere */
+    _mi_bitmap_clear(arena->blocks_inuse, idx, count);
+    return purged;
+  }
+  /* partly in use (reused meanwhile): block by block what is still free */
+  for (size_t i = idx; i < idx + count; i++) {
+    if (!_mi_bitmap_try_claim(arena->blocks_inuse, i, 1)) continue;
+    purged += mi_arena_purge_claimed(arena, i, 1, now, force);
+    _mi_bitmap_clear(arena->blocks_inuse, i, 1);
+  }
+  return purged;
+}
+
 /* Purge the scheduled blocks that are due and not in use (a concurrent allocation clears the
    purge bits of the blocks it takes itself); returns the earliest deadline of the scheduled
    blocks left, or 0 if none; *purged: the number of blocks purged. */
@@ -194,20 +213,7 @@ static mi_msecs_t mi_arena_purge_due(mi_arena_t* arena, mi_msecs_t now, bool for
       const size_t start = (size_t)__builtin_ctzll((unsigned long long)due_bits);
       size_t len = 1;
       while (start + len < MI_BITMAP_FIELD_BITS && ((due_bits >> (start + len)) & 1) != 0) len++;
-      const size_t idx = f * MI_BITMAP_FIELD_BITS + start;
-      if (_mi_bitmap_try_claim(arena->blocks_inuse, idx, len)) {
-        *purged += mi_arena_purge_claimed(arena, idx, len, now, force);
-        mi_sched_point(MI_SCHED_ARENA_PURGE);   /* purged, still claimed: others must look elsewhere */
-        _mi_bitmap_clear(arena->blocks_inuse, idx, len);
-      }
-      else {
-        /* partly reused meanwhile: purge block by block what is still free */
-        for (size_t i = idx; i < idx + len; i++) {
-          if (!_mi_bitmap_try_claim(arena->blocks_inuse, i, 1)) continue;
-          *purged += mi_arena_purge_claimed(arena, i, 1, now, force);
-          _mi_bitmap_clear(arena->blocks_inuse, i, 1);
-        }
-      }
+      *purged += mi_arena_purge_free(arena, f * MI_BITMAP_FIELD_BITS + start, len, now, force);
       const size_t run_mask = (len >= MI_BITMAP_FIELD_BITS ? ~(size_t)0 : (((size_t)1 << len) - 1) << start);
       due_bits &= ~run_mask;
     }
@@ -304,6 +310,22 @@ void _mi_arenas_purge_try(bool force) {
 /* mi_collect: the due purges (all with force) are done when this returns, whoever does them */
 void _mi_arenas_purge_collect(bool force) {
   mi_arenas_purge(force, true);
+}
+
+/* Purge now what of arena blocks [idx, idx+count) of arena `arena_idx` is free and waits for its
+   purge, whatever its deadline (a thread's end: its big frees, page.c). Under the arena's purge
+   lock, as a pass (so no fork separates the claim from its release); the blocks' deadlines may
+   stay in purge_expire: a pass then finds nothing due there. */
+void _mi_arena_purge_run_now(int arena_idx, size_t idx, size_t count) {
+  if (arena_idx < 0 || count == 0 || mi_arena_purge_delay() < 0) return;
+  mi_arena_t* arena = _mi_arena_at((size_t)arena_idx);
+  if (arena == NULL || arena->is_pinned || idx >= arena->block_count || count > arena->block_count - idx) return;
+  mi_lock_acquire(&arena->purge_lock);
+  if (mi_atomic_load_relaxed(&arena->state) == MI_ARENA_MAPPED &&
+      mi_arena_purge_free(arena, idx, count, _mi_prim_clock_now(), true) > 0) {
+    mi_os_stat_counter_increase(arena_purges, 1);
+  }
+  mi_lock_release(&arena->purge_lock);
 }
 
 /* fork: no arena purge pass runs across it (a pass holds its arena's lock and claims blocks:

@@ -143,6 +143,9 @@ void       _mi_arena_purge_unschedule(mi_arena_t* arena, size_t idx, size_t coun
 /* An arena reserved on demand became entirely free: a pass releases it after the delay if it
    is still free then (never with purge_delay < 0). */
 void       _mi_arena_purge_schedule_release(mi_arena_t* arena);
+/* Purge now the blocks of [idx, idx+count) of arena `arena_idx` that are free and wait for their
+   purge (those in use again are left alone); any thread, no lock held. */
+void       _mi_arena_purge_run_now(int arena_idx, size_t idx, size_t count);
 
 /* ------------------------------------------------------------------------------------------
    segment-map.c: the segment map (which memory holds our segments)

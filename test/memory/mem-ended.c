@@ -3,7 +3,7 @@
    its owner ended goes back to the OS within a second, without another call into the
    allocator (the purger thread, src/purger.c; abandoned pages, src/abandon.c).
 
-   Usage: mem-ended after|alive|third|keep|mainexit
+   Usage: mem-ended after|alive|third|keep|mainexit|big
      after   a producer thread allocates MT_ENDED_BLOCKS blocks of 1 KiB (every byte written)
              and ends; then a consumer thread frees them all and ends; both joined. Every page
              is abandoned with all its blocks live, and the consumer's free of each page's last
@@ -23,6 +23,9 @@
      mainexit  a thread ends with its blocks live (abandoned: the purger waits for their frees)
              and main calls pthread_exit: the process must end (the purger must not keep it
              alive: ctest's TIMEOUT of 30 s fails it).
+     big     a thread frees big blocks (huge, 40 MiB) and ends: they are purged by its end, not
+             after the arena purge delay (MIMALLOC_PURGE_DELAY=5000); a run main reused before
+             the end stays intact (test_big).
    Checks, MT_ENDED_WAIT_MS after the joins with no allocator call in between: the RSS within
    MT_ENDED_MARGIN of the start (not under sanitizers: memory-common.h MT_RSS_ASSERTS) and the
    committed statistic within the same margin of its start (every build). */
@@ -130,10 +133,68 @@ static int test_mainexit(void) {
   pthread_exit(NULL);
 }
 
+/* big: an ending thread purges the big arena runs it freed (huge blocks), which would wait for
+   the arena purge delay otherwise (MIMALLOC_PURGE_DELAY=5000: 5 s at least, even over the
+   budget of unpurged blocks), and leaves alone a run reused meanwhile. */
+#define MT_BIG_SIZE   (40 * MiB)
+#define MT_BIG_COUNT  4
+static void* big_again;   /* main's block after the thread's free (perhaps the same memory) */
+
+static void* big_free_then_end(void* arg) {
+  const bool reuse = (arg != NULL);
+  void* p[MT_BIG_COUNT];
+  for (int i = 0; i < MT_BIG_COUNT; i++) {
+    p[i] = mi_malloc(MT_BIG_SIZE);
+    CHECK(p[i] != NULL);
+    if (p[i] != NULL) mt_fill(p[i], MT_BIG_SIZE, 0x11);
+  }
+  for (int i = 0; i < MT_BIG_COUNT; i++) mi_free(p[i]);
+  if (reuse) *(void**)arg = p[0];
+  mt_phase_set(reuse ? 3 : 1);   /* freed; main looks (and allocates) */
+  mt_phase_wait(reuse ? 4 : 2);
+  return NULL;   /* its end: the purge */
+}
+
+static int test_big(void) {
+  CHECK_EQ(mi_option_get(mi_option_purge_delay), 5000);
+  const int64_t committed0 = mt_stats()->committed.current;
+  const size_t rss0 = mt_rss();
+  pthread_t t;
+  CHECK_EQ(pthread_create(&t, NULL, &big_free_then_end, NULL), 0);
+  mt_phase_wait(1);
+  const long long t1 = mt_now_ms();
+  const int64_t freed = mt_stats()->committed.current - committed0;
+  /* (a machine stalled for the whole short delay could have purged them already) */
+  const bool timely = (mt_now_ms() - t1 < 4000);
+  if (timely) CHECK_MSG(freed >= (int64_t)(MT_BIG_COUNT * MT_BIG_SIZE) - (int64_t)MT_ENDED_MARGIN, "the freed blocks were purged before the thread ended (committed %+.1f MiB)", (double)freed / MiB);
+  mt_phase_set(2);
+  CHECK_EQ(pthread_join(t, NULL), 0);
+  const int64_t ended = mt_stats()->committed.current - committed0;   /* no sleep: the end did it */
+  const size_t rss1 = mt_rss();
+  CHECK_MSG(ended <= (int64_t)MT_ENDED_MARGIN, "right after the join committed is %+.1f MiB (%d blocks of %zu MiB freed by the ended thread)", (double)ended / MiB, MT_BIG_COUNT, MT_BIG_SIZE / MiB);
+  if (MT_RSS_ASSERTS) CHECK_MSG(rss1 <= rss0 + MT_ENDED_MARGIN, "right after the join the RSS is %.1f MiB above the start", mt_mib_diff(rss1, rss0));
+
+  /* a run the thread freed and main took again before the thread's end stays as it is */
+  void* first = NULL;
+  CHECK_EQ(pthread_create(&t, NULL, &big_free_then_end, &first), 0);
+  mt_phase_wait(3);
+  big_again = mi_malloc(MT_BIG_SIZE);
+  CHECK(big_again != NULL);
+  if (big_again != NULL) mt_fill(big_again, MT_BIG_SIZE, 0x5a);
+  mt_phase_set(4);
+  CHECK_EQ(pthread_join(t, NULL), 0);
+  const bool same = (big_again == first);
+  if (big_again != NULL) CHECK_MSG(mt_is_filled(big_again, MT_BIG_SIZE, 0x5a), "main's block (%s the ended thread's memory) changed at the thread's end", same ? "in" : "beside");
+  mi_free(big_again);
+  return test_summary("mem-ended big", "%d x %zu MiB freed by a thread: committed %+.1f MiB before its end, %+.1f right after; reused run %s and intact",
+                      MT_BIG_COUNT, MT_BIG_SIZE / MiB, (double)freed / MiB, (double)ended / MiB, same ? "the same memory" : "elsewhere");
+}
+
 int main(int argc, char** argv) {
   const char* mode = (argc > 1 ? argv[1] : "");
   if (strcmp(mode, "after") == 0 || strcmp(mode, "alive") == 0 || strcmp(mode, "third") == 0 || strcmp(mode, "keep") == 0) return test_ended(mode);
   if (strcmp(mode, "mainexit") == 0) return test_mainexit();
-  fprintf(stderr, "usage: mem-ended after|alive|third|keep|mainexit\n");
+  if (strcmp(mode, "big") == 0) return test_big();
+  fprintf(stderr, "usage: mem-ended after|alive|third|keep|mainexit|big\n");
   return 2;
 }
