@@ -90,11 +90,12 @@ void _mi_remote_free_block(mi_block_t* block, mi_page_t* page, mi_segment_t* seg
 mi_decl_noinline void _mi_remote_batch_push(mi_tld_t* tld, struct mi_remote_batch_s* b) {
   mi_page_t* const page = b->page;
   mi_block_t* block = b->head;
+  mi_block_t* const tail = b->tail;
   const size_t count = b->count;
   b->page = NULL;
   tld->remote_batch_used--;
   mi_sched_point(MI_SCHED_REMOTE_PUSH);
-  if (mi_likely(mi_page_push_remote_chain(page, block, b->tail, count))) return;
+  if (mi_likely(mi_page_push_remote_chain(page, block, tail, count))) return;
   /* the handshake of a full page, or the abandoned form: one block at a time */
   mi_segment_t* const segment = _mi_page_segment(page);
   for (size_t i = 0; i < count; i++) {
