@@ -320,7 +320,12 @@ void _mi_arena_purge_run_now(int arena_idx, size_t idx, size_t count) {
   if (arena_idx < 0 || count == 0 || mi_arena_purge_delay() < 0) return;
   mi_arena_t* arena = _mi_arena_at((size_t)arena_idx);
   if (arena == NULL || arena->is_pinned || idx >= arena->block_count || count > arena->block_count - idx) return;
-  mi_lock_acquire(&arena->purge_lock);
+  if (!mi_lock_try_acquire(&arena->purge_lock)) {
+    /* a pass holds it; on Windows, ExitProcess may have ended the pass's thread in the middle
+       (prim.h): then the blocks wait for their delay rather than this thread forever */
+    if (!_mi_prim_thread_alive()) return;
+    mi_lock_acquire(&arena->purge_lock);
+  }
   if (mi_atomic_load_relaxed(&arena->state) == MI_ARENA_MAPPED &&
       mi_arena_purge_free(arena, idx, count, _mi_prim_clock_now(), true) > 0) {
     mi_os_stat_counter_increase(arena_purges, 1);
