@@ -100,7 +100,7 @@ void _mi_abandoned_add_page(mi_page_t* page, mi_tld_t* tld, mi_abandoned_lists_t
   mi_assert_expensive(_mi_observe_check(MI_CHECK_SUBPROC_LOCKED, subproc, NULL));
   mi_lock_release(&subproc->lock);
   _mi_segment_free_released(released);
-  _mi_segments_notify_purger(subproc);
+  _mi_segments_purge_notify(subproc);
 }
 
 /* free.c: the free of an abandoned page's last live block (its thread_free count at
@@ -130,7 +130,7 @@ bool _mi_abandoned_free_last(mi_segment_t* segment, mi_page_t* page, mi_block_t*
   }
   mi_lock_release(&subproc->lock);
   _mi_segment_free_released(released);
-  _mi_segments_notify_purger(subproc);
+  _mi_segments_purge_notify(subproc);
   return true;
 }
 
@@ -356,5 +356,5 @@ void _mi_abandoned_lists_done(mi_abandoned_lists_t* lists, bool destroy) {
     if (released == NULL) break;
     _mi_segment_free_released(released);
   }
-  if (freed) _mi_segments_notify_purger(subproc);
+  if (freed) _mi_segments_purge_notify(subproc);
 }

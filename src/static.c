@@ -48,6 +48,7 @@ void _mi_static_text_begin(void) { }
 #include "secure.c"
 #include "guarded.c"
 #include "segment.c"
+#include "segment-purge.c"
 #include "segment-map.c"
 #include "sheap.c"
 #include "stats.c"

@@ -50,7 +50,7 @@ LAYERS = {
     "limit.c": 1,
     "os.c": 2, "bitmap.c": 2, "random.c": 2,
     "arena.c": 3, "arena-purge.c": 3, "segment-map.c": 3,
-    "segment.c": 4, "abandon.c": 4, "page.c": 4, "purger.c": 4,
+    "segment.c": 4, "segment-purge.c": 4, "abandon.c": 4, "page.c": 4, "purger.c": 4,
     # The checks of checked builds and the trackers act on pages and blocks from the page layer up.
     "debug.c": 4, "secure.c": 4, "track.c": 4,
     "heap.c": 5, "init.c": 5, "static-alloc.c": 5,
@@ -187,7 +187,7 @@ HOOKS = {
     ("prim/unix.c", "_mi_thread_done"): "the thread-exit destructor ends the thread's heaps",
     ("prim/windows.c", "_mi_thread_done"): "thread detach ends the thread's heaps",
     # The purger's pass visits every subprocess, whose list init.c keeps.
-    ("segment.c", "_mi_subprocs_visit"): "the purger's pass visits every subprocess",
+    ("segment-purge.c", "_mi_subprocs_visit"): "the purger's pass visits every subprocess",
     # The purger looks at sleeping threads' heaps (heap-idle.c): their full pages emptied by others' frees.
     ("purger.c", "_mi_heap_idle_pass"): "the purger empties the full pages of sleeping threads (idle reclaim)",
     ("purger.c", "_mi_heap_idle_keep"): "and waits for frees into them while two threads live",
@@ -224,7 +224,7 @@ PREFIXES = {
     "os.c": ["_mi_os_"], "bitmap.c": ["_mi_bitmap_"], "random.c": ["_mi_random_"],
     "arena.c": ["_mi_arena_", "_mi_arenas_"], "arena-purge.c": ["_mi_arena_purge_", "_mi_arenas_purge_"],
     "segment-map.c": ["_mi_segment_map_"],
-    "segment.c": ["_mi_segment_", "_mi_segments_"], "abandon.c": ["_mi_abandoned_"], "page.c": ["_mi_page_"],
+    "segment.c": ["_mi_segment_", "_mi_segments_"], "segment-purge.c": ["_mi_segments_purge_"], "abandon.c": ["_mi_abandoned_"], "page.c": ["_mi_page_"],
     "purger.c": ["_mi_purger_"],
     "debug.c": ["_mi_debug_"], "secure.c": ["_mi_secure_"], "track.c": ["_mi_track_"],
     "heap.c": ["_mi_heap_"], "init.c": ["_mi_process_", "_mi_thread_", "_mi_subproc_", "_mi_subprocs_"],

@@ -29,13 +29,8 @@ bool       _mi_abandoned_free_last(mi_segment_t* segment, mi_page_t* page, mi_bl
 mi_segment_t* _mi_segment_page_release_locked(mi_page_t* page, bool purge_now);
 void       _mi_segment_free_released(mi_segment_t* segment);
 void       _mi_segment_abandoned_change(mi_segment_t* segment, int delta);   /* under the lock: +1 abandoned, -1 adopted or released */
-void       _mi_segments_collect(mi_tld_t* tld, bool force, bool wait);   /* due (all: force) purges; wait: mi_collect's */
 void       _mi_segments_free_empty(mi_subproc_t* subproc);    /* the kept empty segments */
 bool       _mi_segments_subproc_done(mi_subproc_t* subproc);  /* mi_subproc_delete: false while in use */
-void       _mi_segments_purge_tick(mi_tld_t* tld);            /* due purges, if any pending */
-bool       _mi_segments_purge_pending(const mi_tld_t* tld);   /* slot purges wait (peek, no lock) */
-void       _mi_segments_purge_shared(bool force);             /* the purger: every subprocess' due slot purges */
-void       _mi_segments_notify_purger(mi_subproc_t* subproc); /* after the lock: the earliest slot purge to the purger */
 size_t     _mi_abandoned_pages_listed(void);                   /* pages of ended threads on any abandoned list */
 /* realloc: grow the huge block p (its page's start, segment owned by the calling thread) in
    place so that [p, p + size) fits, taking the free arena blocks after it; *ext_zero tells
@@ -56,6 +51,42 @@ bool       _mi_abandoned_visit(mi_subproc_t* subproc, mi_abandoned_lists_t* (*mo
                                int heap_tag, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* and the lists more(prev) gives, of its subprocess */
 bool       _mi_abandoned_lists_visit(mi_abandoned_lists_t* lists, const mi_heap_t* shown, bool visit_blocks, mi_block_visit_fun* visitor, void* arg);   /* one set of lists */
 size_t     _mi_abandoned_lists_pages(mi_abandoned_lists_t* lists, void (*fn)(const mi_page_t* page, size_t live, void* arg), void* arg);   /* each page of the lists and its live blocks, under the lock; returns the walk's number */
+
+/* ------------------------------------------------------------------------------------------
+   segment-purge.c: the delayed purge of unused page slots (under the subprocess' lock unless
+   said otherwise)
+------------------------------------------------------------------------------------------ */
+void       _mi_segments_purge_collect(mi_tld_t* tld, bool force, bool wait);   /* due (all: force) purges; wait: mi_collect's (no lock held) */
+void       _mi_segments_purge_tick(mi_tld_t* tld);            /* due purges, if any pending (no lock held) */
+bool       _mi_segments_purge_pending(const mi_tld_t* tld);   /* slot purges wait (peek, no lock) */
+void       _mi_segments_purge_shared(bool force);             /* the purger: every subprocess' due slot purges (no lock held) */
+void       _mi_segments_purge_notify(mi_subproc_t* subproc);  /* after the lock: the earliest slot purge to the purger */
+/* slots [page, page + count) became unused in a segment that stays: purge now (`now`), later or never */
+void       _mi_segments_purge_schedule(mi_segment_t* segment, mi_page_t* page, size_t count, bool span, bool now);
+void       _mi_segments_purge_queue_remove(mi_segment_t* segment, mi_page_t* page);   /* a queued slot taken again */
+void       _mi_segments_purge_unqueue(mi_segment_t* segment);   /* every queued slot of a segment about to be released */
+/* slots [slots, slots + count) are taken again: one purged soon before backs the delay off */
+void       _mi_segments_purge_note_reuse(mi_page_t* slots, size_t count, mi_subproc_t* subproc);
+
+/* The subprocess' lock over its segments' slots, free queues and purge queues (taken once per
+   page taken or returned, never per block). */
+static inline void mi_segments_lock(mi_subproc_t* subproc)   { mi_lock_acquire(&subproc->lock); }
+static inline void mi_segments_unlock(mi_subproc_t* subproc) { mi_lock_release(&subproc->lock); }
+
+/* Small, medium and large segments are cut into equal slots of 1 << page_shift bytes; a huge
+   segment is one page. */
+static inline bool mi_segment_has_slots(const mi_segment_t* segment) {
+  return (segment->page_kind != MI_PAGE_HUGE);
+}
+
+static inline size_t mi_segment_slot_size(const mi_segment_t* segment) {
+  return (mi_segment_has_slots(segment) ? ((size_t)1 << segment->page_shift) : segment->memid.size);
+}
+
+static inline uint8_t* mi_segment_slot_start(const mi_segment_t* segment, const mi_page_t* page) {
+  return (uint8_t*)segment + (size_t)page->segment_idx * mi_segment_slot_size(segment);
+}
+
 
 /* ------------------------------------------------------------------------------------------
    Segments and pages from pointers
