@@ -313,7 +313,7 @@ void _mi_arenas_purge_collect(bool force) {
 }
 
 /* Purge now what of arena blocks [idx, idx+count) of arena `arena_idx` is free and waits for its
-   purge, whatever its deadline (a thread's end: its big frees, page.c). Under the arena's purge
+   purge, whatever its deadline (a thread's end: its big frees, segment.c). Under the arena's purge
    lock, as a pass (so no fork separates the claim from its release); the blocks' deadlines may
    stay in purge_expire: a pass then finds nothing due there. */
 void _mi_arena_purge_run_now(int arena_idx, size_t idx, size_t count) {
@@ -326,8 +326,8 @@ void _mi_arena_purge_run_now(int arena_idx, size_t idx, size_t count) {
     if (!_mi_prim_thread_alive()) return;
     mi_lock_acquire(&arena->purge_lock);
   }
-  if (mi_atomic_load_relaxed(&arena->state) == MI_ARENA_MAPPED &&
-      mi_arena_purge_free(arena, idx, count, _mi_prim_clock_now(), true) > 0) {
+  /* (a released arena keeps all its blocks claimed: the claim fails there) */
+  if (mi_arena_purge_free(arena, idx, count, _mi_prim_clock_now(), true) > 0) {
     mi_os_stat_counter_increase(arena_purges, 1);
   }
   mi_lock_release(&arena->purge_lock);

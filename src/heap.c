@@ -161,6 +161,7 @@ static void mi_heap_collect_ex_in(mi_heap_t* heap, mi_collect_t collect) {
   /* due purges; all of them on mi_collect(true) (not at thread exit: other threads may reuse
      the memory a thread frees as it ends); an explicit call does them whatever the purger
      thread is doing (docs/memory.md) */
+  if (collect == MI_FORCE) _mi_segments_free_empty(heap->tld->subproc);   /* the kept empty segments */
   _mi_segments_purge_collect(heap->tld, collect == MI_FORCE, collect == MI_NORMAL || collect == MI_FORCE);
   mi_assert_expensive(_mi_observe_check(MI_CHECK_HEAP, heap, NULL) && _mi_observe_check(MI_CHECK_SUBPROC, heap->tld->subproc, NULL) &&
                       _mi_observe_check(MI_CHECK_THREAD_STATS, &heap->tld->stats, NULL));

@@ -295,7 +295,7 @@ void _mi_thread_done(mi_heap_t* heap) {
   _mi_heap_idle_unregister(tld);   /* the purger no longer looks at the heap (it stopped: our section) */
   mi_heap_owner_leave(backing);
   _mi_heap_collect_abandon(backing);
-  _mi_page_big_freed_purge(tld);   /* (after: its own huge pages are freed above) */
+  _mi_segments_big_freed_purge(tld);   /* (after: its own huge pages are freed above) */
   mi_sched_point(MI_SCHED_THREAD_DONE);   /* pages abandoned, the purger not yet told; tld and stats still here */
   _mi_purger_thread_done();   /* (heaps valid: pthread_create's allocation is served statically) */
   if (backing->prof != NULL) _mi_observe_heap_done(backing);

@@ -535,30 +535,6 @@ void _mi_page_unfull(mi_page_t* page) {
   mi_page_queue_enqueue_from(pq, pqfull, page);
 }
 
-/* A huge page's segment goes back to its arena, where its blocks wait for the arena purge
-   delay; a big run is noted for the thread's end (types.h, mi_arena_run_t). */
-static void mi_page_note_big_free(mi_tld_t* tld, const mi_page_t* page) {
-  const mi_memid_t* memid = &_mi_page_segment(page)->memid;
-  if (memid->arena_idx < 0 || memid->is_pinned || memid->size < MI_ARENA_UNPURGED_MAX) return;
-  mi_arena_run_t* run = &tld->segments.big_freed[tld->segments.big_freed_next];
-  tld->segments.big_freed_next = (uint8_t)((tld->segments.big_freed_next + 1) % MI_BIG_FREED_SLOTS);
-  run->arena_idx = memid->arena_idx;
-  run->block_index = memid->block_index;
-  run->count = (uint32_t)(memid->size / MI_ARENA_BLOCK_SIZE);
-}
-
-/* Thread exit, after its pages went: the big runs it freed are purged now if still free and
-   waiting (a thread that ends will not reuse them; others reuse them at the price peers pay on
-   every such free: glibc unmaps at once, jemalloc purges blocks above 8 MiB at once). */
-void _mi_page_big_freed_purge(mi_tld_t* tld) {
-  for (size_t i = 0; i < MI_BIG_FREED_SLOTS; i++) {
-    mi_arena_run_t* run = &tld->segments.big_freed[i];
-    if (run->count == 0) continue;
-    _mi_arena_purge_run_now(run->arena_idx, run->block_index, run->count);
-    run->count = 0;
-  }
-}
-
 /* Return an empty page to its segment. */
 void _mi_page_free(mi_page_t* page, mi_page_queue_t* pq) {
   mi_assert_internal(page->used == 0);
@@ -566,7 +542,6 @@ void _mi_page_free(mi_page_t* page, mi_page_queue_t* pq) {
   _mi_page_use_delayed_free(page, MI_NEVER_DELAYED_FREE, false);
   _mi_page_queue_remove(pq, page);
   mi_page_set_heap(page, NULL);
-  if (mi_unlikely(mi_page_is_huge(page))) mi_page_note_big_free(heap->tld, page);
   _mi_segment_page_free(page, heap->tld);
 }
 

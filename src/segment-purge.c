@@ -214,7 +214,6 @@ void _mi_segments_purge_shared(bool force) {
 void _mi_segments_purge_collect(mi_tld_t* tld, bool force, bool wait) {
   if (tld != NULL) {
     mi_subproc_t* subproc = tld->subproc;
-    if (force) _mi_segments_free_empty(subproc);
     mi_segments_lock(subproc);
     /* one step back per 10 purge delays without a reuse, however many threads collect (each
        heap collects every 10 purge delays: with a step per collect, 16 threads undid every

@@ -528,6 +528,30 @@ void _mi_segment_free_released(mi_segment_t* segment) {
   if (segment != NULL) mi_segment_free(segment);
 }
 
+/* A huge segment goes back to its arena, where its blocks wait for the arena purge delay; a
+   big run is noted for the thread's end (types.h, mi_arena_run_t). */
+static void mi_segment_note_big_free(mi_tld_t* tld, const mi_segment_t* segment) {
+  const mi_memid_t* memid = &segment->memid;
+  if (memid->arena_idx < 0 || memid->is_pinned || memid->size < MI_ARENA_UNPURGED_MAX) return;
+  mi_arena_run_t* run = &tld->segments.big_freed[tld->segments.big_freed_next];
+  tld->segments.big_freed_next = (uint8_t)((tld->segments.big_freed_next + 1) % MI_BIG_FREED_SLOTS);
+  run->arena_idx = memid->arena_idx;
+  run->block_index = memid->block_index;
+  run->count = (uint32_t)(memid->size / MI_ARENA_BLOCK_SIZE);
+}
+
+/* Thread exit, after its pages went: the big runs it freed are purged now if still free and
+   waiting (a thread that ends will not reuse them; others reuse them at the price peers pay on
+   every such free: glibc unmaps at once, jemalloc purges blocks above 8 MiB at once). */
+void _mi_segments_big_freed_purge(mi_tld_t* tld) {
+  for (size_t i = 0; i < MI_BIG_FREED_SLOTS; i++) {
+    mi_arena_run_t* run = &tld->segments.big_freed[i];
+    if (run->count == 0) continue;
+    _mi_arena_purge_run_now(run->arena_idx, run->block_index, run->count);
+    run->count = 0;
+  }
+}
+
 /* The owner returns an empty page (page.c). */
 void _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld) {
   mi_segment_t* segment = _mi_page_segment(page);
@@ -535,6 +559,7 @@ void _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld) {
   const bool has_slots = mi_segment_has_slots(segment);
   mi_segment_t* released;
   if (!has_slots) {
+    mi_segment_note_big_free(tld, segment);
     released = _mi_segment_page_release_locked(page, false);   /* a huge segment: nobody else knows it */
   }
   else {

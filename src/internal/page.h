@@ -35,7 +35,6 @@ void       _mi_page_free_all(mi_page_t* page, mi_page_queue_t* pq);   /* a page 
 void       _mi_page_unfull(mi_page_t* page);
 void       _mi_page_free(mi_page_t* page, mi_page_queue_t* pq);
 /* thread exit: purge the big arena runs the thread freed that still wait (types.h, mi_arena_run_t) */
-void       _mi_page_big_freed_purge(mi_tld_t* tld);
 void       _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_use_delayed_free(mi_page_t* page, mi_delayed_t delay, bool override_never);
 size_t     _mi_page_tf_to_abandoned(mi_page_t* page);   /* returns the live blocks (the thread_free word, below) */

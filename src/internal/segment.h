@@ -15,6 +15,7 @@
 mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t page_alignment, size_t align_offset, bool busy);
 void       _mi_segments_set_main_numa(int numa_node);   /* the backing heaps' NUMA node, -1: none (mi_heap_set_numa_affinity) */
 void       _mi_segment_page_free(mi_page_t* page, mi_tld_t* tld);
+void       _mi_segments_big_freed_purge(mi_tld_t* tld);   /* thread exit: purge the big arena runs it freed that still wait */
 void       _mi_abandoned_add_page(mi_page_t* page, mi_tld_t* tld, mi_abandoned_lists_t* lists);   /* to lists (its heap's pages_lists), NULL: the subprocess' */
 void       _mi_abandoned_lists_done(mi_abandoned_lists_t* lists, bool destroy);   /* their pages freed (destroy) or handed to the subprocess */
 void       _mi_abandoned_reclaim_all(mi_heap_t* heap);   /* mi_collect(true) */

@@ -606,8 +606,8 @@ typedef struct mi_abandoned_lists_s {
 #endif
 
 /* Arena runs of at least MI_ARENA_UNPURGED_MAX bytes (huge blocks) that a thread freed last: they
-   wait for the arena purge delay, but the thread's end purges what of them still waits (page.c,
-   _mi_page_big_freed_purge): an ending thread will not reuse them (big-values: 1.15x the live
+   wait for the arena purge delay, but the thread's end purges what of them still waits (segment.c,
+   _mi_segments_big_freed_purge): an ending thread will not reuse them (big-values: 1.15x the live
    data right after the joins, 1.01x with this). A ring; an entry may be stale (reused, purged). */
 #define MI_BIG_FREED_SLOTS 8
 typedef struct mi_arena_run_s {
