@@ -15,13 +15,16 @@
  * live blocks and unused slots waiting for their purge;
  * and with RSSMAP_SEGMENTS=1 one line per medium or large segment showing each slot (block size, blocks
  * used/reserved, resident KiB). It reads the allocator's data without locks while the program
- * runs: figures are a snapshot, good to a few pages. Nothing here allocates (output with
- * write(2)); the figures are for finding mechanisms, the benchmarks judge the results. */
+ * runs: figures are a snapshot, good to a few pages. Nothing here allocates or locks (input
+ * with read(2), output with write(2)): the signal may stop the program inside the allocator;
+ * the figures are for finding mechanisms, the benchmarks judge the results. */
 #include "internal/internal.h"
 
 #include <signal.h>
 #include <stdio.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -113,17 +116,33 @@ static void rss_report(const char* when) {
   rss_acc_t acc;
   memset(&acc, 0, sizeof acc);
   const bool detail = rss_detail;
-  FILE* f = fopen("/proc/self/maps", "r");   /* a diagnostic: stdio here is acceptable */
-  if (f == NULL) return;
-  char buf[512];
-  while (fgets(buf, sizeof buf, f) != NULL) {
-    unsigned long a, b;
-    if (sscanf(buf, "%lx-%lx", &a, &b) != 2 || b - a < MIN_MAPPING) continue;
-    for (uintptr_t s = _mi_align_up(a, MI_SEGMENT_SIZE); s + MI_SEGMENT_SIZE <= b; s += MI_SEGMENT_SIZE) {
-      rss_segment((mi_segment_t*)s, &acc, detail);
+  /* read with read(2) into a static buffer: stdio would allocate, and the signal may have
+     stopped the program inside the allocator (with a lock held: fopen hung limit-drift) */
+  static char buf[1 << 16];
+  const int fd = open("/proc/self/maps", O_RDONLY);
+  if (fd < 0) return;
+  size_t have = 0;
+  for (;;) {
+    const ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
+    if (n <= 0) break;
+    have += (size_t)n;
+    buf[have] = 0;
+    char* line = buf;
+    char* eol;
+    while ((eol = strchr(line, '\n')) != NULL) {
+      *eol = 0;
+      unsigned long a, b;
+      if (sscanf(line, "%lx-%lx", &a, &b) == 2 && b - a >= MIN_MAPPING) {
+        for (uintptr_t s = _mi_align_up(a, MI_SEGMENT_SIZE); s + MI_SEGMENT_SIZE <= b; s += MI_SEGMENT_SIZE) {
+          rss_segment((mi_segment_t*)s, &acc, detail);
+        }
+      }
+      line = eol + 1;
     }
+    have = (size_t)(buf + have - line);   /* a partial line waits for the next read */
+    memmove(buf, line, have);
   }
-  fclose(f);
+  close(fd);
   char line[1024];
   const size_t M = 1024 * 1024;
   int len = snprintf(line, sizeof line,
