@@ -479,6 +479,7 @@ static bool mi_heap_area_visit(const mi_heap_t* heap, mi_page_t* page, const mi_
       if (idx < capacity) free_map[idx / (8*sizeof(uintptr_t))] |= ((uintptr_t)1 << (idx % (8*sizeof(uintptr_t))));
     }
   }
+  _mi_page_purged_mark(page, free_map);   /* (free blocks in OS pages given back, on no list) */
   for (size_t i = 0; i < capacity; i++) {
     if ((free_map[i / (8*sizeof(uintptr_t))] >> (i % (8*sizeof(uintptr_t)))) & 1) continue;
     if (!visitor(heap, &area, mi_page_start(page) + i*bsize, ubsize, arg)) return false;

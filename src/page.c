@@ -5,6 +5,14 @@
 #include "internal/page.h"
 #include "internal/heap.h"   /* hook: _mi_heap_fresh_page_taken */
 
+/* small blocks' interior purge (_mi_page_purge_free_interiors): release builds without a
+   memory checker, and not secure builds (no room for the mask in their descriptor) */
+#if MI_DEBUG == 0 && !MI_TRACK_ENABLED && MI_SECURE == 0
+#define MI_PAGE_PURGE_SMALL 1
+#else
+#define MI_PAGE_PURGE_SMALL 0
+#endif
+
 /* The empty page: free == NULL, so the fast path falls through to the slow path. */
 const mi_page_t _mi_page_empty;
 
@@ -337,13 +345,21 @@ void _mi_page_free_collect(mi_page_t* page, bool force) {
 /* Give the OS pages inside free blocks back while the page holds live blocks (near the memory
    limit, and on mi_collect(true)): a page keeps its slots until its last block is freed, so a
    size class the program no longer asks for pins whole pages for a few survivors (limit-drift:
-   574 MiB of pages for a 200 MiB live set). Of each free block of the page's own lists, the
-   whole OS pages between its first two words (the link, and the mark below) and its padding
-   are discarded (zero, or their old contents, when touched again: a free block's contents are
-   undefined, and free_is_zero is dropped with the mark). The mark, MI_PAGE_INTERIOR_PURGED in
-   the block's second word, keeps a block that stays free from being discarded again; an
-   allocation overwrites it, or leaves it to read as garbage. Owner only (its lists), release
-   builds only (debug builds check the fill of free blocks), not under a memory checker.
+   574 MiB of pages for a 200 MiB live set). Owner only (its lists), release builds only (debug
+   builds check the fill of free blocks), not under a memory checker. Two forms:
+   - blocks of at least an OS page: of each free block of the page's own lists, the whole OS
+     pages between its first two words (the link, and the mark below) and its padding are
+     discarded (zero, or their old contents, when touched again: a free block's contents are
+     undefined, and free_is_zero is dropped with the mark). The mark, MI_PAGE_INTERIOR_PURGED in
+     the block's second word, keeps a block that stays free from being discarded again; an
+     allocation overwrites it, or leaves it to read as garbage.
+   - smaller blocks (not secure builds: no room in the descriptor for the mask): an OS page
+     wholly inside the blocks handed out (capacity) whose every block is free is discarded,
+     with the links of the blocks that start in it: those blocks leave the lists, and the
+     page's interior_purged mask records the OS page (types.h). Blocks that start before it keep
+     their link, and any tail they have there is undefined as free memory is. The blocks of the
+     mask are listed again when an allocation finds the page's lists empty
+     (mi_page_collect_for_alloc): before the page extends or counts as full.
    Returns the bytes discarded. */
 #if MI_DEBUG == 0 && !MI_TRACK_ENABLED
 #define MI_PAGE_INTERIOR_PURGED  ((uintptr_t)0x6d692d7075726764ULL)
@@ -362,11 +378,134 @@ static size_t mi_page_purge_list(mi_page_t* page, mi_block_t* list, size_t bsize
   }
   return purged;
 }
+#endif
 
+#if MI_PAGE_PURGE_SMALL
+#define MI_MAP_BITS  (8 * sizeof(uintptr_t))
+static void mi_map_set(uintptr_t* map, size_t i) { map[i / MI_MAP_BITS] |= (uintptr_t)1 << (i % MI_MAP_BITS); }
+static bool mi_map_get(const uintptr_t* map, size_t i) { return ((map[i / MI_MAP_BITS] >> (i % MI_MAP_BITS)) & 1) != 0; }
+
+/* The blocks that start in the OS pages of `pages` (a mask as interior_purged): calls
+   visit(page, index, arg) for each, returns their number. */
+static size_t mi_page_mask_blocks(const mi_page_t* page, unsigned pages, void (*visit)(mi_page_t*, size_t, void*), void* arg) {
+  const size_t os_page = _mi_os_page_size();
+  const uintptr_t start = (uintptr_t)mi_page_start(page);
+  const uintptr_t base = _mi_align_down(start, os_page);
+  const size_t bsize = page->block_size;
+  size_t n = 0;
+  for (unsigned m = pages; m != 0; m &= m - 1) {
+    const uintptr_t lo = base + (size_t)__builtin_ctz(m) * os_page;   /* (>= start: wholly inside the blocks) */
+    for (size_t i = _mi_divide_up(lo - start, bsize); i < page->capacity && start + i * bsize < lo + os_page; i++) {
+      if (visit != NULL) visit((mi_page_t*)page, i, arg);
+      n++;
+    }
+  }
+  return n;
+}
+
+static void mi_page_mark_block(mi_page_t* page, size_t i, void* map) { (void)page; mi_map_set((uintptr_t*)map, i); }
+
+size_t _mi_page_purged_mark(const mi_page_t* page, uintptr_t* map) {
+  if (page->interior_purged == 0) return 0;
+  return mi_page_mask_blocks(page, page->interior_purged, (map != NULL ? &mi_page_mark_block : NULL), map);
+}
+
+static void mi_page_relist_block(mi_page_t* page, size_t i, void* arg) {
+  (void)arg;
+  mi_block_t* const b = (mi_block_t*)(mi_page_start(page) + i * page->block_size);
+  mi_block_set_next(page, b, page->free);
+  page->free = b;
+}
+
+/* The owner's allocation found the lists empty: the purged blocks are listed again (their
+   OS pages fault in, zero). */
+static mi_decl_noinline void mi_page_purged_relist(mi_page_t* page) {
+  mi_page_mask_blocks(page, page->interior_purged, &mi_page_relist_block, NULL);
+  page->interior_purged = 0;
+  page->free_is_zero = false;
+}
+
+/* Drop from `list` the blocks that start in the OS pages of `pages`, keeping the others in
+   order. */
+static mi_block_t* mi_page_list_drop(mi_page_t* page, mi_block_t* list, uintptr_t base, size_t os_page, unsigned pages) {
+  mi_block_t* head = NULL;
+  mi_block_t* tail = NULL;
+  size_t count = 0;
+  for (mi_block_t* b = list; b != NULL && count <= page->capacity; count++) {
+    mi_block_t* const next = mi_block_next(page, b);
+    const uintptr_t j = ((uintptr_t)b - base) / os_page;
+    if (j >= 8 * sizeof(pages) || ((pages >> j) & 1) == 0) {
+      if (tail == NULL) head = b;
+      else mi_block_set_next(page, tail, b);
+      tail = b;
+    }
+    b = next;
+  }
+  if (tail != NULL) mi_block_set_next(page, tail, NULL);
+  return head;
+}
+
+static size_t mi_page_purge_small(mi_page_t* page, size_t os_page) {
+  const uintptr_t start = (uintptr_t)mi_page_start(page);
+  const uintptr_t base = _mi_align_down(start, os_page);
+  const size_t bsize = page->block_size;
+  const size_t capacity = page->capacity;
+  const uintptr_t end = start + capacity * bsize;   /* the blocks handed out so far */
+  const size_t pages = (_mi_align_up(start + (size_t)page->reserved * bsize, os_page) - base) / os_page;
+  if (pages > 8 * sizeof(page->interior_purged) || capacity > MI_SMALL_PAGE_SIZE / sizeof(uintptr_t)) return 0;
+  uintptr_t map[MI_SMALL_PAGE_SIZE / sizeof(uintptr_t) / MI_MAP_BITS];   /* the free blocks */
+  memset(map, 0, sizeof(map));
+  for (int l = 0; l < 2; l++) {
+    size_t count = 0;
+    for (const mi_block_t* b = (l == 0 ? page->free : page->local_free); b != NULL && count <= capacity; b = mi_block_next(page, b), count++) {
+      const size_t i = ((uintptr_t)b - start) / bsize;
+      if (i < capacity) mi_map_set(map, i);
+    }
+  }
+  _mi_page_purged_mark(page, map);
+  unsigned add = 0;
+  for (size_t j = 0; j < pages; j++) {
+    const uintptr_t lo = base + j * os_page;
+    if (lo < start || lo + os_page > end || ((page->interior_purged >> j) & 1) != 0) continue;
+    bool all_free = true;
+    for (size_t i = (lo - start) / bsize; all_free && i <= (lo + os_page - 1 - start) / bsize; i++) all_free = mi_map_get(map, i);
+    if (all_free) add |= 1u << j;
+  }
+  if (add == 0) return 0;
+  page->free = mi_page_list_drop(page, page->free, base, os_page, add);
+  page->local_free = mi_page_list_drop(page, page->local_free, base, os_page, add);
+  page->interior_purged = (uint16_t)(page->interior_purged | add);
+  page->free_is_zero = false;
+  size_t purged = 0;
+  for (unsigned m = add; m != 0; ) {   /* one call per run of adjacent OS pages */
+    const size_t j = (size_t)__builtin_ctz(m);
+    size_t k = j;
+    while (k < pages && ((m >> k) & 1) != 0) k++;
+    _mi_os_discard((void*)(base + j * os_page), (k - j) * os_page);
+    purged += (k - j) * os_page;
+    m &= ~(((1u << (k - j)) - 1) << j);
+  }
+  return purged;
+}
+#else
+size_t _mi_page_purged_mark(const mi_page_t* page, uintptr_t* map) {
+  (void)page; (void)map;
+  return 0;
+}
+#endif
+
+#if MI_DEBUG == 0 && !MI_TRACK_ENABLED
 size_t _mi_page_purge_free_interiors(mi_page_t* page) {
   const size_t os_page = _mi_os_page_size();
   const size_t bsize = page->block_size;
-  if (bsize < os_page || page->used == 0 || page->free_is_zero) return 0;   /* (smaller: no whole OS page inside) */
+  if (page->used == 0 || page->free_is_zero) return 0;
+  if (bsize < os_page) {
+#if MI_PAGE_PURGE_SMALL
+    return mi_page_purge_small(page, os_page);
+#else
+    return 0;
+#endif
+  }
   return mi_page_purge_list(page, page->free, bsize, os_page) + mi_page_purge_list(page, page->local_free, bsize, os_page);
 }
 #else
@@ -386,6 +525,9 @@ static void mi_page_collect_for_alloc(mi_page_t* page) {
   if (page->free != NULL) return;
   mi_page_local_to_free(page);
   mi_page_thread_free_adopt(page);
+#endif
+#if MI_PAGE_PURGE_SMALL
+  if (mi_unlikely(page->free == NULL && page->interior_purged != 0)) mi_page_purged_relist(page);
 #endif
 }
 

@@ -241,7 +241,7 @@ static mi_decl_noinline void mi_prof_lease(mi_heap_t* heap, mi_prof_t* pr, size_
   const size_t k = (size_t)((cd - 1) / (int64_t)bsize);   /* >= 1 allocations that keep it > 0 */
   mi_block_t* const head = real->free;
   size_t n;
-  if (real->local_free == NULL && real->capacity - real->used <= k) {
+  if (real->local_free == NULL && !mi_page_has_purged(real) && real->capacity - real->used <= k) {
     n = real->capacity - real->used;   /* |free| by the page invariant: take it all, no walk */
     real->free = NULL;
   }

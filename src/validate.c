@@ -106,7 +106,8 @@ bool _mi_validate_page(const mi_page_t* page) {
   /* the lists and the count of blocks in use */
   const size_t nfree = mi_validate_list(page, page->free, "free", page->capacity);
   const size_t nlocal = mi_validate_list(page, page->local_free, "local_free", page->capacity);
-  mi_check_eq(S, page, "used (== capacity - |free| - |local_free|)", (size_t)page->capacity - nfree - nlocal, page->used);
+  const size_t npurged = _mi_page_purged_mark(page, NULL);
+  mi_check_eq(S, page, "used (== capacity - |free| - |local_free| - |purged|)", (size_t)page->capacity - nfree - nlocal - npurged, page->used);
   if (page->free_is_zero && page->free != NULL) {
     /* every block in `free` is zero except its link: the first one is looked at (its first
        4 KiB: a huge block may be large) */

@@ -20,6 +20,7 @@ mi_page_t* _mi_page_find(mi_heap_t* heap, size_t size, size_t huge_alignment, si
 void       _mi_page_to_full(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_free_collect(mi_page_t* page, bool force);
 size_t     _mi_page_purge_free_interiors(mi_page_t* page);   /* owner: the OS pages inside free blocks (page.c) */
+size_t     _mi_page_purged_mark(const mi_page_t* page, uintptr_t* map);   /* the blocks of interior_purged: their number; their bits set in map (if not NULL) */
 void       _mi_page_retire(mi_page_t* page);
 /* A set of a page's blocks as their number and the sums of their indexes and squared indexes:
    the blocks of a full page are all free exactly when the freed ones' sums are those of
@@ -34,7 +35,6 @@ void       _mi_page_free_emptied(mi_page_t* page, mi_page_queue_t* pq);   /* the
 void       _mi_page_free_all(mi_page_t* page, mi_page_queue_t* pq);   /* a page with its blocks in use (they count as freed) */
 void       _mi_page_unfull(mi_page_t* page);
 void       _mi_page_free(mi_page_t* page, mi_page_queue_t* pq);
-/* thread exit: purge the big arena runs the thread freed that still wait (types.h, mi_arena_run_t) */
 void       _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_use_delayed_free(mi_page_t* page, mi_delayed_t delay, bool override_never);
 size_t     _mi_page_tf_to_abandoned(mi_page_t* page);   /* returns the live blocks (the thread_free word, below) */
@@ -145,6 +145,15 @@ static inline bool mi_page_has_aligned(const mi_page_t* page) { return (mi_page_
 static inline void mi_page_set_has_aligned(mi_page_t* page, bool has) { mi_page_flag_set(page, MI_PAGE_HAS_ALIGNED, has); }
 
 static inline bool mi_page_all_free(const mi_page_t* page) { return page->used == 0; }
+/* Has the page free blocks on no list, in OS pages given back (types.h, interior_purged)? */
+static inline bool mi_page_has_purged(const mi_page_t* page) {
+#if MI_SECURE == 0
+  return (page->interior_purged != 0);
+#else
+  (void)page;
+  return false;
+#endif
+}
 static inline bool mi_page_immediate_available(const mi_page_t* page) { return page->free != NULL; }
 
 /* thread_free word: the list head (blocks are 8-aligned and, like every segment, below 2^48:

@@ -306,9 +306,11 @@ typedef enum mi_delayed_e {
 /* A page holds blocks of a single size in [page_start, page_start + reserved*block_size).
    Invariants (owner thread view, `|l|` = length of list l):
      capacity <= reserved;  blocks with index >= capacity were never handed out;
-     used == capacity - |free| - |local_free|      (used counts blocks not in free or local_free:
-                                                   the live ones and those freed by other threads
-                                                   and not yet collected)
+     used == capacity - |free| - |local_free| - |purged|   (used counts blocks not in free or
+                                                   local_free: the live ones and those freed by
+                                                   other threads and not yet collected; |purged|:
+                                                   the free blocks that start in the OS pages of
+                                                   interior_purged, on no list)
      |thread_free| <= used                         (owned form: |thread_free| is the count of the
                                                    thread_free word, page.h; the blocks pushed
                                                    on the heap's delayed list count in used too)
@@ -448,6 +450,13 @@ typedef struct mi_page_s {
                                          hold back before pushing them with one CAS (remote.c):
                                          set at the page's set-up in a heap that cannot be
                                          destroyed, kept until the page is freed */
+  uint16_t           interior_purged; /* owner: bit j: OS page j of the page's blocks (from
+                                         mi_page_start aligned down) was given back while it
+                                         held only free blocks; the blocks that start in it are
+                                         free and on no list (page.c, _mi_page_purge_free_
+                                         interiors); listed again before the page's next
+                                         allocation finds its lists empty. Secure builds: no
+                                         room, never set */
 #endif
 } mi_page_t;
 _Static_assert(sizeof(void*) != 8 || sizeof(mi_page_t) == MI_PAGE_DESC_ALIGN, "page descriptors are 128 bytes");

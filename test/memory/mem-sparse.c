@@ -3,9 +3,12 @@
    blocks (page.c, _mi_page_purge_free_interiors; docs/memory.md, "The memory limit"): a size
    class the program no longer asks for would otherwise pin whole pages for its survivors.
 
-   Usage: mem-sparse collect|pressing|ended [expect-drop]
+   Usage: mem-sparse collect|pressing|ended [small] [expect-drop]
      The program allocates 64 MiB of 32 KiB blocks (16 to a 512 KiB page), each filled with a
-     pattern of its own, and frees all but every 16th: each page keeps one live block. Then
+     pattern of its own, and frees all but every 16th: each page keeps one live block. With
+     `small`, 64 MiB of 1000-byte blocks (about 64 to a 64 KiB page, across OS page
+     boundaries) of which every 61st stays: blocks below an OS page, whose links go with the OS
+     pages given back (the page's interior_purged mask). Then
        collect   mi_collect(true)
        pressing  no collect: 400 ms of allocations in new heaps (the slow path, whose periodic
                  collect also collects the backing heap, where the pages are), run under
@@ -18,17 +21,19 @@
      - with expect-drop (release builds with the RSS reliable: debug builds check the fill of
        free blocks and keep it, memory checkers track every byte), the RSS falls by at least
        40 of the 60 MiB freed, and the statistics' `reset` (memory discarded) grew by that;
-     - always: every live block still holds its pattern; the freed blocks are handed out again
+     - always: every live block still holds its pattern; visiting the heap's blocks
+       (collect) finds exactly the live ones of the test's size; the freed blocks are handed out again
        (new allocations land in the pages of the first ones: the pages were kept), their memory
        is usable (written and read back whole) and calloc'ed ones read zero; freeing everything
        at the end leaves no page in use. */
 #include "memory-common.h"
 
-#define BLOCK   (32 * KiB)
-#define COUNT   2048            /* 64 MiB */
-#define KEEP    16              /* every 16th stays live: one per 512 KiB page */
+#define MAX_COUNT 65536
+static size_t BLOCK = 32 * KiB;
+static size_t COUNT = 2048;      /* 64 MiB */
+static size_t KEEP = 16;         /* every 16th stays live: one per 512 KiB page */
 
-static unsigned char* blocks[COUNT];
+static unsigned char* blocks[MAX_COUNT];
 
 static unsigned char pattern_of(size_t i, size_t k) { return (unsigned char)(i * 131 + k * 7 + 1); }
 
@@ -43,6 +48,14 @@ static bool intact(size_t i) {
 }
 
 static uintptr_t lo = UINTPTR_MAX, hi = 0;
+
+/* mi_heap_visit_blocks: the blocks of the test's size inside [lo, hi) */
+static bool count_visited(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)heap; (void)block_size;
+  if (block != NULL && area->block_size >= BLOCK && area->block_size < BLOCK + BLOCK / 8 &&
+      (uintptr_t)block >= lo && (uintptr_t)block < hi) (*(size_t*)arg)++;
+  return true;
+}
 
 /* 64 MiB of blocks, each filled, then all but every KEEP-th freed */
 static void* allocate_and_thin(void* arg) {
@@ -64,12 +77,14 @@ static void* allocate_and_thin(void* arg) {
 
 int main(int argc, char** argv) {
   if (argc < 2 || (strcmp(argv[1], "collect") != 0 && strcmp(argv[1], "pressing") != 0 && strcmp(argv[1], "ended") != 0)) {
-    fprintf(stderr, "usage: mem-sparse collect|pressing|ended [expect-drop]\n");
+    fprintf(stderr, "usage: mem-sparse collect|pressing|ended [small] [expect-drop]\n");
     return 2;
   }
+  const bool small = (argc > 2 && strcmp(argv[2], "small") == 0);
+  if (small) { BLOCK = 1000; COUNT = MAX_COUNT; KEEP = 61; }
   const bool ended = (strcmp(argv[1], "ended") == 0);
   const bool pressing = ended || (strcmp(argv[1], "pressing") == 0);
-  const bool expect_drop = (argc > 2 && strcmp(argv[2], "expect-drop") == 0 && MT_RSS_ASSERTS);
+  const bool expect_drop = (argc > 2 && strcmp(argv[argc - 1], "expect-drop") == 0 && MT_RSS_ASSERTS);
   if (ended) {
     pthread_t t;
     CHECK(pthread_create(&t, NULL, &allocate_and_thin, NULL) == 0);
@@ -102,6 +117,11 @@ int main(int argc, char** argv) {
     CHECK_GE((size_t)(reset_after - reset_before), (size_t)(40 * MiB));
   }
   for (size_t i = 0; i < COUNT; i += KEEP) CHECK_MSG(intact(i), "live block %zu changed", i);
+  if (!pressing) {
+    size_t visited = 0;
+    CHECK(mi_heap_visit_blocks(mi_heap_get_default(), true, &count_visited, &visited));
+    CHECK_MSG(visited == (COUNT + KEEP - 1) / KEEP, "visited %zu live blocks, %zu are live", visited, (COUNT + KEEP - 1) / KEEP);
+  }
   /* the freed blocks again: in the kept pages, whole, writable; calloc'ed ones zero */
   size_t inside = 0;
   for (size_t i = 0; i < COUNT; i++) {
@@ -115,9 +135,9 @@ int main(int argc, char** argv) {
     if ((uintptr_t)blocks[i] >= lo && (uintptr_t)blocks[i] < hi) inside++;
     fill(i);
   }
-  CHECK_MSG(inside >= (COUNT - COUNT / KEEP) * 9 / 10, "%zu of %d new blocks in the first blocks' pages", inside, COUNT - COUNT / KEEP);
+  CHECK_MSG(inside >= (COUNT - COUNT / KEEP) * 9 / 10, "%zu of %zu new blocks in the first blocks' pages", inside, COUNT - COUNT / KEEP);
   for (size_t i = 0; i < COUNT; i++) CHECK_MSG(blocks[i] == NULL || intact(i), "block %zu changed", i);
   for (size_t i = 0; i < COUNT; i++) mi_free(blocks[i]);
   mi_collect(true);
-  return test_summary("mem-sparse", "%s%s", argv[1], expect_drop ? ", RSS checked" : "");
+  return test_summary("mem-sparse", "%s%s%s", argv[1], small ? ", small blocks" : "", expect_drop ? ", RSS checked" : "");
 }
