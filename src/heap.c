@@ -174,7 +174,7 @@ static void mi_heap_collect_ex_in(mi_heap_t* heap, mi_collect_t collect) {
 void _mi_heap_collect_periodic(mi_heap_t* heap) {
   const long delay = mi_option_get(mi_option_purge_delay);
   if (delay < 0) return;
-  const mi_msecs_t interval = (delay < 1 ? 10 : (_mi_limit_is_pressing() ? 100 : 10 * (mi_msecs_t)delay));   /* (near the memory limit: 100 ms) */
+  const mi_msecs_t interval = (delay < 1 ? 10 : (_mi_limit_is_pressing() ? 25 : 10 * (mi_msecs_t)delay));   /* (near the memory limit: 25 ms, docs/memory.md) */
   const mi_msecs_t now = _mi_prim_clock_now();
   /* the backing heap too, from any heap's slow path: the pages of every heap the thread deletes
      go there (mi_heap_absorb), and other threads' frees empty them later; a thread that makes a

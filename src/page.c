@@ -499,6 +499,13 @@ size_t _mi_page_purge_free_interiors(mi_page_t* page) {
   const size_t os_page = _mi_os_page_size();
   const size_t bsize = page->block_size;
   if (page->used == 0 || page->free_is_zero) return 0;
+#if MI_SECURE == 0
+  /* a page with no more free blocks than at the last look has nothing new to give back, or
+     little (blocks taken and freed again since): the walks cost a cache miss per free block,
+     and near the limit every page is looked at on every periodic collect */
+  if (page->interior_used != 0 && page->used + 1 >= page->interior_used) return 0;
+  page->interior_used = (uint16_t)(page->used + 1);
+#endif
   if (bsize < os_page) {
 #if MI_PAGE_PURGE_SMALL
     return mi_page_purge_small(page, os_page);

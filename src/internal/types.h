@@ -457,6 +457,9 @@ typedef struct mi_page_s {
                                          interiors); listed again before the page's next
                                          allocation finds its lists empty. Secure builds: no
                                          room, never set */
+  uint16_t           interior_used;   /* owner: used + 1 when it last looked for OS pages to give
+                                         back (0: never): with no more free blocks than then, the
+                                         next look skips the walk of the lists (page.c) */
 #endif
 } mi_page_t;
 _Static_assert(sizeof(void*) != 8 || sizeof(mi_page_t) == MI_PAGE_DESC_ALIGN, "page descriptors are 128 bytes");
