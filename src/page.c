@@ -347,14 +347,18 @@ void _mi_page_free_collect(mi_page_t* page, bool force) {
    size class the program no longer asks for pins whole pages for a few survivors (limit-drift:
    574 MiB of pages for a 200 MiB live set). Owner only (its lists), release builds only (debug
    builds check the fill of free blocks), not under a memory checker. Two forms:
-   - blocks of at least an OS page: of each free block of the page's own lists, the whole OS
+   - blocks of at least an OS page in pages of more than 16 OS pages (secure builds: in every
+     page): of each free block of the page's own lists, the whole OS
      pages between its first two words (the link, and the mark below) and its padding are
      discarded (zero, or their old contents, when touched again: a free block's contents are
      undefined, and free_is_zero is dropped with the mark). The mark, MI_PAGE_INTERIOR_PURGED in
      the block's second word, keeps a block that stays free from being discarded again; an
      allocation overwrites it, or leaves it to read as garbage.
-   - smaller blocks (not secure builds: no room in the descriptor for the mask): an OS page
-     wholly inside the blocks handed out (capacity) whose every block is free is discarded,
+   - pages of at most 16 OS pages (small pages: blocks up to 8 KiB; not secure builds: no room
+     in the descriptor for the mask), of any block size: a 5 KiB block holds no whole OS page
+     past its link, so the form above gave back little of them (limit-drift: 157 MiB resident
+     for 48 MiB live in such pages). An OS page wholly inside the blocks handed out (capacity)
+     whose every block is free is discarded,
      with the links of the blocks that start in it: those blocks leave the lists, and the
      page's interior_purged mask records the OS page (types.h). Blocks that start before it keep
      their link, and any tail they have there is undefined as free memory is. The blocks of the
@@ -445,14 +449,14 @@ static mi_block_t* mi_page_list_drop(mi_page_t* page, mi_block_t* list, uintptr_
   return head;
 }
 
-static size_t mi_page_purge_small(mi_page_t* page, size_t os_page) {
+static size_t mi_page_purge_masked(mi_page_t* page, size_t os_page) {
   const uintptr_t start = (uintptr_t)mi_page_start(page);
   const uintptr_t base = _mi_align_down(start, os_page);
   const size_t bsize = page->block_size;
   const size_t capacity = page->capacity;
   const uintptr_t end = start + capacity * bsize;   /* the blocks handed out so far */
   const size_t pages = (_mi_align_up(start + (size_t)page->reserved * bsize, os_page) - base) / os_page;
-  if (pages > 8 * sizeof(page->interior_purged) || capacity > MI_SMALL_PAGE_SIZE / sizeof(uintptr_t)) return 0;
+  if (pages > 8 * sizeof(page->interior_purged) || capacity > MI_SMALL_PAGE_SIZE / sizeof(uintptr_t)) return SIZE_MAX;
   uintptr_t map[MI_SMALL_PAGE_SIZE / sizeof(uintptr_t) / MI_MAP_BITS];   /* the free blocks */
   memset(map, 0, sizeof(map));
   for (int l = 0; l < 2; l++) {
@@ -506,13 +510,11 @@ size_t _mi_page_purge_free_interiors(mi_page_t* page) {
   if (page->interior_used != 0 && page->used + 1 >= page->interior_used) return 0;
   page->interior_used = (uint16_t)(page->used + 1);
 #endif
-  if (bsize < os_page) {
 #if MI_PAGE_PURGE_SMALL
-    return mi_page_purge_small(page, os_page);
-#else
-    return 0;
+  const size_t purged = mi_page_purge_masked(page, os_page);
+  if (purged != SIZE_MAX) return purged;
 #endif
-  }
+  if (bsize < os_page) return 0;   /* (no whole OS page inside a block) */
   return mi_page_purge_list(page, page->free, bsize, os_page) + mi_page_purge_list(page, page->local_free, bsize, os_page);
 }
 #else

@@ -8,7 +8,9 @@
      pattern of its own, and frees all but every 16th: each page keeps one live block. With
      `small`, 64 MiB of 1000-byte blocks (about 64 to a 64 KiB page, across OS page
      boundaries) of which every 61st stays: blocks below an OS page, whose links go with the OS
-     pages given back (the page's interior_purged mask). Then
+     pages given back (the page's interior_purged mask). With `mid`, 64 MiB of 5000-byte
+     blocks (about 12 to a 64 KiB page), every 13th kept: blocks above an OS page that hold
+     no whole OS page past their first words, so only the mask gives their memory back. Then
        collect   mi_collect(true)
        pressing  no collect: 400 ms of allocations in new heaps (the slow path, whose periodic
                  collect also collects the backing heap, where the pages are), run under
@@ -81,7 +83,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const bool small = (argc > 2 && strcmp(argv[2], "small") == 0);
+  const bool mid = (argc > 2 && strcmp(argv[2], "mid") == 0);
   if (small) { BLOCK = 1000; COUNT = MAX_COUNT; KEEP = 61; }
+  if (mid) { BLOCK = 5000; COUNT = 13000; KEEP = 13; }
   const bool ended = (strcmp(argv[1], "ended") == 0);
   const bool pressing = ended || (strcmp(argv[1], "pressing") == 0);
   const bool expect_drop = (argc > 2 && strcmp(argv[argc - 1], "expect-drop") == 0 && MT_RSS_ASSERTS);
@@ -139,5 +143,5 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < COUNT; i++) CHECK_MSG(blocks[i] == NULL || intact(i), "block %zu changed", i);
   for (size_t i = 0; i < COUNT; i++) mi_free(blocks[i]);
   mi_collect(true);
-  return test_summary("mem-sparse", "%s%s%s", argv[1], small ? ", small blocks" : "", expect_drop ? ", RSS checked" : "");
+  return test_summary("mem-sparse", "%s%s%s", argv[1], small ? ", small blocks" : mid ? ", 5000-byte blocks" : "", expect_drop ? ", RSS checked" : "");
 }
