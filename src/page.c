@@ -348,22 +348,22 @@ void _mi_page_free_collect(mi_page_t* page, bool force) {
    574 MiB of pages for a 200 MiB live set). Owner only (its lists), release builds only (debug
    builds check the fill of free blocks), not under a memory checker. Two forms:
    - blocks of at least an OS page in pages of more than 16 OS pages (secure builds: in every
-     page): of each free block of the page's own lists, the whole OS
-     pages between its first two words (the link, and the mark below) and its padding are
-     discarded (zero, or their old contents, when touched again: a free block's contents are
-     undefined, and free_is_zero is dropped with the mark). The mark, MI_PAGE_INTERIOR_PURGED in
-     the block's second word, keeps a block that stays free from being discarded again; an
-     allocation overwrites it, or leaves it to read as garbage.
+     page): of each free block of the page's own lists, the whole OS pages between its first
+     two words (the link, and the mark below) and its padding are discarded (zero, or their old
+     contents, when touched again: a free block's contents are undefined, and free_is_zero is
+     dropped with the mark). The mark, MI_PAGE_INTERIOR_PURGED in the block's second word, keeps
+     a block that stays free from being discarded again; an allocation overwrites it, or leaves
+     it to read as garbage.
    - pages of at most 16 OS pages (small pages: blocks up to 8 KiB; not secure builds: no room
      in the descriptor for the mask), of any block size: a 5 KiB block holds no whole OS page
      past its link, so the form above gave back little of them (limit-drift: 157 MiB resident
      for 48 MiB live in such pages). An OS page wholly inside the blocks handed out (capacity)
-     whose every block is free is discarded,
-     with the links of the blocks that start in it: those blocks leave the lists, and the
-     page's interior_purged mask records the OS page (types.h). Blocks that start before it keep
-     their link, and any tail they have there is undefined as free memory is. The blocks of the
-     mask are listed again when an allocation finds the page's lists empty
-     (mi_page_collect_for_alloc): before the page extends or counts as full.
+     whose every block is free is discarded with the links of the blocks that start in it:
+     those blocks leave the lists, and the page's interior_purged mask records the OS page
+     (types.h). Blocks that start before it keep their link, and any tail they have there is
+     undefined as free memory is. The blocks of the mask are listed again when an allocation
+     finds the page's lists empty (mi_page_collect_for_alloc): before the page extends or
+     counts as full.
    Returns the bytes discarded. */
 #if MI_DEBUG == 0 && !MI_TRACK_ENABLED
 #define MI_PAGE_INTERIOR_PURGED  ((uintptr_t)0x6d692d7075726764ULL)
