@@ -445,10 +445,8 @@ bool _mi_heap_check_owned(mi_heap_t* heap, const void* p) {
 }
 
 /* Visit a page as an area and, optionally, each of its live blocks. The page's free lists
-   must be collected (no local_free) and stable: owned by the caller or abandoned under lock. */
-#define MI_MAX_BLOCKS_PER_PAGE  (MI_SMALL_PAGE_SIZE / sizeof(uintptr_t))
-
-/* (`leased`: blocks the page's profiler lease holds unused, free as those of its free lists) */
+   must be collected (no local_free) and stable: owned by the caller or abandoned under lock.
+   (`leased`: blocks the page's profiler lease holds unused, free as those of its free lists) */
 static bool mi_heap_area_visit(const mi_heap_t* heap, mi_page_t* page, const mi_block_t* leased, bool visit_blocks, mi_block_visit_fun* visitor, void* arg) {
   const size_t bsize = page->block_size;
   /* the visitor gets what a program may use of each block: without the debug padding (it is
@@ -469,19 +467,11 @@ static bool mi_heap_area_visit(const mi_heap_t* heap, mi_page_t* page, const mi_
     return visitor(heap, &area, mi_page_start(page), ubsize, arg);
   }
   /* mark the free blocks, then visit the others */
-  uintptr_t free_map[MI_MAX_BLOCKS_PER_PAGE / (8*sizeof(uintptr_t))];
+  uintptr_t free_map[MI_PAGE_MAP_WORDS];
+  if (!_mi_page_free_map(page, leased, free_map)) return false;
   const size_t capacity = page->capacity;
-  if (capacity > MI_MAX_BLOCKS_PER_PAGE) return false;
-  memset(free_map, 0, _mi_divide_up(capacity, 8*sizeof(uintptr_t)) * sizeof(uintptr_t));
-  for (int list = 0; list < 3; list++) {
-    for (const mi_block_t* block = (list == 0 ? page->free : list == 1 ? page->local_free : leased); block != NULL; block = mi_block_next(page, block)) {
-      const size_t idx = (size_t)((uint8_t*)block - mi_page_start(page)) / bsize;
-      if (idx < capacity) free_map[idx / (8*sizeof(uintptr_t))] |= ((uintptr_t)1 << (idx % (8*sizeof(uintptr_t))));
-    }
-  }
-  _mi_page_purged_mark(page, free_map);   /* (free blocks in OS pages given back, on no list) */
   for (size_t i = 0; i < capacity; i++) {
-    if ((free_map[i / (8*sizeof(uintptr_t))] >> (i % (8*sizeof(uintptr_t)))) & 1) continue;
+    if (mi_page_map_get(free_map, i)) continue;
     if (!visitor(heap, &area, mi_page_start(page) + i*bsize, ubsize, arg)) return false;
   }
   return true;

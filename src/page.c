@@ -384,10 +384,25 @@ static size_t mi_page_purge_list(mi_page_t* page, mi_block_t* list, size_t bsize
 }
 #endif
 
+static void mi_map_set(uintptr_t* map, size_t i) { map[i / MI_PAGE_MAP_BITS] |= (uintptr_t)1 << (i % MI_PAGE_MAP_BITS); }
+
+bool _mi_page_free_map(const mi_page_t* page, const mi_block_t* extra, uintptr_t* map) {
+  const size_t capacity = page->capacity;
+  if (capacity > MI_PAGE_MAP_BLOCKS) return false;
+  memset(map, 0, _mi_divide_up(capacity, MI_PAGE_MAP_BITS) * sizeof(uintptr_t));
+  const uint8_t* const start = mi_page_start(page);
+  for (int l = 0; l < 3; l++) {
+    size_t count = 0;
+    for (const mi_block_t* b = (l == 0 ? page->free : l == 1 ? page->local_free : extra); b != NULL && count <= capacity; b = mi_block_next(page, b), count++) {
+      const size_t i = (size_t)((const uint8_t*)b - start) / page->block_size;
+      if (i < capacity) mi_map_set(map, i);
+    }
+  }
+  _mi_page_purged_mark(page, map);
+  return true;
+}
+
 #if MI_PAGE_PURGE_SMALL
-#define MI_MAP_BITS  (8 * sizeof(uintptr_t))
-static void mi_map_set(uintptr_t* map, size_t i) { map[i / MI_MAP_BITS] |= (uintptr_t)1 << (i % MI_MAP_BITS); }
-static bool mi_map_get(const uintptr_t* map, size_t i) { return ((map[i / MI_MAP_BITS] >> (i % MI_MAP_BITS)) & 1) != 0; }
 
 /* The blocks that start in the OS pages of `pages` (a mask as interior_purged): calls
    visit(page, index, arg) for each, returns their number. */
@@ -456,23 +471,14 @@ static size_t mi_page_purge_masked(mi_page_t* page, size_t os_page) {
   const size_t capacity = page->capacity;
   const uintptr_t end = start + capacity * bsize;   /* the blocks handed out so far */
   const size_t pages = (_mi_align_up(start + (size_t)page->reserved * bsize, os_page) - base) / os_page;
-  if (pages > 8 * sizeof(page->interior_purged) || capacity > MI_SMALL_PAGE_SIZE / sizeof(uintptr_t)) return SIZE_MAX;
-  uintptr_t map[MI_SMALL_PAGE_SIZE / sizeof(uintptr_t) / MI_MAP_BITS];   /* the free blocks */
-  memset(map, 0, sizeof(map));
-  for (int l = 0; l < 2; l++) {
-    size_t count = 0;
-    for (const mi_block_t* b = (l == 0 ? page->free : page->local_free); b != NULL && count <= capacity; b = mi_block_next(page, b), count++) {
-      const size_t i = ((uintptr_t)b - start) / bsize;
-      if (i < capacity) mi_map_set(map, i);
-    }
-  }
-  _mi_page_purged_mark(page, map);
+  uintptr_t map[MI_PAGE_MAP_WORDS];   /* the free blocks */
+  if (pages > 8 * sizeof(page->interior_purged) || !_mi_page_free_map(page, NULL, map)) return SIZE_MAX;
   unsigned add = 0;
   for (size_t j = 0; j < pages; j++) {
     const uintptr_t lo = base + j * os_page;
     if (lo < start || lo + os_page > end || ((page->interior_purged >> j) & 1) != 0) continue;
     bool all_free = true;
-    for (size_t i = (lo - start) / bsize; all_free && i <= (lo + os_page - 1 - start) / bsize; i++) all_free = mi_map_get(map, i);
+    for (size_t i = (lo - start) / bsize; all_free && i <= (lo + os_page - 1 - start) / bsize; i++) all_free = mi_page_map_get(map, i);
     if (all_free) add |= 1u << j;
   }
   if (add == 0) return 0;

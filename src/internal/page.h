@@ -21,6 +21,13 @@ void       _mi_page_to_full(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_free_collect(mi_page_t* page, bool force);
 size_t     _mi_page_purge_free_interiors(mi_page_t* page);   /* owner: the OS pages inside free blocks (page.c) */
 size_t     _mi_page_purged_mark(const mi_page_t* page, uintptr_t* map);   /* the blocks of interior_purged: their number; their bits set in map (if not NULL) */
+/* A bitmap of a page's blocks by index (pages of more blocks than MI_PAGE_MAP_BLOCKS hold one). */
+#define MI_PAGE_MAP_BLOCKS  (MI_SMALL_PAGE_SIZE / sizeof(uintptr_t))
+#define MI_PAGE_MAP_BITS    (8 * sizeof(uintptr_t))
+#define MI_PAGE_MAP_WORDS   (MI_PAGE_MAP_BLOCKS / MI_PAGE_MAP_BITS)
+/* the page's free blocks (its lists, `extra`, the purged ones) set in map, the rest clear;
+   false (map untouched) for a page of more than MI_PAGE_MAP_BLOCKS blocks */
+bool       _mi_page_free_map(const mi_page_t* page, const mi_block_t* extra, uintptr_t* map);
 void       _mi_page_retire(mi_page_t* page);
 /* A set of a page's blocks as their number and the sums of their indexes and squared indexes:
    the blocks of a full page are all free exactly when the freed ones' sums are those of
@@ -145,6 +152,7 @@ static inline bool mi_page_has_aligned(const mi_page_t* page) { return (mi_page_
 static inline void mi_page_set_has_aligned(mi_page_t* page, bool has) { mi_page_flag_set(page, MI_PAGE_HAS_ALIGNED, has); }
 
 static inline bool mi_page_all_free(const mi_page_t* page) { return page->used == 0; }
+static inline bool mi_page_map_get(const uintptr_t* map, size_t i) { return ((map[i / MI_PAGE_MAP_BITS] >> (i % MI_PAGE_MAP_BITS)) & 1) != 0; }
 /* Has the page free blocks on no list, in OS pages given back (types.h, interior_purged)? */
 static inline bool mi_page_has_purged(const mi_page_t* page) {
 #if MI_SECURE == 0
