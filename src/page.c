@@ -556,18 +556,21 @@ static size_t mi_gcd(size_t a, size_t b) {
 }
 #endif
 
-/* Make up to MI_MAX_EXTEND_SIZE bytes of further blocks available, in address order (secure
-   builds: in a random order). */
+/* Make further blocks available, in address order (secure builds: in a random order): those
+   that start before the first 4 KiB boundary at least 2 KiB on (MI_MAX_EXTEND_SIZE). The links
+   written touch no OS page beyond the blocks handed out, so a size class with a few blocks
+   keeps one OS page resident, not two, and a class of big blocks one block's first page, not
+   four. */
 static void mi_page_extend_free(mi_page_t* page) {
   mi_assert_internal(page->free == NULL && page->local_free == NULL);
   if (page->capacity >= page->reserved) return;
   const size_t bsize = page->block_size;
-  size_t extend = page->reserved - page->capacity;
-  size_t max_extend = (bsize >= MI_MAX_EXTEND_SIZE ? MI_MIN_EXTEND : MI_MAX_EXTEND_SIZE / bsize);
-  if (max_extend < MI_MIN_EXTEND) max_extend = MI_MIN_EXTEND;
-  if (extend > max_extend) extend = max_extend;
-
   uint8_t* start = mi_page_start(page) + (size_t)page->capacity * bsize;
+  const uintptr_t end = _mi_align_up((uintptr_t)start + MI_MAX_EXTEND_SIZE/2, MI_MAX_EXTEND_SIZE);
+  size_t max_extend = _mi_divide_up(end - (uintptr_t)start, bsize);
+  if (max_extend < MI_MIN_EXTEND) max_extend = MI_MIN_EXTEND;
+  size_t extend = page->reserved - page->capacity;
+  if (extend > max_extend) extend = max_extend;
   mi_block_t* first = (mi_block_t*)start;
 #if MI_SECURE > 0
   if (extend > 2) {

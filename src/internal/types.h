@@ -170,9 +170,12 @@
 /* The heap's direct table covers every word size up to MI_SMALL_SIZE_MAX. */
 #define MI_PAGES_DIRECT       (MI_SMALL_WSIZE_MAX + 2)
 
-/* Blocks a page makes available at a time (lazy free-list construction keeps RSS low). */
+/* Blocks a page makes available at a time (lazy free-list construction keeps RSS low): an
+   extension ends at a MI_MAX_EXTEND_SIZE boundary of the address space and hands out the
+   blocks that start before it, from half that size on (page.c, mi_page_extend_free); at least
+   MI_MIN_EXTEND blocks (secure builds shuffle them, which needs a few). */
 #define MI_MAX_EXTEND_SIZE    (4*MI_KiB)
-#define MI_MIN_EXTEND         (4)
+#define MI_MIN_EXTEND         (MI_SECURE > 0 ? 4 : 1)
 
 /* Huge blocks freed by another thread are reset beyond this prefix so RSS drops at once. */
 #define MI_HUGE_RESET_MIN     (64*MI_KiB)
