@@ -194,6 +194,8 @@ HOOKS = {
     # pthread_create allocates through malloc: the purger starts its thread under static allocation.
     ("purger.c", "_mi_static_alloc_begin"): "pthread_create allocates: the purger starts its thread under static allocation",
     ("purger.c", "_mi_static_alloc_end"): "the end of that static allocation",
+    # A young process starts no purger yet (most end before their first purge is due).
+    ("purger.c", "_mi_process_elapsed"): "a process younger than 10 ms starts no purger thread yet",
     # Output: messages of threads other than the one that started the process name their thread.
     ("options.c", "_mi_thread_is_main"): "messages of other threads than the process' first name their thread",
     # Guarded objects (MI_GUARDED builds) are per heap.
