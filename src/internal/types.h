@@ -463,6 +463,13 @@ typedef struct mi_page_s {
   uint16_t           interior_used;   /* owner: used + 1 when it last looked for OS pages to give
                                          back (0: never): with no more free blocks than then, the
                                          next look skips the walk of the lists (page.c) */
+  uint8_t            tail_dirty;      /* owner: the page's slot held blocks of an earlier page, so
+                                         OS pages past its capacity may be resident, unused; 0
+                                         once given back (page.c, _mi_page_trim_tail). Secure
+                                         builds: no room, never set */
+  uint16_t           tail_seen;       /* owner: capacity + 1 at the last look at the tail (0:
+                                         none): a page whose capacity grew since is still
+                                         growing into it, and keeps it */
 #endif
 } mi_page_t;
 _Static_assert(sizeof(void*) != 8 || sizeof(mi_page_t) == MI_PAGE_DESC_ALIGN, "page descriptors are 128 bytes");

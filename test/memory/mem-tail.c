@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/* mem-tail.c -- a page set up in a warm slot gives back what the slot's earlier page left
+   resident past its capacity (page.c, _mi_page_trim_tail; heap.c, mi_heap_page_collect).
+
+   A heap fills a 64 KiB page with 16-byte blocks, writes them all and is destroyed: its slot
+   waits for its purge, resident (MIMALLOC_PURGE_DELAY is long here). The default heap then
+   takes its first block of another size, whose page reuses that warm slot (checked: the block
+   lies in it), so the OS pages past the new page's capacity are resident but unused. Then:
+     - mi_collect(false) leaves them at its first look (a page that may still grow), and again
+       at the next look after the page grew; the next look with no growth gives them back;
+     - for a second size, mi_collect(true) gives them back at once;
+     - the blocks handed out keep their contents, new blocks extend over the given-back pages
+       and can be written, and calloc's read zero.
+   With `expect-trim` (release builds without a memory checker, not secure: page.c,
+   MI_PAGE_PURGE_SMALL) the resident OS pages are counted with mincore; elsewhere the same steps
+   run and only the contents are checked.
+
+   usage: mem-tail [expect-trim] */
+#include "memory-common.h"
+
+#define OS_PAGE   ((size_t)4096)
+#define PAGE_SIZE ((size_t)64 * 1024)
+
+typedef struct area_find_s {
+  const void* inside;
+  mi_heap_area_t area;
+  bool found;
+} area_find_t;
+
+static bool find_area(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t size, void* arg) {
+  (void)heap; (void)block; (void)size;
+  area_find_t* f = (area_find_t*)arg;
+  const uint8_t* start = (const uint8_t*)area->blocks;
+  if ((const uint8_t*)f->inside >= start && (const uint8_t*)f->inside < start + area->reserved) {
+    f->area = *area;
+    f->found = true;
+  }
+  return true;
+}
+
+static mi_heap_area_t area_of(mi_heap_t* heap, const void* p) {
+  area_find_t f;
+  memset(&f, 0, sizeof(f));
+  f.inside = p;
+  CHECK(mi_heap_visit_blocks(heap, false, &find_area, &f));
+  CHECK_MSG(f.found, "no area holds %p", p);
+  return f.area;
+}
+
+/* resident OS pages in [from, to) */
+static size_t resident(uintptr_t from, uintptr_t to) {
+  from = from / OS_PAGE * OS_PAGE;
+  to = (to + OS_PAGE - 1) / OS_PAGE * OS_PAGE;
+  if (to <= from) return 0;
+  unsigned char vec[PAGE_SIZE / OS_PAGE + 1];
+  const size_t n = (to - from) / OS_PAGE;
+  CHECK(n <= sizeof(vec));
+  CHECK(mincore((void*)from, to - from, vec) == 0);
+  size_t count = 0;
+  for (size_t i = 0; i < n; i++) count += (vec[i] & 1);
+  return count;
+}
+
+/* resident OS pages of p's page past its capacity (from the first OS page no block starts in) */
+static size_t tail_resident(const void* p, uintptr_t slot) {
+  const mi_heap_area_t a = area_of(mi_heap_get_default(), p);
+  const uintptr_t cap_end = (uintptr_t)a.blocks + a.committed;
+  return resident((cap_end + OS_PAGE - 1) / OS_PAGE * OS_PAGE, slot + PAGE_SIZE);
+}
+
+/* A destroyed heap's warm 64 KiB slot; returns its start. */
+static uintptr_t warm_slot(void) {
+  mi_heap_t* h = mi_heap_new();
+  CHECK(h != NULL);
+  void* first = NULL;
+  for (size_t i = 0; i < PAGE_SIZE / 16; i++) {
+    uint8_t* b = (uint8_t*)mi_heap_malloc(h, 16);
+    CHECK(b != NULL);
+    memset(b, 0x5a, 16);
+    if (first == NULL) first = b;
+  }
+  const mi_heap_area_t a = area_of(h, first);
+  const uintptr_t slot = (uintptr_t)a.blocks / PAGE_SIZE * PAGE_SIZE;
+  mi_heap_destroy(h);
+  return slot;
+}
+
+static bool expect_trim;
+
+static void check_blocks(uint8_t** blocks, size_t n, size_t size) {
+  for (size_t i = 0; i < n; i++) {
+    for (size_t j = 0; j < size; j++) {
+      if (blocks[i][j] != (uint8_t)(i + 1)) {
+        CHECK_MSG(false, "block %zu of %zu bytes changed at byte %zu", i, size, j);
+        return;
+      }
+    }
+  }
+}
+
+/* One size: a first block in a warm slot, its tail given back by two mi_collect(false) looks
+   without growth (with_force: by one mi_collect(true)). */
+static void run(size_t size, bool with_force) {
+  enum { N = 40 };
+  const uintptr_t slot = warm_slot();
+  uint8_t* blocks[N];
+  size_t n = 0;
+  blocks[n] = (uint8_t*)mi_malloc(size);
+  CHECK(blocks[n] != NULL);
+  CHECK_MSG((uintptr_t)blocks[n] / PAGE_SIZE * PAGE_SIZE == slot, "size %zu: the first block %p is not in the warm slot %#zx",
+            size, (void*)blocks[n], (size_t)slot);
+  memset(blocks[n], n + 1, size);
+  n++;
+  const size_t before = tail_resident(blocks[0], slot);
+  if (expect_trim) CHECK_MSG(before >= 8, "size %zu: only %zu OS pages resident past the capacity of a warm slot", size, before);
+  if (with_force) {
+    mi_collect(true);
+    if (expect_trim) CHECK_MSG(tail_resident(blocks[0], slot) == 0, "size %zu: mi_collect(true) left %zu of %zu", size, tail_resident(blocks[0], slot), before);
+  }
+  else {
+    mi_collect(false);   /* the first look: the page may still grow */
+    if (expect_trim) CHECK_MSG(tail_resident(blocks[0], slot) == before, "size %zu: the first look gave back %zu of %zu", size, before - tail_resident(blocks[0], slot), before);
+    /* grow the page (a few more blocks, past its first extension) */
+    const size_t cap0 = area_of(mi_heap_get_default(), blocks[0]).committed;
+    while (n < N && area_of(mi_heap_get_default(), blocks[0]).committed == cap0) {
+      blocks[n] = (uint8_t*)mi_malloc(size);
+      CHECK(blocks[n] != NULL);
+      memset(blocks[n], n + 1, size);
+      n++;
+    }
+    CHECK_MSG(area_of(mi_heap_get_default(), blocks[0]).committed > cap0, "size %zu: the page did not grow", size);
+    const size_t grown = tail_resident(blocks[0], slot);
+    mi_collect(false);   /* it grew since the last look: kept */
+    if (expect_trim) CHECK_MSG(tail_resident(blocks[0], slot) == grown, "size %zu: a look right after growth gave back %zu of %zu", size, grown - tail_resident(blocks[0], slot), grown);
+    mi_collect(false);   /* no growth since: given back */
+    if (expect_trim) CHECK_MSG(tail_resident(blocks[0], slot) == 0, "size %zu: the look after no growth left %zu of %zu", size, tail_resident(blocks[0], slot), grown);
+  }
+  check_blocks(blocks, n, size);
+  /* new blocks over the given-back pages: writable, calloc's zero */
+  while (n < N) {
+    blocks[n] = (uint8_t*)((n % 2) ? mi_calloc(1, size) : mi_malloc(size));
+    CHECK(blocks[n] != NULL);
+    if (n % 2) CHECK_MSG(mt_is_zero(blocks[n], size), "size %zu: calloc'ed block %zu is not zero", size, n);
+    memset(blocks[n], n + 1, size);
+    n++;
+  }
+  CHECK_MSG(area_of(mi_heap_get_default(), blocks[0]).committed >= 16 * 1024 || (uintptr_t)blocks[N - 1] / PAGE_SIZE * PAGE_SIZE != slot,
+            "size %zu: the page did not extend over its old tail", size);
+  check_blocks(blocks, n, size);
+  for (size_t i = 0; i < n; i++) mi_free(blocks[i]);
+}
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "expect-trim") == 0) expect_trim = true;
+    else { fprintf(stderr, "usage: mem-tail [expect-trim]\n"); return 2; }
+  }
+  expect_trim = expect_trim && MT_RSS_ASSERTS;
+  run(1008, false);   /* sizes no page of the default heap has yet */
+  run(656, true);
+  return test_summary("mem-tail", "%s", expect_trim ? "resident pages checked" : "contents only");
+}
