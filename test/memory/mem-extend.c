@@ -21,34 +21,6 @@
 #define OS_PAGE  ((size_t)4096)
 #define STEPS    24   /* allocations per size: several extensions for every size */
 
-typedef struct area_find_s {
-  const void* inside;  /* a block of the page wanted */
-  mi_heap_area_t area;
-  bool found;
-} area_find_t;
-
-static bool find_area(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t size, void* arg) {
-  (void)heap; (void)block; (void)size;
-  area_find_t* f = (area_find_t*)arg;
-  const uint8_t* start = (const uint8_t*)area->blocks;
-  const uint8_t* p = (const uint8_t*)f->inside;
-  if (p >= start && p < start + area->reserved) {
-    f->area = *area;
-    f->found = true;
-  }
-  return true;
-}
-
-/* the heap's area (page) that holds block p */
-static mi_heap_area_t area_of(mi_heap_t* heap, const void* p) {
-  area_find_t f;
-  memset(&f, 0, sizeof(f));
-  f.inside = p;
-  CHECK(mi_heap_visit_blocks(heap, false, &find_area, &f));
-  CHECK_MSG(f.found, "no area holds %p", p);
-  return f.area;
-}
-
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 /* OS pages of [start, start + size) resident, counted with mincore */
@@ -79,7 +51,7 @@ static mi_heap_t* check_size(size_t size, bool secure, bool resident) {
   for (size_t k = 0; k < STEPS; k++) {
     void* p = mi_heap_malloc(heap, size);
     CHECK(p != NULL);
-    const mi_heap_area_t a = area_of(heap, p);
+    const mi_heap_area_t a = mt_area_of(heap, p);
     const uintptr_t s = (uintptr_t)a.blocks;
     const size_t bsize = a.full_block_size;
     CHECK(a.committed % bsize == 0 && a.committed <= a.reserved);

@@ -21,32 +21,6 @@
 #define OS_PAGE   ((size_t)4096)
 #define PAGE_SIZE ((size_t)64 * 1024)
 
-typedef struct area_find_s {
-  const void* inside;
-  mi_heap_area_t area;
-  bool found;
-} area_find_t;
-
-static bool find_area(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t size, void* arg) {
-  (void)heap; (void)block; (void)size;
-  area_find_t* f = (area_find_t*)arg;
-  const uint8_t* start = (const uint8_t*)area->blocks;
-  if ((const uint8_t*)f->inside >= start && (const uint8_t*)f->inside < start + area->reserved) {
-    f->area = *area;
-    f->found = true;
-  }
-  return true;
-}
-
-static mi_heap_area_t area_of(mi_heap_t* heap, const void* p) {
-  area_find_t f;
-  memset(&f, 0, sizeof(f));
-  f.inside = p;
-  CHECK(mi_heap_visit_blocks(heap, false, &find_area, &f));
-  CHECK_MSG(f.found, "no area holds %p", p);
-  return f.area;
-}
-
 /* resident OS pages in [from, to) */
 static size_t resident(uintptr_t from, uintptr_t to) {
   from = from / OS_PAGE * OS_PAGE;
@@ -63,7 +37,7 @@ static size_t resident(uintptr_t from, uintptr_t to) {
 
 /* resident OS pages of p's page past its capacity (from the first OS page no block starts in) */
 static size_t tail_resident(const void* p, uintptr_t slot) {
-  const mi_heap_area_t a = area_of(mi_heap_get_default(), p);
+  const mi_heap_area_t a = mt_area_of(mi_heap_get_default(), p);
   const uintptr_t cap_end = (uintptr_t)a.blocks + a.committed;
   return resident((cap_end + OS_PAGE - 1) / OS_PAGE * OS_PAGE, slot + PAGE_SIZE);
 }
@@ -79,7 +53,7 @@ static uintptr_t warm_slot(void) {
     memset(b, 0x5a, 16);
     if (first == NULL) first = b;
   }
-  const mi_heap_area_t a = area_of(h, first);
+  const mi_heap_area_t a = mt_area_of(h, first);
   const uintptr_t slot = (uintptr_t)a.blocks / PAGE_SIZE * PAGE_SIZE;
   mi_heap_destroy(h);
   return slot;
@@ -124,14 +98,14 @@ static void run(size_t size, bool with_force) {
     mi_collect(false);   /* the first look: the page may still grow */
     if (expect_trim) CHECK_MSG(tail_resident(blocks[0], slot) == before, "size %zu: the first look gave back %zu of %zu", size, before - tail_resident(blocks[0], slot), before);
     /* grow the page (a few more blocks, past its first extension) */
-    const size_t cap0 = area_of(mi_heap_get_default(), blocks[0]).committed;
-    while (n < N && area_of(mi_heap_get_default(), blocks[0]).committed == cap0) {
+    const size_t cap0 = mt_area_of(mi_heap_get_default(), blocks[0]).committed;
+    while (n < N && mt_area_of(mi_heap_get_default(), blocks[0]).committed == cap0) {
       blocks[n] = (uint8_t*)mi_malloc(size);
       CHECK(blocks[n] != NULL);
       memset(blocks[n], n + 1, size);
       n++;
     }
-    CHECK_MSG(area_of(mi_heap_get_default(), blocks[0]).committed > cap0, "size %zu: the page did not grow", size);
+    CHECK_MSG(mt_area_of(mi_heap_get_default(), blocks[0]).committed > cap0, "size %zu: the page did not grow", size);
     const size_t grown = tail_resident(blocks[0], slot);
     mi_collect(false);   /* it grew since the last look: kept */
     if (expect_trim) CHECK_MSG(tail_resident(blocks[0], slot) == grown, "size %zu: a look right after growth gave back %zu of %zu", size, grown - tail_resident(blocks[0], slot), grown);
@@ -147,7 +121,7 @@ static void run(size_t size, bool with_force) {
     memset(blocks[n], n + 1, size);
     n++;
   }
-  CHECK_MSG(area_of(mi_heap_get_default(), blocks[0]).committed >= 16 * 1024 || (uintptr_t)blocks[N - 1] / PAGE_SIZE * PAGE_SIZE != (uintptr_t)blocks[0] / PAGE_SIZE * PAGE_SIZE,
+  CHECK_MSG(mt_area_of(mi_heap_get_default(), blocks[0]).committed >= 16 * 1024 || (uintptr_t)blocks[N - 1] / PAGE_SIZE * PAGE_SIZE != (uintptr_t)blocks[0] / PAGE_SIZE * PAGE_SIZE,
             "size %zu: the page did not extend over its old tail", size);
   check_blocks(blocks, n, size);
   for (size_t i = 0; i < n; i++) mi_free(blocks[i]);

@@ -16,7 +16,8 @@
    - mt_maps_find: the /proc/self/maps or /proc/self/smaps entry of an address (permissions,
      VmFlags);
    - mt_fill / mt_is_filled / mt_is_zero: byte patterns;
-   - mt_max_per_segment: how many of some blocks share a segment (the layout the tests expect). */
+   - mt_max_per_segment: how many of some blocks share a segment (the layout the tests expect);
+   - mt_area_of: the heap area (page) that holds a block, from mi_heap_visit_blocks. */
 #ifndef MI_MEMORY_COMMON_H
 #define MI_MEMORY_COMMON_H
 
@@ -325,6 +326,33 @@ static TEST_UNUSED_ bool mt_vmflag(const mt_mapping_t* m, const char* flag) {
   char pat[8];
   snprintf(pat, sizeof(pat), " %s ", flag);
   return strstr(m->vmflags, pat) != NULL;
+}
+
+typedef struct mt_area_find_s {
+  const void* inside;
+  mi_heap_area_t area;
+  bool found;
+} mt_area_find_t;
+
+static TEST_UNUSED_ bool mt_area_find(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t size, void* arg) {
+  (void)heap; (void)block; (void)size;
+  mt_area_find_t* f = (mt_area_find_t*)arg;
+  const uint8_t* start = (const uint8_t*)area->blocks;
+  if ((const uint8_t*)f->inside >= start && (const uint8_t*)f->inside < start + area->reserved) {
+    f->area = *area;
+    f->found = true;
+  }
+  return true;
+}
+
+/* the area of `heap` that holds block p (a CHECK fails if none does) */
+static TEST_UNUSED_ mi_heap_area_t mt_area_of(mi_heap_t* heap, const void* p) {
+  mt_area_find_t f;
+  memset(&f, 0, sizeof(f));
+  f.inside = p;
+  CHECK(mi_heap_visit_blocks(heap, false, &mt_area_find, &f));
+  CHECK_MSG(f.found, "no area holds %p", p);
+  return f.area;
 }
 
 #endif
