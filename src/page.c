@@ -535,7 +535,7 @@ size_t _mi_page_purge_free_interiors(mi_page_t* page) {
    while it is warm: segment.c, mi_segment_find_resident_page). Periodic and mi_collect(false)
    looks (`now` false) take them only from a page whose capacity did not grow since the last
    look (at least one collect interval, 100 ms by default): a growing page would fault them in
-   again. larson: peak RSS 13.2 -> 9.7 MiB. Once per page: a page set up in a fresh or purged
+   again. larson: peak RSS 12.7 -> 9.8 MiB. Once per page: a page set up in a fresh or purged
    slot, or whose tail went, has none. Returns the bytes given back. */
 size_t _mi_page_trim_tail(mi_page_t* page, bool now) {
 #if MI_PAGE_PURGE_SMALL
