@@ -90,10 +90,11 @@ static bool mi_heap_page_collect(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t
     _mi_page_free(page, pq);
     return true;
   }
-  if (collect != MI_ABANDON && (mi_collect_gives_all(collect) || mi_option_get(mi_option_purge_delay) >= 0)) {
-    _mi_page_trim_tail(page, mi_collect_gives_all(collect));   /* what an earlier page of its slot left resident */
+  const bool gives_all = mi_collect_gives_all(collect);
+  if (gives_all || (collect != MI_ABANDON && mi_option_get(mi_option_purge_delay) >= 0)) {
+    _mi_page_trim_tail(page, gives_all);   /* what an earlier page of its slot left resident */
   }
-  if (mi_collect_gives_all(collect)) {
+  if (gives_all) {
     _mi_page_purge_free_interiors(page);   /* its live blocks pin the page: give back the rest */
   }
   else if (collect == MI_ABANDON) {

@@ -536,15 +536,15 @@ size_t _mi_page_purge_free_interiors(mi_page_t* page) {
    looks (`now` false) take them only from a page whose capacity did not grow since the last
    look (at least one collect interval, 100 ms by default): a growing page would fault them in
    again. larson: peak RSS 12.7 -> 9.8 MiB. Once per page: a page set up in a fresh or purged
-   slot, or whose tail went, has none. Returns the bytes given back. */
-size_t _mi_page_trim_tail(mi_page_t* page, bool now) {
+   slot, or whose tail went, has none. */
+void _mi_page_trim_tail(mi_page_t* page, bool now) {
 #if MI_PAGE_PURGE_SMALL
-  if (mi_likely(page->tail_dirty == 0)) return 0;
-  if (page->capacity >= page->reserved) return 0;   /* (a full page: at most a block's remainder) */
+  if (mi_likely(page->tail_dirty == 0)) return;
+  if (page->capacity >= page->reserved) return;   /* (a full page: at most a block's remainder) */
   const uint16_t seen = (uint16_t)(page->capacity + 1);
   if (!now && page->tail_seen != seen) {
     page->tail_seen = seen;
-    return 0;
+    return;
   }
   page->tail_dirty = 0;
   size_t area_size;
@@ -552,12 +552,9 @@ size_t _mi_page_trim_tail(mi_page_t* page, bool now) {
   const size_t os_page = _mi_os_page_size();
   const uintptr_t start = _mi_align_up((uintptr_t)mi_page_start(page) + (size_t)page->capacity * page->block_size, os_page);
   const uintptr_t end = _mi_align_down((uintptr_t)area + area_size, os_page);
-  if (end <= start) return 0;
-  _mi_os_discard((void*)start, end - start);
-  return end - start;
+  if (end > start) _mi_os_discard((void*)start, end - start);
 #else
   (void)page; (void)now;
-  return 0;
 #endif
 }
 

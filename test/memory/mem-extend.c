@@ -23,23 +23,6 @@
 
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-/* OS pages of [start, start + size) resident, counted with mincore */
-static size_t resident_pages(uintptr_t start, size_t size, uintptr_t* first_resident_beyond, uintptr_t limit) {
-  const uintptr_t lo = start / OS_PAGE * OS_PAGE;
-  const size_t n = (size_t)(align_up(start + size, OS_PAGE) - lo) / OS_PAGE;
-  static unsigned char vec[(1024 * 1024) / 4096 + 2];
-  CHECK(n <= sizeof(vec));
-  CHECK(mincore((void*)lo, n * OS_PAGE, vec) == 0);
-  size_t count = 0;
-  *first_resident_beyond = 0;
-  for (size_t i = 0; i < n; i++) {
-    if ((vec[i] & 1) == 0) continue;
-    count++;
-    if (lo + i * OS_PAGE >= limit && *first_resident_beyond == 0) *first_resident_beyond = lo + i * OS_PAGE;
-  }
-  return count;
-}
-
 static size_t extensions_checked;
 
 /* (the heap is kept to the end: its pages freed, another size could take their resident slots) */
@@ -86,13 +69,13 @@ static mi_heap_t* check_size(size_t size, bool secure, bool resident) {
         const uintptr_t page = q / OS_PAGE;
         if (page != last) { expect++; last = page; }
       }
-      uintptr_t beyond = 0;
-      const size_t got = resident_pages(s, a.reserved, &beyond, align_up(s + a.committed - bsize + 1, OS_PAGE));
+      const size_t got = mt_resident_pages(s, s + a.reserved);
       /* (an OS page the first block shares with the segment's header is counted in both) */
       CHECK_MSG(got == expect,
                 "size %zu after %zu blocks: %zu OS pages resident, blocks start in %zu", size, k + 1, got, expect);
-      CHECK_MSG(beyond == 0, "size %zu after %zu blocks: OS page at +%#zx resident, beyond the last block start at +%#zx",
-                size, k + 1, (size_t)(beyond - s), (size_t)(a.committed - bsize));
+      const size_t beyond = mt_resident_pages(align_up(s + a.committed - bsize + 1, OS_PAGE), s + a.reserved);
+      CHECK_MSG(beyond == 0, "size %zu after %zu blocks: %zu OS pages resident beyond the last block start at +%#zx",
+                size, k + 1, beyond, (size_t)(a.committed - bsize));
     }
   }
   return heap;

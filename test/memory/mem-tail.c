@@ -21,25 +21,11 @@
 #define OS_PAGE   ((size_t)4096)
 #define PAGE_SIZE ((size_t)64 * 1024)
 
-/* resident OS pages in [from, to) */
-static size_t resident(uintptr_t from, uintptr_t to) {
-  from = from / OS_PAGE * OS_PAGE;
-  to = (to + OS_PAGE - 1) / OS_PAGE * OS_PAGE;
-  if (to <= from) return 0;
-  unsigned char vec[PAGE_SIZE / OS_PAGE + 1];
-  const size_t n = (to - from) / OS_PAGE;
-  CHECK(n <= sizeof(vec));
-  CHECK(mincore((void*)from, to - from, vec) == 0);
-  size_t count = 0;
-  for (size_t i = 0; i < n; i++) count += (vec[i] & 1);
-  return count;
-}
-
 /* resident OS pages of p's page past its capacity (from the first OS page no block starts in) */
 static size_t tail_resident(const void* p, uintptr_t slot) {
   const mi_heap_area_t a = mt_area_of(mi_heap_get_default(), p);
   const uintptr_t cap_end = (uintptr_t)a.blocks + a.committed;
-  return resident((cap_end + OS_PAGE - 1) / OS_PAGE * OS_PAGE, slot + PAGE_SIZE);
+  return mt_resident_pages((cap_end + OS_PAGE - 1) / OS_PAGE * OS_PAGE, slot + PAGE_SIZE);
 }
 
 /* A destroyed heap's warm 64 KiB slot; returns its start. */

@@ -17,7 +17,8 @@
      VmFlags);
    - mt_fill / mt_is_filled / mt_is_zero: byte patterns;
    - mt_max_per_segment: how many of some blocks share a segment (the layout the tests expect);
-   - mt_area_of: the heap area (page) that holds a block, from mi_heap_visit_blocks. */
+   - mt_area_of: the heap area (page) that holds a block, from mi_heap_visit_blocks;
+   - mt_resident_pages: how many 4 KiB pages of an address range are resident (mincore). */
 #ifndef MI_MEMORY_COMMON_H
 #define MI_MEMORY_COMMON_H
 
@@ -353,6 +354,21 @@ static TEST_UNUSED_ mi_heap_area_t mt_area_of(mi_heap_t* heap, const void* p) {
   CHECK(mi_heap_visit_blocks(heap, false, &mt_area_find, &f));
   CHECK_MSG(f.found, "no area holds %p", p);
   return f.area;
+}
+
+/* resident 4 KiB pages of [from, to), the range widened to whole pages (mincore) */
+static TEST_UNUSED_ size_t mt_resident_pages(uintptr_t from, uintptr_t to) {
+  const size_t os_page = 4096;
+  from = from / os_page * os_page;
+  to = (to + os_page - 1) / os_page * os_page;
+  size_t count = 0;
+  unsigned char vec[256];
+  for (uintptr_t at = from; at < to; at += sizeof(vec) * os_page) {
+    const size_t n = ((to - at) / os_page < sizeof(vec) ? (size_t)((to - at) / os_page) : sizeof(vec));
+    CHECK(mincore((void*)at, n * os_page, vec) == 0);
+    for (size_t i = 0; i < n; i++) count += (vec[i] & 1);
+  }
+  return count;
 }
 
 #endif
