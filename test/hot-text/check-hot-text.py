@@ -9,7 +9,10 @@ Checked:
   - under callgrind (when valgrind is installed), every function of the library the probe ran,
     exit included, lies at or before the end of the listed ones;
   - the library's code pages resident at the probe's exit all lie within 64 KiB past that end
-    (the fault-around window).
+    (the fault-around window);
+  - none of the pages of the read-only segment that holds the unwind tables (.eh_frame) is
+    resident at the probe's exit: the library's read-only data was moved out of it, into
+    .data.rel.ro (CMakeLists.txt), so that a program which throws nothing never touches it.
 A failure names the functions: run tools/hot-text.py on a Release build to list them again."""
 import importlib.util, os, shutil, subprocess, sys
 
@@ -36,6 +39,16 @@ def name_at(syms, addr):
         if a <= addr: best = (a, n)
         else: break
     return "%s+0x%x" % (best[1], addr - best[0]) if best else hex(addr)
+
+def sections(lib):
+    """{name: (file offset, size)} of the library's sections (readelf)"""
+    out = subprocess.run(["readelf", "-SW", lib], check=True, capture_output=True, text=True).stdout
+    result = {}
+    for line in out.splitlines():
+        f = line.replace("[ ", "[").split()
+        if len(f) >= 6 and f[0].startswith("[") and f[1].startswith("."):
+            result[f[1]] = (int(f[4], 16), int(f[5], 16))
+    return result
 
 def main():
     lib, probe = os.path.realpath(sys.argv[1]), sys.argv[2]
@@ -80,6 +93,28 @@ def main():
         print("resident code pages at exit: %d (%d KiB), %d beyond the window past the listed ones" % (len(pages), len(pages) * 4, len(far)))
         if far: fail("resident code pages far past the listed functions: " + ", ".join("0x%x (%s)" % (p, name_at(syms, p)) for p in far[:12]))
         if not pages: fail("no resident code page found (the mapping not found?)")
+    # the read-only segment of the unwind tables: untouched
+    eh = sections(lib).get(".eh_frame")
+    ro = [l for l in res.splitlines() if l.startswith("readonly ")]
+    if eh is None or not ro:
+        fail("no .eh_frame section or no read-only mapping reported (readelf, /proc/self/maps)")
+    else:
+        seg = None
+        for l in ro:
+            head, _, pages = l.partition(":")
+            lo, hi = (int(x, 16) for x in head.split()[1].split("-"))
+            if lo <= eh[0] < hi: seg = (lo, hi, [int(x, 16) for x in pages.split()])
+        if seg is None:
+            fail(".eh_frame (file offset 0x%x) in no read-only mapping of the library" % eh[0])
+        else:
+            by_off = sorted(sections(lib).items(), key=lambda kv: kv[1][0])
+            def section_at(off):
+                names = [n for n, (o, sz) in by_off if o <= off + 4095 and off < o + max(sz, 1)]
+                return "/".join(names) or "?"
+            print("the unwind tables' segment 0x%x..0x%x: %d page(s) resident at exit" % (seg[0], seg[1], len(seg[2])))
+            if seg[2]:
+                fail("resident in the unwind tables' segment: " + ", ".join("0x%x (%s)" % (p, section_at(p)) for p in seg[2][:12]) +
+                     " (read-only data left in .rodata? see the objcopy step of CMakeLists.txt)")
     print("%s hot-text: %d failure(s)" % ("FAIL" if failures else "PASS", failures))
     sys.exit(1 if failures else 0)
 
