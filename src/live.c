@@ -289,6 +289,10 @@ static void mi_live_write_end(mi_live_doc_t* doc) {
    first publisher to get the lock, and always on a forced publication (mi_collect), so that it
    includes what that thread just merged. */
 static mi_lock_t mi_live_process_lock = MI_LOCK_INIT;
+/* The process document is formatted here, under the lock, and copied into the file under the
+   seqlock: formatting (all statistics, a few ms under a sanitizer) inside the odd window made
+   readers give up on a loaded machine. (.bss: touched only with the live view on) */
+static char mi_live_process_text[MI_LIVE_PROCESS_SIZE - sizeof(mi_live_doc_t)];
 
 static void mi_live_publish_process(mi_msecs_t now, bool force) {
   if (!force && now < mi_atomic_load_relaxed(&mi_live_process_next)) return;
@@ -297,20 +301,24 @@ static void mi_live_publish_process(mi_msecs_t now, bool force) {
   mi_atomic_store_relaxed(&mi_live_process_next, now + mi_live_interval());
   mi_atomic_store_relaxed(&mi_live_map->thread_states, (uint64_t)mi_live_pool_in_use());
   mi_live_doc_t* doc = mi_live_process_doc();
-  const size_t cap = MI_LIVE_PROCESS_SIZE - sizeof(mi_live_doc_t);
-  mi_live_write_begin(doc);
-  size_t len = _mi_stats_print_json_now(doc->text, cap);
+  char* const text = mi_live_process_text;
+  const size_t cap = sizeof(mi_live_process_text);
+  size_t len = _mi_stats_print_json_now(text, cap);
   if (len < cap && mi_prof_rate() != 0) {
     /* the heap profiler's top sites, as a last member of the same object */
-    while (len > 0 && doc->text[len - 1] != '}') len--;
+    while (len > 0 && text[len - 1] != '}') len--;
     if (len > 0) {
-      mi_json_t json = { doc->text, cap, len - 1 };
+      mi_json_t json = { text, cap, len - 1 };
       _mi_prof_samples_json(&json, 20);
       _mi_stats_print_json_add(&json, "\n}\n");
       len = json.len;
     }
   }
-  doc->len = (len < cap ? len : 0);
+  if (len >= cap) len = 0;
+  mi_live_write_begin(doc);
+  memcpy(doc->text, text, len);
+  doc->text[len] = 0;
+  doc->len = len;
   mi_live_write_end(doc);
   mi_lock_release(&mi_live_process_lock);
 }

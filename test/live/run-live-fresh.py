@@ -79,6 +79,8 @@ try:
             if late:
                 check(t["age_ms"] <= 2 * INTERVAL and not t["stale"],
                       f"{name}'s figures are {t['age_ms']} ms old at {time.monotonic() - ready:.1f} s (interval {INTERVAL} ms)")
+        if not check(s["process"] is not None, "no consistent process document"):
+            continue
         proc = s["process"]["process"]
         worst["process"] = max(worst.get("process", 0), s["process_age_ms"])
         if late:
