@@ -75,6 +75,12 @@ _Static_assert(sizeof(mi_live_header_t) <= MI_LIVE_HEADER_SIZE, "live header fit
 bool _mi_live_enabled;                             /* read in slow paths only */
 static mi_live_header_t* mi_live_map;
 static size_t mi_live_map_size;
+/* The process document is formatted here, under the lock, and copied into the file under the
+   seqlock: formatting (all statistics, a few ms under a sanitizer) inside the odd window made
+   readers give up on a loaded machine. From the OS when the view starts (in .bss it split the
+   small variables around it over more pages, resident in every process); kept to the end. */
+#define MI_LIVE_PROCESS_TEXT  (MI_LIVE_PROCESS_SIZE - sizeof(mi_live_doc_t))
+static char* mi_live_process_text;
 static char mi_live_path[64];
 static _Atomic(mi_msecs_t) mi_live_process_next;   /* when the process document is due */
 static _Atomic(int) mi_live_starting;               /* mi_option_set from two threads at once: one starts it */
@@ -203,6 +209,15 @@ void _mi_live_init(void) {
   const size_t size = MI_LIVE_HEADER_SIZE + MI_LIVE_PROCESS_SIZE + (size_t)MI_LIVE_SLOTS * MI_LIVE_SLOT_SIZE;
   const long pid = _mi_prim_process_id();
   _mi_snprintf(mi_live_path, sizeof(mi_live_path), MI_LIVE_DIR "/mimalloc-live.%ld", pid);
+  if (mi_live_process_text == NULL) {
+    bool is_zero = false;
+    mi_live_process_text = (char*)_mi_os_alloc(MI_LIVE_PROCESS_TEXT, &is_zero);
+    if (mi_live_process_text == NULL) {
+      _mi_warning_message("MIMALLOC_LIVE: out of memory: no live statistics\n");
+      mi_atomic_store_release(&mi_live_starting, 0);
+      return;
+    }
+  }
   void* map = NULL;
   const int err = _mi_prim_shared_map(mi_live_path, size, &map);
   if (err != 0) {
@@ -289,10 +304,6 @@ static void mi_live_write_end(mi_live_doc_t* doc) {
    first publisher to get the lock, and always on a forced publication (mi_collect), so that it
    includes what that thread just merged. */
 static mi_lock_t mi_live_process_lock = MI_LOCK_INIT;
-/* The process document is formatted here, under the lock, and copied into the file under the
-   seqlock: formatting (all statistics, a few ms under a sanitizer) inside the odd window made
-   readers give up on a loaded machine. (.bss: touched only with the live view on) */
-static char mi_live_process_text[MI_LIVE_PROCESS_SIZE - sizeof(mi_live_doc_t)];
 
 static void mi_live_publish_process(mi_msecs_t now, bool force) {
   if (!force && now < mi_atomic_load_relaxed(&mi_live_process_next)) return;
@@ -301,8 +312,8 @@ static void mi_live_publish_process(mi_msecs_t now, bool force) {
   mi_atomic_store_relaxed(&mi_live_process_next, now + mi_live_interval());
   mi_atomic_store_relaxed(&mi_live_map->thread_states, (uint64_t)mi_live_pool_in_use());
   mi_live_doc_t* doc = mi_live_process_doc();
-  char* const text = mi_live_process_text;
-  const size_t cap = sizeof(mi_live_process_text);
+  char* const text = mi_live_process_text;   /* (set before the view was enabled) */
+  const size_t cap = MI_LIVE_PROCESS_TEXT;
   size_t len = _mi_stats_print_json_now(text, cap);
   if (len < cap && mi_prof_rate() != 0) {
     /* the heap profiler's top sites, as a last member of the same object */
