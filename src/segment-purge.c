@@ -28,6 +28,9 @@ void _mi_segments_purge_queue_remove(mi_segment_t* segment, mi_page_t* page) {
    committed (its memory is not all unused). */
 static void mi_segment_slot_purge(mi_segment_t* segment, mi_page_t* page) {
   mi_assert_internal(!page->segment_in_use && page->is_committed);
+#if MI_SECURE == 0
+  page->tail_dirty = 0;   /* (the header's slot: its area starts past the header) */
+#endif
   uint8_t* start = mi_segment_slot_start(segment, page);
   const size_t size = mi_segment_slot_size(segment);
   if (page->segment_idx == 0) {

@@ -209,6 +209,9 @@ static void mi_segment_init_header(mi_segment_t* segment, size_t segment_size, s
     segment->pages[i].segment_idx  = (uint8_t)i;
     segment->pages[i].is_zero_init = memid->initially_zero;
     segment->pages[i].is_committed = (all_committed || i == 0);
+#if MI_SECURE == 0
+    segment->pages[i].tail_dirty = (memid->initially_zero ? 0 : MI_PAGE_TAIL_ALL);
+#endif
   }
   _mi_segment_map_set(segment, true);
   mi_atomic_add_relaxed(&subproc->segment_count, 1);
@@ -391,6 +394,9 @@ static mi_page_t* mi_segment_page_claim(mi_segment_t* segment, mi_page_t* page, 
   for (size_t i = 1; i < count; i++) {
     page[i].span_tail = (uint8_t)i;
     if (!page[i].is_zero_init) page->is_zero_init = 0;   /* the span is zero if all its slots are */
+#if MI_SECURE == 0
+    if (page[i].tail_dirty != 0) page->tail_dirty = MI_PAGE_TAIL_ALL;
+#endif
   }
   const bool all_abandoned = mi_segment_all_abandoned(segment);
   page->segment_in_use = 1;
@@ -469,6 +475,23 @@ static uint8_t mi_thread_hash8(void) {
   return (h == 0 ? 1 : h);
 }
 
+#if MI_SECURE == 0
+/* What a page being freed leaves resident in its slot, for the slot's next page (types.h,
+   tail_dirty): the OS pages up to the end of the blocks it handed out, and what it took over
+   from an earlier page and kept. A span: all of it. */
+static uint8_t mi_segment_page_dirty_extent(mi_segment_t* segment, mi_page_t* page) {
+  if (page->slot_count != 1 || page->block_size == 0) return MI_PAGE_TAIL_ALL;
+  size_t area_size;
+  uint8_t* const area = _mi_segment_page_area(segment, page, &area_size);
+  const size_t os_page = _mi_os_page_size();
+  const uintptr_t base = _mi_align_down((uintptr_t)area, os_page);
+  const uintptr_t end = (uintptr_t)mi_page_start(page) + (size_t)page->capacity * page->block_size;
+  size_t n = (end > base ? _mi_divide_up(end - base, os_page) : 0);
+  if (page->tail_dirty > n) n = page->tail_dirty;
+  return (uint8_t)(n < MI_PAGE_TAIL_ALL ? n : MI_PAGE_TAIL_ALL);
+}
+#endif
+
 /* Mark a page unused in its segment, with the other slots of its span (their number in
    *slots); returns true when the segment has no pages left in use. The slots keep their commit
    state. */
@@ -481,14 +504,23 @@ static bool mi_segment_page_clear(mi_segment_t* segment, mi_page_t* page, size_t
   if (MI_STAT > 1 && page->block_size > 0) mi_os_stat_decrease(page_bins[_mi_bin(page->block_size)], 1);
   const uint8_t idx = page->segment_idx;
   const uint8_t committed = page->is_committed;
+#if MI_SECURE == 0
+  const uint8_t dirty = mi_segment_page_dirty_extent(segment, page);
+#endif
   memset(page, 0, sizeof(*page));
   page->segment_idx = idx;
   page->is_committed = committed;
   page->is_zero_init = 0;   /* the memory has been used */
+#if MI_SECURE == 0
+  page->tail_dirty = dirty;
+#endif
   for (size_t i = 1; i < count; i++) {
     mi_assert_internal(page[i].span_tail == i);
     page[i].span_tail = 0;
     page[i].is_zero_init = 0;
+#if MI_SECURE == 0
+    page[i].tail_dirty = MI_PAGE_TAIL_ALL;
+#endif
   }
   const bool all_abandoned = mi_segment_all_abandoned(segment);
   segment->used--;

@@ -463,16 +463,20 @@ typedef struct mi_page_s {
   uint16_t           interior_used;   /* owner: used + 1 when it last looked for OS pages to give
                                          back (0: never): with no more free blocks than then, the
                                          next look skips the walk of the lists (page.c) */
-  uint8_t            tail_dirty;      /* owner: the page's slot held blocks of an earlier page, so
-                                         OS pages past its capacity may be resident, unused; 0
-                                         once given back (page.c, _mi_page_trim_tail). Secure
-                                         builds: no room, never set */
+  uint8_t            tail_dirty;      /* how many OS pages from the start of the slot's area may
+                                         hold an earlier page's memory, resident (0: none;
+                                         MI_PAGE_TAIL_ALL: any of them). Kept by a free slot (set
+                                         when its page is freed, 0 when it is purged: segment.c)
+                                         and taken over by the next page of the slot, whose owner
+                                         gives back the part past its capacity and sets it to 0
+                                         (page.c, _mi_page_trim_tail). Secure builds: no room */
   uint16_t           tail_seen;       /* owner: capacity + 1 at the last look at the tail (0:
                                          none): a page whose capacity grew since is still
                                          growing into it, and keeps it */
 #endif
 } mi_page_t;
 _Static_assert(sizeof(void*) != 8 || sizeof(mi_page_t) == MI_PAGE_DESC_ALIGN, "page descriptors are 128 bytes");
+#define MI_PAGE_TAIL_ALL  255   /* tail_dirty: the whole area (a span's slots are not tracked one by one) */
 
 /* Segment kinds. Large blocks (MI_MEDIUM_OBJ_SIZE_MAX < size <= MI_LARGE_OBJ_SIZE_MAX) live in
    large segments: a large page is a span of 1..MI_SPAN_SLOTS_MAX adjacent 128 KiB slots holding

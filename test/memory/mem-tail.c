@@ -11,6 +11,9 @@
      - for a second size, mi_collect(true) gives them back at once;
      - the blocks handed out keep their contents, new blocks extend over the given-back pages
        and can be written, and calloc's read zero.
+   A slot whose earlier page handed out one OS page of blocks only: the next page there covers
+   that with its first extension, and its looks make no system call at all (the statistics'
+   reset calls stay the same).
    With `expect-trim` (release builds without a memory checker, not secure: page.c,
    MI_PAGE_PURGE_SMALL) the reuse of the warm slot is required and the resident OS pages are
    counted with mincore; elsewhere the same steps run and only the contents are checked.
@@ -113,6 +116,34 @@ static void run(size_t size, bool with_force) {
   for (size_t i = 0; i < n; i++) mi_free(blocks[i]);
 }
 
+/* A warm slot where the destroyed heap's page handed out one extension of 16-byte blocks (an
+   OS page): a page of 2000-byte blocks there extends past it at once, so it has no tail to give
+   back and two looks without growth make no call. */
+static void run_covered(void) {
+  mi_heap_t* h = mi_heap_new();
+  CHECK(h != NULL);
+  uint8_t* b = (uint8_t*)mi_heap_malloc(h, 16);
+  CHECK(b != NULL);
+  memset(b, 0x5a, 16);
+  const uintptr_t slot = (uintptr_t)mt_area_of(h, b).blocks / PAGE_SIZE * PAGE_SIZE;
+  mi_heap_destroy(h);
+  uint8_t* p = (uint8_t*)mi_malloc(2000);
+  CHECK(p != NULL);
+  memset(p, 0x33, 2000);
+  if (expect_trim) {
+    CHECK_MSG((uintptr_t)p / PAGE_SIZE * PAGE_SIZE == slot, "the 2000-byte block %p is not in the warm slot %#zx", (void*)p, (size_t)slot);
+    const int64_t calls = mt_stats()->reset_calls.total;
+    mi_collect(false);
+    mi_collect(false);
+    const int64_t made = mt_stats()->reset_calls.total - calls;
+    CHECK_MSG(made == 0, "%lld discard call(s) for a tail its page's blocks already cover", (long long)made);
+  }
+  for (size_t j = 0; j < 2000; j++) {
+    if (p[j] != 0x33) { CHECK_MSG(false, "the 2000-byte block changed at byte %zu", j); break; }
+  }
+  mi_free(p);
+}
+
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "expect-trim") == 0) expect_trim = true;
@@ -121,5 +152,6 @@ int main(int argc, char** argv) {
   expect_trim = expect_trim && MT_RSS_ASSERTS;
   run(1008, false);   /* sizes no page of the default heap has yet */
   run(656, true);
+  run_covered();
   return test_summary("mem-tail", "%s", expect_trim ? "resident pages checked" : "contents only");
 }
