@@ -5,7 +5,8 @@
 #   riscv64   cross-built with riscv64-linux-gnu-gcc, tests under qemu-riscv64-static
 # (musl, which runs natively: test/musl.sh)
 # aarch64 runs the whole suite; riscv64 leaves out the labels memory, churn, options and stats
-# and the core programs' runs with the live view or the profiler on (issue 51, docs/testing.md
+# and the core programs' runs with the live view or the profiler on, and profile-fork-loader (a
+# child hangs under riscv64's qemu-user now and then: docs/testing.md) (issue 51, docs/testing.md
 # "The cross suites' selection": the same OS calls through the same qemu-user, and C code with
 # nothing of the architecture in it, that aarch64 runs in full), and runs the rest: the core
 # programs (atomics, bit scans, TLS, alignment), the profiler's own tests (the unwinder), the
@@ -44,7 +45,7 @@ run_target() {
     *) echo "cross.sh: unknown target $t (aarch64, riscv64)" >&2; exit 2 ;;
   esac
   [ "$t" = riscv64 ] && [ "${CROSS_FULL:-0}" != 1 ] \
-    && select=(-LE '^(memory|churn|options|stats)$' -E '^(stress-profile|model-mt-profile|stress-live|sheap-live|model-mt-live)')
+    && select=(-LE '^(memory|churn|options|stats)$' -E '^(stress-profile|model-mt-profile|stress-live|sheap-live|model-mt-live|profile-fork-loader$)')
   start=$(date +%s)
   echo "=== $t: configure and build ($dir)"
   cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" | grep -A40 "tests disabled" || true
