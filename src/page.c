@@ -545,7 +545,7 @@ void _mi_page_trim_tail(mi_page_t* page, bool now) {
   size_t area_size;
   uint8_t* const area = _mi_segment_page_area(_mi_page_segment(page), page, &area_size);
   const size_t os_page = _mi_os_page_size();
-  const uintptr_t start = _mi_align_up((uintptr_t)mi_page_start(page) + (size_t)page->capacity * page->block_size, os_page);
+  const uintptr_t start = _mi_align_up(mi_page_blocks_end(page), os_page);
   uintptr_t end = _mi_align_down((uintptr_t)area + area_size, os_page);
   if (page->tail_dirty != MI_PAGE_TAIL_ALL) {
     const uintptr_t dirty_end = _mi_align_down((uintptr_t)area, os_page) + (size_t)page->tail_dirty * os_page;
@@ -602,7 +602,7 @@ static void mi_page_extend_free(mi_page_t* page) {
   mi_assert_internal(page->free == NULL && page->local_free == NULL);
   if (page->capacity >= page->reserved) return;
   const size_t bsize = page->block_size;
-  uint8_t* start = mi_page_start(page) + (size_t)page->capacity * bsize;
+  uint8_t* start = (uint8_t*)mi_page_blocks_end(page);
   const uintptr_t end = _mi_align_up((uintptr_t)start + MI_MAX_EXTEND_SIZE/2, MI_MAX_EXTEND_SIZE);
   size_t max_extend = _mi_divide_up(end - (uintptr_t)start, bsize);
   if (max_extend < MI_MIN_EXTEND) max_extend = MI_MIN_EXTEND;
@@ -800,7 +800,7 @@ bool _mi_page_try_empty(mi_page_t* page, const mi_page_block_sums_t* delayed, ui
   if (!mi_atomic_cas_strong_acq_rel(&page->xthread_free, &tfree, MI_TF_EMPTIED)) return false;
   const size_t os_page = _mi_os_page_size();
   *start = _mi_align_up((uintptr_t)mi_page_start(page), os_page);
-  *end = _mi_align_down((uintptr_t)mi_page_start(page) + (size_t)page->capacity * page->block_size, os_page);
+  *end = _mi_align_down(mi_page_blocks_end(page), os_page);
   if (*end < *start) *end = *start;
   return true;
 }

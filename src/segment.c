@@ -485,7 +485,7 @@ static uint8_t mi_segment_page_dirty_extent(mi_segment_t* segment, mi_page_t* pa
   uint8_t* const area = _mi_segment_page_area(segment, page, &area_size);
   const size_t os_page = _mi_os_page_size();
   const uintptr_t base = _mi_align_down((uintptr_t)area, os_page);
-  const uintptr_t end = (uintptr_t)mi_page_start(page) + (size_t)page->capacity * page->block_size;
+  const uintptr_t end = mi_page_blocks_end(page);
   size_t n = (end > base ? _mi_divide_up(end - base, os_page) : 0);
   if (page->tail_dirty > n) n = page->tail_dirty;
   return (uint8_t)(n < MI_PAGE_TAIL_ALL ? n : MI_PAGE_TAIL_ALL);

@@ -301,6 +301,11 @@ static inline uint64_t mi_block_magic_of(size_t block_size) {
 }
 #endif
 
+/* The end of the blocks the page has made available so far (its capacity). */
+static inline uintptr_t mi_page_blocks_end(const mi_page_t* page) {
+  return (uintptr_t)mi_page_start(page) + (size_t)page->capacity * page->block_size;
+}
+
 /* A link that may be followed: NULL or a block that was handed out of this page (the exact
    block start is checked where lists are walked, mi_page_block_valid). */
 static inline bool mi_page_link_ok(const mi_page_t* page, const mi_block_t* next) {
