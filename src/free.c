@@ -19,7 +19,7 @@ static void mi_free_block_local(mi_page_t* page, mi_block_t* block) {
     _mi_page_retire(page);
   }
   else if (mi_unlikely(mi_page_is_in_full(page))) {
-    _mi_page_unfull(page);
+    _mi_page_unfull_freed(page);
   }
 }
 

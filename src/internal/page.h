@@ -42,6 +42,7 @@ bool       _mi_page_try_empty(mi_page_t* page, const mi_page_block_sums_t* delay
 void       _mi_page_free_emptied(mi_page_t* page, mi_page_queue_t* pq);   /* the owner: a page it emptied */
 void       _mi_page_free_all(mi_page_t* page, mi_page_queue_t* pq);   /* a page with its blocks in use (they count as freed) */
 void       _mi_page_unfull(mi_page_t* page);
+void       _mi_page_unfull_freed(mi_page_t* page);   /* after the owner's free into it: may take the first page's place */
 void       _mi_page_free(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_use_delayed_free(mi_page_t* page, mi_delayed_t delay, bool override_never);
