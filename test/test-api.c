@@ -25,6 +25,7 @@
 #include <wchar.h>
 
 #include "mimalloc.h"
+#include "mimalloc-stats.h"
 #include "testing.h"
 
 #define KiB ((size_t)1024)
@@ -112,6 +113,63 @@ static size_t heap_live_blocks(mi_heap_t* heap) {
   size_t n = 0;
   (void)mi_heap_visit_blocks(heap, true, &count_visitor, &n); /* the result is checked in test_introspection */
   return n;
+}
+
+/* ---------------------------------------------------------------------------------------------
+   Full pages: a block freed into a full page, when its class's first page has no free block
+   either, is what the next malloc takes, on its fast path (src/page.c, _mi_page_unfull_freed).
+   Random replacement among full pages then makes no page search at all; before, every
+   replacement outside the first page made one (mi_stats_get's page_searches_count).
+--------------------------------------------------------------------------------------------- */
+static bool not_full_visitor(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)heap; (void)block; (void)block_size;
+  if (area->used * area->full_block_size != area->reserved) (*(size_t*)arg)++;
+  return true;
+}
+static size_t heap_pages_not_full(mi_heap_t* heap) {
+  size_t n = 0;
+  CHECK(mi_heap_visit_blocks(heap, false, &not_full_visitor, &n));
+  return n;
+}
+static int64_t page_searches(void) {
+  mi_stats_merge();   /* (the calling thread's counters) */
+  mi_stats_t_decl(s);
+  CHECK(mi_stats_get(&s));
+  return s.page_searches_count.total;
+}
+
+static void test_full_page_reuse(void) {
+  enum { MAX = 1400, SIZE = 1000, ROUNDS = 4000 };
+  static void* blk[MAX];
+  mi_heap_t* const h = mi_heap_new();
+  CHECK(h != NULL);
+  if (h == NULL) return;
+  /* about 1,000 blocks of one class, then more until each of its pages is full */
+  size_t n = 0;
+  while (n < MAX && (n < 1000 || heap_pages_not_full(h) != 0)) {
+    blk[n] = mi_heap_malloc(h, SIZE);
+    CHECK(blk[n] != NULL);
+    if (blk[n] == NULL) break;
+    n++;
+  }
+  CHECK_MSG(n < MAX && heap_pages_not_full(h) == 0, "the class's pages did not fill up in %zu blocks", n);
+  const int64_t before = page_searches();
+  uint64_t x = 0x9E3779B97F4A7C15ULL;
+  size_t same = 0;
+  for (int r = 0; r < ROUNDS && n > 0; r++) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    const size_t k = (size_t)(x % n);
+    void* const old = blk[k];
+    mi_free(old);
+    blk[k] = mi_heap_malloc(h, SIZE);
+    CHECK(blk[k] != NULL);
+    if (blk[k] == old) same++;
+  }
+  const int64_t searches = page_searches() - before;
+  CHECK_MSG(same == ROUNDS, "the block just freed was taken again %zu times of %d (the class's only free block)", same, (int)ROUNDS);
+  CHECK_MSG(searches == 0, "%lld page searches in %d replacements among full pages (expected none)", (long long)searches, (int)ROUNDS);
+  CHECK(heap_pages_not_full(h) == 0);
+  mi_heap_destroy(h);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1533,6 +1591,7 @@ int main(int argc, char** argv) {
   test_zero_realloc();
   test_aligned();
   test_heaps();
+  test_full_page_reuse();
   test_foreign_heap();
   test_introspection();
   test_posix();
