@@ -42,12 +42,17 @@ mi_block_t* _mi_page_ptr_unalign(const mi_page_t* page, const void* p) {
 static bool mi_page_queue_is_huge(const mi_page_queue_t* pq) { return (pq->block_size == MI_LARGE_OBJ_SIZE_MAX + 1); }
 static bool mi_page_queue_is_full(const mi_page_queue_t* pq) { return (pq->block_size == MI_LARGE_OBJ_SIZE_MAX + 2); }
 
+/* the queue of the page's size class (whether or not the page is in the full queue) */
+static mi_page_queue_t* mi_page_bin_queue(mi_heap_t* heap, const mi_page_t* page) {
+  if (_mi_page_segment(page)->page_kind == MI_PAGE_HUGE) return &heap->pages[MI_BIN_HUGE_INTERNAL];
+  return &heap->pages[_mi_bin(page->block_size)];
+}
+
 mi_page_queue_t* _mi_page_queue_of(const mi_page_t* page) {
   mi_heap_t* heap = mi_page_heap(page);
   mi_assert_internal(heap != NULL);
   if (mi_page_is_in_full(page)) return &heap->pages[MI_BIN_FULL];
-  if (_mi_page_segment(page)->page_kind == MI_PAGE_HUGE) return &heap->pages[MI_BIN_HUGE_INTERNAL];
-  return &heap->pages[_mi_bin(page->block_size)];
+  return mi_page_bin_queue(heap, page);
 }
 
 /* Keep the direct tables in sync with the first page of a medium or small bin queue (the real
@@ -761,9 +766,7 @@ static void mi_page_unfull_ex(mi_page_t* page, bool freed) {
   mi_heap_t* heap = mi_page_heap(page);
   mi_page_queue_t* pqfull = &heap->pages[MI_BIN_FULL];
   _mi_page_use_delayed_free(page, MI_NO_DELAYED_FREE, false);
-  mi_page_set_in_full(page, false);       /* so _mi_page_queue_of finds the bin queue */
-  mi_page_queue_t* pq = _mi_page_queue_of(page);
-  mi_page_set_in_full(page, true);
+  mi_page_queue_t* const pq = mi_page_bin_queue(heap, page);
   mi_page_t* const first = pq->first;
   if (!freed || (first != NULL && (first->free != NULL || first->local_free != NULL || first->capacity < first->reserved))) {
     mi_page_queue_enqueue_from(pq, pqfull, page, false);
