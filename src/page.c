@@ -765,10 +765,10 @@ static void mi_page_unfull_ex(mi_page_t* page, bool freed) {
   if (!mi_page_is_in_full(page)) return;
   mi_heap_t* heap = mi_page_heap(page);
   mi_page_queue_t* pqfull = &heap->pages[MI_BIN_FULL];
-  _mi_page_use_delayed_free(page, MI_NO_DELAYED_FREE, false);
   mi_page_queue_t* const pq = mi_page_bin_queue(heap, page);
   mi_page_t* const first = pq->first;
   if (!freed || (first != NULL && (first->free != NULL || first->local_free != NULL || first->capacity < first->reserved))) {
+    _mi_page_use_delayed_free(page, MI_NO_DELAYED_FREE, false);
     mi_page_queue_enqueue_from(pq, pqfull, page, false);
     return;
   }
@@ -777,13 +777,18 @@ static void mi_page_unfull_ex(mi_page_t* page, bool freed) {
      now, as the next malloc's search would send it, and this page takes its place, so that the
      next malloc takes the block just freed on its fast path. Random replacement among nearly
      full pages otherwise took the slow path on most mallocs (4,000 live blocks of 1,000 B:
-     69%). */
+     69%).
+     This page keeps its delayed-free state (MI_USE_DELAYED_FREE, types.h): such pages go full
+     again soon, and each change of the state is a locked CAS (two per swap were two thirds of
+     this function's time). A state kept on a page that is not full costs one block: another
+     thread's next free into it goes through the heap's delayed list, and sets
+     MI_NO_DELAYED_FREE. */
   page->retire_expire = 0;
   if (first == NULL) {
     mi_page_queue_enqueue_from(pq, pqfull, page, true);
     return;
   }
-  _mi_page_use_delayed_free(first, MI_USE_DELAYED_FREE, false);   /* (as _mi_page_to_full) */
+  _mi_page_use_delayed_free(first, MI_USE_DELAYED_FREE, false);   /* (as _mi_page_to_full; no CAS if it kept that state) */
   mi_page_queue_swap(heap, pq, first, pqfull, page);
   /* a thread may have freed into it just before its state changed: look once more */
   _mi_page_free_collect(first, false);

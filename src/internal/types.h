@@ -283,7 +283,10 @@ typedef struct mi_padding_s {
    sets MI_NO_DELAYED_FREE; in every other state it pushes on the page's thread_free list with a
    single CAS. Invariants:
    - a page in its heap's full queue is in MI_USE_DELAYED_FREE, or a delayed block for it is
-     queued on (or being pushed to) its heap, so the owner learns it has space again;
+     queued on (or being pushed to) its heap, so the owner learns it has space again; a page
+     in a bin queue may be in MI_USE_DELAYED_FREE too (huge pages, and a page that took the
+     first page's place after its owner's free, page.c): the next free into it by another
+     thread then goes through the delayed list once, which is slower, never wrong;
    - the owner never changes page->xheap or frees the heap while a page is MI_DELAYED_FREEING
      (it spins until the state changes), so the pushing thread always sees a live heap;
    - MI_NEVER_DELAYED_FREE is sticky (abandoned pages, heaps being deleted) and is only
