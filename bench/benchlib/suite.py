@@ -62,6 +62,7 @@ WORKLOADS = {
     "cache-scratch": ("cache-scratch", [], ["-q"]),
     "cache-thrash": ("cache-thrash", [], ["-q"]),
     "glibc-thread": ("glibc-thread", [], ["-q"]),
+    "replace": ("replace", [], ["-q"]),
     "malloc-large": ("malloc-large", [], ["-q"]),
     "thread-churn": ("thread-churn", [], ["-q"]),
     "spawn": ("spawn", [], ["-q"]),
