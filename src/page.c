@@ -108,25 +108,19 @@ void _mi_page_queue_push(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) 
   mi_live_leave(heap->tld);
 }
 
-/* Move a page from one queue to the end of another (so that full or unfull pages don't hide the
-   current allocation page), or to its front when `front` (_mi_page_unfull_freed). */
-static void mi_page_queue_enqueue_from(mi_page_queue_t* to, mi_page_queue_t* from, mi_page_t* page, bool front) {
+static void mi_page_queue_enqueue_from(mi_page_queue_t* to, mi_page_queue_t* from, mi_page_t* page) {
   mi_heap_t* heap = mi_page_heap(page);
   mi_live_enter(heap->tld);
   _mi_page_queue_remove(from, page);
-  if (front) {
-    _mi_page_queue_push(heap, to, page);
-  }
-  else {
-    mi_page_set_in_full(page, mi_page_queue_is_full(to));
-    page->prev = to->last;
-    page->next = NULL;
-    if (to->last != NULL) to->last->next = page;
-    else { to->first = page; }
-    to->last = page;
-    if (to->first == page) mi_heap_queue_first_update(heap, to);
-    heap->page_count++;
-  }
+  /* append at the end so full or unfull pages don't hide the current allocation page */
+  mi_page_set_in_full(page, mi_page_queue_is_full(to));
+  page->prev = to->last;
+  page->next = NULL;
+  if (to->last != NULL) to->last->next = page;
+  else { to->first = page; }
+  to->last = page;
+  if (to->first == page) mi_heap_queue_first_update(heap, to);
+  heap->page_count++;
   mi_live_leave(heap->tld);
 }
 
@@ -756,7 +750,7 @@ void _mi_page_init_fresh(mi_heap_t* heap, mi_page_t* page, size_t block_size) {
 void _mi_page_to_full(mi_page_t* page, mi_page_queue_t* pq) {
   mi_heap_t* heap = mi_page_heap(page);
   _mi_page_use_delayed_free(page, MI_USE_DELAYED_FREE, false);
-  mi_page_queue_enqueue_from(&heap->pages[MI_BIN_FULL], pq, page, false);
+  mi_page_queue_enqueue_from(&heap->pages[MI_BIN_FULL], pq, page);
   /* a thread may have freed just before the state changed: look once more */
   _mi_page_free_collect(page, false);
 }
@@ -769,23 +763,17 @@ static void mi_page_unfull_ex(mi_page_t* page, bool freed) {
   mi_page_t* const first = pq->first;
   if (!freed || (first != NULL && (first->free != NULL || first->local_free != NULL || first->capacity < first->reserved))) {
     _mi_page_use_delayed_free(page, MI_NO_DELAYED_FREE, false);
-    mi_page_queue_enqueue_from(pq, pqfull, page, false);
+    mi_page_queue_enqueue_from(pq, pqfull, page);
     return;
   }
-  /* The owner freed a block into this full page, and the first page of its bin queue (if any)
-     has no block to give (none free, none to extend): the first page goes to the full queue
-     now, as the next malloc's search would send it, and this page takes its place, so that the
-     next malloc takes the block just freed on its fast path. Random replacement among nearly
-     full pages otherwise took the slow path on most mallocs (4,000 live blocks of 1,000 B:
-     69%).
-     This page keeps its delayed-free state (MI_USE_DELAYED_FREE, types.h): such pages go full
-     again soon, and each change of the state is a locked CAS (two per swap were two thirds of
-     this function's time). A state kept on a page that is not full costs one block: another
-     thread's next free into it goes through the heap's delayed list, and sets
-     MI_NO_DELAYED_FREE. */
+  /* The owner freed into this full page and the first page of its class has no block to give
+     (none free, none to extend): that one goes to the full queue, as the next search would send
+     it, and this one takes its place, so the next malloc takes the block on its fast path
+     (docs/design.md, "Full pages"). This page keeps its delayed-free state: such pages go full
+     again soon, and each change is a locked CAS (types.h: slower for one remote free, never wrong). */
   page->retire_expire = 0;
-  if (first == NULL) {
-    mi_page_queue_enqueue_from(pq, pqfull, page, true);
+  if (first == NULL) {   /* (an empty queue: its end is its front) */
+    mi_page_queue_enqueue_from(pq, pqfull, page);
     return;
   }
   _mi_page_use_delayed_free(first, MI_USE_DELAYED_FREE, false);   /* (as _mi_page_to_full; no CAS if it kept that state) */
