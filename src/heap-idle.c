@@ -16,7 +16,7 @@
      blocks are then all accounted for (page->used == its thread_free count + its delayed
      blocks taken: the owner holds none; and those blocks are every block of the page once,
      by their index sums, so a block freed twice is not taken for a live one) is emptied
-     (page.c, _mi_page_try_empty): its lists
+     (mi_page_try_empty): its lists
      dropped, its memory given back to the OS at once, its thread_free word MI_TF_EMPTIED;
    - the other delayed blocks go back on the list, so the owner learns of them as before;
    - the owner frees the emptied pages to their segments at the start of its next owner
@@ -48,12 +48,18 @@ static mi_tld_t*    mi_heap_idle_threads;          /* under the lock */
 static _Atomic(size_t) mi_heap_idle_count;         /* threads listed (written under the lock) */
 _Atomic(int)        _mi_heap_idle_notified;        /* 1: a look is due (set by a delayed push) */
 
+/* A set of a page's blocks as their number and the sums of their indexes and squared indexes:
+   the blocks of a full page are all free exactly when the freed ones' sums are those of
+   0..capacity-1 (a block freed twice in place of a live one changes the sum by their
+   difference). Index sums of up to 2^16 blocks fit in 64 bits. */
+typedef struct mi_page_block_sums_s { size_t count; uint64_t sum; uint64_t sum2; } mi_page_block_sums_t;
+
 /* The purger's table of one heap's delayed blocks by page (only the purger thread uses it). */
 typedef struct mi_idle_tally_s {
   mi_page_t*  page;
   mi_block_t* first;   /* its delayed blocks, linked (with the page's keys) */
   mi_block_t* last;
-  mi_page_block_sums_t sums;   /* their count and index sums (_mi_page_try_empty) */
+  mi_page_block_sums_t sums;   /* their count and index sums (mi_page_try_empty) */
 } mi_idle_tally_t;
 /* The memory of the pages emptied in one round, given back in address order, adjacent ranges
    with one system call (the pages of a segment freed together are: remote-idle's 16,384 pages
@@ -158,6 +164,51 @@ void _mi_heap_idle_notify_slow(void) {
   _mi_purger_notify(_mi_prim_clock_now() + mi_heap_idle_ms());
 }
 
+static void mi_page_block_sums_add(const mi_page_t* page, const mi_block_t* block, mi_page_block_sums_t* sums) {
+  const uint64_t idx = (uint64_t)(((const uint8_t*)block - mi_page_start(page)) / page->block_size);
+  sums->count++;
+  sums->sum += idx;
+  sums->sum2 += idx * idx;
+}
+
+/* By the purger, while the page's owner is out of its slow paths
+   (the owner handshake, types.h). If every block of this full page is free, the owner holding
+   none (`used` then counts only the thread_free list and the `delayed` blocks of the heap's
+   delayed list the caller took), its lists are dropped (thread_free word MI_TF_EMPTIED) and
+   [*start, *end) is the memory of its blocks (whole OS pages), for the caller to give back to
+   the OS before the owner may run again. The caller drops the delayed blocks.
+   Counts alone took a block freed twice for a live one: the page was given back under it (a
+   full page's first remote free goes to the delayed list, the others to thread_free, so the
+   second free of a block lands in a list whose count then matches). So the thread_free list is
+   walked too (its blocks never change while linked: the owner, idle, does not take them, and
+   a push since the load fails the exchange below), and the blocks' index sums must be those of
+   every block of the page. */
+static bool mi_page_try_empty(mi_page_t* page, const mi_page_block_sums_t* delayed, uintptr_t* start, uintptr_t* end) {
+  if (!mi_page_is_in_full(page) || page->free != NULL || page->local_free != NULL) return false;
+  if (mi_page_prof_samples(page) != 0 || mi_page_is_huge(page)) return false;
+  uintptr_t tfree = mi_atomic_load_acquire(&page->xthread_free);
+  if (mi_tf_is_abandoned(tfree) || mi_tf_delayed(tfree) != MI_NO_DELAYED_FREE) return false;
+  if (page->used != page->capacity || page->used != mi_tf_count(tfree) + delayed->count) return false;   /* live blocks (or a free in flight) */
+  mi_page_block_sums_t sums = *delayed;
+  for (mi_block_t* b = mi_tf_block(tfree); b != NULL && sums.count <= page->capacity; b = mi_block_next(page, b)) {
+    mi_page_block_sums_add(page, b, &sums);
+  }
+  const uint64_t n = page->capacity;
+  if (sums.count != n || sums.sum != n * (n - 1) / 2 || sums.sum2 != (n - 1) * n * (2 * n - 1) / 6) {
+    /* (the list's length is its count: a push links the block before its CAS adds to both) */
+    _mi_error_message(EAGAIN, "double free: a block of page %p (block size %zu) was freed twice by other threads while its owner slept; the page is kept\n",
+                      (void*)page, page->block_size);
+    return false;
+  }
+  /* a push since the load (a block freed twice) fails the exchange: not emptied */
+  if (!mi_atomic_cas_strong_acq_rel(&page->xthread_free, &tfree, MI_TF_EMPTIED)) return false;
+  const size_t os_page = _mi_os_page_size();
+  *start = _mi_align_up((uintptr_t)mi_page_start(page), os_page);
+  *end = _mi_align_down(mi_page_blocks_end(page), os_page);
+  if (*end < *start) *end = *start;
+  return true;
+}
+
 /* Link the delayed blocks of `list` by page into the tally (up to MI_HEAP_IDLE_TALLY pages);
    returns the blocks left over (not tallied). */
 static mi_block_t* mi_heap_idle_tally_list(mi_block_t* list) {
@@ -178,7 +229,7 @@ static mi_block_t* mi_heap_idle_tally_list(mi_block_t* list) {
     }
     mi_block_set_next(page, list, t->first);
     t->first = list;
-    _mi_page_block_sums_add(page, list, &t->sums);
+    mi_page_block_sums_add(page, list, &t->sums);
     list = next;
   }
   return list;
@@ -217,7 +268,7 @@ static size_t mi_heap_idle_empty(mi_heap_t* heap) {
       /* (once the owner wants the heap back, the rest of the tally goes back to the list) */
       mi_idle_range_t* const r = &mi_heap_idle_scratch->ranges[ranges];
       if (mi_atomic_load_seq_cst(&heap->idle_owner) == heap->idle_seen &&
-          mi_atomic_load_relaxed(&t->page->xheap) == heap && _mi_page_try_empty(t->page, &t->sums, &r->start, &r->end)) {
+          mi_atomic_load_relaxed(&t->page->xheap) == heap && mi_page_try_empty(t->page, &t->sums, &r->start, &r->end)) {
         ranges++;
         emptied++;
         continue;

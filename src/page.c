@@ -811,50 +811,6 @@ void _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq) {
   _mi_abandoned_add_page(page, tld, heap->pages_lists);   /* its heap's own lists, if any (types.h) */
 }
 
-void _mi_page_block_sums_add(const mi_page_t* page, const mi_block_t* block, mi_page_block_sums_t* sums) {
-  const uint64_t idx = (uint64_t)(((const uint8_t*)block - mi_page_start(page)) / page->block_size);
-  sums->count++;
-  sums->sum += idx;
-  sums->sum2 += idx * idx;
-}
-
-/* Idle reclaim (heap-idle.c): by the purger, while the page's owner is out of its slow paths
-   (the owner handshake, types.h). If every block of this full page is free, the owner holding
-   none (`used` then counts only the thread_free list and the `delayed` blocks of the heap's
-   delayed list the caller took), its lists are dropped (thread_free word MI_TF_EMPTIED) and
-   [*start, *end) is the memory of its blocks (whole OS pages), for the caller to give back to
-   the OS before the owner may run again. The caller drops the delayed blocks.
-   Counts alone took a block freed twice for a live one: the page was given back under it (a
-   full page's first remote free goes to the delayed list, the others to thread_free, so the
-   second free of a block lands in a list whose count then matches). So the thread_free list is
-   walked too (its blocks never change while linked: the owner, idle, does not take them, and
-   a push since the load fails the exchange below), and the blocks' index sums must be those of
-   every block of the page. */
-bool _mi_page_try_empty(mi_page_t* page, const mi_page_block_sums_t* delayed, uintptr_t* start, uintptr_t* end) {
-  if (!mi_page_is_in_full(page) || page->free != NULL || page->local_free != NULL) return false;
-  if (mi_page_prof_samples(page) != 0 || mi_page_is_huge(page)) return false;
-  uintptr_t tfree = mi_atomic_load_acquire(&page->xthread_free);
-  if (mi_tf_is_abandoned(tfree) || mi_tf_delayed(tfree) != MI_NO_DELAYED_FREE) return false;
-  if (page->used != page->capacity || page->used != mi_tf_count(tfree) + delayed->count) return false;   /* live blocks (or a free in flight) */
-  mi_page_block_sums_t sums = *delayed;
-  for (mi_block_t* b = mi_tf_block(tfree); b != NULL && sums.count <= page->capacity; b = mi_block_next(page, b)) {
-    _mi_page_block_sums_add(page, b, &sums);
-  }
-  const uint64_t n = page->capacity;
-  if (sums.count != n || sums.sum != n * (n - 1) / 2 || sums.sum2 != (n - 1) * n * (2 * n - 1) / 6) {
-    /* (the list's length is its count: a push links the block before its CAS adds to both) */
-    _mi_error_message(EAGAIN, "double free: a block of page %p (block size %zu) was freed twice by other threads while its owner slept; the page is kept\n",
-                      (void*)page, page->block_size);
-    return false;
-  }
-  /* a push since the load (a block freed twice) fails the exchange: not emptied */
-  if (!mi_atomic_cas_strong_acq_rel(&page->xthread_free, &tfree, MI_TF_EMPTIED)) return false;
-  const size_t os_page = _mi_os_page_size();
-  *start = _mi_align_up((uintptr_t)mi_page_start(page), os_page);
-  *end = _mi_align_down(mi_page_blocks_end(page), os_page);
-  if (*end < *start) *end = *start;
-  return true;
-}
 
 /* Free a page with the blocks it still counts in use: they die with it (mi_heap_destroy) or
    were all free already (a page the purger emptied); either way they count as freed. */

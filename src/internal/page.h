@@ -30,15 +30,6 @@ size_t     _mi_page_purged_mark(const mi_page_t* page, uintptr_t* map);   /* the
    false (map untouched) for a page of more than MI_PAGE_MAP_BLOCKS blocks */
 bool       _mi_page_free_map(const mi_page_t* page, const mi_block_t* extra, uintptr_t* map);
 void       _mi_page_retire(mi_page_t* page);
-/* A set of a page's blocks as their number and the sums of their indexes and squared indexes:
-   the blocks of a full page are all free exactly when the freed ones' sums are those of
-   0..capacity-1 (a block freed twice in place of a live one changes the sum by their
-   difference). Index sums of up to 2^16 blocks fit in 64 bits. */
-typedef struct mi_page_block_sums_s { size_t count; uint64_t sum; uint64_t sum2; } mi_page_block_sums_t;
-void       _mi_page_block_sums_add(const mi_page_t* page, const mi_block_t* block, mi_page_block_sums_t* sums);
-/* the purger (idle reclaim, heap-idle.c): empty a full page whose blocks are all free, given
-   the sums of the delayed blocks taken for it; false (nothing changed) otherwise */
-bool       _mi_page_try_empty(mi_page_t* page, const mi_page_block_sums_t* delayed, uintptr_t* start, uintptr_t* end);
 void       _mi_page_free_emptied(mi_page_t* page, mi_page_queue_t* pq);   /* the owner: a page it emptied */
 void       _mi_page_free_all(mi_page_t* page, mi_page_queue_t* pq);   /* a page with its blocks in use (they count as freed) */
 void       _mi_page_unfull(mi_page_t* page);

@@ -30,7 +30,7 @@
            block make the page look all free (its second free lands on its thread_free list, as
            all but the page's first free do). Checked: the kept block is intact (the purger did
            not give its page back) and the double free was reported (by the free in debug
-           builds, else by the purger, src/page.c _mi_page_try_empty). Main then touches that
+           builds, else by the purger, src/heap-idle.c mi_page_try_empty). Main then touches that
            size no more (the page's lists are corrupt). Not under a memory checker.
      fork  as idle, but main forks right after the join, with the pages the purger emptied not
            yet taken back: the child's fork handler takes them back (init.c: after the purger's
