@@ -172,6 +172,81 @@ static void test_full_page_reuse(void) {
   mi_heap_destroy(h);
 }
 
+/* Pages that take turns: when a class's first page runs out and the next one has a free block,
+   the first goes to the end of its queue, not to the full queue (src/page.c,
+   mi_page_queue_rotate): the next malloc takes the other page's block, in the slow path's quick
+   retry three times in four (no page search), and the owner's frees into the page that ran out
+   keep the fast path. Four full pages of one class; each round frees a random block of each and
+   allocates four: three page changes a round. Before, each change was a page search (3 a round),
+   now at most one in four. */
+typedef struct page_areas_s { size_t n; uintptr_t start[8]; uintptr_t end[8]; } page_areas_t;
+static bool areas_visitor(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)heap; (void)block; (void)block_size;
+  page_areas_t* const a = (page_areas_t*)arg;
+  if (a->n < 8) {
+    a->start[a->n] = (uintptr_t)area->blocks;
+    a->end[a->n] = (uintptr_t)area->blocks + area->reserved;
+  }
+  a->n++;
+  return true;
+}
+
+static size_t page_area_of(const page_areas_t* a, const void* p) {
+  size_t k = 0;
+  while (k < a->n && k < 8 && !((uintptr_t)p >= a->start[k] && (uintptr_t)p < a->end[k])) k++;
+  return k;
+}
+
+static void test_page_rotation(void) {
+  enum { MAX = 1000, SIZE = 1000, PAGES = 4, ROUNDS = 1000 };
+  static void* blk[MAX];
+  static void* live[PAGES][MAX];
+  size_t count[PAGES] = { 0 };
+  mi_heap_t* const h = mi_heap_new();
+  CHECK(h != NULL);
+  if (h == NULL) return;
+  size_t n = 0;
+  page_areas_t areas = { 0 };
+  while (n < MAX) {   /* until the class has PAGES pages, all full */
+    blk[n] = mi_heap_malloc(h, SIZE);
+    CHECK(blk[n] != NULL);
+    if (blk[n++] == NULL) break;
+    memset(&areas, 0, sizeof(areas));
+    CHECK(mi_heap_visit_blocks(h, false, &areas_visitor, &areas));
+    if (areas.n == PAGES && heap_pages_not_full(h) == 0) break;
+  }
+  CHECK_MSG(areas.n == PAGES && heap_pages_not_full(h) == 0, "%zu pages after %zu blocks (expected %d, full)", areas.n, n, (int)PAGES);
+  if (areas.n != PAGES) { mi_heap_destroy(h); return; }
+  for (size_t i = 0; i < n; i++) {
+    const size_t k = page_area_of(&areas, blk[i]);
+    CHECK(k < PAGES);
+    if (k < PAGES) live[k][count[k]++] = blk[i];
+  }
+  for (size_t k = 0; k < PAGES; k++) CHECK(count[k] > 1);
+  const int64_t before = page_searches();
+  uint64_t x = 0x2545F4914F6CDD1DULL;
+  bool ok = true;
+  for (int r = 0; r < ROUNDS && ok; r++) {
+    for (size_t k = 0; k < PAGES; k++) {   /* a random block of each page */
+      x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+      const size_t i = (size_t)(x % count[k]);
+      mi_free(live[k][i]);
+      live[k][i] = live[k][--count[k]];
+    }
+    for (size_t j = 0; j < PAGES && ok; j++) {   /* four blocks: the four just freed */
+      void* const p = mi_heap_malloc(h, SIZE);
+      const size_t k = page_area_of(&areas, p);
+      ok = (p != NULL && k < PAGES);
+      CHECK_MSG(ok, "block %p is not in the class's four pages", p);
+      if (ok) live[k][count[k]++] = p;
+    }
+  }
+  const int64_t searches = page_searches() - before;
+  CHECK_MSG(searches <= ROUNDS, "%lld page searches in %d rounds of three page changes (expected at most one a round)", (long long)searches, (int)ROUNDS);
+  CHECK(heap_pages_not_full(h) == 0);
+  mi_heap_destroy(h);
+}
+
 /* ---------------------------------------------------------------------------------------------
    Basic allocation
 --------------------------------------------------------------------------------------------- */
@@ -1592,6 +1667,7 @@ int main(int argc, char** argv) {
   test_aligned();
   test_heaps();
   test_full_page_reuse();
+  test_page_rotation();
   test_foreign_heap();
   test_introspection();
   test_posix();

@@ -161,7 +161,8 @@
      bins 2..9    :  16..128 bytes in steps of 16 (keeps 16-byte alignment for sizes >= 16)
      bins 10..121 :  eight classes per power of two up to MI_LARGE_OBJ_SIZE_MAX,
                      so a block wastes less than 1/8 of the requested size.
-   MI_BIN_HUGE holds huge pages (one block each), MI_BIN_FULL the pages with no free block. */
+   MI_BIN_HUGE holds huge pages (one block each), MI_BIN_FULL pages with no free block (a bin
+   queue may hold a few such pages too: page.c, mi_page_queue_find_free). */
 #define MI_BIN_SMALL_WORDS    (16)
 #define MI_BIN_FIRST_SPACED   (10)
 #define MI_BIN_HUGE_INTERNAL  (122)
