@@ -104,7 +104,8 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
   const size_t psize = (size <= MI_MAX_ALLOC_SIZE ? size + MI_PADDING_SIZE : size);   /* room for the padding */
   const unsigned long long beat = ++heap->tld->heartbeat;
   if (mi_likely((beat % MI_GENERIC_WORK_EVERY) != 0 && psize <= MI_MEDIUM_OBJ_SIZE_MAX && huge_alignment == 0)) {
-    mi_page_t* const page = _mi_page_first_available(heap, psize);
+    mi_page_t* page = _mi_page_first_available(heap, psize);
+    if (page == NULL) page = _mi_page_next_available(heap, psize);   /* (page.c: its first page ran out) */
     if (page != NULL) {
       mi_assert_expensive(_mi_observe_check(MI_CHECK_PAGE, page, NULL));
       return _mi_page_malloc(heap, page, size, zero);

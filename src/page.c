@@ -950,27 +950,27 @@ static mi_page_t* mi_page_queue_find_free(mi_heap_t* heap, mi_page_queue_t* pq, 
   return page;
 }
 
-/* `page`, first of `pq`, ran out: the next page, if it has a free block, after it (rotated). */
-static mi_decl_noinline mi_page_t* mi_page_next_available(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t* page) {
+/* The class's first page with a free block (its lists collected); or NULL. */
+mi_page_t* _mi_page_first_available(mi_heap_t* heap, size_t size) {
+  mi_page_t* page = heap->pages[_mi_bin(size)].first;
+  if (page == NULL) return NULL;
+  mi_page_collect_for_alloc(page);
+  if (!mi_page_immediate_available(page)) return NULL;
+  page->retire_expire = 0;
+  return page;
+}
+
+/* The first page ran out: the next one, if it has a free block, after the first (rotated). */
+mi_page_t* _mi_page_next_available(mi_heap_t* heap, size_t size) {
+  mi_page_queue_t* const pq = &heap->pages[_mi_bin(size)];
+  mi_page_t* const page = pq->first;
+  if (page == NULL || page->next == NULL || page->capacity < page->reserved || mi_page_immediate_available(page)) return NULL;
   mi_page_t* const next = page->next;
-  if (next == NULL || page->capacity < page->reserved) return NULL;
   mi_page_collect_for_alloc(next);
   if (!mi_page_immediate_available(next)) return NULL;
   mi_page_queue_rotate(heap, pq, page);
   next->retire_expire = 0;
   return next;
-}
-
-/* The class's first page with a free block (lists collected), else the next one. (Inlined: a
-   call in the quick retry cost "malloc remote" 0.25 instructions a malloc, bench/callgrind.sh.) */
-mi_decl_always_inline mi_page_t* _mi_page_first_available(mi_heap_t* heap, size_t size) {
-  mi_page_queue_t* const pq = &heap->pages[_mi_bin(size)];
-  mi_page_t* page = pq->first;
-  if (page == NULL) return NULL;
-  mi_page_collect_for_alloc(page);
-  if (!mi_page_immediate_available(page)) return mi_page_next_available(heap, pq, page);
-  page->retire_expire = 0;
-  return page;
 }
 
 static mi_page_t* mi_find_free_page(mi_heap_t* heap, size_t size) {
