@@ -69,6 +69,13 @@ static mi_decl_noinline mi_heap_t* mi_malloc_sheaps_dying(mi_heap_t* heap) {
 
 static void* mi_malloc_generic_find(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset, size_t psize, unsigned long long beat);
 
+/* Delayed purges that are due (segment-purge.c looks at the clock every few calls). */
+static inline void mi_malloc_purge_tick(mi_heap_t* heap) {
+  if (mi_unlikely(_mi_segments_purge_pending(heap->tld) || mi_atomic_load_relaxed(&_mi_arenas_purge_pending) != 0)) {
+    _mi_segments_purge_tick(heap->tld);
+  }
+}
+
 void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_alignment, size_t align_offset) {
   /* the sampling profiler (prof.c) has its own slow path, which calls this one again while
      busy; a heap with a profiler is initialised and its own */
@@ -105,7 +112,12 @@ void* _mi_malloc_generic(size_t size, mi_heap_t* heap, bool zero, size_t huge_al
   const unsigned long long beat = ++heap->tld->heartbeat;
   if (mi_likely((beat % MI_GENERIC_WORK_EVERY) != 0 && psize <= MI_MEDIUM_OBJ_SIZE_MAX && huge_alignment == 0)) {
     mi_page_t* page = _mi_page_first_available(heap, psize);
-    if (page == NULL) page = _mi_page_next_available(heap, psize);   /* (page.c: its first page ran out) */
+    if (page == NULL) {   /* its first page ran out: the next one, which a search would take too */
+      page = _mi_page_next_available(heap, psize);
+      if (page != NULL) mi_malloc_purge_tick(heap);   /* (a page change: taking them out of the
+                                                         search's way left purges for later, and
+                                                         rptest held 5% more memory) */
+    }
     if (page != NULL) {
       mi_assert_expensive(_mi_observe_check(MI_CHECK_PAGE, page, NULL));
       return _mi_page_malloc(heap, page, size, zero);
@@ -132,9 +144,7 @@ static void* mi_malloc_generic_find(size_t size, mi_heap_t* heap, bool zero, siz
   _mi_options_deferred_free(heap, false);
   _mi_heap_delayed_free_partial(heap);
   if (mi_unlikely(mi_atomic_load_relaxed(&_mi_purger_wanted) != 0)) _mi_purger_start_wanted();   /* (never from a free) */
-  if (mi_unlikely(_mi_segments_purge_pending(heap->tld) || mi_atomic_load_relaxed(&_mi_arenas_purge_pending) != 0)) {
-    _mi_segments_purge_tick(heap->tld);   /* delayed purges that are due */
-  }
+  mi_malloc_purge_tick(heap);
   if (mi_unlikely((beat % (4 * MI_GENERIC_WORK_EVERY)) == 0)) {
     _mi_heap_collect_periodic(heap);      /* looks at the clock */
     if (mi_unlikely(mi_observe_beat_wanted())) _mi_observe_heartbeat(heap->tld);   /* MIMALLOC_LIVE, MIMALLOC_PROFILE_INTERVAL */
