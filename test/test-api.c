@@ -222,13 +222,16 @@ static void test_page_rotation(void) {
     CHECK(k < PAGES);
     if (k < PAGES) live[k][count[k]++] = blk[i];
   }
-  for (size_t k = 0; k < PAGES; k++) CHECK(count[k] > 1);
+  bool ok = true;
+  for (size_t k = 0; k < PAGES; k++) ok = ok && count[k] > 1;
+  CHECK_MSG(ok, "the blocks do not lie in the four pages visited");
+  if (!ok) { mi_heap_destroy(h); return; }
   const int64_t before = page_searches();
   uint64_t x = 0x2545F4914F6CDD1DULL;
-  bool ok = true;
   for (int r = 0; r < ROUNDS && ok; r++) {
     for (size_t k = 0; k < PAGES; k++) {   /* a random block of each page */
       x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+      if (count[k] == 0) { ok = false; break; }   /* (a page lost its blocks: reported below) */
       const size_t i = (size_t)(x % count[k]);
       mi_free(live[k][i]);
       live[k][i] = live[k][--count[k]];
@@ -241,6 +244,7 @@ static void test_page_rotation(void) {
       if (ok) live[k][count[k]++] = p;
     }
   }
+  CHECK_MSG(ok, "the four blocks of a round did not come back to the four pages");
   const int64_t searches = page_searches() - before;
   CHECK_MSG(searches <= ROUNDS, "%lld page searches in %d rounds of three page changes (expected at most one a round)", (long long)searches, (int)ROUNDS);
   CHECK(heap_pages_not_full(h) == 0);
