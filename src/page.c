@@ -960,11 +960,12 @@ mi_page_t* _mi_page_first_available(mi_heap_t* heap, size_t size) {
   return page;
 }
 
-/* The first page ran out: the next one, if it has a free block, after the first (rotated). */
+/* The first page ran out (_mi_page_first_available): the next one if it has a block (rotated). */
 mi_page_t* _mi_page_next_available(mi_heap_t* heap, size_t size) {
   mi_page_queue_t* const pq = &heap->pages[_mi_bin(size)];
   mi_page_t* const page = pq->first;
-  if (page == NULL || page->next == NULL || page->capacity < page->reserved || mi_page_immediate_available(page)) return NULL;
+  mi_assert_internal(page == NULL || !mi_page_immediate_available(page));   /* (collected there) */
+  if (page == NULL || page->next == NULL || page->capacity < page->reserved) return NULL;
   mi_page_t* const next = page->next;
   mi_page_collect_for_alloc(next);
   if (!mi_page_immediate_available(next)) return NULL;

@@ -13,7 +13,8 @@
 /* The first page of size's bin when, after taking the frees it holds, it has a free block (no
    search); NULL otherwise. */
 mi_page_t* _mi_page_first_available(mi_heap_t* heap, size_t size);
-/* That first page ran out: the next one if it has a free block, the first rotated to the end. */
+/* After _mi_page_first_available found nothing: the next page if it has a free block, the first
+   rotated to the end. */
 mi_page_t* _mi_page_next_available(mi_heap_t* heap, size_t size);
 /* A page of the heap with a free block for size (searching the bin's queue, adopting an ended
    thread's page, or taking a fresh one; a huge page when size > MI_LARGE_OBJ_SIZE_MAX or
