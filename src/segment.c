@@ -796,7 +796,11 @@ mi_page_t* _mi_segment_page_alloc(mi_heap_t* heap, size_t block_size, size_t pag
     return mi_segment_huge_page_alloc(heap, block_size, page_alignment, align_offset);
   }
   mi_page_kind_t kind = mi_segment_kind_of(block_size);
-  if (kind == MI_PAGE_MEDIUM && !busy) kind = MI_PAGE_LARGE;   /* a first page: one slot */
+  /* a class's first page is one slot, and so is every page of blocks a slot holds 2 or 3 of
+     (types.h, MI_MEDIUM_SLOT_ONLY_MIN) */
+  if (kind == MI_PAGE_MEDIUM && (!busy || (block_size >= MI_MEDIUM_SLOT_ONLY_MIN && block_size <= MI_MEDIUM_SLOT_ONLY_MAX))) {
+    kind = MI_PAGE_LARGE;
+  }
   return mi_segment_page_alloc_in(heap, kind, block_size);
 }
 

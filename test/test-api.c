@@ -172,6 +172,40 @@ static void test_full_page_reuse(void) {
   mi_heap_destroy(h);
 }
 
+/* Blocks of 32..64 KiB take a page of one 128 KiB slot for every page of their class (types.h,
+   MI_MEDIUM_SLOT_ONLY_MIN): their 512 KiB pages held rptest's memory. Smaller medium blocks
+   still get a 512 KiB page once their class's first (one-slot) page is full. */
+typedef struct area_sizes_s { size_t n; size_t max_reserved; } area_sizes_t;
+static bool area_sizes_visitor(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+  (void)heap; (void)block; (void)block_size;
+  area_sizes_t* const a = (area_sizes_t*)arg;
+  a->n++;
+  if (area->reserved > a->max_reserved) a->max_reserved = area->reserved;
+  return true;
+}
+
+static void test_medium_slot_pages(void) {
+  enum { N = 40 };
+  const size_t sizes[3] = { 40 * 1024, 60 * 1024, 16 * 1024 };
+  for (size_t s = 0; s < 3; s++) {
+    mi_heap_t* const h = mi_heap_new();
+    CHECK(h != NULL);
+    if (h == NULL) return;
+    for (size_t i = 0; i < N; i++) CHECK(mi_heap_malloc(h, sizes[s]) != NULL);
+    area_sizes_t a = { 0, 0 };
+    CHECK(mi_heap_visit_blocks(h, false, &area_sizes_visitor, &a));
+    if (sizes[s] > 32 * 1024) {
+      CHECK_MSG(a.max_reserved <= 128 * 1024 && a.n >= N / 3, "%zu blocks of %zu bytes: %zu pages, the largest %zu bytes (expected one-slot pages of 128 KiB)",
+                (size_t)N, sizes[s], a.n, a.max_reserved);
+    }
+    else {
+      CHECK_MSG(a.max_reserved > 128 * 1024, "%zu blocks of %zu bytes: %zu pages, the largest %zu bytes (expected a 512 KiB page after the first)",
+                (size_t)N, sizes[s], a.n, a.max_reserved);
+    }
+    mi_heap_destroy(h);
+  }
+}
+
 /* Pages that take turns: when a class's first page runs out and the next one has a free block,
    the first goes to the end of its queue, not to the full queue (src/page.c,
    mi_page_queue_rotate): the next malloc takes the other page's block, in the slow path's quick
@@ -1672,6 +1706,7 @@ int main(int argc, char** argv) {
   test_heaps();
   test_full_page_reuse();
   test_page_rotation();
+  test_medium_slot_pages();
   test_foreign_heap();
   test_introspection();
   test_posix();
