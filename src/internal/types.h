@@ -140,9 +140,10 @@
    moves to and from the full queue were in those bins; as medium classes they run 16% faster
    (20% with 4 threads) and mstress holds 2 MiB more (medians of 5 interleaved runs).
    Blocks of 32..64 KiB (a slot holds 2 or 3) take one-slot pages for every page of their class:
-   their 512 KiB pages, of 8..15 blocks, were what held rptest's memory (peak RSS 121 -> 92 MiB,
-   for 7% more time: 2.5x the page set-ups); smaller blocks churn too much (glibc-thread above),
-   and a larger block fills a slot alone, so its 512 KiB pages cost nothing more. */
+   their 512 KiB pages, of 8..15 blocks, were what held rptest's memory (peak RSS 115 -> 92 MiB,
+   for 5-9% more time: 2.5x the page set-ups); smaller blocks churn too much (glibc-thread above),
+   and a larger block fills a slot alone: one-slot pages for it only cost a set-up per block
+   (docs/memory.md, "Blocks of 32..64 KiB"). */
 #define MI_SMALL_OBJ_SIZE_MAX   (MI_SMALL_PAGE_SIZE/8)     /* 8 KiB */
 #define MI_MEDIUM_OBJ_SIZE_MAX  (MI_LARGE_SLOT_SIZE - MI_LARGE_SLOT_SIZE/16)   /* 120 KiB: the 128 KiB bin is one large slot */
 #define MI_MEDIUM_SLOT_ONLY_MIN (MI_LARGE_SLOT_SIZE/4 + 1)   /* blocks of 32..64 KiB: every page one slot */
