@@ -186,7 +186,7 @@ static bool area_sizes_visitor(const mi_heap_t* heap, const mi_heap_area_t* area
 
 static void test_medium_slot_pages(void) {
   enum { N = 40 };
-  const size_t sizes[3] = { 40 * 1024, 60 * 1024, 16 * 1024 };
+  const size_t sizes[3] = { 40 * 1024, 52 * 1024, 16 * 1024 };   /* (bins of 40 and 56 KiB) */
   for (size_t s = 0; s < 3; s++) {
     mi_heap_t* const h = mi_heap_new();
     CHECK(h != NULL);

@@ -143,11 +143,12 @@
    their 512 KiB pages, of 8..15 blocks, were what held rptest's memory (peak RSS 115 -> 92 MiB,
    for 5-9% more time: 2.5x the page set-ups); smaller blocks churn too much (glibc-thread above),
    and a larger block fills a slot alone: one-slot pages for it only cost a set-up per block
-   (docs/memory.md, "Blocks of 32..64 KiB"). */
+   (docs/memory.md, "Blocks of 32..64 KiB"). Secure builds stop at 56 KiB: a 64 KiB block
+   would be alone beside the slot's guard page, and take twice its size. */
 #define MI_SMALL_OBJ_SIZE_MAX   (MI_SMALL_PAGE_SIZE/8)     /* 8 KiB */
 #define MI_MEDIUM_OBJ_SIZE_MAX  (MI_LARGE_SLOT_SIZE - MI_LARGE_SLOT_SIZE/16)   /* 120 KiB: the 128 KiB bin is one large slot */
 #define MI_MEDIUM_SLOT_ONLY_MIN (MI_LARGE_SLOT_SIZE/4 + 1)   /* blocks of 32..64 KiB: every page one slot */
-#define MI_MEDIUM_SLOT_ONLY_MAX (MI_LARGE_SLOT_SIZE/2)
+#define MI_MEDIUM_SLOT_ONLY_MAX ((MI_LARGE_SLOT_SIZE - MI_SECURE_GUARD_SIZE)/2)   /* two fit beside a guard */
 #define MI_LARGE_OBJ_SIZE_MAX   (MI_SEGMENT_SIZE/2)        /* 2 MiB; larger is huge */
 /* Secure builds end every page (and the segment header) with a guard page of this size
    (segment.c); they are installed where the OS page is this size. */
