@@ -172,18 +172,29 @@ static void test_full_page_reuse(void) {
   mi_heap_destroy(h);
 }
 
-/* Blocks of 32..64 KiB take a page of one 128 KiB slot for every page of their class (types.h,
-   MI_MEDIUM_SLOT_ONLY_MIN): their 512 KiB pages held rptest's memory. Smaller medium blocks
-   still get a 512 KiB page once their class's first (one-slot) page is full. */
-typedef struct area_sizes_s { size_t n; size_t max_reserved; } area_sizes_t;
-static bool area_sizes_visitor(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
+/* A heap's pages (mi_heap_visit_blocks): how many, the largest, and where the first 8 lie. */
+typedef struct page_areas_s { size_t n; size_t max_reserved; uintptr_t start[8]; uintptr_t end[8]; } page_areas_t;
+static bool areas_visitor(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
   (void)heap; (void)block; (void)block_size;
-  area_sizes_t* const a = (area_sizes_t*)arg;
-  a->n++;
+  page_areas_t* const a = (page_areas_t*)arg;
   if (area->reserved > a->max_reserved) a->max_reserved = area->reserved;
+  if (a->n < 8) {
+    a->start[a->n] = (uintptr_t)area->blocks;
+    a->end[a->n] = (uintptr_t)area->blocks + area->reserved;
+  }
+  a->n++;
   return true;
 }
 
+static size_t page_area_of(const page_areas_t* a, const void* p) {
+  size_t k = 0;
+  while (k < a->n && k < 8 && !((uintptr_t)p >= a->start[k] && (uintptr_t)p < a->end[k])) k++;
+  return k;
+}
+
+/* Blocks of 32..64 KiB take a page of one 128 KiB slot for every page of their class (types.h,
+   MI_MEDIUM_SLOT_ONLY_MIN): their 512 KiB pages held rptest's memory. Smaller medium blocks
+   still get a 512 KiB page once their class's first (one-slot) page is full. */
 static void test_medium_slot_pages(void) {
   enum { N = 40 };
   const size_t sizes[3] = { 40 * 1024, 52 * 1024, 16 * 1024 };   /* (bins of 40 and 56 KiB) */
@@ -192,8 +203,8 @@ static void test_medium_slot_pages(void) {
     CHECK(h != NULL);
     if (h == NULL) return;
     for (size_t i = 0; i < N; i++) CHECK(mi_heap_malloc(h, sizes[s]) != NULL);
-    area_sizes_t a = { 0, 0 };
-    CHECK(mi_heap_visit_blocks(h, false, &area_sizes_visitor, &a));
+    page_areas_t a = { 0 };
+    CHECK(mi_heap_visit_blocks(h, false, &areas_visitor, &a));
     if (sizes[s] > 32 * 1024) {
       CHECK_MSG(a.max_reserved <= 128 * 1024 && a.n >= N / 3, "%zu blocks of %zu bytes: %zu pages, the largest %zu bytes (expected one-slot pages of 128 KiB)",
                 (size_t)N, sizes[s], a.n, a.max_reserved);
@@ -213,24 +224,6 @@ static void test_medium_slot_pages(void) {
    keep the fast path. Four full pages of one class; each round frees a random block of each and
    allocates four: three page changes a round. Before, each change was a page search (3 a round),
    now at most one in four. */
-typedef struct page_areas_s { size_t n; uintptr_t start[8]; uintptr_t end[8]; } page_areas_t;
-static bool areas_visitor(const mi_heap_t* heap, const mi_heap_area_t* area, void* block, size_t block_size, void* arg) {
-  (void)heap; (void)block; (void)block_size;
-  page_areas_t* const a = (page_areas_t*)arg;
-  if (a->n < 8) {
-    a->start[a->n] = (uintptr_t)area->blocks;
-    a->end[a->n] = (uintptr_t)area->blocks + area->reserved;
-  }
-  a->n++;
-  return true;
-}
-
-static size_t page_area_of(const page_areas_t* a, const void* p) {
-  size_t k = 0;
-  while (k < a->n && k < 8 && !((uintptr_t)p >= a->start[k] && (uintptr_t)p < a->end[k])) k++;
-  return k;
-}
-
 static void test_page_rotation(void) {
   enum { MAX = 1000, SIZE = 1000, PAGES = 4, ROUNDS = 1000 };
   static void* blk[MAX];
