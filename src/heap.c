@@ -94,6 +94,11 @@ static bool mi_heap_page_collect(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t
   if (gives_all || (collect != MI_ABANDON && mi_option_get(mi_option_purge_delay) >= 0)) {
     _mi_page_trim_tail(page, gives_all);   /* what an earlier page of its slot left resident */
   }
+  else if (collect == MI_ABANDON && page->reserved == 1 && mi_option_get(mi_option_purge_delay) >= 0) {
+    /* an ended thread's block that lives on (handed to another thread): no owner will look
+       at its page again, so its span's dirty tail goes now (thread-churn: 2026-12-01) */
+    _mi_page_trim_tail(page, true);
+  }
   if (gives_all) {
     _mi_page_purge_free_interiors(page);   /* its live blocks pin the page: give back the rest */
   }

@@ -14,6 +14,9 @@
    A slot whose earlier page handed out one OS page of blocks only: the next page there covers
    that with its first extension, and its looks make no system call at all (the statistics'
    reset calls stay the same).
+   A page of one large block in a span of 128 KiB slots an earlier block wrote in full (a
+   160 KiB block in 256 KiB): the 92 KiB past the block are given back by two looks of
+   mi_collect(false), and, for a block a thread hands on when it ends, by the thread's end.
    With `expect-trim` (release builds without a memory checker, not secure: page.c,
    MI_PAGE_PURGE_SMALL) the reuse of the warm slot is required and the resident OS pages are
    counted with mincore; elsewhere the same steps run and only the contents are checked.
@@ -144,6 +147,76 @@ static void run_covered(void) {
   mi_free(p);
 }
 
+#define SLOT ((size_t)128 * 1024)
+#define BIG_OLD  ((size_t)250 * 1024)   /* a 256 KiB span, written in full */
+#define BIG_NEW  ((size_t)150000)       /* its bin (160 KiB) takes a 256 KiB span too */
+
+/* resident OS pages of the span of a large block p past the block */
+static size_t span_tail_resident(const void* p) {
+  const uintptr_t start = ((uintptr_t)p + mi_usable_size(p) + OS_PAGE - 1) / OS_PAGE * OS_PAGE;
+  const uintptr_t end = ((uintptr_t)p + mi_usable_size(p) + SLOT - 1) / SLOT * SLOT;
+  return mt_resident_pages(start, end);
+}
+
+/* A large block in a span an earlier block of this thread wrote in full and freed (a block
+   beside it keeps the segment in use). */
+static uint8_t* big_in_warm_span(void** keep) {
+  *keep = mi_malloc(BIG_OLD);
+  uint8_t* old = (uint8_t*)mi_malloc(BIG_OLD);
+  CHECK(*keep != NULL && old != NULL);
+  memset(old, 0x77, BIG_OLD);
+  mi_free(old);
+  uint8_t* p = (uint8_t*)mi_malloc(BIG_NEW);
+  CHECK(p != NULL);
+  memset(p, 0x44, BIG_NEW);
+  if (expect_trim) {
+    CHECK_MSG(p == old, "the %zu-byte block %p did not take the warm span %p", BIG_NEW, (void*)p, (void*)old);
+    CHECK_MSG(span_tail_resident(p) >= 16, "only %zu OS pages resident past a block in a warm span", span_tail_resident(p));
+  }
+  return p;
+}
+
+static void check_big(const uint8_t* p, const char* what) {
+  for (size_t j = 0; j < BIG_NEW; j += 997) {
+    if (p[j] != 0x44) { CHECK_MSG(false, "%s: the large block changed at byte %zu", what, j); return; }
+  }
+}
+
+/* the owner's looks: kept at the first, given back at the second (a one-block page never grows) */
+static void run_span(void) {
+  void* keep;
+  uint8_t* p = big_in_warm_span(&keep);
+  const size_t before = span_tail_resident(p);
+  mi_collect(false);
+  if (expect_trim) CHECK_MSG(span_tail_resident(p) == before, "the first look gave back %zu of %zu OS pages past a large block", before - span_tail_resident(p), before);
+  mi_collect(false);
+  if (expect_trim) CHECK_MSG(span_tail_resident(p) == 0, "the second look left %zu of %zu OS pages past a large block", span_tail_resident(p), before);
+  check_big(p, "after the looks");
+  mi_free(p);
+  mi_free(keep);
+}
+
+/* a thread that ends with its large block handed on: the tail goes at its end */
+static void* span_thread(void* arg) {
+  void* keep;
+  uint8_t** out = (uint8_t**)arg;
+  out[0] = big_in_warm_span(&keep);
+  out[1] = (uint8_t*)keep;
+  return NULL;
+}
+
+static void run_span_ended(void) {
+  uint8_t* out[2] = { NULL, NULL };
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, &span_thread, out) == 0);
+  CHECK(pthread_join(t, NULL) == 0);
+  CHECK(out[0] != NULL);
+  if (expect_trim) CHECK_MSG(span_tail_resident(out[0]) == 0, "%zu OS pages resident past a large block its ended thread handed on", span_tail_resident(out[0]));
+  check_big(out[0], "after its thread ended");
+  mi_free(out[0]);
+  mi_free(out[1]);
+}
+
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "expect-trim") == 0) expect_trim = true;
@@ -153,5 +226,7 @@ int main(int argc, char** argv) {
   run(1008, false);   /* sizes no page of the default heap has yet */
   run(656, true);
   run_covered();
+  run_span();
+  run_span_ended();
   return test_summary("mem-tail", "%s", expect_trim ? "resident pages checked" : "contents only");
 }
