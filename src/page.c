@@ -584,13 +584,12 @@ size_t _mi_page_purge_free_interiors(mi_page_t* page) {
    page whose capacity did not grow since the last look (at least one collect interval, 100 ms
    by default): a growing page would fault them in again. larson: peak RSS 12.7 -> 9.8 MiB.
    Once per page, and no call when the capacity already covers the earlier page's blocks (a
-   quarter of the calls in larson and mstress -t 32 gave back nothing resident before).
-   A page of one block counts too: a span of 128 KiB slots holds it with up to a slot past its
-   end (a 160 KiB block in 256 KiB), written by the span's earlier pages. */
+   quarter of the calls in larson and mstress -t 32 gave back nothing resident before). Pages
+   of one block too: a span may hold up to a slot past it (a 160 KiB block in 256 KiB). */
 void _mi_page_trim_tail(mi_page_t* page, bool now) {
 #if MI_PAGE_PURGE_SMALL
   if (mi_likely(page->tail_dirty == 0)) return;
-  if (page->capacity >= page->reserved && page->reserved > 1) return;   /* (a full page of several blocks: at most a block's remainder) */
+  if (page->capacity >= page->reserved && page->reserved > 1) return;   /* (full: a block's remainder at most) */
   size_t area_size;
   uint8_t* const area = _mi_segment_page_area(_mi_page_segment(page), page, &area_size);
   const size_t os_page = _mi_os_page_size();
@@ -828,7 +827,6 @@ void _mi_page_abandon(mi_page_t* page, mi_page_queue_t* pq) {
   mi_page_set_in_full(page, true);
   _mi_abandoned_add_page(page, tld, heap->pages_lists);   /* its heap's own lists, if any (types.h) */
 }
-
 
 /* Free a page with the blocks it still counts in use: they die with it (mi_heap_destroy) or
    were all free already (a page the purger emptied); either way they count as freed. */
