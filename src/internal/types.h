@@ -481,7 +481,8 @@ typedef struct mi_page_s {
                                          when its page is freed, 0 when it is purged: segment.c)
                                          and taken over by the next page of the slot, whose owner
                                          gives back the part past its capacity and sets it to 0
-                                         (page.c, _mi_page_trim_tail). Secure builds: no room */
+                                         (page.c, _mi_page_trim_tail; a page of one block also
+                                         at its thread's end: heap.c). Secure builds: no room */
   uint16_t           tail_seen;       /* owner: capacity + 1 at the last look at the tail (0:
                                          none): a page whose capacity grew since is still
                                          growing into it, and keeps it */
