@@ -91,13 +91,12 @@ static bool mi_heap_page_collect(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t
     return true;
   }
   const bool gives_all = mi_collect_gives_all(collect);
-  if (gives_all || (collect != MI_ABANDON && mi_option_get(mi_option_purge_delay) >= 0)) {
-    _mi_page_trim_tail(page, gives_all);   /* what an earlier page of its slot left resident */
-  }
-  else if (collect == MI_ABANDON && page->reserved == 1 && mi_option_get(mi_option_purge_delay) >= 0) {
-    /* an ended thread's block that lives on (handed to another thread): no owner will look
-       at its page again, so its span's dirty tail goes now (thread-churn: 2026-12-01) */
-    _mi_page_trim_tail(page, true);
+  /* the warm-slot tail an earlier page of its slot left resident; an ended thread's one-block
+     page whose block lives on (handed to another thread) gives it at once: no owner will look
+     at that page again (thread-churn: 2026-12-01) */
+  if (gives_all || (mi_option_get(mi_option_purge_delay) >= 0 &&
+                    (collect != MI_ABANDON || page->reserved == 1))) {
+    _mi_page_trim_tail(page, gives_all || collect == MI_ABANDON);
   }
   if (gives_all) {
     _mi_page_purge_free_interiors(page);   /* its live blocks pin the page: give back the rest */
