@@ -96,7 +96,8 @@ static bool mi_heap_page_collect(mi_heap_t* heap, mi_page_queue_t* pq, mi_page_t
      at that page again (thread-churn: 2026-12-01) */
   if (gives_all || (mi_option_get(mi_option_purge_delay) >= 0 &&
                     (collect != MI_ABANDON || page->reserved == 1))) {
-    _mi_page_trim_tail(page, gives_all || collect == MI_ABANDON);
+    _mi_page_trim_tail(page, (gives_all || collect == MI_ABANDON) ? MI_TRIM_NOW
+                             : (collect == MI_PERIODIC ? MI_TRIM_PERIODIC : MI_TRIM_LOOK));
   }
   if (gives_all) {
     _mi_page_purge_free_interiors(page);   /* its live blocks pin the page: give back the rest */

@@ -577,16 +577,15 @@ size_t _mi_page_purge_free_interiors(mi_page_t* page) {
 }
 #endif
 
-/* The owner, in a collect: give back the OS pages of the page's slot past its capacity, where
-   an earlier page of the slot may have left them resident (a slot is reused without a purge
-   while it is warm: segment.c, mi_segment_find_resident_page), up to where that page's blocks
-   ended (tail_dirty). Periodic and mi_collect(false) looks (`now` false) take them only from a
-   page whose capacity did not grow since the last look (at least one collect interval, 100 ms
-   by default): a growing page would fault them in again. larson: peak RSS 12.7 -> 9.8 MiB.
-   Once per page, and no call when the capacity already covers the earlier page's blocks (a
-   quarter of the calls in larson and mstress -t 32 gave back nothing resident before). Pages
-   of one block too: a span may hold up to a slot past it (a 160 KiB block in 256 KiB). */
-void _mi_page_trim_tail(mi_page_t* page, bool now) {
+/* The owner, in a collect: give back the OS pages of the page's slot past its capacity that an
+   earlier page of the warm slot left resident, up to where its blocks ended (tail_dirty). Looks
+   (not MI_TRIM_NOW) take them once the capacity did not grow since the last look, so a growing
+   page does not fault them in again (larson: peak RSS 12.7 -> 9.8 MiB); no call when the
+   capacity covers them; pages of one block too (a 160 KiB block in a 256 KiB span). Periodic
+   looks leave tails under MI_TRIM_PERIODIC_MIN: they gave no peak RSS back in any synthetic
+   workload (larson's: 48 KiB and more) and were most calls of mstress -t 32 (early second looks
+   at ended threads' pages, taken over). */
+void _mi_page_trim_tail(mi_page_t* page, mi_trim_t how) {
 #if MI_PAGE_PURGE_SMALL
   if (mi_likely(page->tail_dirty == 0)) return;
   if (page->capacity >= page->reserved && page->reserved > 1) return;   /* (full: a block's remainder at most) */
@@ -603,15 +602,16 @@ void _mi_page_trim_tail(mi_page_t* page, bool now) {
     page->tail_dirty = 0;
     return;
   }
+  if (how == MI_TRIM_PERIODIC && end - start < MI_TRIM_PERIODIC_MIN) return;
   const uint16_t seen = (uint16_t)(page->capacity + 1);
-  if (!now && page->tail_seen != seen) {
+  if (how != MI_TRIM_NOW && page->tail_seen != seen) {
     page->tail_seen = seen;
     return;
   }
   page->tail_dirty = 0;
   _mi_os_discard((void*)start, end - start);
 #else
-  (void)page; (void)now;
+  (void)page; (void)how;
 #endif
 }
 

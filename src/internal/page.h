@@ -23,7 +23,14 @@ mi_page_t* _mi_page_find(mi_heap_t* heap, size_t size, size_t huge_alignment, si
 void       _mi_page_to_full(mi_page_t* page, mi_page_queue_t* pq);
 void       _mi_page_free_collect(mi_page_t* page, bool force);
 size_t     _mi_page_purge_free_interiors(mi_page_t* page);   /* owner: the OS pages inside free blocks (page.c) */
-void       _mi_page_trim_tail(mi_page_t* page, bool now);      /* owner: the OS pages of its slot past its capacity (page.c) */
+/* How a collect gives back the OS pages of a page's slot past its capacity (_mi_page_trim_tail) */
+typedef enum mi_trim_e {
+  MI_TRIM_PERIODIC,   /* the slow path's periodic collect: at the second look without growth, a tail of MI_TRIM_PERIODIC_MIN or more */
+  MI_TRIM_LOOK,       /* mi_collect(false): at the second look without growth */
+  MI_TRIM_NOW         /* mi_collect(true), an ended thread's one-block page: at once */
+} mi_trim_t;
+#define MI_TRIM_PERIODIC_MIN  (48 * MI_KiB)   /* (page.c, _mi_page_trim_tail: why) */
+void       _mi_page_trim_tail(mi_page_t* page, mi_trim_t how);   /* owner: the OS pages of its slot past its capacity (page.c) */
 size_t     _mi_page_purged_mark(const mi_page_t* page, uintptr_t* map);   /* the blocks of interior_purged: their number; their bits set in map (if not NULL) */
 /* A bitmap of a page's blocks by index (pages of more blocks than MI_PAGE_MAP_BLOCKS hold one). */
 #define MI_PAGE_MAP_BLOCKS  (MI_SMALL_PAGE_SIZE / sizeof(uintptr_t))

@@ -17,11 +17,13 @@
    A page of one large block in a span of 128 KiB slots an earlier block wrote in full (a
    160 KiB block in 256 KiB): the 92 KiB past the block are given back by two looks of
    mi_collect(false), and, for a block a thread hands on when it ends, by the thread's end.
+   With `periodic` (MIMALLOC_PURGE_DELAY=10): the slow path's periodic looks give back a tail of
+   48 KiB or more and leave a smaller one to an explicit collect (run_periodic).
    With `expect-trim` (release builds without a memory checker, not secure: page.c,
    MI_PAGE_PURGE_SMALL) the reuse of the warm slot is required and the resident OS pages are
    counted with mincore; elsewhere the same steps run and only the contents are checked.
 
-   usage: mem-tail [expect-trim] */
+   usage: mem-tail [periodic] [expect-trim] */
 #include "memory-common.h"
 
 #define OS_PAGE   ((size_t)4096)
@@ -217,12 +219,68 @@ static void run_span_ended(void) {
   mi_free(out[1]);
 }
 
+/* The periodic collect (`periodic`: MIMALLOC_PURGE_DELAY=10, so every 100 ms on the allocation
+   slow path): two looks give back a tail of 48 KiB or more (MI_TRIM_PERIODIC_MIN) and leave a
+   smaller one, which mi_collect(false) then takes. Each round sleeps past the interval and makes
+   slow-path calls (large blocks, a page each), so the looks happen however loaded the machine
+   is. */
+static void run_periodic(void) {
+  enum { NA = 24 };
+  const uintptr_t slot_a = warm_slot();
+  uint8_t* a[NA];
+  for (size_t i = 0; i < NA; i++) {   /* 24 KiB of 1000-byte blocks: a tail of 40 KiB */
+    a[i] = (uint8_t*)mi_malloc(1000);
+    CHECK(a[i] != NULL);
+    memset(a[i], (int)(i + 1), 1000);
+  }
+  const uintptr_t slot_b = warm_slot();
+  uint8_t* b = (uint8_t*)mi_malloc(2000);   /* one block: a tail of about 60 KiB */
+  CHECK(b != NULL);
+  memset(b, 1, 2000);
+  if (expect_trim) {
+    CHECK_MSG((uintptr_t)a[0] / PAGE_SIZE * PAGE_SIZE == slot_a && (uintptr_t)a[NA - 1] / PAGE_SIZE * PAGE_SIZE == slot_a,
+              "the 1000-byte blocks %p..%p are not in the warm slot %#zx", (void*)a[0], (void*)a[NA - 1], (size_t)slot_a);
+    CHECK_MSG((uintptr_t)b / PAGE_SIZE * PAGE_SIZE == slot_b, "the 2000-byte block %p is not in the warm slot %#zx", (void*)b, (size_t)slot_b);
+  }
+  const size_t before_a = tail_resident(a[0], slot_a);
+  const size_t before_b = tail_resident(b, slot_b);
+  if (expect_trim) {
+    CHECK_MSG(before_a >= 4 && before_a * OS_PAGE < 48 * 1024, "%zu OS pages resident past the 1000-byte page's capacity (expected 4..11)", before_a);
+    CHECK_MSG(before_b * OS_PAGE >= 48 * 1024, "only %zu OS pages resident past the 2000-byte page's capacity", before_b);
+  }
+  for (int round = 0; round < 3; round++) {
+    mt_sleep_ms(120);
+    void* big[48];   /* a page each: every one takes the slow path */
+    for (int i = 0; i < 48; i++) { big[i] = mi_malloc(200 * 1024); CHECK(big[i] != NULL); }
+    for (int i = 0; i < 48; i++) mi_free(big[i]);
+  }
+  if (expect_trim) {
+    CHECK_MSG(tail_resident(b, slot_b) == 0, "the periodic looks left %zu of %zu OS pages past the 2000-byte page", tail_resident(b, slot_b), before_b);
+    CHECK_MSG(tail_resident(a[0], slot_a) == before_a, "the periodic looks gave back %zu of the %zu OS pages of a tail under 48 KiB", before_a - tail_resident(a[0], slot_a), before_a);
+  }
+  mi_collect(false);
+  mi_collect(false);
+  if (expect_trim) CHECK_MSG(tail_resident(a[0], slot_a) == 0, "mi_collect(false) left %zu of %zu OS pages past the 1000-byte page", tail_resident(a[0], slot_a), before_a);
+  check_blocks(a, NA, 1000);
+  for (size_t j = 0; j < 2000; j++) {
+    if (b[j] != 1) { CHECK_MSG(false, "the 2000-byte block changed at byte %zu", j); break; }
+  }
+  for (size_t i = 0; i < NA; i++) mi_free(a[i]);
+  mi_free(b);
+}
+
 int main(int argc, char** argv) {
+  bool periodic = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "expect-trim") == 0) expect_trim = true;
-    else { fprintf(stderr, "usage: mem-tail [expect-trim]\n"); return 2; }
+    else if (strcmp(argv[i], "periodic") == 0) periodic = true;
+    else { fprintf(stderr, "usage: mem-tail [periodic] [expect-trim]\n"); return 2; }
   }
   expect_trim = expect_trim && MT_RSS_ASSERTS;
+  if (periodic) {
+    run_periodic();
+    return test_summary("mem-tail", "periodic, %s", expect_trim ? "resident pages checked" : "contents only");
+  }
   run(1008, false);   /* sizes no page of the default heap has yet */
   run(656, true);
   run_covered();
