@@ -144,19 +144,21 @@ static void rss_report(const char* when) {
   }
   close(fd);
   char line[1024];
-  const size_t M = 1024 * 1024;
+  const bool kib = (getenv("RSSMAP_KIB") != NULL);   /* KiB for small programs */
+  const size_t M = (kib ? 1024 : 1024 * 1024);
+  const char* const u = (kib ? "KiB" : "MiB");
   int len = snprintf(line, sizeof line,
-    "rssmap (%s): %zu MiB resident in arenas: pages in use %zu MiB (their used blocks %zu MiB, "
-    "capacity %zu MiB; on thread_free lists %zu MiB; of ended threads %zu MiB); unused slots waiting for purge %zu MiB, purged %zu MiB, "
-    "other %zu MiB; freed segments %zu MiB; huge %zu MiB; segments small %zu, medium %zu, large %zu, huge %zu\n",
-    when, acc.total / M, acc.inuse_resident / M, acc.inuse_used / M, acc.inuse_capacity / M, acc.inuse_tfree / M, acc.abandoned_resident / M,
+    "rssmap (%s): %zu %s resident in arenas: pages in use %zu (their used blocks %zu, "
+    "capacity %zu; on thread_free lists %zu; of ended threads %zu); unused slots waiting for purge %zu, purged %zu, "
+    "other %zu; freed segments %zu; huge %zu; segments small %zu, medium %zu, large %zu, huge %zu\n",
+    when, acc.total / M, u, acc.inuse_resident / M, acc.inuse_used / M, acc.inuse_capacity / M, acc.inuse_tfree / M, acc.abandoned_resident / M,
     acc.slot_pending / M, acc.slot_purged / M, acc.slot_other / M,
     acc.freed_segments / M, acc.huge / M, acc.segments[0], acc.segments[1], acc.segments[2], acc.segments[3]);
   rss_write(line, len);
   static const char* const kinds[3] = { "small", "medium", "large" };
   for (int k = 0; k < 3; k++) {
-    len = snprintf(line, sizeof line, "rssmap   in %s segments: %zu pages in use, resident %zu MiB, capacity %zu MiB, live %zu MiB; unused slots waiting for purge %zu MiB\n",
-                   kinds[k], acc.kind_pages[k], acc.kind_resident[k] / M, acc.kind_capacity[k] / M, acc.kind_live[k] / M, acc.kind_pending[k] / M);
+    len = snprintf(line, sizeof line, "rssmap   in %s segments: %zu pages in use, resident %zu %s, capacity %zu, live %zu; unused slots waiting for purge %zu\n",
+                   kinds[k], acc.kind_pages[k], acc.kind_resident[k] / M, u, acc.kind_capacity[k] / M, acc.kind_live[k] / M, acc.kind_pending[k] / M);
     rss_write(line, len);
   }
 }
