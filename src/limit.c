@@ -110,20 +110,33 @@ static bool mi_limit_cgroup_path(const char* text, bool v1, char* path, size_t s
   return false;
 }
 
+/* dst = a b c d; false (dst "") when that does not fit. (Not _mi_snprintf: the detection runs
+   in most programs, and the formatter's code would join the functions they all run.) */
+static bool mi_limit_path(char* dst, size_t size, const char* a, const char* b, const char* c, const char* d) {
+  const char* const parts[4] = { a, b, c, d };
+  size_t n = 0;
+  for (size_t i = 0; i < 4; i++) {
+    const size_t len = strlen(parts[i]);
+    if (len >= size - n) { dst[0] = 0; return false; }
+    memcpy(dst + n, parts[i], len);
+    n += len;
+  }
+  dst[n] = 0;
+  return true;
+}
+
 /* The least value of `file` in the cgroup `cgpath` under `mount` and in each cgroup above it
    (0: none anywhere). */
 static size_t mi_limit_walk(const char* mount, const char* cgpath, const char* file) {
   char dir[MI_LIMIT_PATH_MAX];
-  _mi_snprintf(dir, sizeof(dir), "%s", cgpath);
+  if (!mi_limit_path(dir, sizeof(dir) - 1, cgpath, "", "", "")) return 0;   /* (too long: not a path of ours) */
   size_t len = strlen(dir);
-  if (len + 1 >= sizeof(dir)) return 0;   /* (cut: not a path of ours) */
   size_t least = 0;
   for (int depth = 0; depth < MI_LIMIT_DEPTH_MAX; depth++) {
     while (len > 0 && dir[len - 1] == '/') dir[--len] = 0;   /* "/" is the mount's root: "" */
     char path[MI_LIMIT_PATH_MAX];
-    const int n = _mi_snprintf(path, sizeof(path), "%s%s/%s", mount, dir, file);
     size_t v = 0;
-    if (n > 0 && (size_t)n + 1 < sizeof(path) && mi_limit_read_value(path, &v) && (least == 0 || v < least)) least = v;
+    if (mi_limit_path(path, sizeof(path), mount, dir, "/", file) && mi_limit_read_value(path, &v) && (least == 0 || v < least)) least = v;
     if (len == 0) break;
     while (len > 0 && dir[len - 1] != '/') dir[--len] = 0;   /* up one level */
   }
@@ -144,19 +157,19 @@ static size_t mi_limit_detect(mi_limit_source_t* source) {
   char path[MI_LIMIT_PATH_MAX];
   char text[4096];   /* /proc/self/cgroup: a line per v1 hierarchy, a few hundred bytes */
   size_t len = 0;
-  _mi_snprintf(path, sizeof(path), "%s/proc/self/cgroup", root);
+  if (!mi_limit_path(path, sizeof(path), root, "/proc/self/cgroup", "", "")) return 0;
   if (_mi_prim_read_file(path, text, sizeof(text), &len) != 0) return 0;
   char cgpath[MI_LIMIT_PATH_MAX];
   char mount[MI_LIMIT_PATH_MAX];
   if (mi_limit_cgroup_path(text, false, cgpath, sizeof(cgpath))) {
-    _mi_snprintf(mount, sizeof(mount), "%s/sys/fs/cgroup", root);
+    mi_limit_path(mount, sizeof(mount), root, "/sys/fs/cgroup", "", "");   /* (root is short: it fits) */
     const size_t high = mi_limit_walk(mount, cgpath, "memory.high");
     const size_t max = mi_limit_walk(mount, cgpath, "memory.max");
     if (high != 0 && (max == 0 || high <= max)) { *source = MI_LIMIT_SRC_CG2_HIGH; return high; }
     if (max != 0) { *source = MI_LIMIT_SRC_CG2_MAX; return max; }
   }
   if (mi_limit_cgroup_path(text, true, cgpath, sizeof(cgpath))) {   /* v1, or a hybrid layout */
-    _mi_snprintf(mount, sizeof(mount), "%s/sys/fs/cgroup/memory", root);
+    mi_limit_path(mount, sizeof(mount), root, "/sys/fs/cgroup/memory", "", "");
     const size_t limit = mi_limit_walk(mount, cgpath, "memory.limit_in_bytes");
     if (limit != 0) { *source = MI_LIMIT_SRC_CG1; return limit; }
   }

@@ -775,14 +775,9 @@ static void mi_stats_write_json_file(const char* path, const mi_stats_data_t* da
 }
 
 /* The text (show_stats, verbose) and the JSON file at exit describe one moment: one snapshot
-   of the figures and one reading of the process information. */
-void _mi_stats_print_at_exit(void) {
-  const bool print = (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose));
-  char path[1024];
-  const bool json = (_mi_prim_getenv("MIMALLOC_STATS_JSON", path, sizeof(path)) && path[0] != 0);
-  /* merge only for our own output: a later mi_stats_print or mi_stats_get merges the calling
-     thread itself, and the merge would fault in the statistics pages of a process that exits */
-  if (!print && !json) return;
+   of the figures and one reading of the process information. Out of line: every process runs
+   the check below, few the rest (cmake/hot-text.txt groups what every process runs). */
+static mi_decl_noinline void mi_stats_print_at_exit_now(bool print, bool json, const char* path) {
   mi_stats_merge();
   mi_stats_data_t data;
   _mi_stats_snapshot(&data);
@@ -790,4 +785,13 @@ void _mi_stats_print_at_exit(void) {
   _mi_stats_print_process_info_get(&info);
   if (print) _mi_stats_print_text(&data, &info, false, NULL, NULL);
   if (json) mi_stats_write_json_file(path, &data, &info);
+}
+
+void _mi_stats_print_at_exit(void) {
+  const bool print = (mi_option_is_enabled(mi_option_show_stats) || mi_option_is_enabled(mi_option_verbose));
+  char path[1024];
+  const bool json = (_mi_prim_getenv("MIMALLOC_STATS_JSON", path, sizeof(path)) && path[0] != 0);
+  /* merge only for our own output: a later mi_stats_print or mi_stats_get merges the calling
+     thread itself, and the merge would fault in the statistics pages of a process that exits */
+  if (print || json) mi_stats_print_at_exit_now(print, json, path);
 }

@@ -116,12 +116,30 @@ static void mi_stat_counter_merge(mi_stat_counter_t* total, mi_stat_counter_t* s
   if (src->total != 0) { mi_add64(&total->total, src->total); src->total = 0; }
 }
 
-static void mi_stats_data_merge(mi_stats_data_t* total, mi_stats_data_t* src, mi_stats_data_t* published) {
-#define MI_STAT_COUNT(name)    mi_stat_count_merge(&total->name, &src->name, &published->name);
-#define MI_STAT_COUNTER(name)  mi_stat_counter_merge(&total->name, &src->name);
-  MI_STAT_FIELDS()
+/* Where each count and each counter lies: the merge loops over them rather than inlining a
+   merge per field (1.3 KiB of code every threaded program runs at each thread's end). */
+#define MI_STAT_COUNT(name)    (uint16_t)offsetof(mi_stats_data_t, name),
+#define MI_STAT_COUNTER(name)
+static const uint16_t mi_stat_count_offsets[] = { MI_STAT_FIELDS() };
 #undef MI_STAT_COUNT
 #undef MI_STAT_COUNTER
+#define MI_STAT_COUNT(name)
+#define MI_STAT_COUNTER(name)  (uint16_t)offsetof(mi_stats_data_t, name),
+static const uint16_t mi_stat_counter_offsets[] = { MI_STAT_FIELDS() };
+#undef MI_STAT_COUNT
+#undef MI_STAT_COUNTER
+_Static_assert(offsetof(mi_stats_data_t, malloc_bins) <= UINT16_MAX, "the fields' offsets fit");
+
+static void mi_stats_data_merge(mi_stats_data_t* total, mi_stats_data_t* src, mi_stats_data_t* published) {
+  for (size_t i = 0; i < sizeof(mi_stat_count_offsets) / sizeof(mi_stat_count_offsets[0]); i++) {
+    const size_t off = mi_stat_count_offsets[i];
+    mi_stat_count_merge((mi_stat_count_t*)((uint8_t*)total + off), (mi_stat_count_t*)((uint8_t*)src + off),
+                        (mi_stat_count_t*)((uint8_t*)published + off));
+  }
+  for (size_t i = 0; i < sizeof(mi_stat_counter_offsets) / sizeof(mi_stat_counter_offsets[0]); i++) {
+    const size_t off = mi_stat_counter_offsets[i];
+    mi_stat_counter_merge((mi_stat_counter_t*)((uint8_t*)total + off), (mi_stat_counter_t*)((uint8_t*)src + off));
+  }
   for (size_t i = 0; i <= MI_BIN_HUGE_INTERNAL; i++) {
     mi_stat_count_merge(&total->malloc_bins[i], &src->malloc_bins[i], &published->malloc_bins[i]);
     mi_stat_count_merge(&total->page_bins[i], &src->page_bins[i], &published->page_bins[i]);

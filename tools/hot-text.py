@@ -9,8 +9,8 @@ of code made all of it resident in every process.
 usage: tools/hot-text.py BUILD_DIR    (a Release build of the shared library, MI_HOT_TEXT on or
                                        off; needs valgrind and a C and C++ compiler)
 Runs each program of PROGRAMS under callgrind with the library preloaded, takes every function
-of the library that ran, and writes their names (an alias's target too: it names the section)
-in the order of their first program and cost."""
+of the library that ran, and writes their names (an alias's target too: it names the section),
+those run by more of the programs first, then in the order of their first program and cost."""
 import os, re, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -46,6 +46,11 @@ PROGRAMS = [
     ("larson", ("wl", "larson.c"), []),
     ("glibc-thread", ("wl", "glibc-thread.c"), []),
 ]
+
+# run natively by every program but never under callgrind: the purger starts once the process
+# is older than 10 ms (purger.c, mi_purger_too_young), and under callgrind every program is
+# older than that at its first purge, which starts the purger on another path
+ALWAYS = ["_mi_purger_start_wanted"]
 
 def build(tmp, name, src):
     exe = os.path.join(tmp, name)
@@ -91,18 +96,25 @@ def main():
     for a, size, n in functions(lib):
         by_addr.setdefault(a, []).append(n)
         by_name[n] = a
-    order, seen = [], set()
+    first, runs = {}, {}   # name -> (first program, rank in it); name -> programs that ran it
     with tempfile.TemporaryDirectory() as tmp:
-        for name, src, args in PROGRAMS:
+        for i, (name, src, args) in enumerate(PROGRAMS):
             exe = build(tmp, name, src)
             ran = functions_run(lib, exe, args, dict(os.environ, LD_PRELOAD=lib))
-            for fn in ran:
+            for j, fn in enumerate(ran):
                 if fn not in by_name: continue
-                for alias in sorted(by_addr[by_name[fn]]):   # (the section is named after the definition)
-                    if alias not in seen:
-                        seen.add(alias)
-                        order.append(alias)
-            print(f"{name}: {len(ran)} functions ran, {len(order)} listed so far", file=sys.stderr)
+                for alias in by_addr[by_name[fn]]:   # (the section is named after the definition)
+                    first.setdefault(alias, (i, j))
+                    runs.setdefault(alias, set()).add(i)
+            print(f"{name}: {len(ran)} functions ran, {len(first)} listed so far", file=sys.stderr)
+    for fn in ALWAYS:
+        if fn in by_name:
+            first.setdefault(fn, (0, 0))
+            runs[fn] = set(range(len(PROGRAMS)))
+    # Those most programs run first: the link keeps this order (CMakeLists.txt), so a program
+    # that runs only the common ones touches one fault-around window of code, and the rarer
+    # ones (threads, the memory limit's cgroup files) come last.
+    order = sorted(first, key=lambda fn: (-len(runs[fn]), first[fn], fn))
     dest = os.path.join(ROOT, "cmake", "hot-text.txt")
     with open(dest, "w") as f:
         f.write("# The functions small programs run, placed together at the start of the shared library's code\n")
@@ -110,6 +122,10 @@ def main():
         f.write("# when test hot-text fails. One name per line, in order.\n")
         for fn in order: f.write(fn + "\n")
     print(f"wrote {len(order)} names to {dest}", file=sys.stderr)
+    size = {n: s for a, s, n in functions(lib)}
+    for k in range(len(PROGRAMS), 0, -1):
+        total = sum(size.get(fn, 0) for fn in set(by_addr[by_name[f]][0] for f in order if len(runs[f]) >= k))
+        print(f"run by {k} or more programs: {total} bytes", file=sys.stderr)
 
 if __name__ == "__main__":
     main()

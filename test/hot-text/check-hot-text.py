@@ -9,7 +9,8 @@ Checked:
   - under callgrind (when valgrind is installed), every function of the library the probe ran,
     exit included, lies at or before the end of the listed ones;
   - the library's code pages resident at the probe's exit all lie within 64 KiB past that end
-    (the fault-around window);
+    (the fault-around window), and all within the first 64 KiB of the code segment, which the
+    link aligns to 64 KiB: one window of code for a small program;
   - none of the pages of the read-only segment that holds the unwind tables (.eh_frame) is
     resident at the probe's exit: the library's read-only data was moved out of it, into
     .data.rel.ro (CMakeLists.txt), so that a program which throws nothing never touches it.
@@ -23,8 +24,8 @@ _spec = importlib.util.spec_from_file_location("hot_text", os.path.join(HERE, ".
 hot_text = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(hot_text)
 WINDOW = 64 * 1024
-# the C runtime's start-up code in the library (crtbeginS.o): the first of .text's other input
-# sections, right after the listed functions
+# the C runtime's start-up code in the library (crtbeginS.o): before .text with our link script
+# (cmake/hot-text.ld), right after the listed functions without it
 CRT = {"deregister_tm_clones", "register_tm_clones", "__do_global_dtors_aux", "frame_dummy", "_init", "_fini"}
 failures = 0
 
@@ -49,6 +50,14 @@ def sections(lib):
         if len(f) >= 6 and f[0].startswith("[") and f[1].startswith("."):
             result[f[1]] = (int(f[4], 16), int(f[5], 16))
     return result
+
+def code_segment(lib):
+    """(file offset, alignment) of the library's executable LOAD segment (readelf)"""
+    out = subprocess.run(["readelf", "-lW", lib], check=True, capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        f = line.split()
+        if f and f[0] == "LOAD" and "E" in f[6:-1]: return int(f[1], 16), int(f[-1], 16)
+    return None
 
 def main():
     lib, probe = os.path.realpath(sys.argv[1]), sys.argv[2]
@@ -92,6 +101,16 @@ def main():
         far = [p for p in pages if p >= hi + WINDOW]
         print("resident code pages at exit: %d (%d KiB), %d beyond the window past the listed ones" % (len(pages), len(pages) * 4, len(far)))
         if far: fail("resident code pages far past the listed functions: " + ", ".join("0x%x (%s)" % (p, name_at(syms, p)) for p in far[:12]))
+        seg = code_segment(lib)
+        if seg is not None and seg[1] >= WINDOW and seg[0] % WINDOW == 0:
+            out = [p for p in pages if not seg[0] <= p < seg[0] + WINDOW]
+            print("code segment at 0x%x, aligned to %d KiB: %d resident page(s) past its first window" % (seg[0], seg[1] // 1024, len(out)))
+            if out:
+                fail("resident code pages past the first 64 KiB of the code: " + ", ".join("0x%x (%s)" % (p, name_at(syms, p)) for p in out[:12]) +
+                     " (what small programs run no longer fits one window: a function grew, or the list is stale)")
+        else:
+            fail("the code segment (%s) is not on a 64 KiB boundary: the link's -z max-page-size is missing (CMakeLists.txt)" %
+                 ("not found" if seg is None else "file offset 0x%x, alignment 0x%x" % seg))
         if not pages: fail("no resident code page found (the mapping not found?)")
     # the read-only segment of the unwind tables: untouched
     eh = sections(lib).get(".eh_frame")
