@@ -119,7 +119,7 @@ static inline mi_live_thread_t* mi_live_of(const mi_tld_t* tld) {
    outlive it). Lock order: registry, then a state's head.lock; an owner never takes the
    registry while it holds its own head.lock. */
 static mi_lock_t mi_live_registry_lock = MI_LOCK_INIT;
-static mi_live_thread_t* mi_live_watched[MI_LIVE_SLOTS];
+static mi_decl_cold_bss mi_live_thread_t* mi_live_watched[MI_LIVE_SLOTS];   /* (the live view's only) */
 
 /* The states come from a pool of OS memory in 64 KiB chunks (56 states each), never from
    malloc (the allocator's internals do not allocate from themselves), and not from the shared

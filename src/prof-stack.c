@@ -169,7 +169,7 @@ typedef struct mi_prof_step_s {
 #define MI_STEP_RA  0x10
 
 #define MI_PROF_STEPS  4096   /* direct mapped */
-static mi_prof_step_t mi_prof_steps[MI_PROF_STEPS];
+static mi_decl_cold_bss mi_prof_step_t mi_prof_steps[MI_PROF_STEPS];   /* (the profiler's only) */
 
 /* A rule is the code's at its address: after a library is unloaded, another may be mapped
    there. glibc counts the objects loaded and unloaded (dl_iterate_phdr's dlpi_adds and
