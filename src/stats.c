@@ -128,7 +128,7 @@ static const uint16_t mi_stat_count_offsets[] = { MI_STAT_FIELDS() };
 static const uint16_t mi_stat_counter_offsets[] = { MI_STAT_FIELDS() };
 #undef MI_STAT_COUNT
 #undef MI_STAT_COUNTER
-_Static_assert(offsetof(mi_stats_data_t, malloc_bins) <= UINT16_MAX, "the fields' offsets fit");
+_Static_assert(sizeof(mi_stats_data_t) <= UINT16_MAX, "the fields' offsets fit");
 
 static void mi_stats_data_merge(mi_stats_data_t* total, mi_stats_data_t* src, mi_stats_data_t* published) {
   for (size_t i = 0; i < sizeof(mi_stat_count_offsets) / sizeof(mi_stat_count_offsets[0]); i++) {
