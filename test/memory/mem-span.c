@@ -18,6 +18,8 @@
      the block from any of its slots; mi_free of a pointer into a span's later slot is reported
      as invalid (EINVAL through the error handler) and the block is left intact.
    `runs` (its own run): adjacent due slots are purged with one system call.
+   `holes` (its own run): a one-slot page takes a freed slot between pages in use, not one of a
+   span freed after it, whose run the next large block of that size takes again.
    Run under the default purge delay, MIMALLOC_PURGE_DELAY=0 (every freed slot purged at once)
    and MIMALLOC_PURGE_DELAY=-1 (never: dirty slots are always reused). */
 #include "memory-common.h"
@@ -268,6 +270,46 @@ static void runs(void) {
   mi_free(m);
 }
 
+/* `holes` (its own run, with a purge delay long enough that no slot is purged meanwhile): a
+   one-slot page takes a freed slot between pages in use before the slots of a span freed after
+   it, so the span's run stays whole for the next large block of its size (segment.c,
+   mi_segment_find_resident_hole). */
+static void holes(void) {
+#ifdef MI_TEST_SECURE
+  printf("mem-span: holes skipped: a secure build places spans at the segment's end, behind guards\n");
+  CHECK(mi_malloc(0) != NULL);
+  return;
+#endif
+  void* a = mi_malloc(ONE_SLOT);   /* slots 1, 2 and 3 */
+  void* x = mi_malloc(ONE_SLOT);
+  void* c = mi_malloc(ONE_SLOT);
+  void* l = mi_malloc(1 * MiB);    /* the span after them */
+  CHECK(a != NULL && x != NULL && c != NULL && l != NULL);
+  if (a == NULL || x == NULL || c == NULL || l == NULL) return;
+  CHECK(same_segment(a, x) && same_segment(a, c) && same_segment(a, l));
+  CHECK_MSG(seg_off(x) == seg_off(a) + SLOT && seg_off(c) == seg_off(x) + SLOT && seg_off(l) > seg_off(c),
+            "layout: slots %zu %zu %zu, span at %zu", seg_off(a) / SLOT, seg_off(x) / SLOT, seg_off(c) / SLOT, seg_off(l) / SLOT);
+  memset(l, 1, 1 * MiB);
+  const size_t x_off = seg_off(x);
+  mi_free(x);   /* a hole of one slot */
+  mi_free(l);   /* then a run of span_of(1 MiB) slots and more: the newest unused slots */
+  void* m = mi_malloc(40 * KiB);   /* the first page of its class: one slot */
+  CHECK(m != NULL && same_segment(m, a));
+  CHECK_MSG(seg_off(m) / SLOT == x_off / SLOT, "the one-slot page went to slot %zu, not to the hole at slot %zu", seg_off(m) / SLOT, x_off / SLOT);
+  void* l2 = mi_malloc(1 * MiB);
+  CHECK_MSG(l2 == l, "a 1 MiB block at %p (slot %zu), not in the freed span at %p (slot %zu)", l2, seg_off(l2) / SLOT, l, seg_off(l) / SLOT);
+  mi_free(l2);
+  mi_free(m);
+  mi_free(c);
+  mi_free(a);
+}
+
+static void* run_holes(void* arg) {
+  (void)arg;
+  holes();
+  return NULL;
+}
+
 static void* run_runs(void* arg) {
   (void)arg;
   runs();
@@ -302,6 +344,11 @@ int main(int argc, char** argv) {
     CHECK_EQ(pthread_create(&t, NULL, &run_order, NULL), 0);
     CHECK_EQ(pthread_join(t, NULL), 0);
     return test_summary("mem-span order", "a span's slots wait the long purge delay, the queue stays ordered");
+  }
+  if (argc > 1 && strcmp(argv[1], "holes") == 0) {
+    CHECK_EQ(pthread_create(&t, NULL, &run_holes, NULL), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    return test_summary("mem-span holes", "a one-slot page fills a hole, not a freed span's run");
   }
   if (argc > 1 && strcmp(argv[1], "runs") == 0) {
     CHECK_EQ(pthread_create(&t, NULL, &run_runs, NULL), 0);
