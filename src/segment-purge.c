@@ -10,9 +10,33 @@
 #include "prim/prim.h"
 #include "internal/limit.h"   /* _mi_limit_is_pressing */
 
-void _mi_segments_purge_queue_remove(mi_segment_t* segment, mi_page_t* page) {
+#if MI_SECURE == 0
+/* The slot hints (types.h, mi_subproc_t.slot_hints): a queued slot whose last page had a bin
+   joins its bin's hints, in place of the oldest when they are full. */
+static mi_decl_noinline void mi_slot_hint_add(mi_subproc_t* subproc, mi_page_t* page) {
+  mi_page_t** hints = subproc->slot_hints[page->freed_bin - 1];
+  size_t oldest = 0;
+  for (size_t i = 0; i < MI_SLOT_HINTS; i++) {
+    if (hints[i] == NULL) { hints[i] = page; return; }
+    if (hints[i]->purge_expire < hints[oldest]->purge_expire) oldest = i;
+  }
+  hints[oldest] = page;
+}
+
+static mi_decl_noinline void mi_slot_hint_remove(mi_subproc_t* subproc, const mi_page_t* page) {
+  mi_page_t** hints = subproc->slot_hints[page->freed_bin - 1];
+  for (size_t i = 0; i < MI_SLOT_HINTS; i++) {
+    if (hints[i] == page) { hints[i] = NULL; return; }
+  }
+}
+#endif
+
+mi_decl_noinline void _mi_segments_purge_queue_remove(mi_segment_t* segment, mi_page_t* page) {
   mi_assert_internal(page->purge_pending);
   mi_subproc_t* subproc = segment->subproc;
+#if MI_SECURE == 0
+  if (page->freed_bin != 0) mi_slot_hint_remove(subproc, page);
+#endif
   mi_purge_queue_t* queue = &subproc->purge[segment->page_kind];
   mi_atomic_sub_relaxed(&subproc->purge_count, 1);
   if (page->prev != NULL) page->prev->next = page->next;
@@ -115,6 +139,9 @@ static void mi_segment_slot_schedule_purge(mi_segment_t* segment, mi_page_t* pag
   else queue->last = page;
   if (before != NULL) before->next = page;
   else queue->first = page;
+#if MI_SECURE == 0
+  if (page->freed_bin != 0) mi_slot_hint_add(subproc, page);
+#endif
 }
 
 /* Slots [page, page + count) became unused in a segment that stays. */

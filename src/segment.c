@@ -506,6 +506,8 @@ static bool mi_segment_page_clear(mi_segment_t* segment, mi_page_t* page, size_t
   const uint8_t committed = page->is_committed;
 #if MI_SECURE == 0
   const uint8_t dirty = mi_segment_page_dirty_extent(segment, page);
+  /* (a one-slot page of a large segment is placed by its run of free slots, not by its bin) */
+  const size_t bin = (segment->page_kind < MI_PAGE_LARGE && page->block_size > 0 ? _mi_bin(page->block_size) : MI_BIN_HUGE_INTERNAL);
 #endif
   memset(page, 0, sizeof(*page));
   page->segment_idx = idx;
@@ -513,6 +515,7 @@ static bool mi_segment_page_clear(mi_segment_t* segment, mi_page_t* page, size_t
   page->is_zero_init = 0;   /* the memory has been used */
 #if MI_SECURE == 0
   page->tail_dirty = dirty;
+  page->freed_bin = (uint8_t)(bin < MI_BIN_HUGE_INTERNAL ? bin + 1 : 0);
 #endif
   for (size_t i = 1; i < count; i++) {
     mi_assert_internal(page[i].span_tail == i);
@@ -647,9 +650,41 @@ static mi_page_t* mi_segment_queue_find_slots(mi_segment_queue_t* queue, mi_heap
    cache: taking the newest of any thread cost alloc-test with 4 threads 3-8% of its time); NULL
    if none suits. With one queue for all kinds, where only the newest 4 slots of any kind were
    looked at, rptest held 25 MiB more (200 -> 175 MiB). */
-static mi_page_t* mi_segment_find_resident_page(mi_heap_t* heap, mi_page_kind_t kind, int numa_node) {
+#if MI_SECURE == 0
+/* A warm slot a page of the same bin left (types.h, slot_hints): the thread's own, else the
+   newest; NULL if none suits. Out of line: a page set-up is rare, and its code is hot text. */
+static mi_decl_noinline mi_page_t* mi_segment_find_hinted_slot(mi_heap_t* heap, mi_page_kind_t kind, int numa_node, size_t block_size, uint8_t self) {
+  (void)kind;   /* (debug builds: checked) */
+  mi_page_t* const* hints = heap->tld->subproc->slot_hints[_mi_bin(block_size)];
+  mi_page_t* found = NULL;
+  bool found_own = false;
+#if defined(__GNUC__) && !defined(__clang__)
+  #pragma GCC unroll 1   /* (unrolled, the four looks were 760 bytes of hot text) */
+#endif
+  for (size_t i = 0; i < MI_SLOT_HINTS; i++) {
+    mi_page_t* page = hints[i];
+    if (page == NULL) continue;
+    mi_assert_internal(_mi_page_segment(page)->page_kind == kind);   /* (a bin has one kind) */
+    const bool own = (page->freed_by == self);
+    if (found == NULL || (own && !found_own) || (own == found_own && page->purge_expire > found->purge_expire)) {
+      found = page;
+      found_own = own;
+    }
+  }
+  /* (a heap bound to an arena or a node: the other hints are rarely of another kind) */
+  return (found != NULL && mi_segment_suits(_mi_page_segment(found), heap, numa_node) ? found : NULL);
+}
+#endif
+
+static mi_page_t* mi_segment_find_resident_page(mi_heap_t* heap, mi_page_kind_t kind, int numa_node, size_t block_size) {
   const uint8_t self = mi_thread_hash8();
   mi_page_t* found = NULL;
+#if MI_SECURE == 0
+  found = mi_segment_find_hinted_slot(heap, kind, numa_node, block_size, self);
+  if (found != NULL) return found;
+#else
+  (void)block_size;
+#endif
   int budget = 8;
   for (mi_page_t* page = heap->tld->subproc->purge[kind].last; page != NULL && budget-- > 0; page = page->prev) {
     const mi_segment_t* segment = _mi_page_segment(page);
@@ -706,7 +741,7 @@ static mi_decl_noinline mi_page_t* mi_segment_find_resident_hole(mi_heap_t* heap
    fresh segment. A heap with a NUMA node looks for memory of that node first (a fresh segment
    of it too), then for any: the affinity is a preference, and a heap never takes a fresh
    segment while a suitable one has room. */
-static mi_page_t* mi_segment_page_alloc_in(mi_heap_t* heap, mi_page_kind_t kind, size_t block_size) {
+static mi_decl_noinline mi_page_t* mi_segment_page_alloc_in(mi_heap_t* heap, mi_page_kind_t kind, size_t block_size) {
   mi_subproc_t* subproc = heap->tld->subproc;
   mi_segment_queue_t* queue = mi_segment_free_queue(kind, subproc);
   const int numa_node = mi_heap_numa_node(heap);
@@ -716,7 +751,7 @@ static mi_page_t* mi_segment_page_alloc_in(mi_heap_t* heap, mi_page_kind_t kind,
   for (int pass = (numa_node >= 0 ? 0 : 1); pass < 2 && page == NULL; pass++) {
     const int node = (pass == 0 ? numa_node : -1);
     if (block_size <= MI_MEDIUM_OBJ_SIZE_MAX) {
-      page = (kind == MI_PAGE_LARGE ? mi_segment_find_resident_hole(heap, node) : mi_segment_find_resident_page(heap, kind, node));
+      page = (kind == MI_PAGE_LARGE ? mi_segment_find_resident_hole(heap, node) : mi_segment_find_resident_page(heap, kind, node, block_size));
     }
     if (page == NULL) page = mi_segment_queue_find_slots(queue, heap, node, block_size, &count);
     if (page == NULL) {
@@ -744,7 +779,7 @@ static mi_page_t* mi_segment_page_alloc_in(mi_heap_t* heap, mi_page_kind_t kind,
    such that the first p >= block with (p + align_offset) % alignment == 0 (alignment 0 or a
    power of two) lies at distance d from the segment start with info_size <= d <= MI_SEGMENT_SIZE,
    so (p - 1) & ~MI_SEGMENT_MASK still finds the segment, and p + size fits. */
-static mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_t alignment, size_t align_offset) {
+static mi_decl_noinline mi_page_t* mi_segment_huge_page_alloc(mi_heap_t* heap, size_t size, size_t alignment, size_t align_offset) {
   const size_t info_size = mi_segment_info_size(1);
   size_t d;
   size_t os_alignment = MI_SEGMENT_SIZE, os_offset = 0;

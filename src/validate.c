@@ -383,6 +383,22 @@ bool _mi_validate_subproc_locked(mi_subproc_t* subproc) {
     mi_check_eq(S, subproc, "purge queue last", (uintptr_t)prev, (uintptr_t)subproc->purge[kind].last);
   }
   mi_check_eq(S, subproc, "purge_count", count, mi_atomic_load_relaxed(&subproc->purge_count));
+#if MI_SECURE == 0
+  /* slot hints: queued slots of small or medium segments whose last page was of the bin */
+  for (size_t bin = 0; bin < MI_BIN_HUGE_INTERNAL; bin++) {
+    for (size_t i = 0; i < MI_SLOT_HINTS; i++) {
+      const mi_page_t* page = subproc->slot_hints[bin][i];
+      if (page == NULL) continue;
+      mi_check_eq(S, subproc, "slot_hints: slot's purge_pending", 1, page->purge_pending);
+      mi_check_eq(S, subproc, "slot_hints: slot's freed_bin", bin + 1, page->freed_bin);
+      mi_check_le(S, subproc, "slot_hints: slot's segment page_kind (small or medium)", MI_PAGE_MEDIUM, _mi_page_segment(page)->page_kind);
+      mi_check_eq(S, subproc, "slot_hints: slot's segment subproc", (uintptr_t)subproc, (uintptr_t)_mi_page_segment(page)->subproc);
+      for (size_t j = i + 1; j < MI_SLOT_HINTS; j++) {
+        mi_check_eq(S, subproc, "slot_hints: slot listed once", 0, (uintptr_t)(subproc->slot_hints[bin][j] == page));
+      }
+    }
+  }
+#endif
   /* abandoned pages: by bin, or (one block each) on the last list */
   size_t listed = 0;
   for (size_t bin = 0; bin <= MI_BIN_HUGE_INTERNAL; bin++) {
