@@ -17,13 +17,17 @@
    A page of one large block in a span of 128 KiB slots an earlier block wrote in full (a
    160 KiB block in 256 KiB): the 92 KiB past the block are given back by two looks of
    mi_collect(false), and, for a block a thread hands on when it ends, by the thread's end.
+   With `bins`: a new page takes the warm slot a page of its own size class left, not a newer
+   one of another class (segment.c, mi_segment_find_hinted_slot): a page of few small blocks
+   does not carry a slot that 60 KiB of bigger blocks dirtied, nor does the next page of those
+   fault a fresh slot in again.
    With `periodic` (MIMALLOC_PURGE_DELAY=10): the slow path's periodic looks give back a tail of
    48 KiB or more and leave a smaller one to an explicit collect (run_periodic).
    With `expect-trim` (release builds without a memory checker, not secure: page.c,
    MI_PAGE_PURGE_SMALL) the reuse of the warm slot is required and the resident OS pages are
    counted with mincore; elsewhere the same steps run and only the contents are checked.
 
-   usage: mem-tail [periodic] [expect-trim] */
+   usage: mem-tail [periodic | bins] [expect-trim] */
 #include "memory-common.h"
 
 #define OS_PAGE   ((size_t)4096)
@@ -267,14 +271,63 @@ static void run_periodic(void) {
   mi_free(b);
 }
 
+/* `bins`: two heaps each leave one warm slot, a page of 48-byte blocks (one OS page of them)
+   and, freed after it, a page of 1008-byte blocks (60 KiB of them); a third heap's first
+   blocks of each size go back to their own class's slot. */
+static uintptr_t slot_of_class(mi_heap_t* h, size_t size, size_t count) {
+  uintptr_t slot = 0;
+  for (size_t i = 0; i < count; i++) {
+    uint8_t* b = (uint8_t*)mi_heap_malloc(h, size);
+    CHECK(b != NULL);
+    memset(b, 0x6b, size);
+    if (i == 0) slot = (uintptr_t)b / PAGE_SIZE * PAGE_SIZE;
+    else CHECK_MSG((uintptr_t)b / PAGE_SIZE * PAGE_SIZE == slot, "size %zu: block %zu left the first page", size, i);
+  }
+  return slot;
+}
+
+static void run_bins(void) {
+  mi_heap_t* hs = mi_heap_new();
+  mi_heap_t* hb = mi_heap_new();
+  CHECK(hs != NULL && hb != NULL);
+  const uintptr_t small_slot = slot_of_class(hs, 48, 64);
+  const uintptr_t big_slot = slot_of_class(hb, 1008, 60);
+  CHECK(small_slot != big_slot);
+  mi_heap_destroy(hs);   /* the small class's slot waits first, */
+  mi_heap_destroy(hb);   /* the big class's after it: the newest */
+  mi_heap_t* h = mi_heap_new();
+  CHECK(h != NULL);
+  void* s = mi_heap_malloc(h, 48);
+  void* b = mi_heap_malloc(h, 1008);
+  CHECK(s != NULL && b != NULL);
+  if (expect_trim) {
+    CHECK_MSG((uintptr_t)s / PAGE_SIZE * PAGE_SIZE == small_slot, "the 48-byte block %p is not in the slot %#zx its class left (the 1008-byte class's: %#zx)",
+              s, (size_t)small_slot, (size_t)big_slot);
+    CHECK_MSG((uintptr_t)b / PAGE_SIZE * PAGE_SIZE == big_slot, "the 1008-byte block %p is not in the slot %#zx its class left (the 48-byte class's: %#zx)",
+              b, (size_t)big_slot, (size_t)small_slot);
+    /* the small page carries no dirty tail: past its first OS page, nothing of its slot is resident */
+    const uintptr_t at = (uintptr_t)s / PAGE_SIZE * PAGE_SIZE;
+    CHECK_MSG(mt_resident_pages(at + OS_PAGE, at + PAGE_SIZE) == 0, "the 48-byte block's slot has %zu OS pages resident past its first",
+              mt_resident_pages(at + OS_PAGE, at + PAGE_SIZE));
+  }
+  memset(s, 1, 48);
+  memset(b, 2, 1008);
+  mi_heap_destroy(h);
+}
+
 int main(int argc, char** argv) {
-  bool periodic = false;
+  bool periodic = false, bins = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "expect-trim") == 0) expect_trim = true;
     else if (strcmp(argv[i], "periodic") == 0) periodic = true;
-    else { fprintf(stderr, "usage: mem-tail [periodic] [expect-trim]\n"); return 2; }
+    else if (strcmp(argv[i], "bins") == 0) bins = true;
+    else { fprintf(stderr, "usage: mem-tail [periodic | bins] [expect-trim]\n"); return 2; }
   }
   expect_trim = expect_trim && MT_RSS_ASSERTS;
+  if (bins) {
+    run_bins();
+    return test_summary("mem-tail", "bins, %s", expect_trim ? "slots checked" : "contents only");
+  }
   if (periodic) {
     run_periodic();
     return test_summary("mem-tail", "periodic, %s", expect_trim ? "resident pages checked" : "contents only");
