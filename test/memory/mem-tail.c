@@ -19,7 +19,7 @@
    mi_collect(false), and, for a block a thread hands on when it ends, by the thread's end.
    With `bins`: a new page takes the warm slot a page of its own size class left, not a newer
    one of another class (segment.c, mi_segment_find_hinted_slot): a page of few small blocks
-   does not carry a slot that 60 KiB of bigger blocks dirtied, nor does the next page of those
+   does not carry a slot that 48 KiB of bigger blocks dirtied, nor does the next page of those
    fault a fresh slot in again.
    With `periodic` (MIMALLOC_PURGE_DELAY=10): the slow path's periodic looks give back a tail of
    48 KiB or more and leave a smaller one to an explicit collect (run_periodic).
@@ -272,7 +272,7 @@ static void run_periodic(void) {
 }
 
 /* `bins`: two heaps each leave one warm slot, a page of 48-byte blocks (one OS page of them)
-   and, freed after it, a page of 1008-byte blocks (60 KiB of them); a third heap's first
+   and, freed after it, a page of 1008-byte blocks (48 KiB of them); a third heap's first
    blocks of each size go back to their own class's slot. */
 static uintptr_t slot_of_class(mi_heap_t* h, size_t size, size_t count) {
   uintptr_t slot = 0;
@@ -291,7 +291,7 @@ static void run_bins(void) {
   mi_heap_t* hb = mi_heap_new();
   CHECK(hs != NULL && hb != NULL);
   const uintptr_t small_slot = slot_of_class(hs, 48, 64);
-  const uintptr_t big_slot = slot_of_class(hb, 1008, 60);
+  const uintptr_t big_slot = slot_of_class(hb, 1008, 48);
   CHECK(small_slot != big_slot);
   mi_heap_destroy(hs);   /* the small class's slot waits first, */
   mi_heap_destroy(hb);   /* the big class's after it: the newest */
