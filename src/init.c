@@ -357,10 +357,17 @@ void _mi_subprocs_visit(void (*visit)(mi_subproc_t* subproc, void* arg), void* a
   mi_lock_release(&mi_subprocs_lock);
 }
 
+/* A subprocess' descriptor and, after it, its slot hints (segment-purge.c, _mi_segments_purge_hints) */
+#if MI_SECURE == 0
+#define MI_SUBPROC_ALLOC_SIZE  (sizeof(mi_subproc_t) + sizeof(mi_slot_hints_t))
+#else
+#define MI_SUBPROC_ALLOC_SIZE  (sizeof(mi_subproc_t))
+#endif
+
 mi_subproc_id_t mi_subproc_new(void) {
-  mi_subproc_t* subproc = (mi_subproc_t*)_mi_os_alloc(sizeof(mi_subproc_t), NULL);
+  mi_subproc_t* subproc = (mi_subproc_t*)_mi_os_alloc(MI_SUBPROC_ALLOC_SIZE, NULL);
   if (subproc == NULL) return NULL;
-  memset(subproc, 0, sizeof(*subproc));
+  memset(subproc, 0, sizeof(*subproc));   /* (its slot hints after it: zero from the OS) */
   mi_lock_init(&subproc->lock);
   mi_lock_acquire(&mi_subprocs_lock);
   subproc->next = _mi_subproc_main.next;
@@ -382,7 +389,7 @@ void mi_subproc_delete(mi_subproc_id_t subproc_id) {
   mi_lock_release(&mi_subprocs_lock);
   if (in_use) return;   /* its segments hold pages still */
   mi_lock_done(&subproc->lock);
-  _mi_os_free(subproc, sizeof(mi_subproc_t));
+  _mi_os_free(subproc, MI_SUBPROC_ALLOC_SIZE);
 }
 
 /* fork() in a multi-threaded process: take every internal lock first, so the child never

@@ -11,10 +11,18 @@
 #include "internal/limit.h"   /* _mi_limit_is_pressing */
 
 #if MI_SECURE == 0
+/* the main subprocess' (3.9 KiB in the cold .bss: a program touches the OS pages of the rows
+   it uses, not the hot data's); another's follows its descriptor (init.c, mi_subproc_new) */
+static mi_decl_cold_bss mi_slot_hints_t mi_slot_hints_main;
+
+mi_slot_hints_t* _mi_segments_purge_hints(const mi_subproc_t* subproc) {
+  return (subproc == &_mi_subproc_main ? &mi_slot_hints_main : (mi_slot_hints_t*)(subproc + 1));
+}
+
 /* The slot hints (types.h, mi_subproc_t.slot_hints): a queued slot whose last page had a bin
    joins its bin's hints, in place of the oldest when they are full. */
 static mi_decl_noinline void mi_slot_hint_add(mi_subproc_t* subproc, mi_page_t* page) {
-  mi_page_t** hints = subproc->slot_hints[page->freed_bin - 1];
+  mi_page_t** hints = (*_mi_segments_purge_hints(subproc))[page->freed_bin - 1];
   size_t oldest = 0;
   for (size_t i = 0; i < MI_SLOT_HINTS; i++) {
     if (hints[i] == NULL) { hints[i] = page; return; }
@@ -24,7 +32,7 @@ static mi_decl_noinline void mi_slot_hint_add(mi_subproc_t* subproc, mi_page_t* 
 }
 
 static mi_decl_noinline void mi_slot_hint_remove(mi_subproc_t* subproc, const mi_page_t* page) {
-  mi_page_t** hints = subproc->slot_hints[page->freed_bin - 1];
+  mi_page_t** hints = (*_mi_segments_purge_hints(subproc))[page->freed_bin - 1];
   for (size_t i = 0; i < MI_SLOT_HINTS; i++) {
     if (hints[i] == page) { hints[i] = NULL; return; }
   }

@@ -655,7 +655,7 @@ static mi_page_t* mi_segment_queue_find_slots(mi_segment_queue_t* queue, mi_heap
    newest; NULL if none suits. Out of line: a page set-up is rare, and its code is hot text. */
 static mi_decl_noinline mi_page_t* mi_segment_find_hinted_slot(mi_heap_t* heap, mi_page_kind_t kind, int numa_node, size_t block_size, uint8_t self) {
   (void)kind;   /* (debug builds: checked) */
-  mi_page_t* const* hints = heap->tld->subproc->slot_hints[_mi_bin(block_size)];
+  mi_page_t* const* hints = (*_mi_segments_purge_hints(heap->tld->subproc))[_mi_bin(block_size)];
   mi_page_t* found = NULL;
   bool found_own = false;
 #if defined(__GNUC__) && !defined(__clang__)

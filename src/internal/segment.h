@@ -65,6 +65,9 @@ void       _mi_segments_purge_notify(mi_subproc_t* subproc);  /* after the lock:
 /* slots [page, page + count) became unused in a segment that stays: purge now (`now`), later or never */
 void       _mi_segments_purge_schedule(mi_segment_t* segment, mi_page_t* page, size_t count, bool span, bool now);
 void       _mi_segments_purge_queue_remove(mi_segment_t* segment, mi_page_t* page);   /* a queued slot taken again */
+#if MI_SECURE == 0
+mi_slot_hints_t* _mi_segments_purge_hints(const mi_subproc_t* subproc);   /* its slot hints (types.h, mi_subproc_t) */
+#endif
 void       _mi_segments_purge_unqueue(mi_segment_t* segment);   /* every queued slot of a segment about to be released */
 /* slots [slots, slots + count) are taken again: one purged soon before backs the delay off */
 void       _mi_segments_purge_note_reuse(mi_page_t* slots, size_t count, mi_subproc_t* subproc);

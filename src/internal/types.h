@@ -176,6 +176,8 @@
 #define MI_BIN_HUGE_INTERNAL  (122)
 #define MI_BIN_FULL           (MI_BIN_HUGE_INTERNAL + 1)
 #define MI_SLOT_HINTS         (4)   /* warm slots remembered per bin (mi_subproc_t.slot_hints) */
+struct mi_page_s;
+typedef struct mi_page_s* mi_slot_hints_t[MI_BIN_HUGE_INTERNAL][MI_SLOT_HINTS];
 
 /* The heap's direct table covers every word size up to MI_SMALL_SIZE_MAX. */
 #define MI_PAGES_DIRECT       (MI_SMALL_WSIZE_MAX + 2)
@@ -595,11 +597,15 @@ typedef struct mi_purge_queue_s {
        purge_count is their number, purge_next at most their earliest deadline (both peeked
        without the lock: the purger is told purge_next once the lock is dropped);
      purge_backoff, purge_reused, purge_backoff_time: the adaptive slot purge delay (segment.c);
-     slot_hints[bin] (release builds): up to MI_SLOT_HINTS of the slots in purge[small or
-       medium] whose last page was of the bin (freed_bin == bin + 1), the newest kept; a slot
-       leaves them when it leaves its queue. A new page of the bin takes one of them first:
-       the slot holds what a page of the same class left resident, which the new page will
-       most likely reach too (segment.c, mi_segment_find_resident_page);
+     slot hints (release builds): a table of 4 KiB apart from the descriptor (the main one's
+       on a page of its own in the cold .bss, another's right after its descriptor: segment-
+       purge.c, _mi_segments_purge_hints), so that the descriptor's hot data stays as compact
+       as it was; row bin holds up to
+       MI_SLOT_HINTS of the slots in purge[small or medium] whose last page was of the bin
+       (freed_bin == bin + 1), the newest kept; a slot leaves them when it leaves its queue.
+       A new page of the bin takes one of them first: the slot holds what a page of the same
+       class left resident, which the new page will most likely reach too (segment.c,
+       mi_segment_find_hinted_slot);
      empty[kind]: with MI_SEGMENT_KEEP_EMPTY, a segment of the kind without pages in use kept
        (in its free queue) so pages that come and go at the edge of a segment do not map and
        unmap it; freed on mi_collect(true);
@@ -621,9 +627,6 @@ typedef struct mi_subproc_s {
   uint8_t       purge_backoff;        /* slot purge delay = purge_delay << purge_backoff (segment.c) */
   bool          purge_reused;         /* a slot purged shortly before was taken again since the last step */
   mi_msecs_t    purge_backoff_time;   /* the last step back (at most one per 10 purge delays) */
-#if MI_SECURE == 0
-  struct mi_page_s* slot_hints[MI_BIN_HUGE_INTERNAL][MI_SLOT_HINTS];
-#endif
   struct mi_segment_s* empty[MI_PAGE_HUGE];
   size_t        abandoned_count;
   _Atomic(size_t) segment_count;
