@@ -19,7 +19,7 @@ mi_slot_hints_t* _mi_segments_purge_hints(const mi_subproc_t* subproc) {
   return (subproc == &_mi_subproc_main ? &mi_slot_hints_main : (mi_slot_hints_t*)(subproc + 1));
 }
 
-/* The slot hints (types.h, mi_subproc_t.slot_hints): a queued slot whose last page had a bin
+/* The slot hints (types.h, mi_subproc_t): a queued slot whose last page had a bin
    joins its bin's hints, in place of the oldest when they are full. */
 static mi_decl_noinline void mi_slot_hint_add(mi_subproc_t* subproc, mi_page_t* page) {
   mi_page_t** hints = (*_mi_segments_purge_hints(subproc))[page->freed_bin - 1];

@@ -644,15 +644,10 @@ static mi_page_t* mi_segment_queue_find_slots(mi_segment_queue_t* queue, mi_heap
   return NULL;
 }
 
-/* The most recently freed slot of `kind` (small or medium) still waiting in its purge queue
-   (resident: reusing it costs no page faults, where a purged slot faults in every OS page
-   again), among the newest few of the kind, the calling thread's own first (still in its core's
-   cache: taking the newest of any thread cost alloc-test with 4 threads 3-8% of its time); NULL
-   if none suits. With one queue for all kinds, where only the newest 4 slots of any kind were
-   looked at, rptest held 25 MiB more (200 -> 175 MiB). */
 #if MI_SECURE == 0
-/* A warm slot a page of the same bin left (types.h, slot_hints): the thread's own, else the
-   newest; NULL if none suits. Out of line: a page set-up is rare, and its code is hot text. */
+/* A warm slot a page of the same bin left (types.h, mi_subproc_t: slot hints): the thread's
+   own, else the newest; NULL if none suits. Out of line: a page set-up is rare, and its code is
+   hot text. */
 static mi_decl_noinline mi_page_t* mi_segment_find_hinted_slot(mi_heap_t* heap, mi_page_kind_t kind, int numa_node, size_t block_size, uint8_t self) {
   (void)kind;   /* (debug builds: checked) */
   mi_page_t* const* hints = (*_mi_segments_purge_hints(heap->tld->subproc))[_mi_bin(block_size)];
@@ -676,6 +671,14 @@ static mi_decl_noinline mi_page_t* mi_segment_find_hinted_slot(mi_heap_t* heap, 
 }
 #endif
 
+/* A slot of `kind` (small or medium) still waiting in its purge queue (resident: reusing it
+   costs no page faults, where a purged slot faults in every OS page again): one that a page of
+   the same bin left (it holds what the new page will most likely reach: larson 14 K -> 4 K
+   page faults, glibc-thread 6.8 -> 5.9 MiB; docs/memory.md), else the most recently freed
+   among the newest few of the kind, the calling thread's own first (still in its core's
+   cache: taking the newest of any thread cost alloc-test with 4 threads 3-8% of its time); NULL
+   if none suits. With one queue for all kinds, where only the newest 4 slots of any kind were
+   looked at, rptest held 25 MiB more (200 -> 175 MiB). */
 static mi_page_t* mi_segment_find_resident_page(mi_heap_t* heap, mi_page_kind_t kind, int numa_node, size_t block_size) {
   const uint8_t self = mi_thread_hash8();
   mi_page_t* found = NULL;

@@ -175,7 +175,7 @@
 #define MI_BIN_FIRST_SPACED   (10)
 #define MI_BIN_HUGE_INTERNAL  (122)
 #define MI_BIN_FULL           (MI_BIN_HUGE_INTERNAL + 1)
-#define MI_SLOT_HINTS         (4)   /* warm slots remembered per bin (mi_subproc_t.slot_hints) */
+#define MI_SLOT_HINTS         (4)   /* warm slots remembered per bin (mi_subproc_t: slot hints) */
 struct mi_page_s;
 typedef struct mi_page_s* mi_slot_hints_t[MI_BIN_HUGE_INTERNAL][MI_SLOT_HINTS];
 
@@ -488,7 +488,7 @@ typedef struct mi_page_s {
                                          at its thread's end: heap.c). Secure builds: no room */
   uint8_t            freed_bin;       /* unused slot of a small or medium segment: the bin + 1
                                          of the page it last held (0: none), for a new page of
-                                         that bin (mi_subproc_t.slot_hints). Secure builds: no
+                                         that bin (mi_subproc_t: slot hints). Secure builds: no
                                          room */
   uint16_t           tail_seen;       /* owner: capacity + 1 at the last look at the tail (0:
                                          none): a page whose capacity grew since is still
@@ -597,11 +597,10 @@ typedef struct mi_purge_queue_s {
        purge_count is their number, purge_next at most their earliest deadline (both peeked
        without the lock: the purger is told purge_next once the lock is dropped);
      purge_backoff, purge_reused, purge_backoff_time: the adaptive slot purge delay (segment.c);
-     slot hints (release builds): a table of 4 KiB apart from the descriptor (the main one's
-       on a page of its own in the cold .bss, another's right after its descriptor: segment-
-       purge.c, _mi_segments_purge_hints), so that the descriptor's hot data stays as compact
-       as it was; row bin holds up to
-       MI_SLOT_HINTS of the slots in purge[small or medium] whose last page was of the bin
+     slot hints (release builds): a table of 3.9 KiB apart from the descriptor (the main
+       one's in the cold .bss, another's right after its descriptor: segment-purge.c,
+       _mi_segments_purge_hints), so that the hot data around the descriptor keeps its pages;
+       row bin holds up to MI_SLOT_HINTS of the slots in purge[small or medium] whose last page was of the bin
        (freed_bin == bin + 1), the newest kept; a slot leaves them when it leaves its queue.
        A new page of the bin takes one of them first: the slot holds what a page of the same
        class left resident, which the new page will most likely reach too (segment.c,
