@@ -506,8 +506,8 @@ static bool mi_segment_page_clear(mi_segment_t* segment, mi_page_t* page, size_t
   const uint8_t committed = page->is_committed;
 #if MI_SECURE == 0
   const uint8_t dirty = mi_segment_page_dirty_extent(segment, page);
-  /* (a one-slot page of a large segment is placed by its run of free slots, not by its bin) */
-  const size_t bin = (segment->page_kind < MI_PAGE_LARGE && page->block_size > 0 ? _mi_bin(page->block_size) : MI_BIN_HUGE_INTERNAL);
+  /* bin + 1, or 0: a one-slot page of a large segment is placed by its run of free slots, not by its bin */
+  const uint8_t freed_bin = (uint8_t)(segment->page_kind < MI_PAGE_LARGE && page->block_size > 0 ? _mi_bin(page->block_size) + 1 : 0);
 #endif
   memset(page, 0, sizeof(*page));
   page->segment_idx = idx;
@@ -515,7 +515,7 @@ static bool mi_segment_page_clear(mi_segment_t* segment, mi_page_t* page, size_t
   page->is_zero_init = 0;   /* the memory has been used */
 #if MI_SECURE == 0
   page->tail_dirty = dirty;
-  page->freed_bin = (uint8_t)(bin < MI_BIN_HUGE_INTERNAL ? bin + 1 : 0);
+  page->freed_bin = freed_bin;
 #endif
   for (size_t i = 1; i < count; i++) {
     mi_assert_internal(page[i].span_tail == i);
@@ -666,7 +666,7 @@ static mi_decl_noinline mi_page_t* mi_segment_find_hinted_slot(mi_heap_t* heap, 
       found_own = own;
     }
   }
-  /* (a heap bound to an arena or a node: the other hints are rarely of another kind) */
+  /* (a heap bound to an arena or a node: rarely do the other hints lie in another arena or node) */
   return (found != NULL && mi_segment_suits(_mi_page_segment(found), heap, numa_node) ? found : NULL);
 }
 #endif

@@ -386,15 +386,16 @@ bool _mi_validate_subproc_locked(mi_subproc_t* subproc) {
 #if MI_SECURE == 0
   /* slot hints: queued slots of small or medium segments whose last page was of the bin */
   for (size_t bin = 0; bin < MI_BIN_HUGE_INTERNAL; bin++) {
+    mi_page_t* const* row = (*_mi_segments_purge_hints(subproc))[bin];
     for (size_t i = 0; i < MI_SLOT_HINTS; i++) {
-      const mi_page_t* page = (*_mi_segments_purge_hints(subproc))[bin][i];
+      const mi_page_t* page = row[i];
       if (page == NULL) continue;
       mi_check_eq(S, subproc, "slot_hints: slot's purge_pending", 1, page->purge_pending);
       mi_check_eq(S, subproc, "slot_hints: slot's freed_bin", bin + 1, page->freed_bin);
       mi_check_le(S, subproc, "slot_hints: slot's segment page_kind (small or medium)", MI_PAGE_MEDIUM, _mi_page_segment(page)->page_kind);
       mi_check_eq(S, subproc, "slot_hints: slot's segment subproc", (uintptr_t)subproc, (uintptr_t)_mi_page_segment(page)->subproc);
       for (size_t j = i + 1; j < MI_SLOT_HINTS; j++) {
-        mi_check_eq(S, subproc, "slot_hints: slot listed once", 0, (uintptr_t)((*_mi_segments_purge_hints(subproc))[bin][j] == page));
+        mi_check_eq(S, subproc, "slot_hints: slot listed once", 0, (uintptr_t)(row[j] == page));
       }
     }
   }
