@@ -90,12 +90,19 @@ static void mi_heap_idle_discard(size_t n) {
   }
 }
 
-/* The list's lock. The purger holds it while it works; on Windows, ExitProcess may end the
-   purger wherever it is (purger.c, mi_purger_pause): then a thread that ends after it gives up
-   rather than wait forever (false; the process is ending). */
+/* The list's lock. The purger holds it while it works, a thread while it joins or leaves.
+   On Windows, ExitProcess ends the other threads wherever they are, the purger among them
+   (purger.c, mi_purger_pause): a holder may never release it, and the thread that ends the
+   process then gives up rather than wait forever (false). Only then: a thread that could not
+   leave the list must keep its metadata (init.c, _mi_thread_done). The purger merely not
+   running (not started yet, ended after its linger) is no reason: skipping the wait there let
+   threads that ended together leave their freed metadata listed, and the next one to leave
+   wrote into it (seen under Wine: a corrupted heap of the OS's, test thread-exit-win). */
 static bool mi_heap_idle_lock_acquire(void) {
-  if (_mi_prim_thread_alive()) { mi_lock_acquire(&mi_heap_idle_lock); return true; }
-  return mi_lock_try_acquire(&mi_heap_idle_lock);
+  if (mi_lock_try_acquire(&mi_heap_idle_lock)) return true;
+  if (_mi_prim_process_ending()) return false;
+  mi_lock_acquire(&mi_heap_idle_lock);
+  return true;
 }
 
 void _mi_heap_idle_register(mi_tld_t* tld) {
@@ -109,9 +116,9 @@ void _mi_heap_idle_register(mi_tld_t* tld) {
   mi_lock_release(&mi_heap_idle_lock);
 }
 
-void _mi_heap_idle_unregister(mi_tld_t* tld) {
-  if (!tld->idle_listed) return;
-  if (!mi_heap_idle_lock_acquire()) return;   /* (waits for a look in progress) */
+bool _mi_heap_idle_unregister(mi_tld_t* tld) {
+  if (!tld->idle_listed) return true;
+  if (!mi_heap_idle_lock_acquire()) return false;   /* (waits for a look in progress) */
   if (tld->idle_prev != NULL) tld->idle_prev->idle_next = tld->idle_next;
   else mi_heap_idle_threads = tld->idle_next;
   if (tld->idle_next != NULL) tld->idle_next->idle_prev = tld->idle_prev;
@@ -119,6 +126,7 @@ void _mi_heap_idle_unregister(mi_tld_t* tld) {
   tld->idle_listed = false;
   mi_atomic_sub_relaxed(&mi_heap_idle_count, 1);
   mi_lock_release(&mi_heap_idle_lock);
+  return true;
 }
 
 /* The purger waits (without a timeout) for delayed pushes while another thread may free into

@@ -68,6 +68,10 @@ static mi_thread_data_t* mi_thread_data_alloc(bool* is_zero) {
 }
 
 static void mi_thread_data_free(mi_thread_data_t* td) {
+  if (mi_unlikely(td->tld.idle_listed)) {   /* (a bug: the purger's list would link freed memory; a thread's end, rare) */
+    _mi_error_message(EFAULT, "thread metadata at %p freed while the purger's thread list links it: kept\n", (void*)td);
+    return;
+  }
   for (size_t i = 0; i < MI_THREAD_DATA_CACHE; i++) {
     mi_thread_data_t* expected = NULL;
     if (mi_atomic_load_relaxed(&mi_thread_data_cache[i]) == NULL &&
@@ -292,7 +296,7 @@ void _mi_thread_done(mi_heap_t* heap) {
   _mi_thread_set_default_heap(backing);
   _mi_heap_api_thread_done(tld);   /* its other heaps end (theaps as their shared heap did) */
   mi_heap_owner_enter(backing);
-  _mi_heap_idle_unregister(tld);   /* the purger no longer looks at the heap (it stopped: our section) */
+  const bool unlisted = _mi_heap_idle_unregister(tld);   /* the purger no longer looks at the heap (it stopped: our section) */
   mi_heap_owner_leave(backing);
   _mi_heap_collect_abandon(backing);
   _mi_segments_big_freed_purge(tld);   /* (after: its own huge pages are freed above) */
@@ -308,9 +312,10 @@ void _mi_thread_done(mi_heap_t* heap) {
     mi_tld_init(&mi_tld_main, &_mi_thread_main_heap, false);
     _mi_heap_init(&_mi_thread_main_heap, &mi_tld_main, 0, false, 0);
   }
-  else {
+  else if (unlisted) {
     mi_thread_data_free((mi_thread_data_t*)backing);
   }
+  /* (else the process is ending and the list still links the tld: it stays, never reused) */
 }
 
 void mi_thread_done(void) mi_attr_noexcept {

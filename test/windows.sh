@@ -28,7 +28,7 @@ need cmake cmake
 [ -e /usr/lib/wine/wine64 ] || { echo "windows.sh: /usr/lib/wine/wine64 missing (Debian: apt-get install wine64)" >&2; exit 2; }
 
 # the same environment as the emulator of cmake/toolchain-x86_64-w64-mingw32.cmake
-export WINEPREFIX="$dir/wineprefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
+export WINEPREFIX="$dir/wineprefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml,winedbg.exe="
 unset DISPLAY WAYLAND_DISPLAY   # never try to open a window (Mono/Gecko dialogs are off too)
 
 total_start=$(date +%s)

@@ -730,6 +730,8 @@ typedef struct mi_tld_s {
   struct mi_remote_batch_s { mi_page_t* page; mi_block_t* head; mi_block_t* tail; size_t count; } remote_batch[MI_REMOTE_BATCH_SLOTS];
   size_t              remote_batch_used;
 #endif
+  /* the purger's list of threads (heap-idle.c), under its lock. Invariant: a listed tld is
+     never freed or reused (init.c, _mi_thread_done: one that cannot leave is kept) */
   struct mi_tld_s*    idle_next;
   struct mi_tld_s*    idle_prev;
   bool                idle_listed;

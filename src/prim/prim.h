@@ -271,3 +271,7 @@ void  _mi_prim_thread_wake(void);
    other threads before a DLL's exit handlers (mi_process_done) run, wherever they were; Unix:
    threads run until _exit, after those handlers, so always true. */
 bool  _mi_prim_thread_alive(void);
+/* True once the process has begun to end and its other threads may have been ended wherever
+   they were, holding locks that are never released (Windows: ExitProcess, whose thread runs the
+   exit hooks afterwards; RtlDllShutdownInProgress). Unix: always false (threads run on). */
+bool  _mi_prim_process_ending(void);

@@ -976,6 +976,7 @@ void _mi_prim_thread_wait(mi_msecs_t timeout_ms) {
 }
 
 bool _mi_prim_thread_alive(void) { return true; }
+bool _mi_prim_process_ending(void) { return false; }
 
 void _mi_prim_thread_wake(void) {
   pthread_mutex_lock(&unix_wait_lock);

@@ -449,6 +449,24 @@ bool _mi_prim_random_buf(void* buf, size_t buf_len) {
    _mi_malloc_generic), so nothing is left behind. DLL_PROCESS_DETACH does nothing: the
    process is ending, the statistics were reported (mi_process_done), the OS takes the memory.
 --------------------------------------------------------------------------------------- */
+/* ntdll's RtlDllShutdownInProgress, resolved at process init (_mi_prim_thread_init_auto_done):
+   never later, where GetModuleHandle and GetProcAddress would take the loader lock inside an FLS
+   callback, which holds the FLS lock that a starting thread takes under the loader lock (the
+   two locks in opposite orders: Wine's ntdll, LdrInitializeThunk and RtlProcessFlsData) */
+typedef BOOLEAN (NTAPI *win_shutdown_in_progress_t)(void);
+static _Atomic(uintptr_t) win_shutdown_in_progress;   /* 0: not known (never "ending") */
+
+static void win_shutdown_in_progress_resolve(void) {
+  HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
+  void* const f = (ntdll == NULL ? NULL : (void*)GetProcAddress(ntdll, "RtlDllShutdownInProgress"));
+  mi_atomic_store_release(&win_shutdown_in_progress, (uintptr_t)f);
+}
+
+bool _mi_prim_process_ending(void) {
+  const uintptr_t fn = mi_atomic_load_acquire(&win_shutdown_in_progress);
+  return (fn != 0 && ((win_shutdown_in_progress_t)fn)() != 0);
+}
+
 static DWORD         win_fls_key = FLS_OUT_OF_INDEXES;
 static _Atomic(int)  win_fls_state;   /* 0: none, 1: created */
 
@@ -499,6 +517,7 @@ __attribute__((used, section(".CRT$XLY"))) const PIMAGE_TLS_CALLBACK _mi_prim_wi
 
 void _mi_prim_thread_init_auto_done(void) {
   if (mi_atomic_load_acquire(&win_fls_state) != 0) return;
+  win_shutdown_in_progress_resolve();
   const DWORD key = FlsAlloc(&win_fls_done);
   if (key == FLS_OUT_OF_INDEXES) return;
   win_fls_key = key;
