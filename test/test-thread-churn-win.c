@@ -19,6 +19,7 @@
 #include <mimalloc.h>
 #include <mimalloc-stats.h>
 #include "testing.h"
+#include "thread-figures.h"
 
 #define MAX_CREATORS 64
 
@@ -68,17 +69,6 @@ static unsigned __stdcall creator(void* arg) {
     CloseHandle(h);
   }
   return 0;
-}
-
-typedef struct figures_s {
-  long long threads, pages, segments;
-} figures_t;
-
-static figures_t figures(void) {
-  mi_stats_t_decl(st);
-  CHECK(mi_stats_get(&st));
-  figures_t f = { (long long)st.threads.current, (long long)st.pages.current, (long long)st.segments.current };
-  return f;
 }
 
 int main(int argc, char** argv) {

@@ -26,6 +26,7 @@
 #include <mimalloc.h>
 #include <mimalloc-stats.h>
 #include "testing.h"
+#include "thread-figures.h"
 
 #define MAX_THREADS 4096
 #define FIBER_THREADS 16
@@ -111,17 +112,6 @@ static unsigned __stdcall fiber_worker(void* arg) {
   mi_free(c.block);
   if (id % 2 == 0) CHECK(ConvertFiberToThread());
   return 0;
-}
-
-typedef struct figures_s {
-  long long threads, pages, segments;
-} figures_t;
-
-static figures_t figures(void) {
-  mi_stats_t_decl(st);
-  CHECK(mi_stats_get(&st));
-  figures_t f = { (long long)st.threads.current, (long long)st.pages.current, (long long)st.segments.current };
-  return f;
 }
 
 int main(int argc, char** argv) {
