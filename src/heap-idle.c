@@ -116,9 +116,9 @@ void _mi_heap_idle_register(mi_tld_t* tld) {
   mi_lock_release(&mi_heap_idle_lock);
 }
 
-bool _mi_heap_idle_unregister(mi_tld_t* tld) {
-  if (!tld->idle_listed) return true;
-  if (!mi_heap_idle_lock_acquire()) return false;   /* (waits for a look in progress) */
+void _mi_heap_idle_unregister(mi_tld_t* tld) {
+  if (!tld->idle_listed) return;
+  if (!mi_heap_idle_lock_acquire()) return;   /* (waits for a look in progress; gives up only when the process is ending: it stays listed) */
   if (tld->idle_prev != NULL) tld->idle_prev->idle_next = tld->idle_next;
   else mi_heap_idle_threads = tld->idle_next;
   if (tld->idle_next != NULL) tld->idle_next->idle_prev = tld->idle_prev;
@@ -126,7 +126,6 @@ bool _mi_heap_idle_unregister(mi_tld_t* tld) {
   tld->idle_listed = false;
   mi_atomic_sub_relaxed(&mi_heap_idle_count, 1);
   mi_lock_release(&mi_heap_idle_lock);
-  return true;
 }
 
 /* The purger waits (without a timeout) for delayed pushes while another thread may free into

@@ -296,7 +296,7 @@ void _mi_thread_done(mi_heap_t* heap) {
   _mi_thread_set_default_heap(backing);
   _mi_heap_api_thread_done(tld);   /* its other heaps end (theaps as their shared heap did) */
   mi_heap_owner_enter(backing);
-  const bool unlisted = _mi_heap_idle_unregister(tld);   /* the purger no longer looks at the heap (it stopped: our section) */
+  _mi_heap_idle_unregister(tld);   /* the purger no longer looks at the heap (it stopped: our section) */
   mi_heap_owner_leave(backing);
   _mi_heap_collect_abandon(backing);
   _mi_segments_big_freed_purge(tld);   /* (after: its own huge pages are freed above) */
@@ -312,7 +312,7 @@ void _mi_thread_done(mi_heap_t* heap) {
     mi_tld_init(&mi_tld_main, &_mi_thread_main_heap, false);
     _mi_heap_init(&_mi_thread_main_heap, &mi_tld_main, 0, false, 0);
   }
-  else if (unlisted) {
+  else if (!tld->idle_listed) {
     mi_thread_data_free((mi_thread_data_t*)backing);
   }
   /* (else the process is ending and the list still links the tld: it stays, never reused) */

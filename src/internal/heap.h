@@ -96,7 +96,7 @@ bool       _mi_heap_visit_part(const mi_heap_t* heap, const mi_heap_t* shown, bo
    heap-idle.c: the purger empties the full pages of a sleeping thread (types.h, mi_heap_t)
 ------------------------------------------------------------------------------------------ */
 void       _mi_heap_idle_register(mi_tld_t* tld);     /* a thread with a backing heap starts */
-bool       _mi_heap_idle_unregister(mi_tld_t* tld);   /* ... ends: before its heap is released; false: still listed (the process is ending), keep the tld */
+void       _mi_heap_idle_unregister(mi_tld_t* tld);   /* ... ends: before its heap is released; `idle_listed` still true after it: the process is ending, keep the tld */
 void       _mi_heap_idle_wait(mi_heap_t* heap);       /* owner: the purger works on the heap: wait for it to stop */
 void       _mi_heap_idle_take_back(mi_heap_t* heap);  /* owner: free the pages the purger emptied */
 void       _mi_heap_idle_notify_slow(void);           /* a block was pushed on a heap's delayed list */
