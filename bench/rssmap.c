@@ -14,13 +14,18 @@
  * then one line per segment kind (small, medium, large): pages in use, resident, capacity,
  * live blocks and unused slots waiting for their purge;
  * and with RSSMAP_SEGMENTS=1 one line per medium or large segment showing each slot (block size, blocks
- * used/reserved, resident KiB). It reads the allocator's data without locks while the program
+ * used/reserved, resident KiB). With RSSMAP_PEAK=1 (and RSSMAP_AT_EXIT) a thread reads the RSS
+ * every millisecond and takes a report at each new highest value; the exit prints the last one
+ * first: the memory at the moment a peak RSS figure measures. It reads the allocator's data without locks while the program
  * runs: figures are a snapshot, good to a few pages. Nothing here allocates or locks (input
  * with read(2), output with write(2)): the signal may stop the program inside the allocator;
  * the figures are for finding mechanisms, the benchmarks judge the results. */
 #include "internal/internal.h"
 
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -44,8 +49,18 @@ typedef struct rss_acc_s {
 
 static unsigned char rss_vec[MI_SEGMENT_SIZE / OS_PAGE];
 
-static void rss_write(const char* s, int len) {
-  if (len > 0) (void)!write(2, s, (size_t)len);
+/* Where a report goes: stderr, or a buffer (the peak's report, kept until the exit). */
+typedef struct rss_out_s {
+  char* buf;   /* NULL: stderr */
+  size_t cap, len;
+} rss_out_t;
+
+static void rss_write(rss_out_t* out, const char* s, int len) {
+  if (len <= 0) return;
+  if (out->buf == NULL) { (void)!write(2, s, (size_t)len); return; }
+  const size_t n = ((size_t)len < out->cap - out->len ? (size_t)len : out->cap - out->len);
+  memcpy(out->buf + out->len, s, n);
+  out->len += n;
 }
 
 static size_t rss_count(size_t first, size_t n) {
@@ -54,7 +69,7 @@ static size_t rss_count(size_t first, size_t n) {
   return r * OS_PAGE;
 }
 
-static void rss_segment(mi_segment_t* seg, rss_acc_t* acc, bool detail) {
+static void rss_segment(mi_segment_t* seg, rss_acc_t* acc, bool detail, rss_out_t* out) {
   if (mincore(seg, MI_SEGMENT_SIZE, rss_vec) != 0) return;
   const size_t resident = rss_count(0, MI_SEGMENT_SIZE / OS_PAGE);
   if (resident == 0) return;
@@ -106,19 +121,19 @@ static void rss_segment(mi_segment_t* seg, rss_acc_t* acc, bool detail) {
   if (len > 0) {
     if (len > (int)sizeof line - 2) len = (int)sizeof line - 2;
     line[len++] = '\n';
-    rss_write(line, len);
+    rss_write(out, line, len);
   }
 }
 
 static bool rss_detail;   /* RSSMAP_SEGMENTS was set */
 
-static void rss_report(const char* when) {
+static void rss_report(const char* when, rss_out_t* out) {
   rss_acc_t acc;
   memset(&acc, 0, sizeof acc);
   const bool detail = rss_detail;
   /* read with read(2) into a static buffer: stdio would allocate, and the signal may have
      stopped the program inside the allocator (with a lock held: fopen hung limit-drift) */
-  static char buf[1 << 16];
+  static char buf[1 << 16];   /* (one report at a time: rss_lock) */
   const int fd = open("/proc/self/maps", O_RDONLY);
   if (fd < 0) return;
   size_t have = 0;
@@ -134,7 +149,7 @@ static void rss_report(const char* when) {
       unsigned long a, b;
       if (sscanf(line, "%lx-%lx", &a, &b) == 2 && b - a >= MIN_MAPPING) {
         for (uintptr_t s = _mi_align_up(a, MI_SEGMENT_SIZE); s + MI_SEGMENT_SIZE <= b; s += MI_SEGMENT_SIZE) {
-          rss_segment((mi_segment_t*)s, &acc, detail);
+          rss_segment((mi_segment_t*)s, &acc, detail, out);
         }
       }
       line = eol + 1;
@@ -154,22 +169,82 @@ static void rss_report(const char* when) {
     when, acc.total / M, u, acc.inuse_resident / M, acc.inuse_used / M, acc.inuse_capacity / M, acc.inuse_tfree / M, acc.abandoned_resident / M,
     acc.slot_pending / M, acc.slot_purged / M, acc.slot_other / M,
     acc.freed_segments / M, acc.huge / M, acc.segments[0], acc.segments[1], acc.segments[2], acc.segments[3]);
-  rss_write(line, len);
+  rss_write(out, line, len);
   static const char* const kinds[3] = { "small", "medium", "large" };
   for (int k = 0; k < 3; k++) {
     len = snprintf(line, sizeof line, "rssmap   in %s segments: %zu pages in use, resident %zu %s, capacity %zu, live %zu; unused slots waiting for purge %zu\n",
                    kinds[k], acc.kind_pages[k], acc.kind_resident[k] / M, u, acc.kind_capacity[k] / M, acc.kind_live[k] / M, acc.kind_pending[k] / M);
-    rss_write(line, len);
+    rss_write(out, line, len);
   }
 }
 
+/* One report at a time (the static buffers): the signal handler only tries, so a signal that
+   lands while the peak thread reports is skipped, never deadlocks. */
+static atomic_flag rss_lock = ATOMIC_FLAG_INIT;
+
 static void rss_on_signal(int sig) {
   (void)sig;
-  rss_report("signal");
+  if (atomic_flag_test_and_set(&rss_lock)) return;
+  rss_out_t out = { NULL, 0, 0 };
+  rss_report("signal", &out);
+  atomic_flag_clear(&rss_lock);
+}
+
+/* RSSMAP_PEAK: a thread reads the process' RSS every millisecond and, at each new highest
+   value, takes a report into a buffer; the exit prints the last one: where the memory was at the
+   moment that peak RSS figures measure. */
+static char rss_peak_buf[1 << 16], rss_peak_next[1 << 16];
+static size_t rss_peak_len;
+static size_t rss_peak_rss;
+static atomic_bool rss_peak_stop;
+static pthread_t rss_peak_thread;
+static bool rss_peak_on;
+
+static size_t rss_current(void) {
+  char b[128];
+  const int fd = open("/proc/self/statm", O_RDONLY);
+  if (fd < 0) return 0;
+  const ssize_t n = read(fd, b, sizeof b - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  b[n] = 0;
+  unsigned long size, resident;
+  return (sscanf(b, "%lu %lu", &size, &resident) == 2 ? resident * OS_PAGE : 0);
+}
+
+static void* rss_peak_run(void* arg) {
+  (void)arg;
+  const struct timespec ms = { 0, 1000000 };
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  while (!atomic_load(&rss_peak_stop)) {
+    const size_t rss = rss_current();
+    if (rss > rss_peak_rss && !atomic_flag_test_and_set(&rss_lock)) {
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      const long elapsed = (long)(t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+      char when[64];
+      snprintf(when, sizeof when, "peak: RSS %zu KiB at %ld ms", rss / 1024, elapsed);
+      rss_out_t out = { rss_peak_next, sizeof rss_peak_next, 0 };
+      rss_report(when, &out);
+      memcpy(rss_peak_buf, rss_peak_next, out.len);
+      rss_peak_len = out.len;
+      rss_peak_rss = rss;
+      atomic_flag_clear(&rss_lock);
+    }
+    nanosleep(&ms, NULL);
+  }
+  return NULL;
 }
 
 static void rss_at_exit(void) {
-  rss_report("exit");
+  if (rss_peak_on) {
+    atomic_store(&rss_peak_stop, true);
+    pthread_join(rss_peak_thread, NULL);
+    rss_out_t err = { NULL, 0, 0 };
+    rss_write(&err, rss_peak_buf, (int)rss_peak_len);
+  }
+  rss_out_t out = { NULL, 0, 0 };
+  rss_report("exit", &out);
 }
 
 /* The variables are taken out of the environment: programs the process starts (with the
@@ -177,7 +252,10 @@ static void rss_at_exit(void) {
 __attribute__((constructor)) static void rss_init(void) {
   signal(SIGUSR1, rss_on_signal);
   rss_detail = (getenv("RSSMAP_SEGMENTS") != NULL);
+  rss_peak_on = (getenv("RSSMAP_AT_EXIT") != NULL && getenv("RSSMAP_PEAK") != NULL &&
+                 pthread_create(&rss_peak_thread, NULL, &rss_peak_run, NULL) == 0);
   if (getenv("RSSMAP_AT_EXIT") != NULL) atexit(rss_at_exit);
   unsetenv("RSSMAP_AT_EXIT");
   unsetenv("RSSMAP_SEGMENTS");
+  unsetenv("RSSMAP_PEAK");
 }
