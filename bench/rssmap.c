@@ -16,10 +16,11 @@
  * and with RSSMAP_SEGMENTS=1 one line per medium or large segment showing each slot (block size, blocks
  * used/reserved, resident KiB). With RSSMAP_PEAK=1 (and RSSMAP_AT_EXIT) a thread reads the RSS
  * every millisecond and takes a report at each new highest value; the exit prints the last one
- * first: the memory at the moment a peak RSS figure measures. It reads the allocator's data without locks while the program
- * runs: figures are a snapshot, good to a few pages. Nothing here allocates or locks (input
- * with read(2), output with write(2)): the signal may stop the program inside the allocator;
- * the figures are for finding mechanisms, the benchmarks judge the results. */
+ * first: the memory at the moment a peak RSS figure measures. It reads the allocator's data
+ * without locks while the program runs: figures are a snapshot, good to a few pages. No report
+ * allocates or locks (input with read(2), output with write(2)): the signal may stop the
+ * program inside the allocator; the figures are for finding mechanisms, the benchmarks judge
+ * the results. */
 #include "internal/internal.h"
 
 #include <pthread.h>
@@ -247,6 +248,11 @@ static void rss_at_exit(void) {
   rss_report("exit", &out);
 }
 
+/* A forked child has no peak thread (and reports its own exit, as before). */
+static void rss_peak_child(void) {
+  rss_peak_on = false;
+}
+
 /* The variables are taken out of the environment: programs the process starts (with the
    preload inherited) report only on a signal. */
 __attribute__((constructor)) static void rss_init(void) {
@@ -254,6 +260,7 @@ __attribute__((constructor)) static void rss_init(void) {
   rss_detail = (getenv("RSSMAP_SEGMENTS") != NULL);
   rss_peak_on = (getenv("RSSMAP_AT_EXIT") != NULL && getenv("RSSMAP_PEAK") != NULL &&
                  pthread_create(&rss_peak_thread, NULL, &rss_peak_run, NULL) == 0);
+  if (rss_peak_on) pthread_atfork(NULL, NULL, &rss_peak_child);
   if (getenv("RSSMAP_AT_EXIT") != NULL) atexit(rss_at_exit);
   unsetenv("RSSMAP_AT_EXIT");
   unsetenv("RSSMAP_SEGMENTS");
