@@ -194,8 +194,8 @@ static void rss_on_signal(int sig) {
 /* RSSMAP_PEAK: a thread reads the process' RSS every millisecond and, at each new highest
    value, takes a report into a buffer; the exit prints the last one: where the memory was at the
    moment that peak RSS figures measure. */
-static char rss_peak_buf[1 << 16], rss_peak_next[1 << 16];
-static size_t rss_peak_len;
+static char rss_peak_buf[1 << 16];
+static rss_out_t rss_peak_out = { rss_peak_buf, sizeof rss_peak_buf, 0 };   /* (read at exit, after the join) */
 static size_t rss_peak_rss;
 static atomic_bool rss_peak_stop;
 static pthread_t rss_peak_thread;
@@ -225,10 +225,8 @@ static void* rss_peak_run(void* arg) {
       const long elapsed = (long)(t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
       char when[64];
       snprintf(when, sizeof when, "peak: RSS %zu KiB at %ld ms", rss / 1024, elapsed);
-      rss_out_t out = { rss_peak_next, sizeof rss_peak_next, 0 };
-      rss_report(when, &out);
-      memcpy(rss_peak_buf, rss_peak_next, out.len);
-      rss_peak_len = out.len;
+      rss_peak_out.len = 0;   /* (the report of the previous peak goes) */
+      rss_report(when, &rss_peak_out);
       rss_peak_rss = rss;
       atomic_flag_clear(&rss_lock);
     }
@@ -242,7 +240,7 @@ static void rss_at_exit(void) {
     atomic_store(&rss_peak_stop, true);
     pthread_join(rss_peak_thread, NULL);
     rss_out_t err = { NULL, 0, 0 };
-    rss_write(&err, rss_peak_buf, (int)rss_peak_len);
+    rss_write(&err, rss_peak_out.buf, (int)rss_peak_out.len);
   }
   rss_out_t out = { NULL, 0, 0 };
   rss_report("exit", &out);
