@@ -297,14 +297,14 @@ step_time "fuzz-model-mt and loaded programs: build (the rest after the last sui
 
 skipped=()
 
-# ---- the multi-threaded model fuzzer (test/test-model-mt.c; docs/testing.md): about 2 minutes ----
+# ---- the multi-threaded model fuzzer (test/test-model-mt.c; docs/testing.md): about 1.5 minutes ----
 # random seeds for a fixed time on the release and ASan builds (a failure prints the command that
 # replays its seed), then the libFuzzer target (clang, library and test under ASan) for a fixed
 # time in its own build; without clang's libFuzzer that part is skipped (failed with
 # MI_TEST_REQUIRE_ALL=1)
-echo "=== model-mt: random seeds, 30 s on release and 30 s on asan"
-"$root/build-test-release/test/test-model-mt" --seconds 30
-"$root/build-test-asan/test/test-model-mt" --seconds 30 --steps 6000
+echo "=== model-mt: random seeds, 20 s on release and 20 s on asan"
+"$root/build-test-release/test/test-model-mt" --seconds 20
+"$root/build-test-asan/test/test-model-mt" --seconds 20 --steps 6000
 step_time "model-mt: random seeds"
 fuzz_probe="$root/build-test-fuzz/libfuzzer-probe"
 mkdir -p "$root/build-test-fuzz"
