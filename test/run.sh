@@ -186,9 +186,9 @@ wait_bg_later() {
 # (sleeps, purge delays, waits) instead of minutes of their own after the core suites (issue 51):
 # the builds of the cross, musl and Windows suites (their scripts with MI_TEST_BUILD_ONLY=1: the
 # same configurations, which the scripts then find built; a failure is left for the suite to
-# build again and report), then the Rust and D packages' suites whole (builds and unit tests
-# that wait on nothing; each one's output and exit status in build-test-optional/<name>.log and
-# <name>.rc, shown and checked in its place below).
+# build again and report), and the Rust and D packages' suites and the macOS compile and link
+# check whole (builds and unit tests that wait on nothing; each one's output and exit status in
+# build-test-optional/<name>.log and <name>.rc, shown and checked in its place below).
 pre_pid=""
 pre_dir="$root/build-test-optional"
 rm -rf "$pre_dir" && mkdir -p "$pre_dir"   # (no result of an earlier run is taken for this one's)
@@ -196,19 +196,19 @@ start_prebuild_optional() {
   local suite name script needs how c ok todo=()
   for suite in "${OPTIONAL_SUITES[@]}"; do
     IFS='|' read -r name script needs how <<<"$suite"
-    case "$name" in cross|musl|windows|rust|d) ;; *) continue ;; esac
+    case "$name" in cross|musl|windows|rust|d|macos) ;; *) continue ;; esac
     ok=1
     for c in $needs; do have "$c" || ok=0; done
     [ $ok = 1 ] && todo+=("$name:$script")
   done
   [ ${#todo[@]} -gt 0 ] || return 0
-  echo "=== in the background (nice 15): the builds of the cross, musl and Windows suites, the Rust and D suites (${todo[*]}), output in $pre_dir"
+  echo "=== in the background (nice 15): the builds of the cross, musl and Windows suites, the Rust and D suites and the macOS check (${todo[*]}), output in $pre_dir"
   setsid -w nice -n 15 bash -c '
     root=$1 dir=$2; shift 2
     for j in "$@"; do
       name=${j%%:*} script=${j#*:} t0=$SECONDS rc=0
       case $name in
-        rust|d) bash "$root/$script" >"$dir/$name.log" 2>&1 || rc=$?
+        rust|d|macos) bash "$root/$script" >"$dir/$name.log" 2>&1 || rc=$?
                 echo $rc >"$dir/$name.rc"
                 echo "=== $name: its suite ran in the background in $((SECONDS - t0)) s (exit status $rc)" ;;
         *) MI_TEST_BUILD_ONLY=1 bash "$root/$script" >"$dir/$name-build.log" 2>&1 \
