@@ -11,7 +11,7 @@
 # and the core programs' runs with the live view or the profiler on, and profile-fork-loader (a
 # child hangs under riscv64's qemu-user now and then: docs/testing.md) (issue 51, docs/testing.md
 # "The cross suites' selection": the same OS calls through the same qemu-user, and C code with
-# nothing of the architecture in it, that aarch64 runs in full), and runs the rest: the core
+# nothing of the architecture in it, that aarch64 runs), and runs the rest: the core
 # programs (atomics, bit scans, TLS, alignment), the profiler's own tests (the unwinder), the
 # static and dynamic override (linking, TLS models), secure, install, docs.
 # CROSS_FULL=1: the whole suite on both targets. MI_TEST_BUILD_ONLY=1: configure and build only
