@@ -26,6 +26,7 @@ OPTIONAL_SUITES=(
   "cross|test/cross.sh|qemu-aarch64-static qemu-riscv64-static aarch64-linux-gnu-gcc aarch64-linux-gnu-g++ riscv64-linux-gnu-gcc riscv64-linux-gnu-g++|apt-get install qemu-user-static gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-riscv64-linux-gnu g++-riscv64-linux-gnu"
   "musl|test/musl.sh|musl-gcc|apt-get install musl-tools"
   "windows|test/windows.sh|x86_64-w64-mingw32-gcc-win32 x86_64-w64-mingw32-g++-win32 wine wineboot wineserver|apt-get install g++-mingw-w64-x86-64-win32 wine wine64"
+  "windows-secure|test/windows-secure.sh|x86_64-w64-mingw32-gcc-win32 x86_64-w64-mingw32-g++-win32 wine wineboot wineserver|apt-get install g++-mingw-w64-x86-64-win32 wine wine64"
   "macos|test/macos-check.sh|ziglang file|pip install ziglang; apt-get install file"
   "v3-header|test/v3-header.sh|python3 cc c++|apt-get install python3 gcc g++"
 )
@@ -196,7 +197,7 @@ start_prebuild_optional() {
   local suite name script needs how c ok todo=()
   for suite in "${OPTIONAL_SUITES[@]}"; do
     IFS='|' read -r name script needs how <<<"$suite"
-    case "$name" in cross|musl|windows|rust|d|macos) ;; *) continue ;; esac
+    case "$name" in cross|musl|windows|windows-secure|rust|d|macos) ;; *) continue ;; esac
     ok=1
     for c in $needs; do have "$c" || ok=0; done
     [ $ok = 1 ] && todo+=("$name:$script")

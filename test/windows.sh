@@ -33,7 +33,10 @@ unset DISPLAY WAYLAND_DISPLAY   # never try to open a window (Mono/Gecko dialogs
 
 total_start=$(date +%s)
 echo "=== windows: configure and build ($dir)"
-cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+# MI_WINDOWS_CMAKE_ARGS: the configuration (default Release; test/run.sh also builds Debug and
+# Secure: -DCMAKE_BUILD_TYPE=Debug, -DMI_SECURE=ON)
+read -r -a config <<<"${MI_WINDOWS_CMAKE_ARGS:--DCMAKE_BUILD_TYPE=Release}"
+cmake -S "$root" -B "$dir" -G Ninja "${config[@]}" \
       -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-x86_64-w64-mingw32.cmake" | grep -A40 "tests disabled" || true
 cmake --build "$dir" -j "$jobs"
 build_done=$(date +%s)
