@@ -7,6 +7,8 @@
 #        $WINDOWS_BUILD_DIR). The Wine prefix is <build-dir>/wineprefix; its wineserver is
 #        stopped at the end. MI_TEST_BUILD_ONLY=1: configure and build only (test/run.sh
 #        builds it so beside its earlier suites' tests, at a low priority).
+#        MI_WINDOWS_CMAKE_ARGS: cmake's arguments for the configuration (default
+#        -DCMAKE_BUILD_TYPE=Release).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-${WINDOWS_BUILD_DIR:-$root/build-windows}}
@@ -33,8 +35,8 @@ unset DISPLAY WAYLAND_DISPLAY   # never try to open a window (Mono/Gecko dialogs
 
 total_start=$(date +%s)
 echo "=== windows: configure and build ($dir)"
-# MI_WINDOWS_CMAKE_ARGS: the configuration (default Release; test/run.sh also builds Debug and
-# Secure: -DCMAKE_BUILD_TYPE=Debug, -DMI_SECURE=ON)
+# the configuration: MI_WINDOWS_CMAKE_ARGS, default Release (test/windows-secure.sh adds
+# -DMI_SECURE=ON; -DCMAKE_BUILD_TYPE=Debug for the debug build)
 read -r -a config <<<"${MI_WINDOWS_CMAKE_ARGS:--DCMAKE_BUILD_TYPE=Release}"
 cmake -S "$root" -B "$dir" -G Ninja "${config[@]}" \
       -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-x86_64-w64-mingw32.cmake" | grep -A40 "tests disabled" || true
