@@ -44,12 +44,19 @@ static void* free_all(void* arg) {
   return NULL;
 }
 
-typedef struct { size_t size; size_t count; int err; int threads; } mtfill_t;
-static _Atomic(int) mtfill_done;   /* threads that saw NULL: none frees before all did */
+typedef struct { size_t size; size_t count; int err; } mtfill_t;
+static _Atomic(int) mtfill_done;      /* threads that saw NULL: none frees before all did */
+static _Atomic(int) mtfill_threads;   /* threads started (lowered when one fails to start) */
 static void* mtfill_thread(void* arg) {
   mtfill_t* const t = (mtfill_t*)arg;
   void** held = (void**)mi_malloc(sizeof(void*) * 8192);
-  if (held == NULL) { t->err = errno; return NULL; }
+  if (held == NULL) {
+    /* a thread that starts late may find the limit taken before its first malloc: it saw NULL
+       too, and holds nothing (without the count the others would wait for it forever) */
+    t->err = errno;
+    atomic_fetch_add(&mtfill_done, 1);
+    return NULL;
+  }
   while (t->count < 8192) {
     errno = 0;
     char* p = (char*)mi_malloc(t->size);
@@ -58,7 +65,7 @@ static void* mtfill_thread(void* arg) {
     held[t->count++] = p;
   }
   atomic_fetch_add(&mtfill_done, 1);
-  while (atomic_load(&mtfill_done) < t->threads) sched_yield();   /* all hold what they got */
+  while (atomic_load(&mtfill_done) < atomic_load(&mtfill_threads)) sched_yield();   /* all hold what they got */
   for (size_t k = 0; k < t->count; k++) mi_free(held[k]);
   mi_free(held);
   return NULL;
@@ -161,9 +168,11 @@ int main(int argc, char** argv) {
       mtfill_t tf[16];
       int started = 0;
       atomic_store(&mtfill_done, 0);
+      atomic_store(&mtfill_threads, (n < 16 ? n : 16));
       for (int k = 0; k < n && k < 16; k++) {
-        tf[k].size = size; tf[k].count = 0; tf[k].err = 0; tf[k].threads = (n < 16 ? n : 16);
-        if (pthread_create(&th[k], NULL, &mtfill_thread, &tf[k]) == 0) started++;
+        tf[started].size = size; tf[started].count = 0; tf[started].err = 0;
+        if (pthread_create(&th[started], NULL, &mtfill_thread, &tf[started]) == 0) started++;
+        else atomic_fetch_sub(&mtfill_threads, 1);   /* (the others do not wait for it) */
       }
       size_t blocks_total = 0;
       int enomem = 0;

@@ -60,9 +60,22 @@ from limitcheck import FAILS, GiB, KiB, MiB, check, clean_env   # (this director
 EMULATOR = shlex.split(os.environ.get("MI_TEST_EMULATOR", ""))
 
 
+# a probe run that does not end fails the check that called it and names itself, well within
+# the test's own timeout (CMake: 120 s, 600 emulated or sanitized), which would end the whole
+# driver with nothing to show
+PROBE_TIMEOUT = 300 if EMULATOR else 60
+
+
 def run(args, extra_env, *cmds):
-    r = subprocess.run(EMULATOR + [args.probe] + list(cmds), env=clean_env(extra_env), capture_output=True,
-                       text=True, timeout=120)
+    try:
+        r = subprocess.run(EMULATOR + [args.probe] + list(cmds), env=clean_env(extra_env), capture_output=True,
+                           text=True, timeout=PROBE_TIMEOUT)
+    except subprocess.TimeoutExpired as e:
+        text = lambda b: (b.decode(errors="replace") if isinstance(b, bytes) else (b or ""))
+        check(False, f"the probe ended within {PROBE_TIMEOUT} s", f"{' '.join(cmds)} with "
+              f"{ {k: v for k, v in extra_env.items() if k.startswith('MIMALLOC_')} }: "
+              f"stdout {text(e.stdout)[-400:]!r} stderr {text(e.stderr)[-600:]!r}")
+        return -1, text(e.stdout), text(e.stderr)
     return r.returncode, r.stdout, r.stderr
 
 
@@ -435,6 +448,7 @@ def main():
     ap.add_argument("--drift-bound", type=float, help="the drift group's bound on the peak RSS, times the limit")
     ap.add_argument("group", choices=sorted(GROUPS))
     args = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)   # (what was printed survives a kill at the test's timeout)
     with tempfile.TemporaryDirectory(prefix="mi-limit-") as tmp:
         GROUPS[args.group](args, tmp)
     print(f"{'FAIL' if FAILS else 'PASS'} limit-{args.group}: {len(FAILS)} failure(s)")
